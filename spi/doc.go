@@ -1,0 +1,34 @@
+// Package spi is the backend service-provider interface of Sandbank: what an
+// engine author implements to plug a sandbox engine (QuickJS in wasm,
+// Starlark, Extism, a remote microVM service, …) into Sandbank.
+//
+// Application code does not call a [Backend] directly: it uses package
+// effect, which owns every guarantee around the engine (input and output
+// bounds, the content-addressed script check, the race against cancellation
+// and the deadline, outcome validation, bounded error text, capability
+// refusals). This package is deliberately small and depends only on the
+// standard library, so that a backend module pulls in nothing else.
+//
+// # The contract
+//
+// A backend receives a [Request] holding verified script bytes, the caller's
+// input as JSON text and the [Limits] to enforce. It exposes the parsed input
+// to the script, runs it, and reports what happened as an [Outcome]: a value
+// (JSON text), a limit that stopped the script, a thrown error, an input that
+// did not fit in memory, or an infrastructure failure. A Go error returned
+// from [Backend.Evaluate] means no outcome was obtained at all; the effect
+// reports it as an untyped, retryable error.
+//
+// A backend declares what it enforces with [Capabilities]. Declarations are
+// checked against behaviour by package conformance; declare only what the kit
+// proves.
+//
+// Optional behaviour is discovered by type assertion, as database/sql/driver
+// does: a backend may implement [Warmer] (advisory pre-warm) and io.Closer
+// (release pools, runtimes, compiled modules).
+//
+// # Versioning
+//
+// [Version] is the semantic version of this interface. Closed enumerations
+// are never renumbered; new values are additions in a minor version.
+package spi

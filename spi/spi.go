@@ -1,0 +1,58 @@
+package spi
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// Version is the semantic version of this service-provider interface.
+const Version = "1.0.0"
+
+// Backend is a sandbox engine. Implementations must be safe for concurrent
+// use: the effect may call Evaluate from many goroutines at once.
+type Backend interface {
+	// Capabilities declares what the backend enforces. The effect reads it
+	// once, at construction, and keeps a validated copy.
+	Capabilities() Capabilities
+
+	// Evaluate runs req.Script with req.Input under req.Limits and reports
+	// what happened. ctx is cancelled when the caller cancels or when the
+	// effect's deadline (WallClock plus a grace) passes; a backend that
+	// declares WallClockHard must stop the script and return promptly when
+	// ctx is done. A non-nil error means no outcome was obtained.
+	Evaluate(ctx context.Context, req Request) (Outcome, error)
+}
+
+// Warmer is implemented by backends that can prepare ahead of the first
+// request (compile a module, fill a pool). Warm is advisory: a backend that
+// was never warmed must still work.
+type Warmer interface {
+	Warm(ctx context.Context) error
+}
+
+// Factory makes a backend. Registries and the conformance kit take
+// factories so that each user (or each conformance case) gets its own
+// instance.
+type Factory func() (Backend, error)
+
+// Limits are the bounds a backend enforces on one evaluation.
+type Limits struct {
+	// WallClock is the longest the script may run, measured from the moment
+	// the script starts (engine start-up and input seeding are not charged).
+	WallClock time.Duration
+	// MemoryBytes is the most memory the script's environment may use.
+	MemoryBytes int64
+}
+
+// Request is one evaluation.
+type Request struct {
+	// Script holds the verified script bytes: source text, or a wasm module.
+	// The backend must not modify them.
+	Script []byte
+	// Input is the caller's input as JSON text, already validated and
+	// bounded by the effect.
+	Input json.RawMessage
+	// Limits are the bounds for this evaluation.
+	Limits Limits
+}
