@@ -1,7 +1,7 @@
 package effect
 
-// This file declares the exported API of package effect. The implementation
-// is in progress: bodies that say "unimplemented" are being written.
+// This file declares the constants, options and failure vocabulary of package
+// effect. The Effect itself is in effect.go, the stores in store.go.
 
 import (
 	"context"
@@ -70,92 +70,6 @@ type Call struct {
 	Limits spi.Limits
 	// Shape is an optional JSON Schema the result must satisfy.
 	Shape json.RawMessage
-}
-
-// Effect is the only way to use a backend: it owns every guarantee around
-// it. It is safe for concurrent use.
-type Effect struct {
-	// unexported fields, owned by the implementation
-	_ struct{}
-}
-
-// New returns an Effect over backend, reading scripts from scripts. A nil
-// opts means defaults. New reads the backend's capabilities once, validates
-// them and keeps a frozen copy; it refuses a backend that declares network
-// access or reused environments unless the options allow it.
-func New(scripts ScriptReader, backend spi.Backend, opts *Options) (*Effect, error) {
-	panic("unimplemented")
-}
-
-// Evaluate runs the script named by call.Script with call.Input, in the
-// order the design gives (input, script, backend race, outcome mapping,
-// output bound, shape), and returns the result as canonical JSON text. A
-// typed failure is a *Failure; a cancelled ctx yields ctx.Err(); anything
-// else is an untyped, retryable error.
-func (e *Effect) Evaluate(ctx context.Context, call Call) (json.RawMessage, error) {
-	panic("unimplemented")
-}
-
-// Capabilities returns the frozen, validated copy of the backend's
-// declaration taken at construction.
-func (e *Effect) Capabilities() spi.Capabilities { panic("unimplemented") }
-
-// Idempotent reports whether a re-run is safe by construction: the backend
-// declares no network and a fresh environment per run.
-func (e *Effect) Idempotent() bool { panic("unimplemented") }
-
-// Warm asks the backend to prepare, when it implements spi.Warmer.
-func (e *Effect) Warm(ctx context.Context) error { panic("unimplemented") }
-
-// Close closes the backend when it is an io.Closer. Calls after Close fail
-// with ErrClosed.
-func (e *Effect) Close() error { panic("unimplemented") }
-
-// Error implements error. The text starts with "effect:", has fixed
-// wording and never echoes script source.
-func (f *Failure) Error() string { panic("unimplemented") }
-
-// Unwrap returns the sentinel of f.Code.
-func (f *Failure) Unwrap() error { panic("unimplemented") }
-
-// Retryable reports whether err is worth retrying: true for untyped
-// errors, false for nil, for a *Failure and for context.Canceled.
-func Retryable(err error) bool { panic("unimplemented") }
-
-// AddressOf returns the content address of b.
-func AddressOf(b []byte) Address { panic("unimplemented") }
-
-// ParseAddress checks that s is a well-formed content address.
-func ParseAddress(s string) (Address, error) { panic("unimplemented") }
-
-// MemoryStore is an in-memory, content-addressed script store, safe for
-// concurrent use.
-type MemoryStore struct{ _ struct{} }
-
-// NewMemoryStore returns an empty MemoryStore.
-func NewMemoryStore() *MemoryStore { panic("unimplemented") }
-
-// Put stores b and returns its address.
-func (s *MemoryStore) Put(b []byte) (Address, error) { panic("unimplemented") }
-
-// ReadScript implements ScriptReader.
-func (s *MemoryStore) ReadScript(ctx context.Context, addr Address) ([]byte, error) {
-	panic("unimplemented")
-}
-
-// DirStore is a content-addressed script store in a directory on disk:
-// files are written atomically and verified on read.
-type DirStore struct{ _ struct{} }
-
-// NewDirStore opens (creating if needed) a store in dir.
-func NewDirStore(dir string) (*DirStore, error) { panic("unimplemented") }
-
-// Put stores b and returns its address.
-func (s *DirStore) Put(b []byte) (Address, error) { panic("unimplemented") }
-
-// ReadScript implements ScriptReader.
-func (s *DirStore) ReadScript(ctx context.Context, addr Address) ([]byte, error) {
-	panic("unimplemented")
 }
 
 // Code is the closed set of typed failure codes. The zero value is

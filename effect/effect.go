@@ -1,0 +1,477 @@
+package effect
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sandbank/sandbank/spi"
+)
+
+// Effect is the only way to use a backend: it owns every guarantee around
+// it. It is safe for concurrent use.
+type Effect struct {
+	scripts ScriptReader
+	backend spi.Backend
+	caps    spi.Capabilities // frozen copy, validated in New
+
+	limits    spi.Limits // the ceiling, and the default for a call
+	maxInput  int64
+	maxOutput int64
+	grace     time.Duration
+
+	shapes shapeCache
+
+	closed    atomic.Bool
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// New returns an Effect over backend, reading scripts from scripts. A nil
+// opts means defaults. New reads the backend's capabilities once, validates
+// them and keeps a frozen copy; it refuses a backend that declares network
+// access or reused environments unless the options allow it.
+//
+// New refuses a nil scripts or backend, negative limits or sizes, and a
+// negative BackendGrace, each with a clear error.
+func New(scripts ScriptReader, backend spi.Backend, opts *Options) (*Effect, error) {
+	if scripts == nil {
+		return nil, errors.New("effect: nil script reader")
+	}
+	if backend == nil {
+		return nil, errors.New("effect: nil backend")
+	}
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	e := &Effect{
+		scripts:   scripts,
+		backend:   backend,
+		limits:    o.Limits,
+		maxInput:  o.MaxInputBytes,
+		maxOutput: o.MaxOutputBytes,
+		grace:     DefaultBackendGrace,
+	}
+	switch {
+	case o.Limits.WallClock < 0:
+		return nil, errors.New("effect: options: negative wall clock limit")
+	case o.Limits.MemoryBytes < 0:
+		return nil, errors.New("effect: options: negative memory limit")
+	case o.MaxInputBytes < 0:
+		return nil, errors.New("effect: options: negative MaxInputBytes")
+	case o.MaxOutputBytes < 0:
+		return nil, errors.New("effect: options: negative MaxOutputBytes")
+	case o.BackendGrace != nil && *o.BackendGrace < 0:
+		return nil, errors.New("effect: options: negative BackendGrace")
+	}
+	if e.limits.WallClock == 0 {
+		e.limits.WallClock = DefaultWallClock
+	}
+	if e.limits.MemoryBytes == 0 {
+		e.limits.MemoryBytes = DefaultMemoryBytes
+	}
+	if e.maxInput == 0 {
+		e.maxInput = DefaultMaxInputBytes
+	}
+	if e.maxOutput == 0 {
+		e.maxOutput = DefaultMaxOutputBytes
+	}
+	if o.BackendGrace != nil {
+		e.grace = *o.BackendGrace
+	}
+
+	caps, err := readCapabilities(backend)
+	if err != nil {
+		return nil, err
+	}
+	if err := caps.Validate(); err != nil {
+		return nil, fmt.Errorf("effect: backend capabilities: %w", err)
+	}
+	if caps.Network != spi.NetworkNone && !o.AllowNetwork {
+		return nil, fmt.Errorf("effect: backend declares network %s; set Options.AllowNetwork to accept it", caps.Network)
+	}
+	if !caps.FreshPerRun && !o.AllowReusedEnvironment {
+		return nil, errors.New("effect: backend reuses its environment across runs; set Options.AllowReusedEnvironment to accept it")
+	}
+	caps.Language = boundText(caps.Language)
+	e.caps = caps
+	return e, nil
+}
+
+// readCapabilities calls backend.Capabilities once, recovering a panic (a
+// typed nil backend, a broken implementation) into an error.
+func readCapabilities(backend spi.Backend) (caps spi.Capabilities, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = errors.New("effect: backend panicked while reporting its capabilities")
+		}
+	}()
+	return backend.Capabilities(), nil
+}
+
+// Capabilities returns the frozen, validated copy of the backend's
+// declaration taken at construction. Later changes to the backend's own
+// value are not seen.
+func (e *Effect) Capabilities() spi.Capabilities { return e.caps }
+
+// Idempotent reports whether a re-run is safe by construction: the backend
+// declares no network and a fresh environment per run.
+func (e *Effect) Idempotent() bool {
+	return e.caps.Network == spi.NetworkNone && e.caps.FreshPerRun
+}
+
+// Evaluate runs the script named by call.Script with call.Input, in the
+// order the design gives, and returns the result as canonical JSON text:
+//
+//  1. the call's limits and shape are checked (untyped errors), then the
+//     input is serialised and bounded (typed inputNotSerializable,
+//     inputTooLarge) before the script is read or the backend called;
+//  2. the script is read by address (malformed: untyped; not found: typed
+//     scriptMissing; bytes that do not hash to the address: untyped);
+//  3. the backend is called with a context cancelled on ctx's cancellation
+//     or after the wall clock plus BackendGrace, and raced against both: a
+//     backend that does not return loses, a panic becomes an untyped error;
+//  4. when ctx is done, ctx.Err() is returned as is, whatever the backend
+//     did;
+//  5. the outcome is validated and mapped (Limit: limitExceeded; Threw:
+//     scriptError; InputTooLarge: inputTooLarge with the memory limit;
+//     Infrastructure and anything malformed: untyped);
+//  6. a result over MaxOutputBytes is limitExceeded (output);
+//  7. a result that does not satisfy call.Shape is shapeMismatch;
+//  8. the result is returned as its JSON round trip.
+//
+// The returned bytes are canonical: compact, object keys sorted, strings
+// re-encoded by encoding/json without HTML escaping, numbers kept exactly as
+// the backend wrote them (integers past 2^53 stay exact), no trailing
+// newline. The same value yields the same bytes on every run. They are a
+// fresh copy that the caller owns.
+//
+// A typed failure is a *Failure; every other error is untyped and
+// retryable (see Retryable). All text that came from the script, the
+// backend or the script reader is bounded to MaxTextUnits UTF-16 units and
+// made storable.
+func (e *Effect) Evaluate(ctx context.Context, call Call) (json.RawMessage, error) {
+	if ctx == nil {
+		return nil, errors.New("effect: nil context")
+	}
+	if e.closed.Load() {
+		return nil, ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+
+	// 1. The call, then the input: before the script or the backend.
+	limits, err := e.callLimits(call.Limits)
+	if err != nil {
+		return nil, err
+	}
+	var shape *compiledShape
+	if len(call.Shape) > 0 {
+		if shape, err = e.shapes.get(call.Shape); err != nil {
+			return nil, err
+		}
+	}
+	input, err := encodeInput(call.Input)
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(input)) > e.maxInput {
+		return nil, &Failure{Code: CodeInputTooLarge, Bytes: int64(len(input)), Limit: e.maxInput}
+	}
+
+	// 2. The script, by content address.
+	addr, err := ParseAddress(string(call.Script))
+	if err != nil {
+		return nil, err
+	}
+	script, err := e.readScript(ctx, addr)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err != nil {
+		return nil, err
+	}
+
+	// 3 and 4. The backend, raced against ctx and the deadline.
+	out, err := e.callBackend(ctx, spi.Request{Script: script, Input: input, Limits: limits})
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err != nil {
+		return nil, err
+	}
+
+	// 5. The outcome.
+	value, err := e.mapOutcome(out, input, limits)
+	if err != nil {
+		return nil, err
+	}
+
+	// 6, 7 and 8. The output bound, the shape, the canonical bytes.
+	return e.finish(value, shape)
+}
+
+// callLimits resolves a call's limits against the effect's ceiling: zero
+// fields take the effect's, negative or higher ones are refused.
+func (e *Effect) callLimits(l spi.Limits) (spi.Limits, error) {
+	if l.WallClock < 0 || l.MemoryBytes < 0 {
+		return spi.Limits{}, errors.New("effect: call limits must not be negative")
+	}
+	if l.WallClock > e.limits.WallClock || l.MemoryBytes > e.limits.MemoryBytes {
+		return spi.Limits{}, errors.New("effect: call limits exceed the effect's ceiling")
+	}
+	if l.WallClock == 0 {
+		l.WallClock = e.limits.WallClock
+	}
+	if l.MemoryBytes == 0 {
+		l.MemoryBytes = e.limits.MemoryBytes
+	}
+	return l, nil
+}
+
+// encodeInput serialises the caller's input. A json.RawMessage is checked
+// and copied; anything else goes through encoding/json. Failures are typed
+// inputNotSerializable.
+func encodeInput(in any) (b []byte, err error) {
+	if raw, ok := in.(json.RawMessage); ok {
+		if !json.Valid(raw) {
+			return nil, &Failure{Code: CodeInputNotSerializable, Reason: "input is a json.RawMessage that is not valid JSON text"}
+		}
+		return append([]byte(nil), raw...), nil
+	}
+	defer func() {
+		// A caller's MarshalJSON or MarshalText may panic: bad input is a
+		// clear error, never a panic out of Evaluate.
+		if r := recover(); r != nil {
+			b, err = nil, &Failure{Code: CodeInputNotSerializable, Reason: "input: a marshaler panicked"}
+		}
+	}()
+	b, err = json.Marshal(in)
+	if err != nil {
+		return nil, &Failure{Code: CodeInputNotSerializable, Reason: boundText(errorText(err))}
+	}
+	return b, nil
+}
+
+// readScript fetches and verifies the script at addr.
+func (e *Effect) readScript(ctx context.Context, addr Address) (script []byte, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			script, err = nil, errors.New("effect: script reader panicked")
+		}
+	}()
+	script, err = e.scripts.ReadScript(ctx, addr)
+	if err != nil {
+		if isNotExist(err) {
+			return nil, &Failure{Code: CodeScriptMissing, Script: addr}
+		}
+		return nil, foreignError("effect: reading script: ", err)
+	}
+	if !addr.matches(script) {
+		return nil, errors.New("effect: script bytes do not match their content address")
+	}
+	return script, nil
+}
+
+// isNotExist is errors.Is(err, fs.ErrNotExist), safe against an error
+// whose Is method panics.
+func isNotExist(err error) (ok bool) {
+	defer func() {
+		if recover() != nil {
+			ok = false
+		}
+	}()
+	return errors.Is(err, fs.ErrNotExist)
+}
+
+// settled is what the goroutine running the backend hands back.
+type settled struct {
+	out spi.Outcome
+	err error
+}
+
+// callBackend runs the backend in its own goroutine and races it against
+// ctx and the deadline (the call's wall clock plus the grace). The backend's
+// context is cancelled on either, and always when callBackend returns. The
+// channel is buffered, so a backend that returns late finishes its
+// goroutine without a reader.
+func (e *Effect) callBackend(ctx context.Context, req spi.Request) (spi.Outcome, error) {
+	d := saturatingAdd(req.Limits.WallClock, e.grace)
+	bctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+
+	ch := make(chan settled, 1)
+	go func() {
+		defer func() {
+			if r := recover(); r != nil {
+				ch <- settled{err: errBackendPanicked}
+			}
+		}()
+		out, err := e.backend.Evaluate(bctx, req)
+		ch <- settled{out: out, err: err}
+	}()
+
+	select {
+	case s := <-ch:
+		if err := ctx.Err(); err != nil {
+			return spi.Outcome{}, err
+		}
+		if s.err != nil {
+			return spi.Outcome{}, foreignError("effect: backend failed: ", s.err)
+		}
+		return s.out, nil
+	case <-bctx.Done():
+		if err := ctx.Err(); err != nil {
+			return spi.Outcome{}, err
+		}
+		return spi.Outcome{}, &untypedError{msg: "effect: backend did not settle within " + d.String()}
+	}
+}
+
+var errBackendPanicked = errors.New("effect: backend panicked")
+
+// saturatingAdd returns a+b for non-negative durations, capped at the
+// largest duration.
+func saturatingAdd(a, b time.Duration) time.Duration {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
+
+// mapOutcome validates a backend's outcome and maps it: the value for OK,
+// a typed failure for what the script did, an untyped error for anything
+// else. Every field is read once, into locals.
+func (e *Effect) mapOutcome(out spi.Outcome, input []byte, limits spi.Limits) ([]byte, error) {
+	switch out.Kind {
+	case spi.KindOK:
+		v := out.Value
+		if len(v) == 0 || !json.Valid(v) {
+			return nil, errors.New("effect: backend returned an OK outcome without a valid JSON value")
+		}
+		return v, nil
+	case spi.KindLimit:
+		var k LimitKind
+		switch out.Limit {
+		case spi.LimitCPU:
+			k = LimitCPU
+		case spi.LimitMemory:
+			k = LimitMemory
+		case spi.LimitWallClock:
+			k = LimitWallClock
+		default:
+			return nil, errors.New("effect: backend returned a limit outcome with an invalid limit kind " + strconv.Itoa(int(out.Limit)))
+		}
+		return nil, &Failure{Code: CodeLimitExceeded, Kind: k}
+	case spi.KindThrew:
+		return nil, &Failure{Code: CodeScriptError, Name: boundText(out.Name), Message: boundText(out.Message)}
+	case spi.KindInputTooLarge:
+		return nil, &Failure{Code: CodeInputTooLarge, Bytes: int64(len(input)), Limit: limits.MemoryBytes}
+	case spi.KindInfrastructure:
+		return nil, &untypedError{msg: "effect: backend infrastructure failure: " + boundText(out.Message)}
+	default:
+		return nil, errors.New("effect: backend returned an invalid outcome kind " + strconv.Itoa(int(out.Kind)))
+	}
+}
+
+// finish bounds the value, checks its shape and returns its canonical
+// bytes.
+func (e *Effect) finish(value []byte, shape *compiledShape) (json.RawMessage, error) {
+	// Refuse a plainly oversized value before decoding it: its compact
+	// size is computed without allocating.
+	if int64(len(value)) > e.maxOutput && compactLen(value) > e.maxOutput {
+		return nil, &Failure{Code: CodeLimitExceeded, Kind: LimitOutput}
+	}
+	v, canon, err := canonicalize(value)
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(canon)) > e.maxOutput {
+		return nil, &Failure{Code: CodeLimitExceeded, Kind: LimitOutput}
+	}
+	if shape != nil {
+		if err := shape.validate(v); err != nil {
+			return nil, err
+		}
+	}
+	return canon, nil
+}
+
+// Warm asks the backend to prepare, when it implements spi.Warmer; it
+// returns nil at once otherwise. Warm is raced against ctx like Evaluate
+// (without a deadline of its own: bound it with ctx), a panic is recovered
+// and error text is bounded.
+func (e *Effect) Warm(ctx context.Context) error {
+	if ctx == nil {
+		return errors.New("effect: nil context")
+	}
+	if e.closed.Load() {
+		return ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	w, ok := e.backend.(spi.Warmer)
+	if !ok {
+		return nil
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	ch := make(chan error, 1)
+	go func() {
+		defer func() {
+			if r := recover(); r != nil {
+				ch <- errBackendPanicked
+			}
+		}()
+		ch <- w.Warm(wctx)
+	}()
+	select {
+	case err := <-ch:
+		if cerr := ctx.Err(); cerr != nil {
+			return cerr
+		}
+		if err != nil {
+			return foreignError("effect: backend warm-up failed: ", err)
+		}
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Close closes the backend when it is an io.Closer, once; later calls
+// return the first call's result. Evaluate and Warm after Close fail with
+// ErrClosed. Close does not wait for evaluations in flight (a backend that
+// never returns cannot be waited for): a backend must tolerate Close while
+// an Evaluate is running.
+func (e *Effect) Close() error {
+	e.closeOnce.Do(func() {
+		e.closed.Store(true)
+		c, ok := e.backend.(io.Closer)
+		if !ok {
+			return
+		}
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					e.closeErr = errBackendPanicked
+				}
+			}()
+			if err := c.Close(); err != nil {
+				e.closeErr = foreignError("effect: closing backend: ", err)
+			}
+		}()
+	})
+	return e.closeErr
+}

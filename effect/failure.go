@@ -1,0 +1,114 @@
+package effect
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+)
+
+// Error implements error. The text starts with "effect:", has fixed
+// wording and never echoes script source: "effect: limitExceeded (memory)",
+// "effect: scriptError: TypeError: boom", "effect: inputTooLarge (40 bytes,
+// limit 32)", "effect: scriptMissing (sha256:…)", "effect:
+// inputNotSerializable: <reason>", "effect: shapeMismatch: <first
+// violation>".
+func (f *Failure) Error() string {
+	switch f.Code {
+	case CodeInputNotSerializable:
+		return "effect: inputNotSerializable: " + f.Reason
+	case CodeInputTooLarge:
+		return "effect: inputTooLarge (" + strconv.FormatInt(f.Bytes, 10) + " bytes, limit " + strconv.FormatInt(f.Limit, 10) + ")"
+	case CodeScriptMissing:
+		return "effect: scriptMissing (" + string(f.Script) + ")"
+	case CodeLimitExceeded:
+		return "effect: limitExceeded (" + f.Kind.String() + ")"
+	case CodeScriptError:
+		if f.Name == "" {
+			return "effect: scriptError: " + f.Message
+		}
+		return "effect: scriptError: " + f.Name + ": " + f.Message
+	case CodeShapeMismatch:
+		return "effect: shapeMismatch: " + f.Reason
+	default:
+		return "effect: " + f.Code.String()
+	}
+}
+
+// Unwrap returns the sentinel of f.Code, or nil for an invalid code.
+func (f *Failure) Unwrap() error {
+	switch f.Code {
+	case CodeInputNotSerializable:
+		return ErrInputNotSerializable
+	case CodeInputTooLarge:
+		return ErrInputTooLarge
+	case CodeScriptMissing:
+		return ErrScriptMissing
+	case CodeLimitExceeded:
+		return ErrLimitExceeded
+	case CodeScriptError:
+		return ErrScriptError
+	case CodeShapeMismatch:
+		return ErrShapeMismatch
+	default:
+		return nil
+	}
+}
+
+// MarshalJSON encodes f with its code's name and the fields that code
+// uses, for example {"code":"limitExceeded","kind":"memory"},
+// {"code":"scriptError","name":"TypeError","message":"boom"} (name is left
+// out when empty), {"code":"inputTooLarge","bytes":40,"limit":32},
+// {"code":"scriptMissing","script":"sha256:…"}, and
+// {"code":"inputNotSerializable","reason":"…"} or
+// {"code":"shapeMismatch","reason":"…"}. An invalid code, or an invalid
+// limit kind for limitExceeded, is an error.
+func (f *Failure) MarshalJSON() ([]byte, error) {
+	type wire struct {
+		Code    string  `json:"code"`
+		Kind    string  `json:"kind,omitempty"`
+		Name    string  `json:"name,omitempty"`
+		Message *string `json:"message,omitempty"`
+		Reason  *string `json:"reason,omitempty"`
+		Bytes   *int64  `json:"bytes,omitempty"`
+		Limit   *int64  `json:"limit,omitempty"`
+		Script  string  `json:"script,omitempty"`
+	}
+	if !f.Code.Valid() {
+		return nil, fmt.Errorf("effect: cannot encode a failure with invalid code %d", int(f.Code))
+	}
+	w := wire{Code: f.Code.String()}
+	switch f.Code {
+	case CodeInputNotSerializable, CodeShapeMismatch:
+		w.Reason = &f.Reason
+	case CodeInputTooLarge:
+		w.Bytes, w.Limit = &f.Bytes, &f.Limit
+	case CodeScriptMissing:
+		w.Script = string(f.Script)
+	case CodeLimitExceeded:
+		if !f.Kind.Valid() {
+			return nil, fmt.Errorf("effect: cannot encode a failure with invalid limit kind %d", int(f.Kind))
+		}
+		w.Kind = f.Kind.String()
+	case CodeScriptError:
+		w.Name, w.Message = f.Name, &f.Message
+	}
+	return json.Marshal(w)
+}
+
+// Retryable reports whether err is worth retrying: true for untyped
+// errors, false for nil, for a *Failure (the script's own outcome or the
+// caller's input: a retry gives the same answer) and for context.Canceled
+// (the caller gave up). A context.DeadlineExceeded of the caller's own
+// deadline is retryable: more time may help.
+func Retryable(err error) bool {
+	if err == nil {
+		return false
+	}
+	var f *Failure
+	if errors.As(err, &f) {
+		return false
+	}
+	return !errors.Is(err, context.Canceled)
+}

@@ -1,0 +1,129 @@
+package effect
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"errors"
+	"strings"
+	"sync"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// maxCachedShapes bounds the compiled-schema cache of one Effect.
+const maxCachedShapes = 256
+
+// shapeResource is the URL a call's schema is compiled under. Nothing is
+// ever loaded from it: the compiler's loader refuses every URL, so a schema
+// cannot make the effect read a file or reach the network through $ref.
+const shapeResource = "sandbank:///shape.json"
+
+// compiledShape is a compiled JSON Schema.
+type compiledShape struct {
+	schema *jsonschema.Schema
+}
+
+// shapeCache compiles each distinct schema once, keyed by the SHA-256 of
+// its bytes. It is safe for concurrent use and holds at most
+// maxCachedShapes schemas; when full, an arbitrary entry is dropped.
+type shapeCache struct {
+	mu sync.RWMutex
+	m  map[[sha256.Size]byte]*compiledShape
+}
+
+func (c *shapeCache) get(schema []byte) (*compiledShape, error) {
+	key := sha256.Sum256(schema)
+	c.mu.RLock()
+	s, ok := c.m[key]
+	c.mu.RUnlock()
+	if ok {
+		return s, nil
+	}
+	s, err := compileShape(schema)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = make(map[[sha256.Size]byte]*compiledShape)
+	}
+	if prev, ok := c.m[key]; ok {
+		return prev, nil
+	}
+	if len(c.m) >= maxCachedShapes {
+		for k := range c.m {
+			delete(c.m, k)
+			break
+		}
+	}
+	c.m[key] = s
+	return s, nil
+}
+
+// len reports how many schemas are cached.
+func (c *shapeCache) len() int {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return len(c.m)
+}
+
+// refuseLoader is a jsonschema.URLLoader that loads nothing.
+type refuseLoader struct{}
+
+func (refuseLoader) Load(string) (any, error) {
+	return nil, errors.New("effect: a shape may not reference external schemas")
+}
+
+func compileShape(schema []byte) (s *compiledShape, err error) {
+	defer func() {
+		if recover() != nil {
+			s, err = nil, errors.New("effect: invalid shape (the JSON Schema could not be compiled)")
+		}
+	}()
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(schema))
+	if err != nil {
+		return nil, errors.New("effect: invalid shape (not JSON text)")
+	}
+	c := jsonschema.NewCompiler()
+	c.UseLoader(refuseLoader{})
+	if err := c.AddResource(shapeResource, doc); err != nil {
+		return nil, errors.New("effect: invalid shape: " + boundText(err.Error()))
+	}
+	sch, err := c.Compile(shapeResource)
+	if err != nil {
+		return nil, errors.New("effect: invalid shape: " + boundText(err.Error()))
+	}
+	return &compiledShape{schema: sch}, nil
+}
+
+// validate checks v (as decoded with json.Number) and returns a typed
+// shapeMismatch carrying the first violation, bounded.
+func (s *compiledShape) validate(v any) error {
+	err := s.schema.Validate(v)
+	if err == nil {
+		return nil
+	}
+	var ve *jsonschema.ValidationError
+	if !errors.As(err, &ve) {
+		return &Failure{Code: CodeShapeMismatch, Reason: boundText(err.Error())}
+	}
+	return &Failure{Code: CodeShapeMismatch, Reason: firstViolation(ve)}
+}
+
+// firstViolation describes the first leaf of a validation error tree as
+// "at '/pointer': what failed", bounded.
+func firstViolation(ve *jsonschema.ValidationError) string {
+	for len(ve.Causes) > 0 {
+		ve = ve.Causes[0]
+	}
+	leaf := *ve
+	leaf.Causes = nil
+	text := leaf.Error()
+	// The library renders "jsonschema validation failed with '<url>'\n- at
+	// '<pointer>': <message>"; keep the last line, which names the value.
+	if i := strings.LastIndex(text, "\n- "); i >= 0 {
+		text = text[i+3:]
+	}
+	return boundText(text)
+}
