@@ -1,0 +1,95 @@
+package builtin
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/sandbank/sandbank/fixtures"
+	"github.com/sandbank/sandbank/registry"
+	"github.com/sandbank/sandbank/spi"
+)
+
+// engine describes one built-in backend.
+type engine struct {
+	name        string
+	factory     spi.Factory
+	description string
+	// isDefault makes the engine its language's default.
+	isDefault bool
+}
+
+// engines lists every built-in backend, in registration order.
+func engines() []engine {
+	return []engine{
+		// TODO(issue 8): quickjs (javascript default), goja, starlark and
+		// extism are added here as their packages land.
+	}
+}
+
+// Register adds every built-in backend to r, and makes quickjs the default
+// engine of "javascript". Each entry's capabilities are read from a backend
+// built by the entry's own factory, which is then closed.
+//
+// Register panics, like registry.Register, when a built-in backend cannot
+// be built with default options or an engine is already registered in r:
+// both are programmer errors, found at start-up.
+func Register(r *registry.Registry) {
+	for _, e := range engines() {
+		caps, err := declaration(e.factory)
+		if err != nil {
+			panic(fmt.Sprintf("builtin: engine %q: %v", e.name, err))
+		}
+		r.Register(registry.Entry{
+			Engine:       e.name,
+			Language:     caps.Language,
+			Capabilities: caps,
+			Factory:      e.factory,
+			Description:  e.description,
+		})
+		if e.isDefault {
+			if err := r.SetDefault(caps.Language, e.name); err != nil {
+				panic(fmt.Sprintf("builtin: %v", err))
+			}
+		}
+	}
+}
+
+// declaration builds a backend with factory, reads its capabilities and
+// closes it when it is an io.Closer.
+func declaration(factory spi.Factory) (spi.Capabilities, error) {
+	b, err := factory()
+	if err != nil {
+		return spi.Capabilities{}, fmt.Errorf("building the backend: %w", err)
+	}
+	if b == nil {
+		return spi.Capabilities{}, fmt.Errorf("the factory returned a nil backend")
+	}
+	caps := b.Capabilities()
+	if c, ok := b.(io.Closer); ok {
+		if err := c.Close(); err != nil {
+			return spi.Capabilities{}, fmt.Errorf("closing the backend: %w", err)
+		}
+	}
+	return caps, nil
+}
+
+// Fixtures returns the conformance fixture set Sandbank ships for language
+// ("javascript", "starlark" or "wasm"), and false for any other language.
+func Fixtures(language string) (*fixtures.Set, bool) {
+	switch language {
+	// TODO(issue 8): javascript, starlark and wasm as their sets land.
+	default:
+		return nil, false
+	}
+}
+
+// CPUBudgetFactory returns a factory of the named built-in engine
+// configured with a small CPU budget, for the conformance kit's cpu_budget
+// case, or nil when the engine has no CPU budget option.
+func CPUBudgetFactory(engine string) spi.Factory {
+	switch engine {
+	// TODO(issue 8): starlark's step budget once its package lands.
+	default:
+		return nil
+	}
+}

@@ -1,0 +1,78 @@
+package main
+
+import (
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sandbank/sandbank/spi"
+)
+
+// engineJSON is one element of "sandbank engines --json".
+type engineJSON struct {
+	Engine       string           `json:"engine"`
+	Language     string           `json:"language"`
+	Default      bool             `json:"default"`
+	Capabilities spi.Capabilities `json:"capabilities"`
+	Description  string           `json:"description,omitempty"`
+}
+
+func (a *app) enginesCommand() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "engines",
+		Short: "List the registered engines and their declared capabilities",
+		Long: `engines lists every registered engine: its language, whether it is the
+language's default, and the capabilities its backend declares. A
+declaration is a claim; 'sandbank matrix' checks it.
+
+With --json, stdout is one JSON array:
+  [{"engine":"quickjs","language":"javascript","default":true,
+    "capabilities":{"language":"javascript","network":"none",...},
+    "description":"..."}]`,
+		Example: `  sandbank engines
+  sandbank engines --json`,
+		Args: cobra.NoArgs,
+		RunE: wrap(func(*cobra.Command, []string) error {
+			reg, err := a.registry()
+			if err != nil {
+				return err
+			}
+			var rows []engineJSON
+			for _, e := range reg.Engines() {
+				def, err := reg.Default(e.Language)
+				rows = append(rows, engineJSON{
+					Engine:       e.Engine,
+					Language:     e.Language,
+					Default:      err == nil && def.Engine == e.Engine,
+					Capabilities: e.Capabilities,
+					Description:  e.Description,
+				})
+			}
+			if asJSON {
+				if rows == nil {
+					rows = []engineJSON{}
+				}
+				return a.printJSON(rows)
+			}
+			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "ENGINE\tLANGUAGE\tDEFAULT\tNETWORK\tWALLCLOCK\tMEMORY\tCPU\tFRESH\tDESCRIPTION")
+			for _, r := range rows {
+				c := r.Capabilities
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Engine, r.Language, yesNo(r.Default),
+					c.Network, c.WallClock, yesNo(c.Memory), yesNo(c.CPU), yesNo(c.FreshPerRun), r.Description)
+			}
+			return tw.Flush()
+		}),
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON array on stdout")
+	return cmd
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}

@@ -1,0 +1,352 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sandbank/sandbank/effect"
+	"github.com/sandbank/sandbank/registry"
+	"github.com/sandbank/sandbank/spi"
+)
+
+// maxFileBytes bounds what the command line reads into memory from a
+// script, input or shape file (or standard input).
+const maxFileBytes = 256 << 20
+
+// extLanguages maps a script's file extension to its language.
+var extLanguages = map[string]string{
+	".js":   "javascript",
+	".star": "starlark",
+	".wasm": "wasm",
+}
+
+type runOptions struct {
+	engine, lang       string
+	input, inputFile   string
+	memory, timeout    string
+	shape, store       string
+	json               bool
+	allowNetwork       bool
+	allowReusedRuntime bool
+}
+
+func (a *app) runCommand() *cobra.Command {
+	var o runOptions
+	cmd := &cobra.Command{
+		Use:   "run [flags] SCRIPT|-",
+		Short: "Run one script through the effect and print its value",
+		Long: `run stores SCRIPT in a content-addressed store (a temporary directory
+removed at exit, unless --store names one), evaluates it through the
+Sandbank effect on the chosen engine and prints the result value as JSON.
+
+The engine is --engine, or the default engine of --lang, or the default
+engine of the language the script's extension names (.js javascript,
+.star starlark, .wasm wasm). With SCRIPT "-" the script is read from
+standard input and --lang or --engine is required.
+
+The input is --input (JSON text) or the contents of --input-file; without
+either the script's input is null. Invalid JSON input is a usage error,
+found before any engine is built.
+
+Exit codes:
+  0   the script returned a value (printed on stdout)
+  2   a typed failure, the script's own doing: scriptError, limitExceeded
+      (cpu, memory, wallClock, output), inputTooLarge, shapeMismatch
+  1   an untyped error (the engine failed, the run was cancelled); retrying
+      may help
+  64  a usage error: bad flags, unreadable files, unknown engine or
+      language, invalid JSON input, an engine refused without its opt-in
+
+With --json, stdout is exactly one JSON object for exit codes 0, 1 and 2:
+  {"ok":true,"value":...}
+  {"ok":false,"code":"limitExceeded","kind":"memory",...}
+  {"ok":false,"error":"...","retryable":true}
+Usage errors print one line on stderr and nothing on stdout.`,
+		Example: `  sandbank run hello.js
+  sandbank run --input '{"name":"Ada"}' greet.star
+  sandbank run --engine goja --timeout 500ms --memory 16MiB loop.js
+  echo 'input.n * 2' | sandbank run --lang javascript --input '{"n":21}' -
+  sandbank run --json --shape schema.json --input-file data.json reshape.js
+  sandbank run --input '{"a":1}' echo.wasm`,
+		Args: cobra.ExactArgs(1),
+		RunE: wrap(func(cmd *cobra.Command, args []string) error {
+			return a.runScript(cmd.Context(), &o, args[0])
+		}),
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.engine, "engine", "", "engine `NAME` (see 'sandbank engines')")
+	f.StringVar(&o.lang, "lang", "", "script `LANGUAGE`; runs the language's default engine")
+	f.StringVar(&o.input, "input", "", "the script's input as `JSON` text (default null)")
+	f.StringVar(&o.inputFile, "input-file", "", "read the script's input (JSON text) from `FILE`")
+	f.StringVar(&o.memory, "memory", "", "memory limit, such as 32MiB, 1GB or bytes (default 32MiB)")
+	f.StringVar(&o.timeout, "timeout", "", "wall-clock limit, such as 2s or 500ms (default 5s)")
+	f.StringVar(&o.shape, "shape", "", "JSON Schema `FILE` the result must satisfy")
+	f.StringVar(&o.store, "store", "", "keep the script in the content-addressed store in `DIR`")
+	f.BoolVar(&o.json, "json", false, "print exactly one JSON object on stdout")
+	f.BoolVar(&o.allowNetwork, "allow-network", false, "accept an engine that declares network access")
+	f.BoolVar(&o.allowReusedRuntime, "allow-reused-environment", false, "accept an engine that reuses its environment between runs")
+	return cmd
+}
+
+// runScript is "sandbank run": every usage check first, then the engine.
+func (a *app) runScript(ctx context.Context, o *runOptions, script string) error {
+	var limits spi.Limits
+	if o.memory != "" {
+		n, err := parseBytes(o.memory)
+		if err != nil {
+			return usagef("--memory: %v", err)
+		}
+		limits.MemoryBytes = n
+	}
+	if o.timeout != "" {
+		d, err := time.ParseDuration(o.timeout)
+		if err != nil || d <= 0 {
+			return usagef("--timeout: invalid duration %q (want a positive duration such as 2s or 500ms)", o.timeout)
+		}
+		limits.WallClock = d
+	}
+	input := json.RawMessage("null")
+	switch {
+	case o.input != "" && o.inputFile != "":
+		return usagef("--input and --input-file cannot be used together")
+	case o.input != "":
+		if !json.Valid([]byte(o.input)) {
+			return usagef("--input is not valid JSON")
+		}
+		input = json.RawMessage(o.input)
+	case o.inputFile != "":
+		b, err := readFileBounded(o.inputFile)
+		if err != nil {
+			return usagef("--input-file: %v", err)
+		}
+		if !json.Valid(b) {
+			return usagef("--input-file %s is not valid JSON", o.inputFile)
+		}
+		input = b
+	}
+
+	var shape json.RawMessage
+	if o.shape != "" {
+		b, err := readFileBounded(o.shape)
+		if err != nil {
+			return usagef("--shape: %v", err)
+		}
+		if !json.Valid(b) {
+			return usagef("--shape %s is not valid JSON", o.shape)
+		}
+		shape = b
+	}
+
+	var src []byte
+	if script == "-" {
+		if o.engine == "" && o.lang == "" {
+			return usagef("reading the script from standard input needs --lang or --engine")
+		}
+		b, err := io.ReadAll(io.LimitReader(a.stdin, maxFileBytes+1))
+		if err != nil {
+			return usagef("reading the script from standard input: %v", err)
+		}
+		if len(b) > maxFileBytes {
+			return usagef("the script on standard input is larger than %d bytes", maxFileBytes)
+		}
+		src = b
+	} else {
+		b, err := readFileBounded(script)
+		if err != nil {
+			return usagef("cannot read script: %v", err)
+		}
+		src = b
+	}
+
+	reg, err := a.registry()
+	if err != nil {
+		return err
+	}
+	entry, err := chooseEngine(reg, o, script)
+	if err != nil {
+		return err
+	}
+
+	var store interface {
+		effect.ScriptReader
+		Put([]byte) (effect.Address, error)
+	}
+	if o.store != "" {
+		s, err := effect.NewDirStore(o.store)
+		if err != nil {
+			return usagef("--store: %v", err)
+		}
+		store = s
+	} else {
+		dir, err := os.MkdirTemp("", "sandbank-run-*")
+		if err != nil {
+			return untyped(fmt.Errorf("creating a temporary store: %w", err))
+		}
+		defer os.RemoveAll(dir)
+		s, err := effect.NewDirStore(dir)
+		if err != nil {
+			return untyped(err)
+		}
+		store = s
+	}
+	addr, err := store.Put(src)
+	if err != nil {
+		return untyped(fmt.Errorf("storing the script: %w", err))
+	}
+
+	backend, err := entry.Factory()
+	if err != nil {
+		return a.reportUntyped(o, fmt.Errorf("engine %s: %w", entry.Engine, err))
+	}
+	caps := backend.Capabilities()
+	if refusal := refuse(caps, o); refusal != nil {
+		closeBackend(backend)
+		return refusal
+	}
+	eff, err := effect.New(store, backend, &effect.Options{
+		Limits:                 limits,
+		AllowNetwork:           o.allowNetwork,
+		AllowReusedEnvironment: o.allowReusedRuntime,
+	})
+	if err != nil {
+		closeBackend(backend)
+		return a.reportUntyped(o, err)
+	}
+	defer eff.Close()
+
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt)
+	defer stop()
+	value, err := eff.Evaluate(ctx, effect.Call{Script: addr, Input: input, Shape: shape})
+	if err == nil {
+		if o.json {
+			return a.printJSON(struct {
+				OK    bool            `json:"ok"`
+				Value json.RawMessage `json:"value"`
+			}{true, value})
+		}
+		_, err := fmt.Fprintf(a.stdout, "%s\n", value)
+		return err
+	}
+	var failure *effect.Failure
+	if errors.As(err, &failure) {
+		if o.json {
+			b, merr := json.Marshal(failure)
+			if merr != nil || len(b) < 2 || b[0] != '{' {
+				return untyped(fmt.Errorf("encoding the failure: %v", merr))
+			}
+			out := []byte(`{"ok":false`)
+			if len(b) > 2 {
+				out = append(out, ',')
+			}
+			out = append(out, b[1:]...)
+			if _, werr := fmt.Fprintf(a.stdout, "%s\n", out); werr != nil {
+				return untyped(werr)
+			}
+			return &exitError{code: exitFailure, err: failure, quiet: true}
+		}
+		return &exitError{code: exitFailure, err: failure}
+	}
+	return a.reportUntyped(o, err)
+}
+
+// chooseEngine resolves --engine, --lang or the script's extension to a
+// registered engine. Every failure is a usage error.
+func chooseEngine(reg *registry.Registry, o *runOptions, script string) (registry.Entry, error) {
+	if o.engine != "" {
+		e, err := reg.Lookup(o.engine)
+		if err != nil {
+			return registry.Entry{}, usagef("%v", err)
+		}
+		if o.lang != "" && o.lang != e.Language {
+			return registry.Entry{}, usagef("engine %s runs %s, not %s", e.Engine, e.Language, o.lang)
+		}
+		return e, nil
+	}
+	lang := o.lang
+	if lang == "" {
+		ext := filepath.Ext(script)
+		l, ok := extLanguages[ext]
+		if !ok {
+			return registry.Entry{}, usagef("cannot tell the language of %q from its extension (.js, .star, .wasm); pass --lang or --engine", filepath.Base(script))
+		}
+		lang = l
+	}
+	e, err := reg.Default(lang)
+	if err != nil {
+		return registry.Entry{}, usagef("%v", err)
+	}
+	return e, nil
+}
+
+// refuse applies the effect's opt-ins before it is built, so a refusal is
+// a usage error that names the flag to pass.
+func refuse(caps spi.Capabilities, o *runOptions) error {
+	if caps.Network != spi.NetworkNone && !o.allowNetwork {
+		return usagef("engine declares network %s; pass --allow-network to accept it", caps.Network)
+	}
+	if !caps.FreshPerRun && !o.allowReusedRuntime {
+		return usagef("engine reuses its environment between runs; pass --allow-reused-environment to accept it")
+	}
+	return nil
+}
+
+// reportUntyped reports an untyped error: as the JSON object with --json,
+// else as a line on stderr.
+func (a *app) reportUntyped(o *runOptions, err error) error {
+	if !o.json {
+		return untyped(err)
+	}
+	perr := a.printJSON(struct {
+		OK        bool   `json:"ok"`
+		Error     string `json:"error"`
+		Retryable bool   `json:"retryable"`
+	}{false, oneLine(err.Error()), effect.Retryable(err)})
+	if perr != nil {
+		return perr
+	}
+	return &exitError{code: exitUntyped, err: err, quiet: true}
+}
+
+func (a *app) printJSON(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return untyped(err)
+	}
+	_, err = fmt.Fprintf(a.stdout, "%s\n", b)
+	return err
+}
+
+func closeBackend(b spi.Backend) {
+	if c, ok := b.(io.Closer); ok {
+		_ = c.Close()
+	}
+}
+
+// readFileBounded reads a file of at most maxFileBytes.
+func readFileBounded(name string) ([]byte, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxFileBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > maxFileBytes {
+		return nil, fmt.Errorf("%s is larger than %d bytes", name, maxFileBytes)
+	}
+	return b, nil
+}

@@ -1,0 +1,184 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sandbank/sandbank/builtin"
+	"github.com/sandbank/sandbank/fixtures"
+	"github.com/sandbank/sandbank/registry"
+	"github.com/sandbank/sandbank/spi"
+)
+
+// Exit codes. They are part of the command line's contract (see doc.go).
+const (
+	exitOK      = 0  // a value, or a command that succeeded
+	exitUntyped = 1  // an untyped (retryable) error, or a failing matrix
+	exitFailure = 2  // a typed failure: the script's own doing
+	exitUsage   = 64 // a usage error: bad flags, unreadable files, unknown engines, invalid JSON input
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// run is the whole command line: it parses args, runs the command and
+// returns the process exit code. Tests call it with captured streams.
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	a := &app{
+		stdin:       stdin,
+		stdout:      stdout,
+		stderr:      stderr,
+		newRegistry: builtinRegistry,
+		fixtures:    builtin.Fixtures,
+		cpuBudget:   builtin.CPUBudgetFactory,
+	}
+	return a.execute(args)
+}
+
+// app holds the streams and the injectable parts of the command line, so
+// tests can run it against a registry of fake engines.
+type app struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+
+	// newRegistry builds the engine registry. It is called only by the
+	// commands that need engines, so "version" and "new backend" never
+	// construct a backend.
+	newRegistry func() (*registry.Registry, error)
+	// fixtures returns the conformance fixture set of a language.
+	fixtures func(language string) (*fixtures.Set, bool)
+	// cpuBudget returns a small-budget factory of an engine, or nil.
+	cpuBudget func(engine string) spi.Factory
+}
+
+// builtinRegistry returns a registry holding every built-in backend. A
+// built-in backend that cannot be constructed makes builtin.Register panic;
+// the panic becomes an error here, so the command line prints one line.
+func builtinRegistry() (r *registry.Registry, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			r, err = nil, fmt.Errorf("registering the built-in engines: %v", p)
+		}
+	}()
+	r = new(registry.Registry)
+	builtin.Register(r)
+	return r, nil
+}
+
+// exitError carries the exit code of a failed command. Errors that reach
+// execute without one come from cobra itself (unknown command or flag, bad
+// flag value, wrong number of arguments) and are usage errors.
+type exitError struct {
+	code int
+	err  error
+	// quiet: the command already reported the failure on its own streams.
+	quiet bool
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+// usagef returns a usage error (exit 64).
+func usagef(format string, args ...any) error {
+	return &exitError{code: exitUsage, err: fmt.Errorf(format, args...)}
+}
+
+// untyped returns an untyped error (exit 1).
+func untyped(err error) error { return &exitError{code: exitUntyped, err: err} }
+
+func (a *app) execute(args []string) (code int) {
+	defer func() {
+		// A panic anywhere below (a backend, a half-built dependency) is
+		// reported as one line, never as a stack trace.
+		if p := recover(); p != nil {
+			fmt.Fprintf(a.stderr, "sandbank: internal error: %s\n", oneLine(fmt.Sprint(p)))
+			code = exitUntyped
+		}
+	}()
+	root := a.rootCommand()
+	root.SetArgs(args)
+	root.SetIn(a.stdin)
+	root.SetOut(a.stdout)
+	root.SetErr(a.stderr)
+	cmd, err := root.ExecuteC()
+	if err == nil {
+		return exitOK
+	}
+	var ee *exitError
+	if !errors.As(err, &ee) {
+		path := root.CommandPath()
+		if cmd != nil {
+			path = cmd.CommandPath()
+		}
+		ee = &exitError{code: exitUsage, err: fmt.Errorf("%w (see '%s --help')", err, path)}
+	}
+	if !ee.quiet {
+		fmt.Fprintf(a.stderr, "sandbank: %s\n", oneLine(ee.err.Error()))
+	}
+	return ee.code
+}
+
+func (a *app) rootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "sandbank",
+		Short: "Run untrusted scripts behind one set of guarantees",
+		Long: `sandbank runs untrusted, model-written scripts (JavaScript, Starlark,
+WebAssembly) through the Sandbank effect, prints the verified conformance
+matrix of every built-in engine, and scaffolds new backends.
+
+Exit codes: 0 success; 1 untyped error (or a failing matrix); 2 typed
+failure (the script's own doing); 64 usage error.`,
+		Example: `  sandbank matrix
+  sandbank run --input '{"n":2}' script.js
+  sandbank engines
+  sandbank new backend mybox --language javascript`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.CompletionOptions.DisableDefaultCmd = true
+	root.AddCommand(
+		a.runCommand(),
+		a.enginesCommand(),
+		a.newCommand(),
+		a.versionCommand(),
+	)
+	return root
+}
+
+// wrap makes every error a command returns carry an exit code: errors
+// without one are untyped (exit 1).
+func wrap(f func(cmd *cobra.Command, args []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		err := f(cmd, args)
+		if err == nil {
+			return nil
+		}
+		var ee *exitError
+		if errors.As(err, &ee) {
+			return err
+		}
+		return untyped(err)
+	}
+}
+
+// registry builds the engine registry, reporting a failure as untyped.
+func (a *app) registry() (*registry.Registry, error) {
+	r, err := a.newRegistry()
+	if err != nil {
+		return nil, untyped(err)
+	}
+	return r, nil
+}
+
+// oneLine folds a message onto one line.
+func oneLine(s string) string {
+	s = strings.TrimSpace(s)
+	s = strings.ReplaceAll(s, "\r\n", "; ")
+	return strings.ReplaceAll(s, "\n", "; ")
+}
