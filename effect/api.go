@@ -47,7 +47,10 @@ type Options struct {
 	// DefaultMaxInputBytes.
 	MaxInputBytes int64
 	// MaxOutputBytes bounds the result as JSON text. Zero means
-	// DefaultMaxOutputBytes.
+	// DefaultMaxOutputBytes. Both the backend's text without insignificant
+	// white space and the canonical text returned to the caller must fit:
+	// the first is checked before the value is decoded, so an oversized
+	// value is refused without parsing it.
 	MaxOutputBytes int64
 	// BackendGrace is how long past the wall clock the effect waits for the
 	// backend to settle. Nil means DefaultBackendGrace; it must be >= 0.

@@ -163,6 +163,16 @@ func (e *Effect) Evaluate(ctx context.Context, call Call) (json.RawMessage, erro
 	if ctx == nil {
 		return nil, errors.New("effect: nil context")
 	}
+	out, err := e.evaluate(ctx, call)
+	// 4. Cancellation wins over everything, on every path.
+	if cerr := ctx.Err(); cerr != nil {
+		return nil, cerr
+	}
+	return out, err
+}
+
+// evaluate is Evaluate without the final cancellation check.
+func (e *Effect) evaluate(ctx context.Context, call Call) (json.RawMessage, error) {
 	if e.closed.Load() {
 		return nil, ErrClosed
 	}
@@ -296,8 +306,9 @@ func isNotExist(err error) (ok bool) {
 
 // settled is what the goroutine running the backend hands back.
 type settled struct {
-	out spi.Outcome
-	err error
+	out      spi.Outcome
+	err      error
+	panicked bool
 }
 
 // callBackend runs the backend in its own goroutine and races it against
@@ -314,7 +325,7 @@ func (e *Effect) callBackend(ctx context.Context, req spi.Request) (spi.Outcome,
 	go func() {
 		defer func() {
 			if r := recover(); r != nil {
-				ch <- settled{err: errBackendPanicked}
+				ch <- settled{panicked: true}
 			}
 		}()
 		out, err := e.backend.Evaluate(bctx, req)
@@ -325,6 +336,9 @@ func (e *Effect) callBackend(ctx context.Context, req spi.Request) (spi.Outcome,
 	case s := <-ch:
 		if err := ctx.Err(); err != nil {
 			return spi.Outcome{}, err
+		}
+		if s.panicked {
+			return spi.Outcome{}, errBackendPanicked
 		}
 		if s.err != nil {
 			return spi.Outcome{}, foreignError("effect: backend failed: ", s.err)

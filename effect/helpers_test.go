@@ -1,0 +1,119 @@
+package effect
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/sandbank/sandbank/internal/fakebackend"
+	"github.com/sandbank/sandbank/spi"
+)
+
+// TestMain fails the package's tests when a goroutine outlives them: the
+// effect must leave nothing running once every backend has returned.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// testScript is the script every test stores; the fake backend never runs
+// it.
+var testScript = []byte("input")
+
+// countingReader wraps a ScriptReader and counts reads.
+type countingReader struct {
+	ScriptReader
+	reads atomic.Int64
+}
+
+func (r *countingReader) ReadScript(ctx context.Context, addr Address) ([]byte, error) {
+	r.reads.Add(1)
+	return r.ScriptReader.ReadScript(ctx, addr)
+}
+
+// readerFunc adapts a function to ScriptReader.
+type readerFunc func(ctx context.Context, addr Address) ([]byte, error)
+
+func (f readerFunc) ReadScript(ctx context.Context, addr Address) ([]byte, error) {
+	return f(ctx, addr)
+}
+
+// fixture is an effect over a fake backend and a counting memory store
+// holding testScript.
+type fixture struct {
+	e      *Effect
+	fb     *fakebackend.Backend
+	reader *countingReader
+	addr   Address
+}
+
+func newFixture(t *testing.T, b fakebackend.Behavior, opts *Options) *fixture {
+	t.Helper()
+	store := NewMemoryStore()
+	addr, err := store.Put(testScript)
+	require.NoError(t, err)
+	fb := fakebackend.New(fakebackend.Capabilities(), b)
+	reader := &countingReader{ScriptReader: store}
+	e, err := New(reader, fb, opts)
+	require.NoError(t, err)
+	return &fixture{e: e, fb: fb, reader: reader, addr: addr}
+}
+
+// call evaluates with input and the fixture's script.
+func (f *fixture) call(ctx context.Context, input any) (json.RawMessage, error) {
+	return f.e.Evaluate(ctx, Call{Script: f.addr, Input: input})
+}
+
+// untouched asserts that neither the reader nor the backend was used.
+func (f *fixture) untouched(t *testing.T) {
+	t.Helper()
+	require.Zero(t, f.reader.reads.Load(), "the script reader was called")
+	require.Zero(t, f.fb.Calls(), "the backend was called")
+}
+
+// waitReturned waits (bounded) until the fake backend's n-th call returned,
+// so that goleak sees no goroutine left.
+func waitReturned(t *testing.T, fb *fakebackend.Backend, n int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, fb.WaitReturned(ctx, n), "the fake backend did not return")
+}
+
+// waitCalls waits (bounded) until the fake backend's n-th call started.
+func waitCalls(t *testing.T, fb *fakebackend.Backend, n int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, fb.WaitCalls(ctx, n), "the fake backend was not called")
+}
+
+// requireUntyped asserts that err is an untyped, retryable error.
+func requireUntyped(t *testing.T, err error) {
+	t.Helper()
+	require.Error(t, err)
+	var f *Failure
+	require.False(t, errors.As(err, &f), "want an untyped error, got a typed failure: %v", err)
+	require.True(t, Retryable(err), "an untyped error must be retryable: %v", err)
+}
+
+// requireFailure asserts that err is a typed failure with code c and
+// returns it.
+func requireFailure(t *testing.T, err error, c Code) *Failure {
+	t.Helper()
+	require.Error(t, err)
+	var f *Failure
+	require.True(t, errors.As(err, &f), "want a typed failure, got %T: %v", err, err)
+	require.Equal(t, c, f.Code, "failure: %v", err)
+	require.ErrorIs(t, err, f.Unwrap())
+	require.False(t, Retryable(err))
+	return f
+}
+
+// okOutcome is a backend answer with the JSON value v.
+func okOutcome(v string) spi.Outcome { return spi.OK(json.RawMessage(v)) }
