@@ -507,7 +507,7 @@ func TestRule6OutputBound(t *testing.T) {
 		{"huge", `"` + fakebackend.BigText(1<<20) + `"`, false},
 		// Both the backend's compact text and the canonical text count.
 		{"compact text over, canonical within", `"\u00e9\u00e9\u00e9\u00e9"`, false}, // 26 bytes compact, 10 canonical
-		{"compact text within, canonical over", "\"\xff\xff\xff\xff\"", false},           // 6 bytes, 14 canonical (U+FFFD)
+		{"compact text within, canonical over", "\"\xff\xff\xff\xff\"", false},       // 6 bytes, 14 canonical (U+FFFD)
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
