@@ -5,6 +5,7 @@ import (
 	"io"
 
 	"github.com/sandbank/sandbank/fixtures"
+	"github.com/sandbank/sandbank/fixtures/javascript"
 	"github.com/sandbank/sandbank/registry"
 	"github.com/sandbank/sandbank/spi"
 )
@@ -77,7 +78,10 @@ func declaration(factory spi.Factory) (spi.Capabilities, error) {
 // ("javascript", "starlark" or "wasm"), and false for any other language.
 func Fixtures(language string) (*fixtures.Set, bool) {
 	switch language {
-	// TODO(issue 8): javascript, starlark and wasm as their sets land.
+	case "javascript":
+		set := javascript.Set()
+		return &set, true
+	// TODO(issue 8): starlark and wasm as their sets land.
 	default:
 		return nil, false
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sandbank/sandbank/builtin"
+	"github.com/sandbank/sandbank/conformance"
 	"github.com/sandbank/sandbank/fixtures"
 	"github.com/sandbank/sandbank/registry"
 	"github.com/sandbank/sandbank/spi"
@@ -55,6 +56,9 @@ type app struct {
 	fixtures func(language string) (*fixtures.Set, bool)
 	// cpuBudget returns a small-budget factory of an engine, or nil.
 	cpuBudget func(engine string) spi.Factory
+	// matrixOptions, when set, adjusts the conformance options of each
+	// engine's matrix run (tests shorten the watchdog with it).
+	matrixOptions func(*conformance.Options)
 }
 
 // builtinRegistry returns a registry holding every built-in backend. A
@@ -144,6 +148,7 @@ failure (the script's own doing); 64 usage error.`,
 	root.CompletionOptions.DisableDefaultCmd = true
 	root.AddCommand(
 		a.runCommand(),
+		a.matrixCommand(),
 		a.enginesCommand(),
 		a.newCommand(),
 		a.versionCommand(),
