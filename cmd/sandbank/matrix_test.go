@@ -28,7 +28,9 @@ func matrixApp(t *testing.T) *app {
 		newRegistry: func() (*registry.Registry, error) {
 			r := new(registry.Registry)
 			r.Register(registry.Entry{Engine: "echo", Language: "javascript", Capabilities: fakebackend.Capabilities(),
-				Factory: func() (spi.Backend, error) { return fakebackend.New(fakebackend.Capabilities(), fakebackend.Echo()), nil }})
+				Factory: func() (spi.Backend, error) {
+					return fakebackend.New(fakebackend.Capabilities(), fakebackend.Echo()), nil
+				}})
 			r.Register(registry.Entry{Engine: "nofixtures", Language: "cobol", Capabilities: cobol,
 				Factory: func() (spi.Backend, error) { return fakebackend.New(cobol, fakebackend.Echo()), nil }})
 			return r, nil
