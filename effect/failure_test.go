@@ -1,0 +1,115 @@
+package effect
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestFailureErrorAndJSON(t *testing.T) {
+	addr := AddressOf([]byte("x"))
+	cases := []struct {
+		f        Failure
+		sentinel error
+		text     string
+		json     string
+	}{
+		{Failure{Code: CodeInputNotSerializable, Reason: "json: unsupported value: NaN"}, ErrInputNotSerializable,
+			"effect: inputNotSerializable: json: unsupported value: NaN", `{"code":"inputNotSerializable","reason":"json: unsupported value: NaN"}`},
+		{Failure{Code: CodeInputTooLarge, Bytes: 40, Limit: 32}, ErrInputTooLarge,
+			"effect: inputTooLarge (40 bytes, limit 32)", `{"code":"inputTooLarge","bytes":40,"limit":32}`},
+		{Failure{Code: CodeScriptMissing, Script: addr}, ErrScriptMissing,
+			"effect: scriptMissing (" + string(addr) + ")", `{"code":"scriptMissing","script":"` + string(addr) + `"}`},
+		{Failure{Code: CodeLimitExceeded, Kind: LimitMemory}, ErrLimitExceeded,
+			"effect: limitExceeded (memory)", `{"code":"limitExceeded","kind":"memory"}`},
+		{Failure{Code: CodeLimitExceeded, Kind: LimitOutput}, ErrLimitExceeded,
+			"effect: limitExceeded (output)", `{"code":"limitExceeded","kind":"output"}`},
+		{Failure{Code: CodeScriptError, Name: "TypeError", Message: "msg"}, ErrScriptError,
+			"effect: scriptError: TypeError: msg", `{"code":"scriptError","name":"TypeError","message":"msg"}`},
+		{Failure{Code: CodeScriptError, Message: "<msg>"}, ErrScriptError,
+			"effect: scriptError: <msg>", `{"code":"scriptError","message":"\u003cmsg\u003e"}`},
+		{Failure{Code: CodeScriptError}, ErrScriptError,
+			"effect: scriptError: ", `{"code":"scriptError","message":""}`},
+		{Failure{Code: CodeShapeMismatch, Reason: "at '/n': got string, want integer"}, ErrShapeMismatch,
+			"effect: shapeMismatch: at '/n': got string, want integer", `{"code":"shapeMismatch","reason":"at '/n': got string, want integer"}`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.text, func(t *testing.T) {
+			f := tc.f
+			var err error = fmt.Errorf("outer: %w", &f)
+			assert.Equal(t, tc.text, f.Error())
+			assert.Same(t, tc.sentinel, f.Unwrap())
+			assert.ErrorIs(t, err, tc.sentinel)
+			var got *Failure
+			require.ErrorAs(t, err, &got)
+			assert.Same(t, &f, got)
+			for _, other := range []error{ErrInputNotSerializable, ErrInputTooLarge, ErrScriptMissing, ErrLimitExceeded, ErrScriptError, ErrShapeMismatch} {
+				if other != tc.sentinel {
+					assert.NotErrorIs(t, err, other)
+				}
+			}
+			b, jerr := json.Marshal(&f)
+			require.NoError(t, jerr)
+			assert.Equal(t, tc.json, string(b))
+		})
+	}
+}
+
+func TestFailureInvalid(t *testing.T) {
+	f := &Failure{Code: 42}
+	assert.Equal(t, "effect: Code(42)", f.Error())
+	assert.Nil(t, f.Unwrap())
+	_, err := json.Marshal(f)
+	assert.Error(t, err)
+	_, err = json.Marshal(&Failure{Code: CodeLimitExceeded})
+	assert.Error(t, err, "limitExceeded needs a valid kind")
+	_, err = json.Marshal(&Failure{})
+	assert.Error(t, err)
+}
+
+func TestEnumStrings(t *testing.T) {
+	assert.Equal(t, "Code(0)", Code(0).String())
+	assert.False(t, Code(0).Valid())
+	assert.Equal(t, "shapeMismatch", CodeShapeMismatch.String())
+	assert.Equal(t, "LimitKind(0)", LimitKind(0).String())
+	assert.Equal(t, "LimitKind(5)", LimitKind(5).String())
+	assert.Equal(t, "wallClock", LimitWallClock.String())
+}
+
+func TestRetryable(t *testing.T) {
+	cases := []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"nil", nil, false},
+		{"failure", &Failure{Code: CodeScriptError}, false},
+		{"wrapped failure", fmt.Errorf("x: %w", &Failure{Code: CodeLimitExceeded}), false},
+		{"sentinel alone", ErrScriptError, true},
+		{"canceled", context.Canceled, false},
+		{"wrapped canceled", fmt.Errorf("x: %w", context.Canceled), false},
+		{"caller deadline", context.DeadlineExceeded, true},
+		{"untyped", errors.New("effect: backend failed"), true},
+		{"closed", ErrClosed, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, Retryable(tc.err))
+		})
+	}
+}
+
+func TestAddress(t *testing.T) {
+	assert.Equal(t, Address("sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"), AddressOf(nil))
+	assert.Equal(t, Address("sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"), AddressOf([]byte("abc")))
+	a, err := ParseAddress(string(AddressOf([]byte("abc"))))
+	require.NoError(t, err)
+	assert.Equal(t, AddressOf([]byte("abc")), a)
+	_, err = ParseAddress("sha256:BA7816BF8F01CFEA414140DE5DAE2223B00361A396177A9CB410FF61F20015AD")
+	assert.EqualError(t, err, `effect: malformed script address (want "sha256:" and 64 lower-case hex digits)`)
+}

@@ -1,0 +1,78 @@
+package effect
+
+import (
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/stretchr/testify/assert"
+)
+
+func TestBoundText(t *testing.T) {
+	marker := truncationMarker
+	cases := []struct {
+		name, in, want string
+	}{
+		{"empty", "", ""},
+		{"clean", "TypeError: x is not a function", "TypeError: x is not a function"},
+		{"newline and tab kept", "a\n\tb", "a\n\tb"},
+		{"carriage return replaced", "a\rb", "a\uFFFDb"},
+		{"NUL and ESC replaced", "a\x00b\x1bc", "a\uFFFDb\uFFFDc"},
+		{"DEL and C1 replaced", "a\x7fb\u0085c\u009fd", "a\uFFFDb\uFFFDc\uFFFDd"},
+		{"invalid byte", "a\xffb", "a\uFFFDb"},
+		{"truncated sequence", "a\xe2\x82", "a\uFFFD\uFFFD"},
+		{"lone high surrogate (WTF-8)", "a\xed\xa0\x80b", "a\uFFFDb"},
+		{"lone low surrogate (WTF-8)", "a\xed\xbf\xbfb", "a\uFFFDb"},
+		{"surrogate pair (CESU-8)", "\xed\xa0\xbd\xed\xb8\x80", "\uFFFD\uFFFD"},
+		{"astral kept", "😀", "😀"},
+		{"non-BMP and accents", "é€😀", "é€😀"},
+		{"exactly at the limit", strings.Repeat("a", MaxTextUnits), strings.Repeat("a", MaxTextUnits)},
+		{"one over", strings.Repeat("a", MaxTextUnits+1), strings.Repeat("a", MaxTextUnits) + marker},
+		{"pair at the limit", strings.Repeat("a", MaxTextUnits-2) + "😀", strings.Repeat("a", MaxTextUnits-2) + "😀"},
+		{"pair not cut in half", strings.Repeat("a", MaxTextUnits-1) + "😀", strings.Repeat("a", MaxTextUnits-1) + marker},
+		{"multi-byte counted in units", strings.Repeat("é", MaxTextUnits), strings.Repeat("é", MaxTextUnits)},
+		{"multi-byte over", strings.Repeat("é", MaxTextUnits+1), strings.Repeat("é", MaxTextUnits) + marker},
+		{"replacements count", strings.Repeat("\x00", MaxTextUnits+1), strings.Repeat("\uFFFD", MaxTextUnits) + marker},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, boundText(tc.in))
+		})
+	}
+}
+
+func TestBoundText5MB(t *testing.T) {
+	in := strings.Repeat("ab😀\x00"+"\xed\xa0\x80", 5<<20/10)
+	out := boundText(in)
+	assert.True(t, utf8.ValidString(out))
+	assert.True(t, strings.HasSuffix(out, truncationMarker))
+	assert.LessOrEqual(t, utf16Len(out), MaxTextUnits+utf16Len(truncationMarker))
+	assert.GreaterOrEqual(t, utf16Len(out), MaxTextUnits-1+utf16Len(truncationMarker))
+}
+
+func FuzzBoundText(f *testing.F) {
+	for _, s := range []string{"", "a", "\xed\xa0\x80", "😀", "\x00\n\t", strings.Repeat("é😀", 1500)} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		out := boundText(s)
+		if !utf8.ValidString(out) {
+			t.Fatalf("invalid UTF-8 out of %q", s)
+		}
+		body, cut := strings.CutSuffix(out, truncationMarker)
+		if n := utf16Len(body); n > MaxTextUnits {
+			t.Fatalf("%d units", n)
+		}
+		for _, r := range body {
+			if isControl(r) {
+				t.Fatalf("control character %U left in", r)
+			}
+		}
+		if !cut && utf8.ValidString(s) && len(s) <= MaxTextUnits && !strings.ContainsFunc(s, isControl) && out != s {
+			t.Fatalf("clean text changed: %q -> %q", s, out)
+		}
+		if !cut && boundText(out) != out {
+			t.Fatalf("not idempotent on %q", s)
+		}
+	})
+}
