@@ -6,6 +6,7 @@ import (
 
 	"github.com/sandbank/sandbank/fixtures"
 	"github.com/sandbank/sandbank/fixtures/javascript"
+	"github.com/sandbank/sandbank/fixtures/wasm"
 	"github.com/sandbank/sandbank/registry"
 	"github.com/sandbank/sandbank/spi"
 )
@@ -81,7 +82,10 @@ func Fixtures(language string) (*fixtures.Set, bool) {
 	case "javascript":
 		set := javascript.Set()
 		return &set, true
-	// TODO(issue 8): starlark and wasm as their sets land.
+	case "wasm":
+		set := wasm.Set()
+		return &set, true
+	// TODO(issue 8): starlark as its set lands.
 	default:
 		return nil, false
 	}

@@ -1,0 +1,159 @@
+package main
+
+import (
+	"encoding/json"
+	"go/format"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sandbank/sandbank/internal/fakebackend"
+	"github.com/sandbank/sandbank/spi"
+)
+
+func TestEngines(t *testing.T) {
+	a, _ := fakeApp(t)
+	res := cli(a, "", "engines")
+	require.Equal(t, exitOK, res.code, res.stderr)
+	lines := strings.Split(strings.TrimRight(res.stdout, "\n"), "\n")
+	require.Len(t, lines, 5, res.stdout)
+	assert.Equal(t, []string{"ENGINE", "LANGUAGE", "DEFAULT", "NETWORK", "WALLCLOCK", "MEMORY", "CPU", "FRESH", "DESCRIPTION"}, strings.Fields(lines[0]))
+	assert.Equal(t, []string{"fake", "javascript", "yes", "none", "hard", "yes", "yes", "yes"}, strings.Fields(lines[1]))
+	assert.Equal(t, []string{"fakebroken", "javascript", "no", "none", "hard", "yes", "yes", "yes"}, strings.Fields(lines[2]))
+	assert.Equal(t, []string{"fakeopen", "javascript", "no", "open", "hard", "yes", "yes", "no"}, strings.Fields(lines[3]))
+
+	res = cli(a, "", "engines", "--json")
+	require.Equal(t, exitOK, res.code, res.stderr)
+	var rows []engineJSON
+	require.NoError(t, json.Unmarshal([]byte(res.stdout), &rows), res.stdout)
+	require.Len(t, rows, 4)
+	assert.Equal(t, engineJSON{Engine: "fake", Language: "javascript", Default: true, Capabilities: fakebackend.Capabilities()}, rows[0])
+	assert.Equal(t, "fakestar", rows[3].Engine)
+	assert.True(t, rows[3].Default, "the only starlark engine is its language's default")
+	assert.Equal(t, spi.NetworkOpen, rows[2].Capabilities.Network)
+
+	res = cli(a, "", "engines", "extra")
+	assert.Equal(t, exitUsage, res.code)
+	assertOneLine(t, res.stderr)
+}
+
+func TestVersion(t *testing.T) {
+	a, _ := fakeApp(t)
+	res := cli(a, "", "version")
+	require.Equal(t, exitOK, res.code, res.stderr)
+	assert.Equal(t, "sandbank (devel)\nspi "+spi.Version+"\n", res.stdout, "a test binary is a development build")
+
+	assert.Equal(t, "(devel)", moduleVersion(nil, false))
+	assert.Equal(t, "(devel)", moduleVersion(&debug.BuildInfo{}, true))
+	assert.Equal(t, "v1.2.3", moduleVersion(&debug.BuildInfo{Main: debug.Module{Version: "v1.2.3"}}, true))
+}
+
+func TestHelpForEveryCommand(t *testing.T) {
+	for _, args := range [][]string{
+		{"--help"}, {"run", "--help"}, {"matrix", "--help"}, {"engines", "--help"},
+		{"new", "--help"}, {"new", "backend", "--help"}, {"version", "--help"},
+	} {
+		a, _ := fakeApp(t)
+		res := cli(a, "", args...)
+		assert.Equal(t, exitOK, res.code, "%v", args)
+		assert.Contains(t, res.stdout, "Examples:", "%v has examples", args)
+		assert.Contains(t, res.stdout, "Usage:", "%v", args)
+	}
+}
+
+func TestNewBackend(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "pkgs", "mybox")
+	a, _ := fakeApp(t)
+	res := cli(a, "", "new", "backend", "mybox", "--language", "javascript", "--dir", dir)
+	require.Equal(t, exitOK, res.code, res.stderr)
+	assert.Contains(t, res.stdout, "created package mybox (javascript) in "+dir)
+
+	for _, f := range scaffoldFiles {
+		b, err := os.ReadFile(filepath.Join(dir, f.file))
+		require.NoError(t, err, f.file)
+		if strings.HasSuffix(f.file, ".go") {
+			formatted, err := format.Source(b)
+			require.NoError(t, err, f.file)
+			assert.Equal(t, string(formatted), string(b), "%s is gofmt'd", f.file)
+			assert.True(t, strings.Contains(string(b), "\npackage mybox\n") || strings.HasPrefix(string(b), "package mybox\n"), f.file)
+		}
+	}
+	backend, err := os.ReadFile(filepath.Join(dir, "backend.go"))
+	require.NoError(t, err)
+	for _, want := range []string{
+		`Language:    "javascript"`, "Network:     spi.NetworkOpen", "WallClock:   spi.WallClockSoft",
+		"Memory:      false", "CPU:         false", "FreshPerRun: false", `spi.Infrastructure("mybox: not implemented")`,
+	} {
+		assert.Contains(t, string(backend), want)
+	}
+	readme, err := os.ReadFile(filepath.Join(dir, "README.md"))
+	require.NoError(t, err)
+	for _, want := range []string{
+		"No service account or credentials", "Egress denied at the network layer", "One request per instance",
+		"The request timeout is the hard kill", "Memory and CPU caps", "No shared writable state",
+		"Memory false and CPU false mean that an in-process backend can exhaust\nthe host",
+	} {
+		assert.Contains(t, string(readme), want)
+	}
+
+	res = cli(a, "", "new", "backend", "mybox", "--language", "javascript", "--dir", dir)
+	assert.Equal(t, exitUsage, res.code, "an existing directory is refused")
+	assertOneLine(t, res.stderr)
+	assert.Contains(t, res.stderr, "already exists")
+	after, err := os.ReadFile(filepath.Join(dir, "backend.go"))
+	require.NoError(t, err)
+	assert.Equal(t, backend, after, "nothing was overwritten")
+}
+
+func TestNewBackendDefaultDir(t *testing.T) {
+	t.Chdir(t.TempDir())
+	a, _ := fakeApp(t)
+	res := cli(a, "", "new", "backend", "box2", "--language", "python")
+	require.Equal(t, exitOK, res.code, res.stderr)
+	assert.FileExists(t, filepath.Join("box2", "backend.go"))
+	test, err := os.ReadFile(filepath.Join("box2", "backend_test.go"))
+	require.NoError(t, err)
+	assert.Contains(t, string(test), "Sandbank ships no python fixtures")
+}
+
+func TestNewBackendUsageErrors(t *testing.T) {
+	existing := t.TempDir()
+	base := t.TempDir()
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"keyword", []string{"type", "--language", "javascript"}, "keyword"},
+		{"upper case", []string{"MyBox", "--language", "javascript"}, "not a Go package name"},
+		{"dash", []string{"my-box", "--language", "javascript"}, "not a Go package name"},
+		{"underscore", []string{"my_box", "--language", "javascript"}, "not a Go package name"},
+		{"leading digit", []string{"1box", "--language", "javascript"}, "not a Go package name"},
+		{"path", []string{"../box", "--language", "javascript"}, "not a Go package name"},
+		{"main", []string{"main", "--language", "javascript"}, `"main"`},
+		{"no language", []string{"box"}, "--language is required"},
+		{"odd language", []string{"box", "--language", "Java Script"}, "not a language name"},
+		{"quote in language", []string{"box", "--language", `js"`}, "not a language name"},
+		{"existing dir", []string{"box", "--language", "javascript", "--dir", existing}, "already exists"},
+		{"no name", []string{"--language", "javascript"}, "accepts 1 arg"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Chdir(base)
+			a, _ := fakeApp(t)
+			res := cli(a, "", append([]string{"new", "backend"}, tt.args...)...)
+			assert.Equal(t, exitUsage, res.code)
+			assert.Empty(t, res.stdout)
+			assertOneLine(t, res.stderr)
+			assert.Contains(t, res.stderr, tt.want)
+		})
+	}
+	left, err := os.ReadDir(base)
+	require.NoError(t, err)
+	assert.Empty(t, left, "a refused scaffold writes nothing")
+}
