@@ -236,12 +236,31 @@ func caseRichValue(ctx context.Context, e *env) {
 	}
 }
 
-// probeResult is what no_network and no_escape return.
-type probeResult struct {
-	Tried   *[]string        `json:"tried"`
-	Reached *[]string        `json:"reached"`
-	Found   *[]string        `json:"found"`
-	Clock   *json.RawMessage `json:"clock"`
+// probeFields decodes a probe's report: an object whose named fields are
+// all present and are lists of names, except "clock", which is kept as
+// JSON text.
+func probeFields(got []byte, names ...string) (lists map[string][]string, clock []byte, ok bool) {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(got, &m) != nil {
+		return nil, nil, false
+	}
+	lists = map[string][]string{}
+	for _, name := range names {
+		raw, present := m[name]
+		if !present {
+			return nil, nil, false
+		}
+		if name == "clock" {
+			clock = bytes.TrimSpace(raw)
+			continue
+		}
+		var l []string
+		if json.Unmarshal(raw, &l) != nil || l == nil {
+			return nil, nil, false
+		}
+		lists[name] = l
+	}
+	return lists, clock, true
 }
 
 func caseNoNetwork(ctx context.Context, e *env) {
@@ -267,16 +286,16 @@ func caseNoNetwork(ctx context.Context, e *env) {
 		e.failf("the network probe must finish with its report, got %s", describe(got, err))
 		return
 	}
-	var r probeResult
-	if jerr := json.Unmarshal(got, &r); jerr != nil || r.Tried == nil || r.Reached == nil {
+	r, _, ok := probeFields(got, "tried", "reached")
+	if !ok {
 		e.failf(`the network probe must return {"tried": [...], "reached": [...]}, got %s`, clip(string(got)))
 		return
 	}
-	if len(*r.Reached) > 0 {
-		e.failf("the network probe reached the canary through %s", strings.Join(*r.Reached, ", "))
+	if len(r["reached"]) > 0 {
+		e.failf("the network probe reached the canary through %s", strings.Join(r["reached"], ", "))
 		return
 	}
-	e.passf("tried: %s", strings.Join(*r.Tried, ", "))
+	e.passf("tried: %s", strings.Join(r["tried"], ", "))
 }
 
 func caseNoEscape(ctx context.Context, e *env) {
@@ -290,15 +309,14 @@ func caseNoEscape(ctx context.Context, e *env) {
 		return
 	}
 	now := time.Now()
-	var r probeResult
-	if jerr := json.Unmarshal(got, &r); jerr != nil || r.Found == nil || r.Clock == nil {
+	r, clock, ok := probeFields(got, "found", "clock")
+	if !ok {
 		e.failf(`the escape probe must return {"found": [...], "clock": MS or null}, got %s`, clip(string(got)))
 		return
 	}
-	if len(*r.Found) > 0 {
-		e.failf("the escape probe obtained host capabilities: %s", strings.Join(*r.Found, ", "))
+	if len(r["found"]) > 0 {
+		e.failf("the escape probe obtained host capabilities: %s", strings.Join(r["found"], ", "))
 	}
-	clock := bytes.TrimSpace(*r.Clock)
 	if !bytes.Equal(clock, []byte("null")) {
 		var ms float64
 		if jerr := json.Unmarshal(clock, &ms); jerr != nil {
@@ -374,13 +392,8 @@ func bigInput() []byte {
 	n := (InputTooBigBytes - 1) / 2
 	b := make([]byte, 0, 2*n+1)
 	b = append(b, '[')
-	for i := range n {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, '0')
-	}
-	return append(b, ']')
+	b = append(b, bytes.Repeat([]byte("0,"), n-1)...)
+	return append(b, "0]"...)
 }
 
 func caseInputTooBig(ctx context.Context, e *env) {
@@ -456,6 +469,19 @@ func caseAbortMidRun(ctx context.Context, e *env) {
 	case <-waitCtx.Done():
 		e.failf("the backend was never called")
 		return
+	}
+	select {
+	case <-sp.returned:
+		// The backend finished a loop that never ends, before any
+		// cancellation.
+		select {
+		case r := <-done:
+			e.failf("the run ended before it could be cancelled: %s", describe(r.got, r.err))
+		case <-waitCtx.Done():
+			e.failf("the run ended before it could be cancelled, and the effect did not return")
+		}
+		return
+	default:
 	}
 	cancel()
 	select {

@@ -1,0 +1,796 @@
+package conformance
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sandbank/sandbank/effect"
+	"github.com/sandbank/sandbank/fixtures"
+	"github.com/sandbank/sandbank/spi"
+)
+
+// check runs the kit and requires that it was not refused.
+func check(t *testing.T, cfg *fakeConfig, opts *Options) *Report {
+	t.Helper()
+	rep, err := Check(context.Background(), cfg.factory(), opts)
+	require.NoError(t, err)
+	require.NotNil(t, rep)
+	return rep
+}
+
+func result(t *testing.T, rep *Report, name string) CaseResult {
+	t.Helper()
+	for _, c := range rep.Cases {
+		if c.Name == name {
+			return c
+		}
+	}
+	require.Failf(t, "case not in report", "%s", name)
+	return CaseResult{}
+}
+
+func TestGoodFakePassesEveryCase(t *testing.T) {
+	cfg := newFakeConfig()
+	var progress []string
+	rep := check(t, cfg, &Options{Progress: func(name string, i, n int) {
+		assert.Equal(t, len(CaseNames()), n)
+		assert.Equal(t, len(progress)+1, i)
+		progress = append(progress, name)
+	}})
+	assert.Equal(t, CaseNames(), progress)
+	require.Len(t, rep.Cases, len(CaseNames()))
+	for i, c := range rep.Cases {
+		assert.Equal(t, CaseNames()[i], c.Name)
+		assert.Equal(t, StatusPass, c.Status, "%s: %s", c.Name, c.Reason)
+		assert.Positive(t, c.Duration, c.Name)
+	}
+	assert.False(t, rep.Failed())
+	assert.Equal(t, "javascript", rep.Language)
+	assert.Equal(t, goodCaps(), rep.Capabilities)
+
+	// One probe instance, then at least one instance per case; every one
+	// of them closed.
+	assert.GreaterOrEqual(t, cfg.made.Load(), int64(len(CaseNames())+1))
+	assert.Equal(t, cfg.made.Load(), cfg.closed.Load())
+	assert.Contains(t, result(t, rep, "no_network").Reason, "tried: fetch")
+	assert.Contains(t, result(t, rep, "allocation_bomb").Reason, "grew by")
+}
+
+func TestRunWithGoodFake(t *testing.T) {
+	cfg := newFakeConfig()
+	cfg.caps.Memory = false // so that Run also shows skips
+	rep := Run(t, cfg.factory(), nil)
+	require.NotNil(t, rep)
+	assert.False(t, rep.Failed())
+	assert.Equal(t, StatusSkip, result(t, rep, "allocation_bomb").Status)
+	assert.Equal(t, StatusPass, result(t, rep, "echo").Status)
+	assert.Equal(t, cfg.made.Load(), cfg.closed.Load())
+}
+
+func TestReportJSON(t *testing.T) {
+	cfg := newFakeConfig()
+	cfg.caps.CPU = false
+	rep := check(t, cfg, &Options{Cases: []string{"echo", "cpu_budget"}})
+	b, err := json.Marshal(rep)
+	require.NoError(t, err)
+	var back map[string]any
+	require.NoError(t, json.Unmarshal(b, &back))
+	assert.Equal(t, "javascript", back["language"])
+	caps := back["capabilities"].(map[string]any)
+	assert.Equal(t, "none", caps["network"])
+	assert.Equal(t, "hard", caps["wallClock"])
+	cases := back["cases"].([]any)
+	require.Len(t, cases, 2)
+	echo := cases[0].(map[string]any)
+	assert.Equal(t, "echo", echo["name"])
+	assert.Equal(t, "pass", echo["status"])
+	assert.NotContains(t, echo, "reason")
+	assert.Positive(t, echo["durationNs"])
+	cpu := cases[1].(map[string]any)
+	assert.Equal(t, "skip", cpu["status"])
+	assert.Contains(t, cpu["reason"], "gated by CPU")
+}
+
+// TestGates: the weakest honest declaration skips every gated case with
+// the capability named, and the others still pass (so the kit handed the
+// effect the opt-ins the declaration needs).
+func TestGates(t *testing.T) {
+	cfg := newFakeConfig()
+	cfg.caps = spi.Capabilities{Language: "javascript", Network: spi.NetworkOpen, WallClock: spi.WallClockSoft}
+	rep := check(t, cfg, nil)
+	want := map[string]string{
+		"runaway_native":  "WallClock hard or Memory",
+		"allocation_bomb": "Memory",
+		"no_network":      "Network none",
+		"no_escape":       "Network none",
+		"fresh_per_run":   "FreshPerRun",
+		"cpu_budget":      "CPU",
+		"input_too_big":   "Memory",
+		"abort_mid_run":   "WallClock hard",
+	}
+	for _, c := range rep.Cases {
+		if gate, ok := want[c.Name]; ok {
+			assert.Equal(t, StatusSkip, c.Status, c.Name)
+			assert.Contains(t, c.Reason, "gated by "+gate, c.Name)
+			continue
+		}
+		assert.Equal(t, StatusPass, c.Status, "%s: %s", c.Name, c.Reason)
+	}
+	assert.False(t, rep.Failed())
+}
+
+// TestOptInsExactlyWhenNeeded: the kit sets AllowNetwork and
+// AllowReusedEnvironment from the declaration, whatever the base options
+// say.
+func TestOptInsExactlyWhenNeeded(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		caps          func(*spi.Capabilities)
+		base          effect.Options
+		network, reus bool
+	}{
+		{"strong declaration, permissive base", func(*spi.Capabilities) {}, effect.Options{AllowNetwork: true, AllowReusedEnvironment: true}, false, false},
+		{"open network", func(c *spi.Capabilities) { c.Network = spi.NetworkOpen }, effect.Options{}, true, false},
+		{"allowlist", func(c *spi.Capabilities) { c.Network = spi.NetworkAllowlist }, effect.Options{}, true, false},
+		{"reused environment", func(c *spi.Capabilities) { c.FreshPerRun = false }, effect.Options{}, false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var seen []effect.Options
+			orig := newEvaluator
+			newEvaluator = func(s effect.ScriptReader, b spi.Backend, o *effect.Options) (evaluator, error) {
+				seen = append(seen, *o)
+				return orig(s, b, o)
+			}
+			t.Cleanup(func() { newEvaluator = orig })
+			cfg := newFakeConfig()
+			tc.caps(&cfg.caps)
+			rep := check(t, cfg, &Options{Effect: tc.base, Cases: []string{"echo"}})
+			assert.Equal(t, StatusPass, rep.Cases[0].Status, rep.Cases[0].Reason)
+			require.Len(t, seen, 1)
+			assert.Equal(t, tc.network, seen[0].AllowNetwork)
+			assert.Equal(t, tc.reus, seen[0].AllowReusedEnvironment)
+		})
+	}
+}
+
+// TestBrokenBackends: each deliberately broken backend fails the kit, on
+// the case that checks the rule it breaks, with a reason naming the rule.
+func TestBrokenBackends(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		setup  func(t *testing.T, cfg *fakeConfig, opts *Options)
+		cases  []string
+		failed string // the case that must fail
+		reason string // a substring of its reason
+	}{
+		{
+			name: "echo alters the input",
+			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
+				c.override["echo"] = returns(`{"text":"echo ✓ é","n":8}`)
+			},
+			cases: []string{"echo"}, failed: "echo", reason: `echo: the result must equal the input: at $: key "empty" is missing`,
+		},
+		{
+			name: "echo fails",
+			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
+				c.override["echo"] = outcome(spi.Threw("Error", "nope"))
+			},
+			cases: []string{"echo"}, failed: "echo", reason: "echo: the result must be the input, got typed scriptError",
+		},
+		{
+			name:  "throw returns a value",
+			setup: func(_ *testing.T, c *fakeConfig, _ *Options) { c.override["throw"] = returns(`1`) },
+			cases: []string{"throw"}, failed: "throw", reason: "throw: want a typed scriptError, got a value: 1",
+		},
+		{
+			name: "throw loses the message",
+			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
+				c.override["throw"] = outcome(spi.Threw("Error", "something else"))
+			},
+			cases: []string{"throw"}, failed: "throw", reason: "must contain the thrown text",
+		},
+		{
+			name:  "syntax error reported as a value",
+			setup: func(_ *testing.T, c *fakeConfig, _ *Options) { c.override["syntax_error"] = returns(`null`) },
+			cases: []string{"syntax_error"}, failed: "syntax_error", reason: "does not compile must end in a typed scriptError",
+		},
+		{
+			name: "runaway loop reported as memory",
+			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
+				c.override["runaway_loop"] = outcome(spi.Limited(spi.LimitMemory))
+			},
+			cases: []string{"runaway_loop"}, failed: "runaway_loop", reason: "must end in a typed limitExceeded cpu or wallClock, got typed limitExceeded memory",
+		},
+		{
+			name: "native operation runs to completion",
+			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
+				c.override["runaway_native"] = returns(`300000000`)
+			},
+			cases: []string{"runaway_native"}, failed: "runaway_native", reason: "must end in a typed limit (wallClock or memory or cpu), got a value",
+		},
+		{
+			name: "native operation stopped late",
+			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
+				c.override["runaway_native"] = sleepThen(RunawayWallClock+NativeGrace+200*time.Millisecond, spi.Limited(spi.LimitWallClock))
+			},
+			cases: []string{"runaway_native"}, failed: "runaway_native", reason: "past the wall clock 250ms plus the grace 1s",
+		},
+		{
+			name: "native operation: warm-up echo fails",
+			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
+				c.override["echo"] = outcome(spi.Infrastructure("cold"))
+			},
+			cases: []string{"runaway_native"}, failed: "runaway_native", reason: "the warm-up echo on this instance failed",
+		},
+		{
+			name: "declares Memory but the bomb runs to completion",
+			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
+				c.override["allocation_bomb"] = returns(`[]`)
+			},
+			cases: []string{"allocation_bomb"}, failed: "allocation_bomb", reason: "must end in a typed limitExceeded memory, got a value",
+		},
+		{
+			name: "declares Memory but the host pays for the bomb",
+			setup: func(t *testing.T, c *fakeConfig, o *Options) {
+				o.Limits.MemoryBytes = 1 << 20 // bound: 4 MiB + 64 MiB
+				c.override["allocation_bomb"] = hogMemory(256 << 20)
+				t.Cleanup(freeMemory)
+			},
+			cases: []string{"allocation_bomb"}, failed: "allocation_bomb", reason: "past the bound 68.0 MiB",
+		},
+		{
+			name: "deep recursion crashes untyped",
+			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
+				c.override["deep_recursion"] = outcome(spi.Infrastructure("segfault"))
+			},
+			cases: []string{"deep_recursion"}, failed: "deep_recursion", reason: "must end in a typed scriptError or limitExceeded, got an untyped error",
+		},
+		{
+			name: "deep recursion returns a value",
+			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
+				c.override["deep_recursion"] = returns(`0`)
+			},
+			cases: []string{"deep_recursion"}, failed: "deep_recursion", reason: "got a value",
+		},
+		{
+			name: "deep recursion leaves the instance broken",
+			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
+				c.override["deep_recursion"] = crashAfter(spi.Threw("RangeError", "stack"))
+			},
+			cases: []string{"deep_recursion"}, failed: "deep_recursion", reason: "the next run on the same backend instance must succeed",
+		},
+		{
+			name: "deep recursion then a wrong echo",
+			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
+				c.override["echo"] = returns(`{}`)
+			},
+			cases: []string{"deep_recursion"}, failed: "deep_recursion", reason: "the next run on the same backend instance returned a wrong value",
+		},
+		{
+			name: "rich value loses 2^53-1 to float rounding",
+			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
+				c.override["rich_value"] = func(_ context.Context, _ *fake, req spi.Request) (spi.Outcome, error) {
+					return spi.OK(json.RawMessage(strings.Replace(string(req.Input), "9007199254740991", "9007199254740992", 1))), nil
+				}
+			},
+			cases: []string{"rich_value"}, failed: "rich_value", reason: "at $.maxSafe: want the number 9007199254740991, got 9007199254740992",
+		},
+		{
+			name: "rich value mangles astral characters",
+			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
+				c.override["rich_value"] = func(_ context.Context, _ *fake, req spi.Request) (spi.Outcome, error) {
+					return spi.OK(json.RawMessage(strings.ReplaceAll(string(req.Input), "😀", "??"))), nil
+				}
+			},
+			cases: []string{"rich_value"}, failed: "rich_value", reason: "at $.astral: want the string",
+		},
+		{
+			name: "rich value fails",
+			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
+				c.override["rich_value"] = outcome(spi.Limited(spi.LimitMemory))
+			},
+			cases: []string{"rich_value"}, failed: "rich_value", reason: "the rich value must come back, got typed limitExceeded memory",
+		},
+		{
+			name:  "declares Network none but reaches the canary",
+			setup: func(_ *testing.T, c *fakeConfig, _ *Options) { c.override["no_network"] = reachCanary },
+			cases: []string{"no_network"}, failed: "no_network", reason: "the loopback canary saw 1 request(s)",
+		},
+		{
+			name: "network probe reports a way through",
+			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
+				c.override["no_network"] = returns(`{"tried":["fetch","XMLHttpRequest"],"reached":["XMLHttpRequest"]}`)
+			},
+			cases: []string{"no_network"}, failed: "no_network", reason: "reached the canary through XMLHttpRequest",
+		},
+		{
+			name: "network probe report malformed",
+			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
+				c.override["no_network"] = returns(`{"tried":[]}`)
+			},
+			cases: []string{"no_network"}, failed: "no_network", reason: `must return {"tried": [...], "reached": [...]}`,
+		},
+		{
+			name: "network probe fails",
+			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
+				c.override["no_network"] = outcome(spi.Threw("Error", "probe broke"))
+			},
+			cases: []string{"no_network"}, failed: "no_network", reason: "must finish with its report, got typed scriptError",
+		},
+		{
+			name: "escape probe finds process",
+			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
+				c.override["no_escape"] = returns(`{"found":["process","file:/etc/passwd"],"clock":null}`)
+			},
+			cases: []string{"no_escape"}, failed: "no_escape", reason: "obtained host capabilities: process, file:/etc/passwd",
+		},
+		{
+			name:  "escape probe sees the host clock",
+			setup: func(_ *testing.T, c *fakeConfig, _ *Options) { c.override["no_escape"] = leakedClock },
+			cases: []string{"no_escape"}, failed: "no_escape", reason: "the host clock leaked",
+		},
+		{
+			name: "escape probe clock not a number",
+			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
+				c.override["no_escape"] = returns(`{"found":[],"clock":"now"}`)
+			},
+			cases: []string{"no_escape"}, failed: "no_escape", reason: `"clock" must be a number or null`,
+		},
+		{
+			name: "escape probe report malformed",
+			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
+				c.override["no_escape"] = returns(`{"found":[]}`)
+			},
+			cases: []string{"no_escape"}, failed: "no_escape", reason: `must return {"found": [...], "clock": MS or null}`,
+		},
+		{
+			name: "escape probe fails",
+			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
+				c.override["no_escape"] = outcome(spi.Limited(spi.LimitCPU))
+			},
+			cases: []string{"no_escape"}, failed: "no_escape", reason: "must finish with its report, got typed limitExceeded cpu",
+		},
+		{
+			name:  "declares FreshPerRun but keeps state between runs",
+			setup: func(_ *testing.T, c *fakeConfig, _ *Options) { c.override["fresh_per_run"] = statefulRuns },
+			cases: []string{"fresh_per_run"}, failed: "fresh_per_run", reason: `fresh_per_run: sequential run 2 of 16 saw state from an earlier run: {"runs":2}`,
+		},
+		{
+			name:  "declares FreshPerRun but overlapping runs share state",
+			setup: func(_ *testing.T, c *fakeConfig, _ *Options) { c.override["fresh_per_run"] = concurrentRuns },
+			cases: []string{"fresh_per_run"}, failed: "fresh_per_run", reason: "concurrent run",
+		},
+		{
+			name: "fresh probe answer malformed",
+			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
+				c.override["fresh_per_run"] = returns(`{"count":1}`)
+			},
+			cases: []string{"fresh_per_run"}, failed: "fresh_per_run", reason: `must answer {"runs": COUNT}`,
+		},
+		{
+			name: "fresh probe fails",
+			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
+				c.override["fresh_per_run"] = outcome(spi.Threw("Error", "frozen"))
+			},
+			cases: []string{"fresh_per_run"}, failed: "fresh_per_run", reason: `sequential run 1 of 16 must answer {"runs":1}, got typed scriptError`,
+		},
+		{
+			name: "declares CPU but the budget is a wall clock",
+			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
+				c.override["cpu_budget"] = outcome(spi.Limited(spi.LimitWallClock))
+			},
+			cases: []string{"cpu_budget"}, failed: "cpu_budget", reason: "must end in a typed limitExceeded cpu, got typed limitExceeded wallClock",
+		},
+		{
+			name: "CPU-budget factory declares another language",
+			setup: func(_ *testing.T, _ *fakeConfig, o *Options) {
+				other := newFakeConfig()
+				other.caps.Language = "lua"
+				o.CPUBudget = other.factory()
+			},
+			cases: []string{"cpu_budget"}, failed: "cpu_budget", reason: `CPU-budget factory's backend must declare language "javascript" and CPU`,
+		},
+		{
+			name: "CPU-budget factory fails",
+			setup: func(_ *testing.T, _ *fakeConfig, o *Options) {
+				o.CPUBudget = func() (spi.Backend, error) { return nil, errors.New("no budget") }
+			},
+			cases: []string{"cpu_budget"}, failed: "cpu_budget", reason: "the CPU-budget factory failed: no budget",
+		},
+		{
+			name: "declares Memory but parses any input",
+			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
+				c.override["input_too_big"] = returns(`[]`)
+			},
+			cases: []string{"input_too_big"}, failed: "input_too_big", reason: "must end in a typed inputTooLarge, got a value",
+		},
+		{
+			name: "declares WallClock hard but ignores cancellation",
+			setup: func(t *testing.T, c *fakeConfig, o *Options) {
+				release := make(chan struct{})
+				t.Cleanup(func() { close(release) })
+				c.override["abort_mid_run"] = blockUntil(release, spi.Limited(spi.LimitWallClock))
+				o.Watchdog = 500 * time.Millisecond
+			},
+			cases: []string{"abort_mid_run"}, failed: "abort_mid_run", reason: "the backend's own Evaluate had not returned",
+		},
+		{
+			name: "abort_mid_run ends before the cancellation",
+			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
+				c.override["abort_mid_run"] = outcome(spi.Limited(spi.LimitWallClock))
+			},
+			cases: []string{"abort_mid_run"}, failed: "abort_mid_run", reason: "the run ended before it could be cancelled: typed limitExceeded wallClock",
+		},
+		{
+			name: "composition_throw returns a value",
+			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
+				c.override["composition_throw"] = returns(`"fine"`)
+			},
+			cases: []string{"composition"}, failed: "composition", reason: "composition_throw must end in a typed scriptError, got a value",
+		},
+		{
+			name: "composition_output stays small",
+			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
+				c.override["composition_output"] = returns(`"x"`)
+			},
+			cases: []string{"composition"}, failed: "composition", reason: "must end in a typed limitExceeded output, got a value",
+		},
+		{
+			name: "backend hangs: the watchdog fires",
+			setup: func(t *testing.T, c *fakeConfig, o *Options) {
+				release := make(chan struct{})
+				t.Cleanup(func() { close(release) })
+				c.override["echo"] = blockUntil(release, spi.OK(json.RawMessage(`{}`)))
+				o.Watchdog = 300 * time.Millisecond
+			},
+			cases: []string{"echo"}, failed: "echo", reason: "echo: watchdog: case did not finish within 300ms",
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := newFakeConfig()
+			opts := &Options{Cases: tc.cases}
+			tc.setup(t, cfg, opts)
+			rep := check(t, cfg, opts)
+			assert.True(t, rep.Failed())
+			got := result(t, rep, tc.failed)
+			assert.Equal(t, StatusFail, got.Status, got.Reason)
+			assert.Contains(t, got.Reason, tc.reason)
+			assert.True(t, strings.HasPrefix(got.Reason, tc.failed+": "), "the reason names the case: %s", got.Reason)
+		})
+	}
+}
+
+// TestBrokenEffect: the cases that check the effect around the backend
+// (abort, abort_mid_run, composition, input_too_big's origin) fail when the
+// effect breaks its rules.
+func TestBrokenEffect(t *testing.T) {
+	type run = func(context.Context) ([]byte, error)
+	for _, tc := range []struct {
+		name   string
+		wrap   func(ctx context.Context, stem string, run run) ([]byte, error)
+		failed string
+		reason string
+	}{
+		{
+			name: "a cancelled run yields a value",
+			wrap: func(ctx context.Context, stem string, run run) ([]byte, error) {
+				if stem == "abort" {
+					return []byte(`{}`), nil
+				}
+				return run(ctx)
+			},
+			failed: "abort", reason: "must yield context.Canceled and no value, got a value",
+		},
+		{
+			name: "a cancelled run yields a typed failure that wraps the cancellation",
+			wrap: func(ctx context.Context, stem string, run run) ([]byte, error) {
+				if stem == "abort" {
+					return nil, errors.Join(context.Canceled, &effect.Failure{Code: effect.CodeLimitExceeded, Kind: effect.LimitWallClock})
+				}
+				return run(ctx)
+			},
+			failed: "abort", reason: "not a typed failure",
+		},
+		{
+			name: "a run cancelled mid-way yields a typed failure",
+			wrap: func(ctx context.Context, stem string, run run) ([]byte, error) {
+				if stem == "abort_mid_run" {
+					_, _ = run(ctx)
+					return nil, &effect.Failure{Code: effect.CodeLimitExceeded, Kind: effect.LimitWallClock}
+				}
+				return run(ctx)
+			},
+			failed: "abort_mid_run", reason: "must yield context.Canceled, got typed limitExceeded wallClock",
+		},
+		{
+			name: "a run cancelled mid-way never returns",
+			wrap: func(ctx context.Context, stem string, run run) ([]byte, error) {
+				if stem == "abort_mid_run" {
+					go func() { _, _ = run(ctx) }()
+					time.Sleep(time.Second)
+					return nil, ctx.Err()
+				}
+				return run(ctx)
+			},
+			failed: "abort_mid_run", reason: "the effect did not return after the cancellation",
+		},
+		{
+			name: "a thrown message arrives unbounded",
+			wrap: func(ctx context.Context, stem string, run run) ([]byte, error) {
+				if stem == "composition_throw" {
+					return nil, &effect.Failure{Code: effect.CodeScriptError, Name: "Error", Message: strings.Repeat("y", 100000)}
+				}
+				return run(ctx)
+			},
+			failed: "composition", reason: "the scriptError message is 100000 UTF-16 units, past the bound 2048",
+		},
+		{
+			name: "a thrown message arrives with a lone surrogate",
+			wrap: func(ctx context.Context, stem string, run run) ([]byte, error) {
+				if stem == "composition_throw" {
+					return nil, &effect.Failure{Code: effect.CodeScriptError, Name: "Error", Message: "y\xed\xa0\x80z"}
+				}
+				return run(ctx)
+			},
+			failed: "composition", reason: "the scriptError message is not storable",
+		},
+		{
+			name: "a thrown name arrives unbounded",
+			wrap: func(ctx context.Context, stem string, run run) ([]byte, error) {
+				if stem == "composition_throw" {
+					return nil, &effect.Failure{Code: effect.CodeScriptError, Name: strings.Repeat("E", 5000), Message: "m"}
+				}
+				return run(ctx)
+			},
+			failed: "composition", reason: "the scriptError name is 5000 UTF-16 units",
+		},
+		{
+			name: "a thrown message arrives empty",
+			wrap: func(ctx context.Context, stem string, run run) ([]byte, error) {
+				if stem == "composition_throw" {
+					return nil, &effect.Failure{Code: effect.CodeScriptError, Name: "Error"}
+				}
+				return run(ctx)
+			},
+			failed: "composition", reason: "the scriptError message is empty",
+		},
+		{
+			name: "the input is refused at the byte ceiling, not by the backend",
+			wrap: func(ctx context.Context, stem string, run run) ([]byte, error) {
+				if stem == "input_too_big" {
+					return nil, &effect.Failure{Code: effect.CodeInputTooLarge, Bytes: InputTooBigBytes, Limit: 1 << 20}
+				}
+				return run(ctx)
+			},
+			failed: "input_too_big", reason: "must come from the backend at the memory limit 16777216, got one with limit 1048576",
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			withBrokenEffect(t, tc.wrap)
+			cfg := newFakeConfig()
+			rep := check(t, cfg, &Options{Cases: []string{tc.failed}, Watchdog: 500 * time.Millisecond})
+			got := result(t, rep, tc.failed)
+			assert.Equal(t, StatusFail, got.Status, got.Reason)
+			assert.Contains(t, got.Reason, tc.reason)
+		})
+	}
+}
+
+// TestKitSetsCaseOptions: the kit overrides the base options a case
+// depends on, so a narrow base cannot make a case pass vacuously or fail
+// for the wrong reason.
+func TestKitSetsCaseOptions(t *testing.T) {
+	cfg := newFakeConfig()
+	rep := check(t, cfg, &Options{
+		Cases:  []string{"input_too_big", "composition"},
+		Effect: effect.Options{MaxInputBytes: 1 << 20, MaxOutputBytes: 64 << 20},
+	})
+	for _, c := range rep.Cases {
+		assert.Equal(t, StatusPass, c.Status, "%s: %s", c.Name, c.Reason)
+	}
+}
+
+// TestCPUBudgetFactory: cpu_budget runs on Options.CPUBudget when given.
+func TestCPUBudgetFactory(t *testing.T) {
+	main := newFakeConfig()
+	main.cpuBudget = time.Hour // the main configuration's budget never ends the loop in time
+	small := newFakeConfig()
+	rep := check(t, main, &Options{Cases: []string{"cpu_budget"}, CPUBudget: small.factory(), Watchdog: 2 * time.Second})
+	assert.Equal(t, StatusPass, rep.Cases[0].Status, rep.Cases[0].Reason)
+	assert.Equal(t, int64(1), small.made.Load())
+	assert.Equal(t, small.made.Load(), small.closed.Load())
+}
+
+func TestRefusals(t *testing.T) {
+	python := newFakeConfig()
+	python.caps.Language = "python"
+
+	jsSet := newFakeConfig().set
+	toy, err := fixtures.New("toy", ".toy", fstest.MapFS{"echo.toy": {Data: []byte("echo")}})
+	require.NoError(t, err)
+
+	for _, tc := range []struct {
+		name    string
+		factory spi.Factory
+		opts    *Options
+		want    string
+	}{
+		{"nil factory", nil, nil, "conformance: nil factory"},
+		{"no fixtures for the language", python.factory(), nil, `conformance: no fixtures for language "python"; pass Options.Fixtures`},
+		{"fixtures for another language", python.factory(), &Options{Fixtures: &jsSet}, `conformance: the fixture set is for language "javascript" but the backend declares "python"`},
+		{"fixtures for another language (toy)", newFakeConfig().factory(), &Options{Fixtures: &toy}, `the fixture set is for language "toy"`},
+		{"empty fixture set", newFakeConfig().factory(), &Options{Fixtures: &fixtures.Set{Language: "javascript", Ext: ".js"}}, "Options.Fixtures has no file system"},
+		{"factory fails", func() (spi.Backend, error) { return nil, errors.New("boom") }, nil, "conformance: factory failed: boom"},
+		{"factory returns nil", func() (spi.Backend, error) { return nil, nil }, nil, "conformance: factory returned a nil backend"},
+		{"factory panics", func() (spi.Backend, error) { panic("bad") }, nil, "conformance: factory panicked: bad"},
+		{"invalid declaration", func() spi.Factory {
+			c := newFakeConfig()
+			c.caps.Network = 0
+			return c.factory()
+		}(), nil, "conformance: the backend declares invalid capabilities"},
+		{"unknown case", newFakeConfig().factory(), &Options{Cases: []string{"echo", "telepathy"}}, `conformance: unknown case "telepathy"`},
+		{"negative watchdog", newFakeConfig().factory(), &Options{Watchdog: -1}, "conformance: negative limit or watchdog"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rep, err := Check(context.Background(), tc.factory, tc.opts)
+			require.Error(t, err)
+			assert.Nil(t, rep)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+}
+
+// TestMissingScriptFailsTheCase: a set without a case's script fails that
+// case, naming the file; the others run.
+func TestMissingScriptFailsTheCase(t *testing.T) {
+	set, err := fixtures.New("toy", ".toy", fstest.MapFS{"echo.toy": {Data: []byte("toy echo")}})
+	require.NoError(t, err)
+	cfg := newFakeConfig()
+	cfg.caps.Language = "toy"
+	cfg.set = set
+	cfg.override["echo"] = echoBehavior
+	rep := check(t, cfg, &Options{Fixtures: &set, Cases: []string{"echo", "throw", "composition"}})
+	assert.Equal(t, StatusPass, result(t, rep, "echo").Status, result(t, rep, "echo").Reason)
+	assert.Equal(t, StatusFail, result(t, rep, "throw").Status)
+	assert.Contains(t, result(t, rep, "throw").Reason, "throw: the toy fixture set has no script throw.toy")
+	assert.Contains(t, result(t, rep, "composition").Reason, "no script composition_throw.toy")
+}
+
+// TestInstancesMustAgree: an instance that declares something other than
+// the instance the gates were read from fails the case.
+func TestInstancesMustAgree(t *testing.T) {
+	cfg := newFakeConfig()
+	var n atomic.Int64
+	inner := cfg.factory()
+	factory := func() (spi.Backend, error) {
+		b, err := inner()
+		if n.Add(1) > 1 {
+			b.(*fake).cfg = &fakeConfig{caps: spi.Capabilities{Language: "javascript", Network: spi.NetworkNone, WallClock: spi.WallClockSoft, FreshPerRun: true}, override: map[string]behavior{}}
+		}
+		return b, err
+	}
+	rep, err := Check(context.Background(), factory, &Options{Cases: []string{"echo"}})
+	require.NoError(t, err)
+	assert.Equal(t, StatusFail, rep.Cases[0].Status)
+	assert.Contains(t, rep.Cases[0].Reason, "echo: this instance declares")
+}
+
+// TestFactoryFailsPerCase: a factory that fails after the first call
+// fails each case, not the run.
+func TestFactoryFailsPerCase(t *testing.T) {
+	cfg := newFakeConfig()
+	inner := cfg.factory()
+	var n atomic.Int64
+	factory := func() (spi.Backend, error) {
+		if n.Add(1) > 1 {
+			return nil, errors.New("quota")
+		}
+		return inner()
+	}
+	rep, err := Check(context.Background(), factory, &Options{Cases: []string{"echo", "abort_mid_run"}})
+	require.NoError(t, err)
+	for _, c := range rep.Cases {
+		assert.Equal(t, StatusFail, c.Status)
+		assert.Contains(t, c.Reason, "the main factory failed: quota")
+	}
+}
+
+func TestCheckStopsWhenCancelled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	rep, err := Check(ctx, newFakeConfig().factory(), nil)
+	require.ErrorIs(t, err, context.Canceled)
+	require.NotNil(t, rep)
+	assert.Empty(t, rep.Cases)
+}
+
+func TestCaseNames(t *testing.T) {
+	names := CaseNames()
+	assert.Equal(t, []string{
+		"echo", "throw", "syntax_error", "runaway_loop", "runaway_native", "allocation_bomb",
+		"deep_recursion", "rich_value", "no_network", "no_escape", "fresh_per_run", "cpu_budget",
+		"input_too_big", "abort", "abort_mid_run", "composition",
+	}, names)
+	names[0] = "changed"
+	assert.Equal(t, "echo", CaseNames()[0], "CaseNames returns a copy")
+}
+
+func TestReportFailed(t *testing.T) {
+	var nilReport *Report
+	assert.False(t, nilReport.Failed())
+	assert.False(t, (&Report{Cases: []CaseResult{{Status: StatusPass}, {Status: StatusSkip}}}).Failed())
+	assert.True(t, (&Report{Cases: []CaseResult{{Status: StatusPass}, {Status: StatusFail}}}).Failed())
+}
+
+func TestJSONDiff(t *testing.T) {
+	for _, tc := range []struct {
+		want, got, diff string
+	}{
+		{`{"a":1e-7}`, `{"a":1E-7}`, ""},
+		{`{"a":1e-7}`, `{"a":0.0000001}`, ""},
+		{`{"a":"é"}`, `{"a":"\u00e9"}`, ""},
+		{`{"a":1,"b":2}`, `{"b":2,"a":1}`, ""},
+		{`{"a":2147483649}`, `{"a":2147483649.0}`, ""},
+		{`{"a":9007199254740991}`, `{"a":9007199254740992}`, "at $.a: want the number 9007199254740991, got 9007199254740992"},
+		{`{"a":1}`, `{"a":"1"}`, `at $.a: want the number 1, got "1"`},
+		{`{"a":1}`, `{}`, `at $: key "a" is missing`},
+		{`{}`, `{"a":1}`, `at $: unexpected key "a"`},
+		{`[1,2]`, `[1]`, "at $: want 2 elements, got 1"},
+		{`[[true]]`, `[[false]]`, "at $[0][0]: want true, got false"},
+		{`{"a":[]}`, `{"a":{}}`, "at $.a: want an array"},
+		{`{"a":{}}`, `{"a":[]}`, "at $.a: want an object"},
+		{`null`, `null null`, "the result is not one JSON value"},
+		{`null`, `nul`, "the result is not one JSON value"},
+	} {
+		assert.Equal(t, tc.diff == "", jsonDiff([]byte(tc.want), []byte(tc.got)) == "", "%s vs %s", tc.want, tc.got)
+		if tc.diff != "" {
+			assert.Contains(t, jsonDiff([]byte(tc.want), []byte(tc.got)), tc.diff)
+		}
+	}
+	// The rich input is what it claims to be.
+	var v map[string]any
+	require.NoError(t, json.Unmarshal(richInput(), &v))
+	assert.Equal(t, "😀 𝄞 😀", v["astral"])
+	assert.Equal(t, "\"\\\n\t\r\b\f/\x00\x1f\u2028\u2029", v["escapes"])
+	depth, x := 0, any(v["nested"])
+	for {
+		switch n := x.(type) {
+		case map[string]any:
+			x = n["d"]
+		case []any:
+			x = n[0]
+		default:
+			assert.Equal(t, "bottom 😀", n)
+			assert.Equal(t, 100, depth)
+			return
+		}
+		depth++
+	}
+}
+
+func TestBigInputSize(t *testing.T) {
+	in := bigInput()
+	assert.InDelta(t, InputTooBigBytes, len(in), 2)
+	assert.Less(t, int64(len(in)), effect.DefaultMaxInputBytes)
+	assert.True(t, json.Valid(in))
+}
+
+func TestSpyKeepsOptionalBehaviour(t *testing.T) {
+	cfg := newFakeConfig()
+	b, err := cfg.factory()()
+	require.NoError(t, err)
+	s := newSpy(b)
+	require.NoError(t, s.Warm(context.Background()))
+	require.NoError(t, s.Close())
+	assert.Equal(t, int64(1), cfg.closed.Load(), "closing the spy closes the inner backend")
+	assert.Equal(t, goodCaps(), s.Capabilities())
+}

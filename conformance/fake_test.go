@@ -1,0 +1,292 @@
+package conformance
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sandbank/sandbank/effect"
+
+	"github.com/sandbank/sandbank/fixtures"
+	"github.com/sandbank/sandbank/fixtures/javascript"
+	"github.com/sandbank/sandbank/spi"
+)
+
+// behavior acts out what a real engine would do with one fixture script.
+type behavior func(ctx context.Context, f *fake, req spi.Request) (spi.Outcome, error)
+
+// fakeConfig describes a family of fake backends: what they declare, how
+// they act on each fixture, and counters shared by every instance.
+type fakeConfig struct {
+	caps      spi.Capabilities
+	set       fixtures.Set
+	cpuBudget time.Duration       // > 0: runaway loops end in limit cpu after it
+	override  map[string]behavior // per fixture stem, replacing the good behaviour
+
+	made, closed atomic.Int64
+	shared       atomic.Int64 // state a broken backend keeps across instances
+	inflight     atomic.Int64
+}
+
+// fake is one instance. It recognises each fixture script by its hash and
+// acts out the behaviour a well-behaved engine would show.
+type fake struct {
+	cfg     *fakeConfig
+	stems   map[[32]byte]string
+	runs    atomic.Int64 // state a broken backend keeps across runs
+	closed  atomic.Bool
+	crashed atomic.Bool
+}
+
+var (
+	_ spi.Backend = (*fake)(nil)
+	_ io.Closer   = (*fake)(nil)
+)
+
+// goodCaps is the strongest declaration.
+func goodCaps() spi.Capabilities {
+	return spi.Capabilities{Language: "javascript", Network: spi.NetworkNone, WallClock: spi.WallClockHard, Memory: true, CPU: true, FreshPerRun: true}
+}
+
+// newFakeConfig returns a well-behaved configuration over the JavaScript set.
+func newFakeConfig() *fakeConfig {
+	return &fakeConfig{caps: goodCaps(), set: javascript.Set(), cpuBudget: 20 * time.Millisecond, override: map[string]behavior{}}
+}
+
+func (c *fakeConfig) factory() spi.Factory {
+	return func() (spi.Backend, error) {
+		c.made.Add(1)
+		f := &fake{cfg: c, stems: map[[32]byte]string{}}
+		for _, stem := range c.set.Cases() {
+			b, err := c.set.Script(stem)
+			if err != nil {
+				return nil, err
+			}
+			f.stems[sha256.Sum256(b)] = stem
+		}
+		return f, nil
+	}
+}
+
+func (f *fake) Capabilities() spi.Capabilities { return f.cfg.caps }
+
+func (f *fake) Close() error {
+	if f.closed.CompareAndSwap(false, true) {
+		f.cfg.closed.Add(1)
+	}
+	return nil
+}
+
+func (f *fake) Evaluate(ctx context.Context, req spi.Request) (spi.Outcome, error) {
+	if f.crashed.Load() {
+		return spi.Outcome{}, errors.New("fake: engine crashed")
+	}
+	stem, ok := f.stems[sha256.Sum256(req.Script)]
+	if !ok {
+		return spi.Threw("SyntaxError", "fake: unknown script"), nil
+	}
+	if b, ok := f.cfg.override[stem]; ok {
+		return b(ctx, f, req)
+	}
+	if b, ok := goodBehaviors[stem]; ok {
+		return b(ctx, f, req)
+	}
+	return spi.Infrastructure("fake: no behaviour for " + stem), nil
+}
+
+func echoBehavior(_ context.Context, _ *fake, req spi.Request) (spi.Outcome, error) {
+	return spi.OK(append(json.RawMessage(nil), req.Input...)), nil
+}
+
+// loopBehavior honours the CPU budget, the wall clock and ctx.
+func loopBehavior(ctx context.Context, f *fake, req spi.Request) (spi.Outcome, error) {
+	d, kind := req.Limits.WallClock, spi.LimitWallClock
+	if b := f.cfg.cpuBudget; f.cfg.caps.CPU && b > 0 && b < d {
+		d, kind = b, spi.LimitCPU
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return spi.Limited(kind), nil
+	case <-ctx.Done():
+		return spi.Outcome{}, ctx.Err()
+	}
+}
+
+func wallClockBehavior(ctx context.Context, _ *fake, req spi.Request) (spi.Outcome, error) {
+	t := time.NewTimer(req.Limits.WallClock)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return spi.Limited(spi.LimitWallClock), nil
+	case <-ctx.Done():
+		return spi.Outcome{}, ctx.Err()
+	}
+}
+
+func returns(v string) behavior {
+	return func(context.Context, *fake, spi.Request) (spi.Outcome, error) { return spi.OK(json.RawMessage(v)), nil }
+}
+
+func outcome(o spi.Outcome) behavior {
+	return func(context.Context, *fake, spi.Request) (spi.Outcome, error) { return o, nil }
+}
+
+var goodBehaviors = map[string]behavior{
+	"echo":       echoBehavior,
+	"rich_value": echoBehavior,
+	"abort":      echoBehavior,
+	"throw": func(_ context.Context, _ *fake, req spi.Request) (spi.Outcome, error) {
+		var in struct{ Message string }
+		if err := json.Unmarshal(req.Input, &in); err != nil {
+			return spi.Threw("TypeError", "fake: bad input"), nil
+		}
+		return spi.Threw("Error", in.Message), nil
+	},
+	"syntax_error":    outcome(spi.Threw("SyntaxError", "unexpected token ';'")),
+	"runaway_loop":    loopBehavior,
+	"cpu_budget":      loopBehavior,
+	"abort_mid_run":   loopBehavior,
+	"runaway_native":  wallClockBehavior,
+	"allocation_bomb": outcome(spi.Limited(spi.LimitMemory)),
+	"deep_recursion":  outcome(spi.Threw("RangeError", "Maximum call stack size exceeded")),
+	"no_network":      returns(`{"tried":["fetch","XMLHttpRequest","WebSocket"],"reached":[]}`),
+	"no_escape":       returns(`{"found":[],"clock":0}`),
+	"fresh_per_run":   returns(`{"runs":1}`),
+	"input_too_big": func(_ context.Context, _ *fake, req spi.Request) (spi.Outcome, error) {
+		// An engine's values take far more room than their JSON text.
+		if int64(len(req.Input))*4 > req.Limits.MemoryBytes {
+			return spi.InputTooLarge(), nil
+		}
+		return spi.OK(append(json.RawMessage(nil), req.Input...)), nil
+	},
+	"composition_throw":  outcome(spi.Threw("Error", "composition: "+strings.Repeat("y", 50000)+"\xed\xa0\x80"+strings.Repeat("z", 50000))),
+	"composition_output": returns(`"` + strings.Repeat("x", 2_000_000) + `"`),
+}
+
+// Broken behaviours, one per rule they break.
+
+// statefulRuns counts runs on the instance, as a reused environment would.
+func statefulRuns(_ context.Context, f *fake, _ spi.Request) (spi.Outcome, error) {
+	return spi.OK(json.RawMessage(fmt.Sprintf(`{"runs":%d}`, f.runs.Add(1)))), nil
+}
+
+// concurrentRuns is fresh in sequence but shares state between runs that
+// overlap.
+func concurrentRuns(_ context.Context, f *fake, _ spi.Request) (spi.Outcome, error) {
+	n := f.cfg.inflight.Add(1)
+	defer f.cfg.inflight.Add(-1)
+	time.Sleep(20 * time.Millisecond)
+	return spi.OK(json.RawMessage(fmt.Sprintf(`{"runs":%d}`, n))), nil
+}
+
+// blockUntil ignores ctx and returns only when release is closed.
+func blockUntil(release <-chan struct{}, o spi.Outcome) behavior {
+	return func(context.Context, *fake, spi.Request) (spi.Outcome, error) {
+		<-release
+		return o, nil
+	}
+}
+
+// hogMemory really allocates and touches n bytes of host memory, holds them
+// for a while, then reports a memory limit.
+func hogMemory(n int) behavior {
+	return func(context.Context, *fake, spi.Request) (spi.Outcome, error) {
+		b := make([]byte, n)
+		for i := 0; i < len(b); i += 4096 {
+			b[i] = 1
+		}
+		time.Sleep(30 * time.Millisecond)
+		runtime.KeepAlive(b)
+		return spi.Limited(spi.LimitMemory), nil
+	}
+}
+
+// freeMemory returns a hog's memory to the OS so later measurements start
+// clean.
+func freeMemory() { runtime.GC(); debug.FreeOSMemory() }
+
+// reachCanary really performs an HTTP GET to the input's URL, then lies
+// that it reached nothing.
+func reachCanary(ctx context.Context, _ *fake, req spi.Request) (spi.Outcome, error) {
+	var in struct{ URL string }
+	if err := json.Unmarshal(req.Input, &in); err != nil {
+		return spi.Outcome{}, err
+	}
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodGet, in.URL, nil)
+	if err != nil {
+		return spi.Outcome{}, err
+	}
+	if resp, err := http.DefaultClient.Do(hreq); err == nil {
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	return spi.OK(json.RawMessage(`{"tried":["fetch"],"reached":[]}`)), nil
+}
+
+// leakedClock reports the host's own clock.
+func leakedClock(context.Context, *fake, spi.Request) (spi.Outcome, error) {
+	return spi.OK(json.RawMessage(fmt.Sprintf(`{"found":[],"clock":%d}`, time.Now().UnixMilli()))), nil
+}
+
+// sleepThen returns o after d, ignoring ctx.
+func sleepThen(d time.Duration, o spi.Outcome) behavior {
+	return func(context.Context, *fake, spi.Request) (spi.Outcome, error) {
+		time.Sleep(d)
+		return o, nil
+	}
+}
+
+// crashAfter acts out o and leaves the instance broken for every later run.
+func crashAfter(o spi.Outcome) behavior {
+	return func(_ context.Context, f *fake, _ spi.Request) (spi.Outcome, error) {
+		f.crashed.Store(true)
+		return o, nil
+	}
+}
+
+// brokenEvaluator puts a deliberately broken effect in front of the real
+// one, to prove that the kit's effect-side assertions can fail.
+type brokenEvaluator struct {
+	inner evaluator
+	stems map[effect.Address]string
+	wrap  func(ctx context.Context, stem string, run func(context.Context) ([]byte, error)) ([]byte, error)
+}
+
+func (b *brokenEvaluator) Evaluate(ctx context.Context, call effect.Call) ([]byte, error) {
+	return b.wrap(ctx, b.stems[call.Script], func(c context.Context) ([]byte, error) { return b.inner.Evaluate(c, call) })
+}
+
+// withBrokenEffect makes every case of t run through a broken effect.
+func withBrokenEffect(t *testing.T, wrap func(ctx context.Context, stem string, run func(context.Context) ([]byte, error)) ([]byte, error)) {
+	t.Helper()
+	set := javascript.Set()
+	stems := map[effect.Address]string{}
+	for _, stem := range set.Cases() {
+		b, err := set.Script(stem)
+		require.NoError(t, err)
+		stems[effect.AddressOf(b)] = stem
+	}
+	orig := newEvaluator
+	newEvaluator = func(s effect.ScriptReader, b spi.Backend, o *effect.Options) (evaluator, error) {
+		ev, err := orig(s, b, o)
+		if err != nil {
+			return nil, err
+		}
+		return &brokenEvaluator{inner: ev, stems: stems, wrap: wrap}, nil
+	}
+	t.Cleanup(func() { newEvaluator = orig })
+}
