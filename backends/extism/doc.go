@@ -1,0 +1,92 @@
+// Package extism is a Sandbank backend that runs arbitrary WebAssembly
+// plugins (language "wasm") with the Extism Go SDK on wazero. It is for
+// teams that compile their tools to wasm (Rust, Go, AssemblyScript, C…)
+// and want model-selected plugins run under Sandbank's guarantees.
+//
+// Applications do not call it directly: they hand the backend from [New] to
+// package effect, which owns every bound and mapping around it.
+//
+// # The script contract
+//
+// The script bytes are a wasm module that is an Extism plugin: it exports a
+// function named "run" (Options.FunctionName) that takes no parameters and
+// returns an i32 (or nothing), reads the Extism input (the caller's input as
+// JSON text) and sets the Extism output (its result as JSON text), using the
+// Extism kernel host functions of module "extism:host/env". Each run
+// reports:
+//
+//   - output that is JSON text, with return code 0 and no error: OK.
+//   - an error set with error_set: Threw with that message (whatever the
+//     return code).
+//   - a non-zero return code without an error: Threw with a fixed message
+//     holding the code.
+//   - a trap (unreachable, an out-of-bounds access, a stack overflow, a host
+//     function refusing a call such as an HTTP request to a host that is not
+//     allowed): Threw with name "trap".
+//   - bytes that are not a valid module, a module that imports from anything
+//     but "extism:host/env" (and "wasi_snapshot_preview1" when WASI is
+//     enabled), an import the host does not provide, or no suitable "run"
+//     export: Threw with name "CompileError".
+//   - output that is not JSON text: Threw with name "OutputError".
+//   - the wall clock running out: Limit wallClock.
+//   - a failure (any of the above but OK) after the memory budget refused a
+//     grow, or a module whose declared memory alone exceeds it: Limit
+//     memory.
+//   - an input that does not fit in the budget: InputTooLarge.
+//
+// # Limits
+//
+// Limits.WallClock is always given to the SDK as the instance's timeout
+// (without one the SDK ignores the context) and the runtimes close modules
+// when their context is done, so a run is preempted at the deadline, inside
+// any loop, and Evaluate returns promptly on cancellation. The SDK arms the
+// clock when the call starts: compiling and instantiating are not charged
+// to the script, and the input is copied into the plugin's memory once
+// before the clock starts (the SDK copies it again, a bounded memcpy,
+// inside it).
+//
+// Limits.MemoryBytes is always given to the SDK as the memory cap in pages
+// (each linear memory is capped by wazero) and, in addition, enforced as ONE
+// budget over all the wasm memory of a run: the plugin's memory and the
+// Extism kernel's, which holds the input, the output and the error text
+// (and needs 1 MiB of its own). A grow past the budget fails the way wasm
+// says (memory.grow returns -1), and the backend records it, so a run that
+// fails afterwards is reported as Limit memory exactly.
+//
+// There is no CPU budget (Capabilities.CPU is false); the wall clock bounds
+// a run.
+//
+// # Fresh per run
+//
+// Each distinct module is compiled once (cached by the script's SHA-256 and
+// the memory cap, in a bounded least-recently-used cache shared by
+// concurrent runs, over one wazero compilation cache) and every run gets a
+// NEW instance, closed afterwards: no wasm global, memory or Extism var
+// survives a run.
+//
+// # Security considerations
+//
+//   - No WASI by default: a plugin that imports it does not instantiate.
+//     With Options.EnableWASI it gets no preopened directories, no
+//     environment and no arguments, wazero's fake clocks and deterministic
+//     random source, and discarded stdout and stderr. Do not set the
+//     EXTISM_ENABLE_WASI_OUTPUT environment variable in the host process:
+//     the SDK then sends plugin output to the host's own stdout and stderr.
+//   - No network by default: the SDK's HTTP host function refuses (traps)
+//     every request when no host is allowed. With Options.AllowedHosts the
+//     backend declares Network allowlist; the effect refuses it unless the
+//     operator passes AllowNetwork. The SDK matches the host NAME only: every
+//     port and scheme of an allowed host is reachable; requests use Go's
+//     http.DefaultClient, which follows redirects to any host and honours
+//     the host's proxy environment variables, so an allowed host that
+//     redirects can lead a plugin elsewhere. Allow only hosts you trust.
+//   - Every runtime sharing the wazero compilation cache is built to close on
+//     context done. wazero caches machine code by module hash only; a
+//     runtime compiling without termination checks would hand code that
+//     cannot be preempted to the others.
+//   - Memory outside the wasm budget: the Extism var store (at most
+//     MaxVarBytes per run), HTTP response bodies while they are copied in
+//     (at most the memory cap), the copy of the output, and wazero's own
+//     bookkeeping and machine stack.
+//   - Plugin log messages are discarded.
+package extism

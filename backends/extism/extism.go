@@ -1,0 +1,408 @@
+package extism
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	xt "github.com/extism/go-sdk"
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental"
+	"github.com/tetratelabs/wazero/sys"
+
+	"github.com/sandbank/sandbank/spi"
+)
+
+// Language is the language the backend declares: arbitrary WebAssembly.
+const Language = "wasm"
+
+// DefaultFunctionName is the export a plugin must provide when
+// Options.FunctionName is empty.
+const DefaultFunctionName = "run"
+
+// DefaultModuleCacheSize is the number of compiled modules kept when
+// Options.ModuleCacheSize is zero.
+const DefaultModuleCacheSize = 64
+
+// MaxVarBytes bounds the Extism var store of one run (held on the Go heap,
+// outside the wasm memory budget).
+const MaxVarBytes = 1 << 20
+
+// The names of the thrown errors this backend reports.
+const (
+	// NameCompileError: the bytes are not a valid module, or the module
+	// needs an import or export the host does not provide.
+	NameCompileError = "CompileError"
+	// NameTrap: the plugin trapped (unreachable, out-of-bounds access,
+	// stack overflow, a host function refusing a call, …).
+	NameTrap = "trap"
+	// NameOutputError: the plugin finished but its output is not JSON text.
+	NameOutputError = "OutputError"
+)
+
+const wasmPageSize = 65536
+
+// Options configure the backend. A nil *Options means defaults.
+type Options struct {
+	// FunctionName is the export each run calls. Empty means
+	// DefaultFunctionName ("run").
+	FunctionName string
+	// EnableWASI provides wasi_snapshot_preview1 to plugins, with no
+	// preopened directories, no environment, no arguments, fake clocks and
+	// a deterministic random source. Default false: a plugin that imports
+	// WASI fails to instantiate (Threw CompileError).
+	EnableWASI bool
+	// AllowedHosts are the host names (exact, or "*.example.com") a plugin
+	// may reach with the Extism HTTP host function. Empty (the default)
+	// means none, and the backend declares Network none; otherwise it
+	// declares Network allowlist, which the effect refuses unless the
+	// operator allows network access. Every port and scheme of an allowed
+	// host is reachable.
+	AllowedHosts []string
+	// ModuleCacheSize bounds how many compiled modules the backend keeps.
+	// Zero means DefaultModuleCacheSize; negative is refused.
+	ModuleCacheSize int
+}
+
+// backend runs Extism plugins; see the package documentation.
+type backend struct {
+	fn    string
+	wasi  bool
+	hosts []string
+	caps  spi.Capabilities
+
+	compilation wazero.CompilationCache
+	inspector   wazero.Runtime
+	modules     *moduleCache
+
+	closeOnce sync.Once
+
+	// Test hooks, nil outside tests: called after the module is compiled
+	// (or found in the cache) and after the instance is created, before
+	// the wall clock is armed.
+	afterCompile     func()
+	afterInstantiate func()
+}
+
+var (
+	_ spi.Backend = (*backend)(nil)
+	_ spi.Warmer  = (*backend)(nil)
+)
+
+// New returns a backend that runs Extism plugins (language "wasm"). A nil
+// opts means defaults.
+func New(opts *Options) (spi.Backend, error) {
+	return newBackend(opts)
+}
+
+func newBackend(opts *Options) (*backend, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.FunctionName == "" {
+		o.FunctionName = DefaultFunctionName
+	}
+	switch {
+	case o.ModuleCacheSize < 0:
+		return nil, fmt.Errorf("extism: module cache size %d is negative", o.ModuleCacheSize)
+	case o.ModuleCacheSize == 0:
+		o.ModuleCacheSize = DefaultModuleCacheSize
+	}
+	hosts := make([]string, 0, len(o.AllowedHosts))
+	for _, h := range o.AllowedHosts {
+		if err := checkHost(h); err != nil {
+			return nil, err
+		}
+		hosts = append(hosts, h)
+	}
+	network := spi.NetworkNone
+	if len(hosts) > 0 {
+		network = spi.NetworkAllowlist
+	}
+	b := &backend{
+		fn:    o.FunctionName,
+		wasi:  o.EnableWASI,
+		hosts: hosts,
+		caps: spi.Capabilities{
+			Language:    Language,
+			Network:     network,
+			WallClock:   spi.WallClockHard,
+			Memory:      true,
+			CPU:         false,
+			FreshPerRun: true,
+		},
+		compilation: wazero.NewCompilationCache(),
+	}
+	// Every runtime that shares the compilation cache MUST close on context
+	// done: wazero keys cached machine code by module hash only, so code
+	// compiled without termination checks would be reused by a runtime
+	// that needs them, and the wall clock would stop working.
+	b.inspector = wazero.NewRuntimeWithConfig(context.Background(), b.runtimeConfig())
+	b.modules = newModuleCache(o.ModuleCacheSize, b.compile, func() {
+		_ = b.inspector.Close(context.Background())
+		_ = b.compilation.Close(context.Background())
+	})
+	return b, nil
+}
+
+// checkHost refuses allowlist entries that are empty, carry a scheme, port
+// or path (the SDK matches host names only, so they would never match), or
+// are patterns other than a "*." prefix (a bare "*" would open the network
+// while the declaration says allowlist).
+func checkHost(h string) error {
+	name := strings.TrimPrefix(h, "*.")
+	switch {
+	case h == "":
+		return errors.New("extism: empty allowed host")
+	case strings.ContainsAny(name, "*?[]{}!\\/: \t"):
+		return fmt.Errorf("extism: allowed host %q must be a host name or \"*.\" followed by one", h)
+	case name == "":
+		return fmt.Errorf("extism: allowed host %q matches every host", h)
+	}
+	return nil
+}
+
+func (b *backend) runtimeConfig() wazero.RuntimeConfig {
+	return wazero.NewRuntimeConfig().
+		WithCompilationCache(b.compilation).
+		WithCloseOnContextDone(true)
+}
+
+// Capabilities implements spi.Backend.
+func (b *backend) Capabilities() spi.Capabilities { return b.caps }
+
+// Warm implements spi.Warmer: it compiles the Extism kernel into the shared
+// compilation cache, so the first run does not pay for it.
+func (b *backend) Warm(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	p, err := xt.NewCompiledPlugin(ctx, xt.Manifest{
+		Wasm:    []xt.Wasm{xt.WasmData{Data: emptyModule, Name: "main"}},
+		Timeout: 1,
+	}, xt.PluginConfig{RuntimeConfig: b.runtimeConfig()}, nil)
+	if err != nil {
+		return fmt.Errorf("extism: warm: %w", err)
+	}
+	return p.Close(ctx)
+}
+
+// emptyModule is the smallest valid wasm module.
+var emptyModule = []byte("\x00asm\x01\x00\x00\x00")
+
+// Close releases every compiled module. Runs in flight finish first;
+// Evaluate fails after Close.
+func (b *backend) Close() error {
+	b.closeOnce.Do(b.modules.close)
+	return nil
+}
+
+// Evaluate implements spi.Backend.
+func (b *backend) Evaluate(ctx context.Context, req spi.Request) (spi.Outcome, error) {
+	if err := ctx.Err(); err != nil {
+		return spi.Outcome{}, err
+	}
+	switch {
+	case req.Limits.WallClock <= 0:
+		return spi.Outcome{}, errors.New("extism: wall clock limit must be positive")
+	case req.Limits.MemoryBytes <= 0:
+		return spi.Outcome{}, errors.New("extism: memory limit must be positive")
+	case len(req.Input) == 0:
+		return spi.Outcome{}, errors.New("extism: empty input")
+	}
+	key := moduleKey{sum: sha256.Sum256(req.Script), pages: maxPages(req.Limits.MemoryBytes)}
+	entry, err := b.modules.acquire(ctx, key, req.Script)
+	if err != nil {
+		return spi.Outcome{}, err
+	}
+	defer b.modules.release(entry)
+	if entry.val.outcome != nil {
+		return *entry.val.outcome, nil
+	}
+	if b.afterCompile != nil {
+		b.afterCompile()
+	}
+	if err := ctx.Err(); err != nil {
+		return spi.Outcome{}, err
+	}
+	return b.run(ctx, entry.val.plugin, req)
+}
+
+// maxPages converts a memory limit to wasm pages (at least one, at most
+// the 4 GiB a wasm32 memory can address).
+func maxPages(memoryBytes int64) uint32 {
+	pages := memoryBytes / wasmPageSize
+	return uint32(min(max(pages, 1), 65536))
+}
+
+// run creates a new instance of plugin, runs it once and reports what
+// happened.
+func (b *backend) run(ctx context.Context, plugin *xt.CompiledPlugin, req spi.Request) (spi.Outcome, error) {
+	mem := newBudget(uint64(req.Limits.MemoryBytes))
+	inst, err := plugin.Instance(experimental.WithMemoryAllocator(ctx, mem), xt.PluginInstanceConfig{
+		// No arguments, environment, directories or host clocks.
+		ModuleConfig: wazero.NewModuleConfig(),
+	})
+	if err != nil {
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return spi.Outcome{}, ctxErr
+		}
+		if mem.overflowed() {
+			return spi.Limited(spi.LimitMemory), nil
+		}
+		return spi.Threw(NameCompileError, "extism: the module cannot be instantiated: "+firstLine(err.Error())), nil
+	}
+	defer inst.Close(context.Background())
+	inst.SetLogger(func(xt.LogLevel, string) {})
+	if mem.overflowed() {
+		return spi.Limited(spi.LimitMemory), nil
+	}
+	if b.afterInstantiate != nil {
+		b.afterInstantiate()
+	}
+
+	// Seed the input once outside the wall clock: the kernel grows its
+	// memory to hold it here, so an input that does not fit is reported as
+	// such (the SDK would otherwise write it through a null block). The SDK
+	// resets and seeds again inside the call, into memory already grown.
+	if ptr, err := inst.SetInput(req.Input); err != nil || ptr == 0 || mem.wasRefused() {
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return spi.Outcome{}, ctxErr
+		}
+		if err != nil && !mem.wasRefused() {
+			return spi.Infrastructure("extism: seeding the input failed"), nil
+		}
+		return spi.InputTooLarge(), nil
+	}
+	// The input sits in the kernel's memory; a plugin reads it into its own
+	// (that is its parse), so the run needs room for a second copy. An input
+	// that leaves no room for it could never be used.
+	if mem.inUse()+uint64(len(req.Input)) > uint64(req.Limits.MemoryBytes) {
+		return spi.InputTooLarge(), nil
+	}
+	mem.clearRefused()
+
+	// The SDK arms the wall clock here, at call time: compiling and
+	// instantiating are not charged to the script.
+	inst.Timeout = req.Limits.WallClock
+	rc, out, callErr := inst.CallWithContext(ctx, b.fn, req.Input)
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		return spi.Outcome{}, ctxErr
+	}
+	return b.outcome(inst, mem, rc, out, callErr), nil
+}
+
+// outcome maps what a call returned to an spi.Outcome.
+func (b *backend) outcome(inst *xt.Plugin, mem *budget, rc uint32, out []byte, callErr error) spi.Outcome {
+	var exit *sys.ExitError
+	if errors.As(callErr, &exit) {
+		switch exit.ExitCode() {
+		case sys.ExitCodeDeadlineExceeded:
+			return spi.Limited(spi.LimitWallClock)
+		case sys.ExitCodeContextCanceled:
+			// Only the SDK's own timer can cancel without ctx being done.
+			return spi.Limited(spi.LimitWallClock)
+		}
+	}
+	failed := callErr != nil || rc != 0 || !json.Valid(out)
+	if failed && mem.wasRefused() {
+		return spi.Limited(spi.LimitMemory)
+	}
+	message := inst.GetError()
+	switch {
+	case exit != nil:
+		return spi.Threw("", fmt.Sprintf("extism: the plugin exited with code %d", exit.ExitCode()))
+	case callErr != nil && (message == "" || callErr.Error() != message):
+		// The call itself failed: a trap, or a host function refusing.
+		return spi.Threw(NameTrap, callErr.Error())
+	case message != "":
+		return spi.Threw("", message)
+	case rc != 0:
+		return spi.Threw("", fmt.Sprintf("extism: the plugin returned code %d without an error message", rc))
+	case !json.Valid(out):
+		return spi.Threw(NameOutputError, "extism: the plugin output is not JSON text")
+	}
+	return spi.OK(out)
+}
+
+// compile validates script and compiles it into a plugin for key.
+func (b *backend) compile(key moduleKey, script []byte) (compiled, error) {
+	ctx := context.Background()
+	mod, err := b.inspector.CompileModule(ctx, script)
+	if err != nil {
+		return fixed(spi.Threw(NameCompileError, "extism: the bytes are not a valid wasm module: "+firstLine(err.Error()))), nil
+	}
+	// Keep the inspected module alive until the plugin is compiled, so the
+	// shared compilation cache hands its machine code over.
+	defer mod.Close(ctx)
+	if o := b.checkModule(mod); o != nil {
+		return fixed(*o), nil
+	}
+	manifest := xt.Manifest{
+		Wasm: []xt.Wasm{xt.WasmData{Data: script, Name: "main"}},
+		Memory: &xt.ManifestMemory{
+			MaxPages:             key.pages,
+			MaxHttpResponseBytes: int64(key.pages) * wasmPageSize,
+			MaxVarBytes:          MaxVarBytes,
+		},
+		AllowedHosts: b.hosts,
+		// Any non-zero timeout makes the SDK honour the context; each run
+		// sets its own wall clock on its instance.
+		Timeout: uint64(time.Hour / time.Millisecond),
+	}
+	plugin, err := xt.NewCompiledPlugin(ctx, manifest, xt.PluginConfig{
+		RuntimeConfig: b.runtimeConfig(),
+		EnableWasi:    b.wasi,
+	}, nil)
+	if err != nil {
+		if strings.Contains(err.Error(), "pages") && strings.Contains(err.Error(), "over limit") {
+			// A memory whose declared minimum exceeds the cap (the
+			// plugin's, or the Extism kernel's 1 MiB).
+			return fixed(spi.Limited(spi.LimitMemory)), nil
+		}
+		return fixed(spi.Threw(NameCompileError, "extism: the module cannot be compiled: "+firstLine(err.Error()))), nil
+	}
+	return compiled{plugin: plugin}, nil
+}
+
+func fixed(o spi.Outcome) compiled { return compiled{outcome: &o} }
+
+// checkModule refuses a module whose imports the host cannot satisfy or
+// that lacks the function to call.
+func (b *backend) checkModule(mod wazero.CompiledModule) *spi.Outcome {
+	for _, f := range mod.ImportedFunctions() {
+		module, _, _ := f.Import()
+		if module == "extism:host/env" || (b.wasi && module == "wasi_snapshot_preview1") {
+			continue
+		}
+		o := spi.Threw(NameCompileError, fmt.Sprintf("extism: the module imports from %q, which the host does not provide", module))
+		return &o
+	}
+	fn, ok := mod.ExportedFunctions()[b.fn]
+	if !ok {
+		o := spi.Threw(NameCompileError, fmt.Sprintf("extism: the module does not export a function %q", b.fn))
+		return &o
+	}
+	results := fn.ResultTypes()
+	if len(fn.ParamTypes()) != 0 || len(results) > 1 || (len(results) == 1 && results[0] != api.ValueTypeI32) {
+		o := spi.Threw(NameCompileError, fmt.Sprintf("extism: the function %q must take no parameters and return nothing or an i32", b.fn))
+		return &o
+	}
+	return nil
+}
+
+// firstLine returns s up to its first newline (wazero appends stack traces
+// to some errors).
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}

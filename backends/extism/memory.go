@@ -1,0 +1,118 @@
+package extism
+
+import (
+	"sync"
+
+	"github.com/tetratelabs/wazero/experimental"
+)
+
+// budget is the memory allocator of one plugin instance. wazero asks it for
+// every linear memory the instance creates (the plugin's own and the Extism
+// kernel's, which holds the input, the output and the error text), so it
+// sees every byte of wasm memory the run holds. It enforces one budget over
+// all of them together and records whether a grow was refused: the exact
+// signal behind the Limit memory outcome.
+//
+// The first allocation of each memory (its declared minimum) is always
+// granted, because wazero cannot refuse it gracefully; whether the minimums
+// alone overflow the budget is reported by overflowed.
+type budget struct {
+	mu        sync.Mutex
+	limit     uint64
+	used      uint64
+	refused   bool // a grow was refused since the last clearRefused
+	overStart bool // the declared minimums alone exceed the limit
+}
+
+var _ experimental.MemoryAllocator = (*budget)(nil)
+
+func newBudget(limit uint64) *budget { return &budget{limit: limit} }
+
+// Allocate implements experimental.MemoryAllocator.
+func (b *budget) Allocate(_, maxBytes uint64) experimental.LinearMemory {
+	return &linearMemory{b: b, max: maxBytes}
+}
+
+// wasRefused reports whether a grow was refused since the last
+// clearRefused.
+func (b *budget) wasRefused() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.refused
+}
+
+// clearRefused forgets earlier refusals (those while seeding the input).
+func (b *budget) clearRefused() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.refused = false
+}
+
+// overflowed reports whether the memories' declared minimums alone exceed
+// the budget.
+func (b *budget) overflowed() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.overStart
+}
+
+// inUse returns the bytes of wasm memory the instance holds.
+func (b *budget) inUse() uint64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.used
+}
+
+// linearMemory backs one wasm memory with a Go byte slice, charging every
+// grow to its budget.
+type linearMemory struct {
+	b       *budget
+	buf     []byte
+	max     uint64
+	started bool
+}
+
+// Reallocate implements experimental.LinearMemory. Returning nil makes the
+// wasm memory.grow (or the kernel's alloc) fail gracefully with -1.
+func (m *linearMemory) Reallocate(size uint64) []byte {
+	m.b.mu.Lock()
+	defer m.b.mu.Unlock()
+	have := uint64(len(m.buf))
+	if size < have {
+		// wasm memories never shrink; keep wazero's view consistent anyway.
+		m.b.used -= have - size
+		m.buf = m.buf[:size]
+		return m.buf
+	}
+	grow := size - have
+	if m.b.used+grow > m.b.limit {
+		if m.started {
+			m.b.refused = true
+			return nil
+		}
+		m.b.overStart = true
+	}
+	m.started = true
+	m.b.used += grow
+	if size <= uint64(cap(m.buf)) {
+		m.buf = m.buf[:size]
+		return m.buf
+	}
+	// Grow the backing slice geometrically, but never past the memory's
+	// maximum or the budget, so a refused grow never over-allocates.
+	newCap := 2 * uint64(cap(m.buf))
+	newCap = min(newCap, m.max, m.b.limit)
+	newCap = max(newCap, size)
+	buf := make([]byte, size, newCap)
+	copy(buf, m.buf)
+	m.buf = buf
+	return m.buf
+}
+
+// Free implements experimental.LinearMemory.
+func (m *linearMemory) Free() {
+	m.b.mu.Lock()
+	defer m.b.mu.Unlock()
+	m.b.used -= uint64(len(m.buf))
+	m.buf = nil
+}

@@ -1,0 +1,3 @@
+;; traps executes unreachable.
+(module
+  (func (export "run") (result i32) unreachable))
