@@ -1,0 +1,80 @@
+package quickjs
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sandbank/sandbank/backends/quickjs/internal/guest"
+	"github.com/sandbank/sandbank/spi"
+)
+
+// shared is one backend for the tests that do not need their own: it
+// compiles the module once.
+var (
+	sharedOnce sync.Once
+	sharedB    *backend
+	sharedErr  error
+)
+
+func shared(t testing.TB) *backend {
+	t.Helper()
+	sharedOnce.Do(func() {
+		var b spi.Backend
+		b, sharedErr = New(nil)
+		if sharedErr == nil {
+			sharedB = b.(*backend)
+			sharedErr = sharedB.Warm(context.Background())
+		}
+	})
+	require.NoError(t, sharedErr)
+	return sharedB
+}
+
+// newBackend returns a backend of its own, closed when the test ends.
+func newBackend(t testing.TB, opts *Options) *backend {
+	t.Helper()
+	b, err := New(opts)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = b.(*backend).Close() })
+	return b.(*backend)
+}
+
+// withWrapper returns a backend of its own whose guest runs wrapper
+// instead of the real one (to reach paths a real script cannot), and
+// which shares the compiled module of nothing: it compiles its own.
+func withWrapper(t testing.TB, wrapper string) *backend {
+	t.Helper()
+	b := newBackend(t, nil)
+	b.args = func(mem int64) []string {
+		a := guest.Args(mem)
+		a[len(a)-1] = wrapper
+		return a
+	}
+	return b
+}
+
+// patchWrapper returns the real wrapper with old replaced by new, failing
+// the test if old is not in it.
+func patchWrapper(t testing.TB, old, new string) string {
+	t.Helper()
+	require.Contains(t, guest.Wrapper, old, "the wrapper changed: update the test")
+	return strings.Replace(guest.Wrapper, old, new, 1)
+}
+
+func eval(t testing.TB, b *backend, script, input string, limits spi.Limits) spi.Outcome {
+	t.Helper()
+	if input == "" {
+		input = "null"
+	}
+	if limits.WallClock == 0 {
+		limits.WallClock = 20 * time.Second
+	}
+	out, err := b.Evaluate(context.Background(), spi.Request{Script: []byte(script), Input: []byte(input), Limits: limits})
+	require.NoError(t, err)
+	return out
+}

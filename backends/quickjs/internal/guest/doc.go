@@ -1,0 +1,37 @@
+// Package guest is the guest-side protocol of the QuickJS backends: what
+// runs inside the QuickJS-NG WASI command module and how the host reads
+// what it reports. It knows nothing about the WebAssembly runtime that
+// hosts the module (wazero today; a second runtime or a parked-instance
+// mode may share it), so every runtime speaks the same protocol:
+//
+//   - [Wrapper] is the JavaScript the engine evaluates with -e. It reads a
+//     [Payload] from stdin (a per-run nonce, the script, the caller's
+//     input), removes the argument globals, parses the input in a phase of
+//     its own, redirects print and console to stderr, signals "script
+//     starts" with a framed record, runs the script as an indirect eval
+//     and writes one framed record with the result.
+//   - [Stdout] is the host's bounded stdout sink: it finds the framed
+//     records (which only a holder of the nonce can write) and calls back
+//     when the script starts, so the host can arm the script's wall clock
+//     at that moment and not before.
+//   - [Layout] derives the C stack region from the module binary itself
+//     and [Canary] guards it: this build has no stack check, so a deep
+//     recursion silently overwrites static data below the stack.
+//   - [Interpret] turns what a run left behind ([Facts]) into an
+//     spi.Outcome. Every reading of the engine's own messages ("out of
+//     memory", traps, exits without a result) lives there.
+//
+// Application code never uses this package; it is internal to
+// backends/quickjs.
+//
+// # Security considerations
+//
+// The nonce travels only on stdin and lives only in module-scoped
+// bindings of the wrapper, which the script (evaluated at global scope)
+// cannot name. Every function the wrapper calls after the script ran is
+// captured before it ran, so the script cannot redefine them. The script
+// has no synchronous way to reach stdout: print and console go to stderr,
+// and the qjs:std / qjs:os modules are only reachable through dynamic
+// import(), whose promise never settles because the wrapper ends the
+// process as soon as the script's completion value is written.
+package guest

@@ -1,0 +1,147 @@
+package guest
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/sandbank/sandbank/spi"
+)
+
+// Ending says how the guest's _start call ended, as the host runtime saw
+// it. The zero value is invalid.
+type Ending int
+
+// The endings.
+const (
+	// EndExit: the guest called proc_exit (or returned from _start).
+	EndExit Ending = iota + 1
+	// EndKilled: the host stopped the guest (its context was done).
+	EndKilled
+	// EndTrap: the guest trapped (unreachable, out-of-bounds access,
+	// invalid table access, …).
+	EndTrap
+)
+
+// Facts is everything a run left behind that the interpretation needs.
+type Facts struct {
+	// Record is the conclusive record read from stdout.
+	Record Record
+	// Started is true when the start record arrived (the script ran).
+	Started bool
+	// Ending is how _start ended; ExitCode is the exit code for EndExit;
+	// Trap is the runtime's first line for EndTrap.
+	Ending   Ending
+	ExitCode uint32
+	Trap     string
+	// CanaryIntact is false when the stack guard found its canary
+	// overwritten: the C stack overflowed into static data.
+	CanaryIntact bool
+	// MemoryRefused is true when the host refused to grow linear memory
+	// past the run's limit.
+	MemoryRefused bool
+	// WallClockExpired is true when the script's own clock ran out.
+	WallClockExpired bool
+}
+
+// Messages of the outcomes the interpretation makes up itself.
+const (
+	msgStackOverflow = "stack overflow: the engine's C stack is exhausted (QuickJS on WASI has no stack check; recursion deeper than about %d JavaScript frames overflows it)"
+	msgNoResult      = "the script ended the engine without a result (exit code %d)"
+)
+
+// ApproxMaxDepth is the plain JavaScript recursion depth measured to fit
+// in this build's C stack; the stack overflow message quotes it.
+const ApproxMaxDepth = 200
+
+// ErrNoOutcome is returned (wrapped, naming the phase) when a run ended
+// before the script started in a way that says nothing about the script:
+// the start-up failed. The error is untyped and worth retrying.
+var ErrNoOutcome = errors.New("quickjs: the engine stopped before the script started")
+
+// Interpret turns the facts of one run into an outcome. It returns an
+// error when no outcome was obtained: the engine stopped before the
+// script started for a reason that is neither the input's size nor a
+// memory limit (phase names the start-up phase the host was in).
+func Interpret(f Facts, phase string) (spi.Outcome, error) {
+	if !f.CanaryIntact {
+		if !f.Started {
+			// The input's own nesting overflowed the stack while being
+			// parsed: it cannot be parsed within the engine's memory.
+			return spi.InputTooLarge(), nil
+		}
+		return spi.Threw("InternalError", fmt.Sprintf(msgStackOverflow, ApproxMaxDepth)), nil
+	}
+	switch f.Record.Kind {
+	case recResult:
+		if f.Started {
+			return spi.OK(json.RawMessage(f.Record.Body)), nil
+		}
+	case recThrew:
+		if f.Started {
+			var pair [2]string
+			if err := json.Unmarshal(f.Record.Body, &pair); err != nil {
+				return spi.Outcome{}, fmt.Errorf("quickjs: unreadable thrown record: %w", err)
+			}
+			return spi.Threw(pair[0], pair[1]), nil
+		}
+	case recMemory:
+		if f.Started {
+			return spi.Limited(spi.LimitMemory), nil
+		}
+	case recInputOOM:
+		if !f.Started {
+			return spi.InputTooLarge(), nil
+		}
+	case recProtocol:
+		if f.MemoryRefused {
+			return spi.InputTooLarge(), nil
+		}
+		return spi.Outcome{}, errors.New("quickjs: the engine could not read the request payload")
+	}
+	if f.WallClockExpired && f.Started {
+		return spi.Limited(spi.LimitWallClock), nil
+	}
+	if f.MemoryRefused {
+		if f.Started {
+			return spi.Limited(spi.LimitMemory), nil
+		}
+		return spi.InputTooLarge(), nil
+	}
+	if !f.Started {
+		return spi.Outcome{}, fmt.Errorf("%w (phase %s, %s)", ErrNoOutcome, phase, f.describe())
+	}
+	switch f.Ending {
+	case EndTrap:
+		// On this build a trap is the aftermath of a C stack overflow
+		// that skipped the canary (an overwritten function pointer or
+		// allocator state); nothing else in the engine traps.
+		return spi.Threw("InternalError", fmt.Sprintf(msgStackOverflow, ApproxMaxDepth)+" ("+firstLine(f.Trap)+")"), nil
+	case EndKilled:
+		return spi.Limited(spi.LimitWallClock), nil
+	}
+	return spi.Threw("Error", fmt.Sprintf(msgNoResult, f.ExitCode)), nil
+}
+
+func (f Facts) describe() string {
+	switch f.Ending {
+	case EndExit:
+		return fmt.Sprintf("exit code %d", f.ExitCode)
+	case EndKilled:
+		return "stopped by the host"
+	case EndTrap:
+		return "trap: " + firstLine(f.Trap)
+	}
+	return "no ending"
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	if len(s) > 200 {
+		s = s[:200]
+	}
+	return s
+}

@@ -1,0 +1,109 @@
+package guest
+
+import "strconv"
+
+// Record kinds: the letter that follows the nonce in a framed record.
+const (
+	recStart    = 'S' // the input is parsed; the script starts now
+	recResult   = 'R' // <units>\n<JSON text> then the end marker
+	recThrew    = 'T' // <units>\n<JSON [name, message]> then the end marker
+	recMemory   = 'M' // the script ran out of memory
+	recInputOOM = 'I' // the input could not be parsed within memory
+	recProtocol = 'X' // the payload was malformed (a host bug)
+)
+
+// framePrefix starts every framed record, followed by the nonce and the
+// record kind. The record separator byte keeps it off any line a human
+// would print.
+const framePrefix = "\x1eSBK"
+
+// Wrapper is the JavaScript the engine evaluates (qjs -e). It is constant:
+// everything that varies per run arrives on stdin (see [Payload]).
+//
+// An exception whose typeof is "unknown" is what QuickJS throws when it
+// cannot even allocate its out-of-memory error; the wrapper reads it as
+// out of memory.
+//
+// It is evaluated as a module (QuickJS-NG v0.11.0 evaluates -e source as a
+// module), so its bindings are module-scoped and invisible to the script,
+// which runs through an indirect eval at global scope.
+const Wrapper = `import * as std from "qjs:std";
+const G = globalThis, sin = std.in, sout = std.out, serr = std.err;
+const getline = sin.getline.bind(sin), readAll = sin.readAsString.bind(sin);
+const puts = sout.puts.bind(sout), flush = sout.flush.bind(sout);
+const eputs = serr.puts.bind(serr);
+const exit = std.exit, parse = JSON.parse, stringify = JSON.stringify;
+const Str = String, geval = G.eval, IErr = G.InternalError, gc = std.gc;
+delete G.execArgv; delete G.scriptArgs; delete G.argv0;
+const nonce = getline();
+const P = "` + framePrefix + `" + nonce;
+const MEM = P + "M\n", TOO = P + "I\n", END = P + "E\n";
+function send(s) { puts(s); flush(); }
+function isOOM(e) {
+  if (typeof e === "unknown") return true;
+  try { return IErr !== undefined && e instanceof IErr && e.message === "out of memory"; } catch (_) { return false; }
+}
+function text(v) { try { return Str(v); } catch (_) { return ""; } }
+function field(e, k) {
+  try { const v = e[k]; return typeof v === "string" ? v : undefined; } catch (_) { return undefined; }
+}
+function report(name, message) {
+  const j = "[" + stringify(name) + "," + stringify(message) + "]";
+  puts(P + "T" + j.length + "\n"); puts(j); send(END); exit(0);
+}
+function threw(e) {
+  if (isOOM(e)) { send(MEM); exit(0); }
+  if (e !== null && (typeof e === "object" || typeof e === "function")) {
+    const m = field(e, "message");
+    report(field(e, "name") || "", m === undefined ? text(e) : m);
+  }
+  report("", text(e));
+}
+function out(args) {
+  let s = "";
+  for (let i = 0; i < args.length; i++) { if (i > 0) s += " "; s += text(args[i]); }
+  eputs(s + "\n");
+}
+let script, input, big = false;
+try {
+  script = parse(getline());
+  let raw = readAll();
+  big = raw.length > 65536;
+  input = parse(raw);
+  raw = undefined;
+} catch (e) {
+  if (isOOM(e)) { send(TOO); exit(0); }
+  eputs("input: " + typeof e + " " + text(e) + "\n");
+  send(P + "X\n"); exit(0);
+}
+G.input = input;
+G.print = function print(...a) { out(a); };
+if (typeof G.console === "object" && G.console !== null) {
+  for (const k of ["log", "info", "warn", "error", "debug", "trace"]) G.console[k] = function (...a) { out(a); };
+}
+input = undefined;
+if (big) gc(); // pay the collector's debt for a large input before the clock starts
+send(P + "S\n");
+let v, j;
+try { v = geval(script); } catch (e) { threw(e); }
+script = undefined;
+try { j = stringify(v); } catch (e) {
+  if (isOOM(e)) threw(e);
+  report("TypeError", "the completion value cannot be represented as JSON: " + (field(e, "message") || "stringify failed"));
+}
+if (typeof j !== "string") {
+  report("TypeError", "the completion value cannot be represented as JSON: it is " + (v === undefined ? "undefined" : typeof v === "object" ? "an object whose toJSON returns nothing" : "a " + typeof v));
+}
+puts(P + "R" + j.length + "\n"); puts(j); send(END); exit(0);
+`
+
+// Args returns the command line for one run: the engine's own memory
+// limit (in KiB, as qjs takes it) and the wrapper. Nothing secret is on
+// it, and the wrapper deletes the argument globals before the script runs.
+func Args(memoryBytes int64) []string {
+	kib := memoryBytes / 1024
+	if kib < 1 {
+		kib = 1
+	}
+	return []string{"qjs", "--memory-limit", strconv.FormatInt(kib, 10), "-e", Wrapper}
+}

@@ -1,0 +1,95 @@
+package quickjs
+
+import (
+	"errors"
+	"time"
+)
+
+// Defaults of the options and of the limits a request leaves at zero.
+const (
+	// DefaultColdStartAllowance bounds the start-up phases of one run
+	// (waiting for the compiled module, instantiating, booting the engine,
+	// reading and parsing the input), which are not charged to the
+	// script's wall clock.
+	DefaultColdStartAllowance = 10 * time.Second
+	// DefaultMaxStderrBytes bounds what the engine and the script's
+	// print/console output may leave on stderr per run.
+	DefaultMaxStderrBytes = 64 << 10
+	// DefaultMemoryBytes is the memory limit of a request whose
+	// Limits.MemoryBytes is zero.
+	DefaultMemoryBytes int64 = 32 << 20
+	// DefaultWallClock is the wall clock of a request whose
+	// Limits.WallClock is zero.
+	DefaultWallClock = 5 * time.Second
+	// MaxMemoryBytes is the largest memory a run can have: all of a 32-bit
+	// WebAssembly address space. A larger request is clamped to it.
+	MaxMemoryBytes int64 = 4 << 30
+)
+
+// Options configure a backend. A nil *Options, or the zero value of a
+// field, means the documented default.
+type Options struct {
+	// CompilationCacheDir, when not empty, is a directory where wazero
+	// keeps the compiled module across processes, which takes most of the
+	// compile cost off the first run after a process starts. It is created
+	// if missing. Only point it at a directory this process owns. Default:
+	// no cache (the module is compiled once per backend, in memory).
+	CompilationCacheDir string
+
+	// CloseOnContextDone, when nil or true, makes wazero check the run's
+	// context inside the running guest, which is what stops a script at its
+	// deadline even inside one long native operation: the backend then
+	// declares WallClock hard. Set it to false only to measure what the
+	// check costs: a runaway script then runs until it ends on its own (a
+	// script that never ends keeps a goroutine and a core busy forever),
+	// and the backend declares WallClock soft.
+	CloseOnContextDone *bool
+
+	// ColdStartAllowance bounds the start-up phases of a run (compile,
+	// instantiate, boot, input), which are not charged to the script's
+	// wall clock. Running past it is an untyped, retryable error naming the
+	// phase, never a limit. Zero means DefaultColdStartAllowance; negative
+	// is refused.
+	ColdStartAllowance time.Duration
+
+	// MaxStderrBytes bounds the stderr kept per run (the engine's own
+	// messages and the script's print/console output); the rest is
+	// dropped. Zero means DefaultMaxStderrBytes; negative is refused.
+	MaxStderrBytes int
+}
+
+// settings are the validated options.
+type settings struct {
+	cacheDir       string
+	closeOnDone    bool
+	coldStart      time.Duration
+	maxStderrBytes int
+}
+
+func (o *Options) settings() (settings, error) {
+	s := settings{
+		closeOnDone:    true,
+		coldStart:      DefaultColdStartAllowance,
+		maxStderrBytes: DefaultMaxStderrBytes,
+	}
+	if o == nil {
+		return s, nil
+	}
+	s.cacheDir = o.CompilationCacheDir
+	if o.CloseOnContextDone != nil {
+		s.closeOnDone = *o.CloseOnContextDone
+	}
+	switch {
+	case o.ColdStartAllowance < 0:
+		return settings{}, errors.New("quickjs: negative ColdStartAllowance")
+	case o.ColdStartAllowance > 0:
+		s.coldStart = o.ColdStartAllowance
+	}
+	switch {
+	case o.MaxStderrBytes < 0:
+		return settings{}, errors.New("quickjs: negative MaxStderrBytes")
+	case o.MaxStderrBytes > 0:
+		s.maxStderrBytes = o.MaxStderrBytes
+	}
+	return s, nil
+}
