@@ -1,0 +1,103 @@
+// Package conformance is the conformance kit: it turns Sandbank's security
+// list into cases any backend author runs against a backend factory, per
+// language, THROUGH package effect, so that it proves the composition a user
+// deploys and not the bare engine.
+//
+// It is for backend authors (run [Run] from a test next to the backend) and
+// for tools (the command line prints the matrix from [Check]'s [Report],
+// json.Marshal'ed).
+//
+//	func TestConformance(t *testing.T) {
+//		conformance.Run(t, func() (spi.Backend, error) { return mybackend.New(nil) }, nil)
+//	}
+//
+// # Cases and gates
+//
+// Every case runs a fixture script (see THE FIXTURE CONTRACT in package
+// fixtures) on a fresh backend from the factory, through an effect.Effect
+// over an effect.MemoryStore. A case checks a declaration only when the
+// backend makes it; otherwise it is skipped with the capability named.
+//
+//	echo            the input round-trips as the result
+//	throw           typed scriptError whose message holds the thrown text
+//	syntax_error    typed scriptError
+//	runaway_loop    typed limitExceeded cpu or wallClock (wall clock
+//	                RunawayWallClock); finishing inside the watchdog is the
+//	                proof
+//	runaway_native  (WallClock hard or Memory) one long native operation
+//	                ends in a typed limit (wallClock, memory, or cpu when
+//	                CPU is declared) within RunawayWallClock + NativeGrace,
+//	                timed after a warm-up echo on the same instance
+//	allocation_bomb (Memory) typed limitExceeded memory, and the host's
+//	                memory grows by at most 4 × the memory limit + 64 MiB
+//	deep_recursion  typed scriptError or limitExceeded, never untyped; then
+//	                an echo on the SAME instance succeeds
+//	rich_value      astral characters, escapes, 2^31+1, ±(2^53-1), -42,
+//	                3.25, 1e-7 and nesting 100 deep come back exactly
+//	no_network      (Network none) a loopback canary sees no request and
+//	                the probe reports nothing reached
+//	no_escape       (Network none) the probe finds no host capability and
+//	                its clock is null or not within 24 h of the host's
+//	fresh_per_run   (FreshPerRun) 16 runs in sequence, then 8 at once, all
+//	                answer {"runs":1}
+//	cpu_budget      (CPU) a loop under Options.CPUBudget's small budget with
+//	                a CPUBudgetWallClock wall clock ends in limitExceeded cpu
+//	input_too_big   (Memory) a 12 MB "[0,0,…]" under a 16 MiB memory limit
+//	                ends in typed inputTooLarge reported by the backend
+//	                (Failure.Limit is the memory limit, not the byte ceiling)
+//	abort           an already-cancelled context yields context.Canceled,
+//	                no value and no typed failure
+//	abort_mid_run   (WallClock hard) a loop with a 30 s wall clock is
+//	                cancelled once the backend was called: the effect yields
+//	                context.Canceled AND the backend's own Evaluate returns,
+//	                inside the watchdog
+//	composition     an over-100,000-character thrown message with a lone
+//	                surrogate arrives as a scriptError of at most
+//	                effect.MaxTextUnits UTF-16 units (plus MarkerAllowance
+//	                for the marker), valid UTF-8; a 2 MB output under a
+//	                1 MiB MaxOutputBytes ends in limitExceeded output
+//
+// # Notes
+//
+// The factory is called once up front to read the declaration, then once
+// per case (cpu_budget uses Options.CPUBudget when set), so cases never
+// share an instance unless the backend shares state itself. Every instance
+// is closed (io.Closer) when its case ends; under [Run], by t.Cleanup.
+//
+// For every case the kit sets effect.Options.AllowNetwork exactly when the
+// backend declares a network other than none, AllowReusedEnvironment
+// exactly when it declares FreshPerRun false, and Limits to the case's
+// limits. Defaults: ordinary cases run with DefaultWallClock (5 s) and
+// DefaultMemoryBytes (32 MiB) unless Options.Limits says otherwise; each
+// case is bounded by DefaultWatchdog (30 s) unless Options.Watchdog says
+// otherwise.
+//
+// A case that does not finish within the watchdog fails with "watchdog:
+// case did not finish within …". The kit cannot kill a goroutine: it
+// cancels the case's context, closes the case's backends and moves on,
+// leaving the goroutine of a truly hung backend behind.
+//
+// Host memory in allocation_bomb is the resident set read from
+// /proc/self/statm every 2 ms (Linux), or elsewhere the Go runtime's mapped
+// memory from runtime/metrics; the growth is the peak over the level
+// before the run. Other tests running in the same process at the same time
+// add to it, so run the kit's cases sequentially (Check and Run do).
+//
+// Rich values are compared as JSON values: both texts are decoded with
+// json.Decoder.UseNumber, numbers are equal when their decimal texts denote
+// the same rational (math/big.Rat; so 1e-7 equals 1E-7 and 0.0000001, and
+// 9007199254740991 does not equal 9007199254740992), strings are compared
+// after unescaping, and object keys as sets.
+//
+// runaway_native's bound (RunawayWallClock + NativeGrace) is the only
+// timing the kit asserts. Every other "in time" is the watchdog.
+//
+// # Security considerations
+//
+// The fixtures are hostile: the probes really try to reach the network,
+// read host files and escape the engine, and the bombs really allocate.
+// Run the kit only against a backend you are prepared to see fail; an
+// in-process backend that declares Memory falsely can exhaust the test
+// process. The canary listens on 127.0.0.1 only, for the duration of
+// no_network.
+package conformance
