@@ -28,6 +28,11 @@ var (
 	_ spi.Warmer  = (*backend)(nil)
 )
 
+// processCache is the in-memory compilation cache every backend of the
+// process without a cache directory shares, so that only the first one
+// pays the compile (about a second). It lives as long as the process.
+var processCache = sync.OnceValue(wazero.NewCompilationCache)
+
 // backend runs every evaluation in a new instance of one compiled module,
 // in one wazero runtime.
 type backend struct {
@@ -71,13 +76,15 @@ func New(opts *Options) (spi.Backend, error) {
 	cfg := wazero.NewRuntimeConfigCompiler().
 		WithDebugInfoEnabled(false). // with it on, every guest exit costs 40-45 ms
 		WithCloseOnContextDone(set.closeOnDone)
-	var cache wazero.CompilationCache
+	var cache wazero.CompilationCache // owned by this backend, closed by Close
 	if set.cacheDir != "" {
 		cache, err = wazero.NewCompilationCacheWithDir(set.cacheDir)
 		if err != nil {
 			return nil, fmt.Errorf("quickjs: compilation cache: %w", err)
 		}
 		cfg = cfg.WithCompilationCache(cache)
+	} else {
+		cfg = cfg.WithCompilationCache(processCache())
 	}
 	ctx := context.Background()
 	rt := wazero.NewRuntimeWithConfig(ctx, cfg)

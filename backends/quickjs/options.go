@@ -33,7 +33,8 @@ type Options struct {
 	// keeps the compiled module across processes, which takes most of the
 	// compile cost off the first run after a process starts. It is created
 	// if missing. Only point it at a directory this process owns. Default:
-	// no cache (the module is compiled once per backend, in memory).
+	// an in-memory cache shared by every backend of the process, so the
+	// module is compiled once per process.
 	CompilationCacheDir string
 
 	// CloseOnContextDone, when nil or true, makes wazero check the run's
