@@ -30,8 +30,8 @@
 //   - output that is not JSON text: Threw with name "OutputError".
 //   - the wall clock running out: Limit wallClock.
 //   - a failure (any of the above but OK) after the memory budget refused a
-//     grow, or a module whose declared memory alone exceeds it: Limit
-//     memory.
+//     grow or while a memory is at its cap, or a module whose declared
+//     memory alone exceeds the budget: Limit memory.
 //   - an input that does not fit in the budget: InputTooLarge.
 //
 // # Limits
@@ -51,7 +51,16 @@
 // Extism kernel's, which holds the input, the output and the error text
 // (and needs 1 MiB of its own). A grow past the budget fails the way wasm
 // says (memory.grow returns -1), and the backend records it, so a run that
-// fails afterwards is reported as Limit memory exactly.
+// fails afterwards is reported as Limit memory. One refusal escapes the
+// record: a single grow that would take one memory past the whole cap on
+// its own is refused by wazero before the budget is asked; a run that
+// fails after it, with its memories below the cap, reads as what it did
+// (usually a trap).
+//
+// The input is copied into the kernel's memory before the run, and a
+// plugin reads it into its own memory to use it, so an input that does not
+// fit in the budget twice over (beside the kernel's 1 MiB and the plugin's
+// declared memory) is reported as InputTooLarge without running the plugin.
 //
 // There is no CPU budget (Capabilities.CPU is false); the wall clock bounds
 // a run.
@@ -80,10 +89,6 @@
 //     http.DefaultClient, which follows redirects to any host and honours
 //     the host's proxy environment variables, so an allowed host that
 //     redirects can lead a plugin elsewhere. Allow only hosts you trust.
-//   - Every runtime sharing the wazero compilation cache is built to close on
-//     context done. wazero caches machine code by module hash only; a
-//     runtime compiling without termination checks would hand code that
-//     cannot be preempted to the others.
 //   - Memory outside the wasm budget: the Extism var store (at most
 //     MaxVarBytes per run), HTTP response bodies while they are copied in
 //     (at most the memory cap), the copy of the output, and wazero's own

@@ -140,10 +140,9 @@ func newBackend(opts *Options) (*backend, error) {
 		},
 		compilation: wazero.NewCompilationCache(),
 	}
-	// Every runtime that shares the compilation cache MUST close on context
-	// done: wazero keys cached machine code by module hash only, so code
-	// compiled without termination checks would be reused by a runtime
-	// that needs them, and the wall clock would stop working.
+	// The inspector is configured like the plugins' runtimes (wazero's
+	// cache key covers the termination checks), so the machine code it
+	// compiles is the code the plugin then runs.
 	b.inspector = wazero.NewRuntimeWithConfig(context.Background(), b.runtimeConfig())
 	b.modules = newModuleCache(o.ModuleCacheSize, b.compile, func() {
 		_ = b.inspector.Close(context.Background())
@@ -245,7 +244,7 @@ func maxPages(memoryBytes int64) uint32 {
 // run creates a new instance of plugin, runs it once and reports what
 // happened.
 func (b *backend) run(ctx context.Context, plugin *xt.CompiledPlugin, req spi.Request) (spi.Outcome, error) {
-	mem := newBudget(uint64(req.Limits.MemoryBytes))
+	mem := newBudget(uint64(req.Limits.MemoryBytes), maxPages(req.Limits.MemoryBytes))
 	inst, err := plugin.Instance(experimental.WithMemoryAllocator(ctx, mem), xt.PluginInstanceConfig{
 		// No arguments, environment, directories or host clocks.
 		ModuleConfig: wazero.NewModuleConfig(),
@@ -312,7 +311,7 @@ func (b *backend) outcome(inst *xt.Plugin, mem *budget, rc uint32, out []byte, c
 		}
 	}
 	failed := callErr != nil || rc != 0 || !json.Valid(out)
-	if failed && mem.wasRefused() {
+	if failed && (mem.wasRefused() || mem.atCap()) {
 		return spi.Limited(spi.LimitMemory)
 	}
 	message := inst.GetError()

@@ -19,6 +19,8 @@ import (
 type budget struct {
 	mu        sync.Mutex
 	limit     uint64
+	capBytes  uint64 // wazero's cap on each memory (the SDK's MaxPages)
+	memories  []*linearMemory
 	used      uint64
 	refused   bool // a grow was refused since the last clearRefused
 	overStart bool // the declared minimums alone exceed the limit
@@ -26,11 +28,31 @@ type budget struct {
 
 var _ experimental.MemoryAllocator = (*budget)(nil)
 
-func newBudget(limit uint64) *budget { return &budget{limit: limit} }
+func newBudget(limit uint64, pages uint32) *budget {
+	return &budget{limit: limit, capBytes: uint64(pages) * wasmPageSize}
+}
 
 // Allocate implements experimental.MemoryAllocator.
 func (b *budget) Allocate(_, maxBytes uint64) experimental.LinearMemory {
-	return &linearMemory{b: b, max: maxBytes}
+	m := &linearMemory{b: b, max: maxBytes}
+	b.mu.Lock()
+	b.memories = append(b.memories, m)
+	b.mu.Unlock()
+	return m
+}
+
+// atCap reports whether some memory cannot grow one more page under
+// wazero's per-memory cap. wazero refuses such a grow itself, without
+// asking the allocator, so wasRefused cannot see it.
+func (b *budget) atCap() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, m := range b.memories {
+		if uint64(len(m.buf))+wasmPageSize > b.capBytes {
+			return true
+		}
+	}
+	return false
 }
 
 // wasRefused reports whether a grow was refused since the last
