@@ -146,6 +146,8 @@ func TestOutcomes(t *testing.T) {
 			kind: spi.KindLimit, limitKind: spi.LimitMemory},
 		{name: "input that does not fit", script: fixture(t, "input_too_big"), input: `"` + strings.Repeat("x", 3<<20) + `"`,
 			limits: spi.Limits{WallClock: time.Second, MemoryBytes: 4 << 20}, kind: spi.KindInputTooLarge},
+		{name: "input that fits once but leaves no room to read it", script: fixture(t, "input_too_big"), input: `"` + strings.Repeat("x", 2<<20) + `"`,
+			limits: spi.Limits{WallClock: time.Second, MemoryBytes: 4 << 20}, kind: spi.KindInputTooLarge},
 		{name: "input that fits", script: fixture(t, "input_too_big"), input: `"` + strings.Repeat("x", 3<<20) + `"`,
 			limits: spi.Limits{WallClock: 5 * time.Second, MemoryBytes: 16 << 20}, kind: spi.KindOK, value: `"` + strings.Repeat("x", 3<<20) + `"`},
 		{name: "no escape", script: fixture(t, "no_escape"), input: `{}`, kind: spi.KindOK, value: `{"found":[],"clock":null}`},
