@@ -306,8 +306,9 @@ func (b *backend) outcome(inst *xt.Plugin, mem *budget, rc uint32, out []byte, c
 		case sys.ExitCodeDeadlineExceeded:
 			return spi.Limited(spi.LimitWallClock)
 		case sys.ExitCodeContextCanceled:
-			// Only the SDK's own timer can cancel without ctx being done.
-			return spi.Limited(spi.LimitWallClock)
+			// ctx is not done (run checked), and the SDK's timer expires
+			// with DeadlineExceeded: nothing the script did explains this.
+			return spi.Infrastructure("extism: the engine cancelled the run")
 		}
 	}
 	failed := callErr != nil || rc != 0 || !json.Valid(out)
