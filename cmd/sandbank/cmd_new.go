@@ -37,10 +37,10 @@ type scaffold struct {
 	// DefaultFixtures: the kit has a default set for Language, so the test
 	// passes nil fixtures.
 	DefaultFixtures bool
-	// FixturesImport, FixturesAlias and FixturesExpr wire a fixture set that
-	// Sandbank ships for Language; empty when it ships none (or the kit's
-	// default covers it).
-	FixturesImport, FixturesAlias, FixturesExpr string
+	// FixturesImport and FixturesAlias wire a fixture set that Sandbank
+	// ships for Language; empty when it ships none (or the kit's default
+	// covers it).
+	FixturesImport, FixturesAlias string
 }
 
 var (
@@ -161,6 +161,9 @@ func scaffoldFor(name, language string) scaffold {
 	switch language {
 	case "javascript":
 		s.DefaultFixtures = true
+	case "starlark", "wasm":
+		s.FixturesImport = "github.com/sandbank/sandbank/fixtures/" + language
+		s.FixturesAlias = language + "fixtures"
 	}
 	return s
 }

@@ -44,6 +44,7 @@ func TestScaffoldBuildsAndRunsTheKit(t *testing.T) {
 	for _, gen := range [][]string{
 		{"new", "backend", "jsbox", "--language", "javascript", "--dir", filepath.Join(mod, "jsbox")},
 		{"new", "backend", "cobolbox", "--language", "cobol", "--dir", filepath.Join(mod, "cobolbox")},
+		{"new", "backend", "starbox", "--language", "starlark", "--dir", filepath.Join(mod, "starbox")},
 	} {
 		a, _ := fakeApp(t)
 		res := cli(a, "", gen...)
@@ -81,6 +82,12 @@ func TestScaffoldBuildsAndRunsTheKit(t *testing.T) {
 	assert.NotContains(t, out, "panic:")
 	assert.NotContains(t, out, "[build failed]")
 	assert.NotContains(t, out, "[setup failed]")
+
+	out, code = goCmd("test", "-count=1", "./starbox")
+	assert.Equal(t, 1, code, "the starlark stub's kit run fails:\n%s", out)
+	assert.Contains(t, out, "conformance case echo failed", "the kit ran on the shipped starlark fixtures")
+	assert.Contains(t, out, "starbox: not implemented")
+	assert.NotContains(t, out, "panic:")
 
 	out, code = goCmd("test", "-count=1", "./cobolbox")
 	assert.Equal(t, 1, code, "the kit refuses a language without fixtures:\n%s", out)
