@@ -41,9 +41,10 @@
 // when their context is done, so a run is preempted at the deadline, inside
 // any loop, and Evaluate returns promptly on cancellation. The SDK arms the
 // clock when the call starts: compiling and instantiating are not charged
-// to the script, and the input is copied into the plugin's memory once
-// before the clock starts (the SDK copies it again, a bounded memcpy,
-// inside it).
+// to the script, and the input is copied into the Extism kernel's memory
+// once before the clock starts (the SDK copies it again, a bounded memcpy,
+// inside it). An HTTP request made through the host function carries the
+// run's context, so it is cut off at the deadline too.
 //
 // Limits.MemoryBytes is always given to the SDK as the memory cap in pages
 // (each linear memory is capped by wazero) and, in addition, enforced as ONE
@@ -84,7 +85,10 @@
 //   - No network by default: the SDK's HTTP host function refuses (traps)
 //     every request when no host is allowed. With Options.AllowedHosts the
 //     backend declares Network allowlist; the effect refuses it unless the
-//     operator passes AllowNetwork. The SDK matches the host NAME only: every
+//     operator passes AllowNetwork. A refused request aborts the plugin (a
+//     trap it cannot catch), so a network probe under "no network" ends in
+//     a thrown trap naming the URL, not in a report. The SDK matches the
+//     host NAME only: every
 //     port and scheme of an allowed host is reachable; requests use Go's
 //     http.DefaultClient, which follows redirects to any host and honours
 //     the host's proxy environment variables, so an allowed host that
