@@ -1,0 +1,67 @@
+package starlark_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sandbank/sandbank/backends/starlark"
+	"github.com/sandbank/sandbank/conformance"
+	starlarkfixtures "github.com/sandbank/sandbank/fixtures/starlark"
+	"github.com/sandbank/sandbank/spi"
+)
+
+// smallBudget is the step budget of the cpu_budget case's backend.
+const smallBudget = 100_000
+
+// TestConformance runs the kit over the backend with the Starlark fixture
+// set. Every case must pass, except the ones gated by what the backend
+// honestly lacks, which must be skipped:
+//
+//   - allocation_bomb and input_too_big: gated by Memory.
+//   - runaway_native: gated by WallClock hard or Memory.
+//   - abort_mid_run: gated by WallClock hard.
+func TestConformance(t *testing.T) {
+	set := starlarkfixtures.Set()
+	factory := func() (spi.Backend, error) { return starlark.New(nil) }
+	small := func() (spi.Backend, error) { return starlark.New(&starlark.Options{MaxSteps: smallBudget}) }
+	rep, err := conformance.Check(context.Background(), factory, &conformance.Options{Fixtures: &set, CPUBudget: small})
+	require.NoError(t, err)
+	require.Equal(t, conformance.CaseNames(), caseNames(rep))
+	skipped := map[string]bool{"allocation_bomb": true, "input_too_big": true, "runaway_native": true, "abort_mid_run": true}
+	for _, c := range rep.Cases {
+		t.Run(c.Name, func(t *testing.T) {
+			want := conformance.StatusPass
+			if skipped[c.Name] {
+				want = conformance.StatusSkip
+			}
+			assert.Equal(t, want, c.Status, c.Reason)
+			if c.Reason != "" {
+				t.Log(c.Reason)
+			}
+		})
+	}
+}
+
+// TestConformanceRefusesWithoutFixtures: the kit has no default set for
+// Starlark, so a run without fixtures is refused rather than passing
+// vacuously.
+func TestConformanceRefusesWithoutFixtures(t *testing.T) {
+	factory := func() (spi.Backend, error) { return starlark.New(nil) }
+	for _, opts := range []*conformance.Options{nil, {}} {
+		rep, err := conformance.Check(context.Background(), factory, opts)
+		require.Error(t, err)
+		assert.Nil(t, rep)
+		assert.Contains(t, err.Error(), `no fixtures for language "starlark"`)
+	}
+}
+
+func caseNames(r *conformance.Report) []string {
+	var names []string
+	for _, c := range r.Cases {
+		names = append(names, c.Name)
+	}
+	return names
+}

@@ -1,0 +1,79 @@
+// Package starlark is the Sandbank backend for Starlark, the Python-like
+// language of go.starlark.net, for scripts that reshape data. It is for
+// applications (through package effect, never directly) and for the
+// registry; build one with [New] and hand it to effect.New.
+//
+// # The script contract
+//
+// A script is a Starlark module that defines a function main(input). The
+// backend decodes the caller's JSON input to Starlark values, runs the
+// module on a new thread with fresh globals, calls main with the input, and
+// encodes main's return value as JSON:
+//
+//	def main(input):
+//	    return {"total": sum([row["n"] for row in input["rows"]])}
+//
+// (Starlark has no sum built-in; write the loop.) A module without main, or
+// whose main is not callable, is a thrown error with a clear message.
+//
+// Values cross the boundary as follows.
+//
+//   - JSON null, true, false become None, True, False, and back.
+//   - JSON integers of any size become exact Ints, and Ints of any size are
+//     encoded exactly: integers past 2^53 stay exact, unlike JavaScript's.
+//   - Other JSON numbers (with a fraction or an exponent) become Floats.
+//     Encoding a NaN or an infinite Float is a thrown error.
+//   - Strings are UTF-8. Invalid UTF-8 and lone surrogates (which JSON can
+//     spell as \ud800) become U+FFFD, both ways.
+//   - JSON arrays become lists; lists and tuples are encoded as arrays.
+//   - JSON objects become dicts in the order of the text; dicts are encoded
+//     in their insertion order and must have string keys only.
+//   - Any other result (a function, a set, a module, bytes, …), a dict key
+//     that is not a string, a value that contains itself, nesting deeper
+//     than 10,000, or a JSON text over [Options].MaxResultBytes is a thrown
+//     error naming what was wrong.
+//
+// The predeclared names are Starlark's universal built-ins plus the json
+// and math modules of go.starlark.net; nothing else. There is no load (a
+// script with a load statement is a thrown error before it runs), no time,
+// no randomness and no file or network access. print goes nowhere: its
+// output is discarded, not buffered. The dialect is Starlark's default: no
+// while loops, no recursion (a recursive call is a thrown error), no
+// top-level if or for, no global reassignment, no set.
+//
+// Outcomes: fail(msg) is a thrown error named "fail" whose message is msg;
+// a syntax or name-resolution error is a thrown "SyntaxError"; any other
+// runtime error is a thrown "Error" whose message starts with the script
+// position. An exhausted step budget is the CPU limit; the request's wall
+// clock (armed when the script starts) is the wall-clock limit. When the
+// context is cancelled for another reason, Evaluate returns the context's
+// error at once.
+//
+// # Security considerations
+//
+// The backend declares Network none, WallClock soft, Memory false, CPU true
+// and FreshPerRun true, and no more, because that is what the conformance
+// kit proves:
+//
+//   - Network none: Starlark has no I/O; the predeclared json and math
+//     modules compute only, and load is refused.
+//   - WallClock soft: the interpreter checks for cancellation between
+//     steps, and a single built-in call is one step. A script such as
+//     "x" * 300000000 runs that one call to completion after the deadline.
+//     Evaluate returns at the deadline all the same; the goroutine running
+//     the script finishes the call later, in the background, consuming CPU
+//     and memory meanwhile. Many such runs at once add up.
+//   - Memory false: go.starlark.net cannot bound allocation. A script can
+//     allocate up to what its steps and its built-in calls allow (one
+//     string repetition may allocate up to 1 GiB); Limits.MemoryBytes is not
+//     enforced, and the InputTooLarge outcome is never reported. Run this
+//     backend only where the process can afford that, or behind a memory
+//     bound of its own (a container, a separate process).
+//   - CPU true: the step budget ([Options].MaxSteps) bounds interpreted
+//     work. It does not bound work inside one built-in call (see above).
+//   - FreshPerRun true: every run has a new Thread and new globals; the
+//     predeclared modules are immutable and shared.
+//
+// A panic inside the interpreter is recovered and reported as an
+// infrastructure failure.
+package starlark

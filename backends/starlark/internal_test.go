@@ -1,0 +1,100 @@
+package starlark
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	sl "go.starlark.net/starlark"
+
+	"github.com/sandbank/sandbank/spi"
+)
+
+// blockingBackend is a backend whose scripts can call block(), a built-in
+// that stands for one long native operation: it returns only when release
+// is closed. It tells started when it is entered and finished when it
+// returns.
+func blockingBackend(t *testing.T) (b *backend, started, release, finished chan struct{}) {
+	t.Helper()
+	sb, err := New(nil)
+	require.NoError(t, err)
+	b = sb.(*backend)
+	started, release, finished = make(chan struct{}), make(chan struct{}), make(chan struct{})
+	b.predeclared = sl.StringDict{
+		"block": sl.NewBuiltin("block", func(*sl.Thread, *sl.Builtin, sl.Tuple, []sl.Tuple) (sl.Value, error) {
+			close(started)
+			<-release
+			close(finished)
+			return sl.None, nil
+		}),
+	}
+	return b, started, release, finished
+}
+
+const blockScript = "def main(input):\n    block()\n    return 1\n"
+
+// TestCancelReturnsDuringALongBuiltin: Evaluate returns the context's error
+// while one built-in call is still running; the call finishes later and
+// the run then stops at its next step.
+func TestCancelReturnsDuringALongBuiltin(t *testing.T) {
+	b, started, release, finished := blockingBackend(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { <-started; cancel() }()
+	out, err := b.Evaluate(ctx, spi.Request{Script: []byte(blockScript), Input: json.RawMessage(`null`), Limits: spi.Limits{WallClock: time.Hour}})
+	assert.ErrorIs(t, err, context.Canceled)
+	assert.Equal(t, spi.Outcome{}, out)
+	select {
+	case <-finished:
+		t.Fatal("the built-in finished before Evaluate returned")
+	default:
+	}
+	close(release)
+	<-finished
+}
+
+// TestWallClockReturnsDuringALongBuiltin: Evaluate reports the wall-clock
+// limit at the deadline while one built-in call is still running.
+func TestWallClockReturnsDuringALongBuiltin(t *testing.T) {
+	b, _, release, finished := blockingBackend(t)
+	out, err := b.Evaluate(context.Background(), spi.Request{Script: []byte(blockScript), Input: json.RawMessage(`null`), Limits: spi.Limits{WallClock: time.Millisecond}})
+	require.NoError(t, err)
+	assert.Equal(t, spi.Limited(spi.LimitWallClock), out)
+	select {
+	case <-finished:
+		t.Fatal("the built-in finished before Evaluate returned")
+	default:
+	}
+	close(release)
+	<-finished
+}
+
+// TestPanicIsInfrastructure: a panic inside the interpreter (here a
+// built-in) is recovered on the run's goroutine and reported, not a crash.
+func TestPanicIsInfrastructure(t *testing.T) {
+	sb, err := New(nil)
+	require.NoError(t, err)
+	b := sb.(*backend)
+	b.predeclared = sl.StringDict{
+		"boom": sl.NewBuiltin("boom", func(*sl.Thread, *sl.Builtin, sl.Tuple, []sl.Tuple) (sl.Value, error) {
+			panic("boom")
+		}),
+	}
+	out, err := b.Evaluate(context.Background(), spi.Request{Script: []byte("def main(input):\n    return boom()\n"), Input: json.RawMessage(`null`), Limits: spi.Limits{WallClock: time.Minute}})
+	require.NoError(t, err)
+	assert.Equal(t, spi.Infrastructure("starlark: the interpreter panicked"), out)
+}
+
+// TestLoadHookRefuses: the thread's load hook refuses too, should a load
+// ever get past the compile-time check.
+func TestLoadHookRefuses(t *testing.T) {
+	_, prog, err := sl.SourceProgramOptions(fileOptions, scriptName, "load(\"x.star\", \"y\")\n", sl.StringDict{}.Has)
+	require.NoError(t, err)
+	r := &run{b: &backend{maxSteps: 1000, maxResult: 1 << 20}, prog: prog, input: sl.None}
+	r.thread = newThread(r)
+	out := r.exec()
+	assert.Equal(t, spi.KindThrew, out.Kind)
+	assert.Contains(t, out.Message, "load is not available")
+}

@@ -1,0 +1,279 @@
+package starlark
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	sljson "go.starlark.net/lib/json"
+	slmath "go.starlark.net/lib/math"
+	sl "go.starlark.net/starlark"
+	slsyntax "go.starlark.net/syntax"
+
+	"github.com/sandbank/sandbank/spi"
+)
+
+// Language is the language name this backend declares.
+const Language = "starlark"
+
+// DefaultMaxSteps is the default step budget of one run. On an ordinary
+// machine the interpreter executes some tens of millions of steps a second,
+// so the default is one to a few seconds of Starlark code.
+const DefaultMaxSteps int64 = 100_000_000
+
+// DefaultMaxResultBytes is the default ceiling on the result as JSON text
+// while the backend encodes it: 64 MiB, well above the effect's default
+// output bound (4 MiB), which is the bound that applies to callers.
+const DefaultMaxResultBytes int64 = 64 << 20
+
+// scriptName is the file name that positions in error messages carry.
+const scriptName = "script.star"
+
+// Options configure the backend. The zero value (or a nil *Options) means
+// defaults.
+type Options struct {
+	// MaxSteps is the step budget of one run (Starlark's
+	// Thread.SetMaxExecutionSteps); a run that exhausts it is reported as
+	// the CPU limit. A built-in function call counts as one step however
+	// long it runs. Zero means DefaultMaxSteps; negative is refused.
+	MaxSteps int64
+	// MaxResultBytes bounds the result as JSON text while it is encoded, so
+	// that a value sharing sub-values (a list holding itself twice, nested
+	// a hundred times) cannot make the backend build an unbounded text. A
+	// larger result is reported as a thrown error. Zero means
+	// DefaultMaxResultBytes; negative is refused. The effect's
+	// MaxOutputBytes is the bound callers rely on; keep this one above it.
+	MaxResultBytes int64
+}
+
+// backend is a Starlark interpreter per run. It holds no mutable state.
+type backend struct {
+	maxSteps    uint64
+	maxResult   int
+	predeclared sl.StringDict
+}
+
+var _ spi.Backend = (*backend)(nil)
+
+// New returns a Starlark backend. A nil opts means defaults; a negative
+// option is an error.
+func New(opts *Options) (spi.Backend, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	switch {
+	case o.MaxSteps < 0:
+		return nil, fmt.Errorf("starlark: MaxSteps is %d, want > 0 (or 0 for the default)", o.MaxSteps)
+	case o.MaxResultBytes < 0:
+		return nil, fmt.Errorf("starlark: MaxResultBytes is %d, want > 0 (or 0 for the default)", o.MaxResultBytes)
+	}
+	if o.MaxSteps == 0 {
+		o.MaxSteps = DefaultMaxSteps
+	}
+	if o.MaxResultBytes == 0 {
+		o.MaxResultBytes = DefaultMaxResultBytes
+	}
+	maxResult := o.MaxResultBytes
+	if maxResult > int64(^uint(0)>>2) {
+		maxResult = int64(^uint(0) >> 2)
+	}
+	return &backend{
+		maxSteps:  uint64(o.MaxSteps),
+		maxResult: int(maxResult),
+		predeclared: sl.StringDict{
+			"json": sljson.Module,
+			"math": slmath.Module,
+		},
+	}, nil
+}
+
+// Capabilities declares what the conformance kit proves for this backend:
+// no network, a soft wall clock, no memory bound, a step budget, and a
+// fresh thread and globals per run.
+func (b *backend) Capabilities() spi.Capabilities {
+	return spi.Capabilities{
+		Language:    Language,
+		Network:     spi.NetworkNone,
+		WallClock:   spi.WallClockSoft,
+		Memory:      false,
+		CPU:         true,
+		FreshPerRun: true,
+	}
+}
+
+// Who ended a run first; the first to set run.cause wins.
+const (
+	causeNone  int32 = iota
+	causeDone        // the script finished (value or error) on its own
+	causeSteps       // the step budget ran out
+	causeWall        // the request's wall clock expired
+	causeCtx         // the context was cancelled
+)
+
+// The file options of every script: Starlark's defaults (no while loops,
+// no recursion, no top-level control flow, no global reassignment, no set).
+var fileOptions = &slsyntax.FileOptions{}
+
+// errLoadRefused is what a load would report; compile refuses loads first.
+var errLoadRefused = errors.New("load is not available: scripts may use only json and math")
+
+// Evaluate compiles the script, converts the input, calls main(input) on a
+// new thread with fresh globals, and encodes the result.
+func (b *backend) Evaluate(ctx context.Context, req spi.Request) (spi.Outcome, error) {
+	if err := ctx.Err(); err != nil {
+		return spi.Outcome{}, err
+	}
+	_, prog, err := sl.SourceProgramOptions(fileOptions, scriptName, req.Script, b.predeclared.Has)
+	if err != nil {
+		return spi.Threw("SyntaxError", err.Error()), nil
+	}
+	if prog.NumLoads() > 0 {
+		return spi.Threw("Error", errLoadRefused.Error()), nil
+	}
+	input, err := decodeInput(req.Input)
+	if err != nil {
+		return spi.Outcome{}, err
+	}
+
+	r := &run{b: b, prog: prog, input: input}
+	r.thread = newThread(r)
+
+	// The wall clock is armed as the script starts: compiling and
+	// converting the input are not charged to it.
+	var expired <-chan time.Time
+	if req.Limits.WallClock > 0 {
+		t := time.NewTimer(req.Limits.WallClock)
+		defer t.Stop()
+		expired = t.C
+	}
+	done := make(chan spi.Outcome, 1)
+	go func() { done <- r.exec() }()
+
+	select {
+	case out := <-done:
+		return out, nil
+	case <-expired:
+		if r.cause.CompareAndSwap(causeNone, causeWall) {
+			// The interpreter stops at its next step; a long built-in
+			// call finishes first, in the background (WallClock soft).
+			r.thread.Cancel("wall clock expired")
+			return spi.Limited(spi.LimitWallClock), nil
+		}
+		return <-done, nil // the run ended first and is delivering
+	case <-ctx.Done():
+		if r.cause.CompareAndSwap(causeNone, causeCtx) {
+			r.thread.Cancel("cancelled")
+			return spi.Outcome{}, ctx.Err()
+		}
+		return <-done, nil
+	}
+}
+
+// newThread returns the thread of one run: print goes nowhere, load is
+// refused, and the step budget ends the run as the CPU limit.
+func newThread(r *run) *sl.Thread {
+	t := &sl.Thread{
+		Name:  "sandbank",
+		Print: func(*sl.Thread, string) {}, // print goes nowhere
+		Load: func(*sl.Thread, string) (sl.StringDict, error) {
+			return nil, errLoadRefused
+		},
+		OnMaxSteps: func(t *sl.Thread) {
+			r.cause.CompareAndSwap(causeNone, causeSteps)
+			t.Cancel("step budget exhausted")
+		},
+	}
+	t.SetMaxExecutionSteps(r.b.maxSteps)
+	return t
+}
+
+// run is one evaluation.
+type run struct {
+	b      *backend
+	prog   *sl.Program
+	input  sl.Value
+	thread *sl.Thread
+	cause  atomic.Int32
+}
+
+// exec runs the module and main on the calling goroutine.
+func (r *run) exec() (out spi.Outcome) {
+	defer func() {
+		if p := recover(); p != nil {
+			out = spi.Infrastructure("starlark: the interpreter panicked")
+		}
+	}()
+	globals, err := r.prog.Init(r.thread, r.b.predeclared)
+	if err != nil {
+		return r.failed(err)
+	}
+	globals.Freeze()
+	main, ok := globals["main"]
+	if !ok {
+		return r.settle(spi.Threw("Error", "the script defines no main(input) function"))
+	}
+	if _, ok := main.(sl.Callable); !ok {
+		return r.settle(spi.Threw("Error", fmt.Sprintf("main is a %s, not a function", main.Type())))
+	}
+	result, err := sl.Call(r.thread, main, sl.Tuple{r.input}, nil)
+	if err != nil {
+		return r.failed(err)
+	}
+	text, err := encodeResult(result, r.b.maxResult, &r.cause)
+	if err != nil {
+		var ee *encodeError
+		if errors.As(err, &ee) {
+			return r.settle(spi.Threw("Error", ee.msg))
+		}
+		return r.stopped()
+	}
+	return r.settle(spi.OK(text))
+}
+
+// settle reports out when the script ended on its own, or the limit that
+// stopped it first.
+func (r *run) settle(out spi.Outcome) spi.Outcome {
+	if r.cause.CompareAndSwap(causeNone, causeDone) || r.cause.Load() == causeDone {
+		return out
+	}
+	return r.stopped()
+}
+
+// stopped reports what stopped the run.
+func (r *run) stopped() spi.Outcome {
+	switch r.cause.Load() {
+	case causeSteps:
+		return spi.Limited(spi.LimitCPU)
+	case causeWall:
+		return spi.Limited(spi.LimitWallClock)
+	default: // causeCtx: Evaluate has already returned ctx.Err()
+		return spi.Infrastructure("starlark: run cancelled")
+	}
+}
+
+// failed maps an error from the interpreter: a limit that cancelled the
+// thread, fail(...), or a runtime error.
+func (r *run) failed(err error) spi.Outcome {
+	if !r.cause.CompareAndSwap(causeNone, causeDone) && r.cause.Load() != causeDone {
+		return r.stopped()
+	}
+	var ee *sl.EvalError
+	if !errors.As(err, &ee) {
+		return spi.Threw("Error", err.Error())
+	}
+	stack := ee.CallStack
+	if n := len(stack); n > 0 && stack[n-1].Name == "fail" && stack[n-1].Pos.Filename() == "<builtin>" {
+		return spi.Threw("fail", strings.TrimPrefix(ee.Msg, "fail: "))
+	}
+	// Prefix the position of the innermost frame of the script.
+	for i := len(stack) - 1; i >= 0; i-- {
+		if stack[i].Pos.Filename() == scriptName {
+			return spi.Threw("Error", stack[i].Pos.String()+": "+ee.Msg)
+		}
+	}
+	return spi.Threw("Error", ee.Msg)
+}
