@@ -4,9 +4,13 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/sandbank/sandbank/backends/extism"
+	"github.com/sandbank/sandbank/backends/quickjs"
+	"github.com/sandbank/sandbank/backends/starlark"
 	"github.com/sandbank/sandbank/fixtures"
-	"github.com/sandbank/sandbank/fixtures/javascript"
-	"github.com/sandbank/sandbank/fixtures/wasm"
+	jsfixtures "github.com/sandbank/sandbank/fixtures/javascript"
+	starlarkfixtures "github.com/sandbank/sandbank/fixtures/starlark"
+	wasmfixtures "github.com/sandbank/sandbank/fixtures/wasm"
 	"github.com/sandbank/sandbank/registry"
 	"github.com/sandbank/sandbank/spi"
 )
@@ -23,8 +27,23 @@ type engine struct {
 // engines lists every built-in backend, in registration order.
 func engines() []engine {
 	return []engine{
-		// TODO(issue 8): quickjs (javascript default), goja, starlark and
-		// extism are added here as their packages land.
+		{
+			name:        "quickjs",
+			factory:     func() (spi.Backend, error) { return quickjs.New(nil) },
+			description: "QuickJS compiled to WebAssembly, run by wazero",
+			isDefault:   true,
+		},
+		// TODO(issue 8): goja is added here as its package lands.
+		{
+			name:        "starlark",
+			factory:     func() (spi.Backend, error) { return starlark.New(nil) },
+			description: "go.starlark.net, a step budget as the CPU limit",
+		},
+		{
+			name:        "extism",
+			factory:     func() (spi.Backend, error) { return extism.New(nil) },
+			description: "Extism WebAssembly plugins, run by wazero",
+		},
 	}
 }
 
@@ -80,23 +99,31 @@ func declaration(factory spi.Factory) (spi.Capabilities, error) {
 func Fixtures(language string) (*fixtures.Set, bool) {
 	switch language {
 	case "javascript":
-		set := javascript.Set()
+		set := jsfixtures.Set()
+		return &set, true
+	case "starlark":
+		set := starlarkfixtures.Set()
 		return &set, true
 	case "wasm":
-		set := wasm.Set()
+		set := wasmfixtures.Set()
 		return &set, true
-	// TODO(issue 8): starlark as its set lands.
 	default:
 		return nil, false
 	}
 }
+
+// CPUBudgetSteps is the Starlark step budget of [CPUBudgetFactory]: small,
+// so that a loop runs out of it in milliseconds, long before the
+// conformance kit's wall clock.
+const CPUBudgetSteps = 1_000_000
 
 // CPUBudgetFactory returns a factory of the named built-in engine
 // configured with a small CPU budget, for the conformance kit's cpu_budget
 // case, or nil when the engine has no CPU budget option.
 func CPUBudgetFactory(engine string) spi.Factory {
 	switch engine {
-	// TODO(issue 8): starlark's step budget once its package lands.
+	case "starlark":
+		return func() (spi.Backend, error) { return starlark.New(&starlark.Options{MaxSteps: CPUBudgetSteps}) }
 	default:
 		return nil
 	}

@@ -1,0 +1,125 @@
+package builtin
+
+import (
+	"context"
+	"errors"
+	"io"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sandbank/sandbank/backends/extism"
+	"github.com/sandbank/sandbank/backends/quickjs"
+	"github.com/sandbank/sandbank/backends/starlark"
+	"github.com/sandbank/sandbank/conformance"
+	"github.com/sandbank/sandbank/internal/fakebackend"
+	"github.com/sandbank/sandbank/registry"
+	"github.com/sandbank/sandbank/spi"
+)
+
+// direct builds each built-in backend the way an application would, with
+// its own package's New and default options: the declaration the registry
+// must carry.
+var direct = map[string]spi.Factory{
+	"quickjs":  func() (spi.Backend, error) { return quickjs.New(nil) },
+	"starlark": func() (spi.Backend, error) { return starlark.New(nil) },
+	"extism":   func() (spi.Backend, error) { return extism.New(nil) },
+}
+
+func declared(t *testing.T, f spi.Factory) spi.Capabilities {
+	t.Helper()
+	b, err := f()
+	require.NoError(t, err)
+	defer func() {
+		if c, ok := b.(io.Closer); ok {
+			assert.NoError(t, c.Close())
+		}
+	}()
+	return b.Capabilities()
+}
+
+func TestRegister(t *testing.T) {
+	var r registry.Registry
+	Register(&r)
+
+	var names []string
+	for _, e := range r.Engines() {
+		names = append(names, e.Engine)
+	}
+	assert.Equal(t, []string{"extism", "quickjs", "starlark"}, names, "every built-in backend is registered")
+
+	for _, e := range r.Engines() {
+		t.Run(e.Engine, func(t *testing.T) {
+			want, ok := direct[e.Engine]
+			require.True(t, ok, "the test knows engine %s", e.Engine)
+			assert.Equal(t, declared(t, want), e.Capabilities, "the entry carries the backend's own declaration")
+			assert.Equal(t, declared(t, e.Factory), e.Capabilities, "the entry's factory builds what the entry declares")
+			assert.Equal(t, e.Capabilities.Language, e.Language)
+			assert.NotEmpty(t, e.Description)
+
+			set, ok := Fixtures(e.Language)
+			require.True(t, ok, "engine %s has a fixture set for %s", e.Engine, e.Language)
+			require.NotNil(t, set)
+			assert.Equal(t, e.Language, set.Language)
+			assert.Contains(t, set.Cases(), "echo")
+		})
+	}
+
+	def, err := r.Default("javascript")
+	require.NoError(t, err)
+	assert.Equal(t, "quickjs", def.Engine, "quickjs is the javascript default")
+}
+
+func TestRegisterTwicePanics(t *testing.T) {
+	var r registry.Registry
+	Register(&r)
+	assert.Panics(t, func() { Register(&r) }, "a duplicate engine is a programmer error")
+}
+
+func TestFixturesUnknownLanguage(t *testing.T) {
+	set, ok := Fixtures("cobol")
+	assert.False(t, ok)
+	assert.Nil(t, set)
+}
+
+func TestCPUBudgetFactory(t *testing.T) {
+	for _, name := range []string{"quickjs", "extism", "nope"} {
+		assert.Nil(t, CPUBudgetFactory(name), "%s has no CPU budget option", name)
+	}
+	f := CPUBudgetFactory("starlark")
+	require.NotNil(t, f)
+	assert.Equal(t, declared(t, direct["starlark"]), declared(t, f), "the budget factory builds the same engine")
+}
+
+func TestCPUBudgetStopsTheLoop(t *testing.T) {
+	set, ok := Fixtures("starlark")
+	if !ok {
+		t.Skip("no starlark fixture set yet")
+	}
+	rep, err := conformance.Check(context.Background(), direct["starlark"], &conformance.Options{
+		Fixtures:  set,
+		CPUBudget: CPUBudgetFactory("starlark"),
+		Cases:     []string{"cpu_budget"},
+	})
+	require.NoError(t, err)
+	require.Len(t, rep.Cases, 1)
+	assert.Equal(t, conformance.StatusPass, rep.Cases[0].Status, rep.Cases[0].Reason)
+}
+
+func TestDeclarationClosesTheBackend(t *testing.T) {
+	fake := fakebackend.New(fakebackend.Capabilities(), nil)
+	caps, err := declaration(func() (spi.Backend, error) { return fake, nil })
+	require.NoError(t, err)
+	assert.Equal(t, fakebackend.Capabilities(), caps)
+	assert.Equal(t, 1, fake.Counts().Closes, "the probe backend is closed")
+
+	_, err = declaration(func() (spi.Backend, error) { return nil, errors.New("no engine") })
+	assert.ErrorContains(t, err, "no engine")
+	_, err = declaration(func() (spi.Backend, error) { return nil, nil })
+	assert.ErrorContains(t, err, "nil backend")
+	fake = fakebackend.New(fakebackend.Capabilities(), nil)
+	fake.SetCloseError(errors.New("stuck"))
+	_, err = declaration(func() (spi.Backend, error) { return fake, nil })
+	assert.ErrorContains(t, err, "stuck")
+}
