@@ -2,6 +2,7 @@ package quickjs
 
 import (
 	"context"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -12,6 +13,21 @@ import (
 	"github.com/sandbank/sandbank/backends/quickjs/internal/guest"
 	"github.com/sandbank/sandbank/spi"
 )
+
+// TestMain compiles the module into the process-wide cache before any
+// test runs, so that no test's cold-start allowance covers a compile
+// (which takes over ten seconds under the race detector).
+func TestMain(m *testing.M) {
+	b, err := New(&Options{ColdStartAllowance: 10 * time.Minute})
+	if err == nil {
+		err = b.(spi.Warmer).Warm(context.Background())
+		_ = b.(*backend).Close()
+	}
+	if err != nil {
+		panic(err)
+	}
+	os.Exit(m.Run())
+}
 
 // shared is one backend for the tests that do not need their own: it
 // compiles the module once.

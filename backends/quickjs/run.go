@@ -329,6 +329,9 @@ type limitedAllocator struct {
 	started bool
 }
 
+// smallMemory is the size up to which linear memory grows by doubling.
+const smallMemory = 4 << 20
+
 func (a *limitedAllocator) Allocate(capacity, _ uint64) experimental.LinearMemory {
 	a.buf = make([]byte, 0, min(capacity, a.limit))
 	return a
@@ -346,7 +349,14 @@ func (a *limitedAllocator) Reallocate(size uint64) []byte {
 		a.buf = a.buf[:size]
 		return a.buf
 	}
-	next := min(max(size, 2*uint64(cap(a.buf))), max(a.limit, size))
+	// Small memories double; past smallMemory the buffer jumps to the
+	// limit at once, so that a growing heap is copied once, not at every
+	// doubling (which left the host holding several stale copies).
+	next := 2 * size
+	if next > smallMemory {
+		next = a.limit
+	}
+	next = min(max(next, size), max(a.limit, size))
 	grown := make([]byte, size, next)
 	copy(grown, a.buf)
 	a.buf = grown

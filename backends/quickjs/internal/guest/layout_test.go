@@ -15,3 +15,57 @@ func TestParseLayoutOfTheShippedBinary(t *testing.T) {
 	assert.Equal(t, uint32(0), l.Bottom%16)
 	assert.Greater(t, l.Top, l.Bottom)
 }
+
+func TestParseLayoutRefusesWhatItCannotDerive(t *testing.T) {
+	for name, wasm := range map[string][]byte{
+		"empty":       nil,
+		"not wasm":    []byte("hello world!"),
+		"truncated":   quickjswasi.QuickJSWASM[:len(quickjswasi.QuickJSWASM)/2],
+		"no sections": []byte("\x00asm\x01\x00\x00\x00"),
+		"no DWARF":    stripCustom(t, quickjswasi.QuickJSWASM, ".debug_info"),
+		"no names":    stripCustom(t, quickjswasi.QuickJSWASM, "name"),
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := ParseLayout(wasm)
+			assert.ErrorContains(t, err, "quickjs: stack layout:")
+		})
+	}
+}
+
+// stripCustom returns wasm without the custom section called name.
+func stripCustom(t *testing.T, wasm []byte, name string) []byte {
+	t.Helper()
+	out := append([]byte(nil), wasm[:8]...)
+	r := &reader{b: wasm[8:]}
+	found := false
+	for len(r.b) > 0 {
+		start := r.b
+		id := r.byte()
+		body := r.bytes(r.u32())
+		require.NoError(t, r.err)
+		whole := start[:len(start)-len(r.b)]
+		if id == 0 {
+			sr := &reader{b: body}
+			if sr.name() == name {
+				found = true
+				continue
+			}
+		}
+		out = append(out, whole...)
+	}
+	require.True(t, found, "no custom section %q", name)
+	return out
+}
+
+func TestCanary(t *testing.T) {
+	a, err := NewCanary()
+	require.NoError(t, err)
+	b, err := NewCanary()
+	require.NoError(t, err)
+	assert.NotEqual(t, a, b)
+	mem := append([]byte(nil), a[:]...)
+	assert.True(t, a.Intact(mem))
+	mem[CanarySize-1] ^= 1
+	assert.False(t, a.Intact(mem))
+	assert.False(t, a.Intact(mem[:10]))
+}
