@@ -61,17 +61,20 @@ type app struct {
 	matrixOptions func(*conformance.Options)
 }
 
-// builtinRegistry returns a registry holding every built-in backend. A
-// built-in backend that cannot be constructed makes builtin.Register panic;
-// the panic becomes an error here, so the command line prints one line.
-func builtinRegistry() (r *registry.Registry, err error) {
+// builtinRegistry returns a registry holding every built-in backend.
+func builtinRegistry() (*registry.Registry, error) { return registryFrom(builtin.Register) }
+
+// registryFrom returns a new registry filled by register. A built-in
+// backend that cannot be constructed makes builtin.Register panic; the panic
+// becomes an error here, so the command line prints one line.
+func registryFrom(register func(*registry.Registry)) (r *registry.Registry, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			r, err = nil, fmt.Errorf("registering the built-in engines: %v", p)
 		}
 	}()
 	r = new(registry.Registry)
-	builtin.Register(r)
+	register(r)
 	return r, nil
 }
 

@@ -73,7 +73,7 @@ func directive(_ context.Context, req spi.Request) (spi.Outcome, error) {
 	return spi.Infrastructure("fake: unknown directive"), nil
 }
 
-// lastRequest records the last request of the "fake" engine.
+// recorder keeps the last backend the "fake" engine built.
 type recorder struct{ last *fakebackend.Backend }
 
 // fakeApp returns an app whose registry holds fake engines:
@@ -350,4 +350,34 @@ func TestParseBytes(t *testing.T) {
 		_, err := parseBytes(in)
 		assert.Error(t, err, in)
 	}
+}
+
+func TestPanicIsOneLine(t *testing.T) {
+	a, _ := fakeApp(t)
+	reg := a.newRegistry
+	a.newRegistry = func() (*registry.Registry, error) {
+		r, err := reg()
+		r.Register(registry.Entry{Engine: "fakepanic", Language: "javascript", Capabilities: fakebackend.Capabilities(),
+			Factory: func() (spi.Backend, error) { panic("fake: factory exploded") }})
+		return r, err
+	}
+	res := cli(a, "value 1", "run", "--engine", "fakepanic", "-")
+	assert.Equal(t, exitUntyped, res.code)
+	assert.Empty(t, res.stdout)
+	assert.Equal(t, "sandbank: internal error: fake: factory exploded\n", res.stderr)
+
+	a.newRegistry = func() (*registry.Registry, error) { return nil, errors.New("fake: no engines") }
+	res = cli(a, "value 1", "run", "--lang", "javascript", "-")
+	assert.Equal(t, exitUntyped, res.code)
+	assert.Equal(t, "sandbank: fake: no engines\n", res.stderr)
+}
+
+func TestRegistryFromRecoversAPanic(t *testing.T) {
+	r, err := registryFrom(func(*registry.Registry) { panic("builtin: engine \"x\": no engine") })
+	assert.Nil(t, r)
+	assert.EqualError(t, err, `registering the built-in engines: builtin: engine "x": no engine`)
+
+	r, err = builtinRegistry()
+	require.NoError(t, err)
+	assert.NotEmpty(t, r.Engines())
 }
