@@ -178,7 +178,7 @@ func (e *encoder) value(v sl.Value, depth int) error {
 		if math.IsNaN(f) || math.IsInf(f, 0) {
 			return &encodeError{"result holds a non-finite float, which JSON cannot represent"}
 		}
-		e.buf = strconv.AppendFloat(e.buf, f, 'g', -1, 64)
+		e.buf = appendFloat(e.buf, f)
 	case sl.String:
 		e.buf = appendString(e.buf, string(x))
 	case *sl.List:
@@ -257,6 +257,25 @@ func (e *encoder) enter(c any, depth int) error {
 
 func (e *encoder) tooDeep() error {
 	return &encodeError{fmt.Sprintf("result nests deeper than %d", maxDepth)}
+}
+
+// appendFloat appends a finite f as the shortest JSON number that reads
+// back as f, spelled as JavaScript spells numbers: plain decimals from
+// 1e-6 up to 1e21, an exponent outside (1e+21, 1e-7), so that integral
+// values read as integers (2.0 is 2).
+func appendFloat(buf []byte, f float64) []byte {
+	abs := math.Abs(f)
+	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		start := len(buf)
+		buf = strconv.AppendFloat(buf, f, 'e', -1, 64)
+		// strconv writes a two-digit exponent ("1e-07"); drop the zero.
+		if n := len(buf); n-start >= 4 && buf[n-4] == 'e' && buf[n-2] == '0' {
+			buf[n-2] = buf[n-1]
+			buf = buf[:n-1]
+		}
+		return buf
+	}
+	return strconv.AppendFloat(buf, f, 'f', -1, 64)
 }
 
 const hexDigits = "0123456789abcdef"
