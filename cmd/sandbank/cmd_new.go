@@ -98,8 +98,8 @@ with a letter, not a keyword.`,
 			return a.newBackend(args[0], language, dir)
 		}),
 	}
-	backend.Flags().StringVar(&language, "language", "", "the script `LANG`uage the backend runs (required)")
-	backend.Flags().StringVar(&dir, "dir", "", "the package `DIR`ectory to create (default ./NAME)")
+	backend.Flags().StringVar(&language, "language", "", "the language `LANG` of the scripts the backend runs (required)")
+	backend.Flags().StringVar(&dir, "dir", "", "create the package in `DIR`, which must not exist (default ./NAME)")
 	cmd.AddCommand(backend)
 	return cmd
 }
