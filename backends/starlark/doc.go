@@ -34,7 +34,8 @@
 //     error naming what was wrong.
 //
 // The predeclared names are Starlark's universal built-ins plus the json
-// and math modules of go.starlark.net; nothing else. There is no load (a
+// and math modules of go.starlark.net (json.decode refuses text nested
+// deeper than 10,000); nothing else. There is no load (a
 // script with a load statement is a thrown error before it runs), no time,
 // no randomness and no file or network access. print goes nowhere: its
 // output is discarded, not buffered. The dialect is Starlark's default: no
@@ -70,7 +71,20 @@
 //     backend only where the process can afford that, or behind a memory
 //     bound of its own (a container, a separate process).
 //   - CPU true: the step budget ([Options].MaxSteps) bounds interpreted
-//     work. It does not bound work inside one built-in call (see above).
+//     work. It does not bound work inside one built-in call (see above),
+//     and some built-ins take time quadratic in what a script can build
+//     cheaply: printing a list nested 100,000 deep takes seconds,
+//     10 times deeper takes minutes, in the background past the deadline.
+//   - The process itself: go.starlark.net walks nested values recursively
+//     without a depth limit (printing with str, repr, % and format;
+//     hashing tuples; json.encode), and a goroutine that overflows its
+//     stack is a fatal error no recover can catch: it ends the whole
+//     process. Measured on this version, printing a value nested between
+//     1.1 and 1.6 million levels deep is fatal, and a script can nest about
+//     one level per step. The default step budget (1,000,000) keeps scripts
+//     below that depth; a larger MaxSteps is for trusted scripts only.
+//     json.decode, which would reach any depth in a few steps, is guarded:
+//     JSON text nested deeper than 10,000 is refused with an error.
 //   - FreshPerRun true: every run has a new Thread and new globals; the
 //     predeclared modules are immutable and shared.
 //

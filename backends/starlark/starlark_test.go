@@ -319,3 +319,29 @@ func TestBadInputIsAnError(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "deeper than 10000")
 }
+
+func TestJSONModuleWorksAndRefusesDeepText(t *testing.T) {
+	assert.Equal(t, `{"a":[1,2],"s":"[[[","e":"{\"k\":[true]}","bad":"fallback"}`, value(t,
+		"def main(input):\n    return {\"a\": json.decode('{\"a\":[1,2]}')[\"a\"], \"s\": json.decode('\"[[[\"'),"+
+			" \"e\": json.encode({\"k\": [True]}), \"bad\": json.decode(\"{\", default=\"fallback\")}\n", `null`))
+	// Brackets inside strings do not count toward the depth.
+	assert.Equal(t, `20000`, value(t, "def main(input):\n    return len(json.decode('\"' + \"[\" * 20000 + '\"'))\n", `null`))
+	// Unguarded, this overflows the goroutine stack: a fatal error that
+	// ends the process (go.starlark.net's decoder recurses per level).
+	out := threw(t, nil, "def main(input):\n    return json.decode(\"[\" * 3000000 + \"]\" * 3000000)\n", `null`)
+	assert.Contains(t, out.Message, "json.decode: JSON text nests deeper than 10000")
+	assert.Equal(t, `1`, value(t, "def main(input):\n    return len(json.decode(\"[\" * 10000 + \"]\" * 10000))\n", `null`))
+}
+
+// TestDefaultBudgetStopsFatalNesting: printing a value nested 2,000,000
+// deep overflows the goroutine stack, which ends the process (measured
+// fatal from about 1.1-1.6 million levels). The default step budget stops
+// the script while it is still building the value. With a budget large
+// enough to finish building, this test crashes the test binary.
+func TestDefaultBudgetStopsFatalNesting(t *testing.T) {
+	src := "def main(input):\n    x = ()\n    for _ in range(input // 16):\n" +
+		"        x = ((((((((((((((((x,),),),),),),),),),),),),),),),)\n    return len(str(x))\n"
+	assert.Equal(t, spi.Limited(spi.LimitCPU), eval(t, newBackend(t, nil), src, `2000000`, generous))
+	// The same script at a depth the budget allows runs to the end.
+	assert.Equal(t, spi.KindOK, eval(t, newBackend(t, nil), src, `16000`, generous).Kind)
+}
