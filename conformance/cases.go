@@ -435,7 +435,7 @@ func caseAbort(ctx context.Context, e *env) {
 }
 
 func caseAbortMidRun(ctx context.Context, e *env) {
-	b, ok := e.backend(e.k.factory, "main")
+	b, ok := e.mainBackend()
 	if !ok {
 		return
 	}

@@ -537,6 +537,16 @@ func (e *env) effectFor(b spi.Backend, limits spi.Limits, tweak func(*effect.Opt
 // setup is the common start of a case: a fresh backend from the main
 // factory and an effect over it.
 func (e *env) setup(limits spi.Limits, tweak func(*effect.Options)) (evaluator, bool) {
+	b, ok := e.mainBackend()
+	if !ok {
+		return nil, false
+	}
+	return e.effectFor(b, limits, tweak)
+}
+
+// mainBackend makes a fresh backend from the main factory and checks that
+// it declares what the gates were read from.
+func (e *env) mainBackend() (spi.Backend, bool) {
 	b, ok := e.backend(e.k.factory, "main")
 	if !ok {
 		return nil, false
@@ -545,7 +555,7 @@ func (e *env) setup(limits spi.Limits, tweak func(*effect.Options)) (evaluator, 
 		e.failf("this instance declares %+v, not the %+v the gates were read from", got, e.k.caps)
 		return nil, false
 	}
-	return e.effectFor(b, limits, tweak)
+	return b, true
 }
 
 // eval runs the fixture stem with input (JSON text) under limits.

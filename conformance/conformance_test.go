@@ -477,9 +477,45 @@ func TestBrokenEffect(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		wrap   func(ctx context.Context, stem string, run run) ([]byte, error)
+		setup  func(*fakeConfig)
 		failed string
 		reason string
 	}{
+		{
+			name: "a run ends without calling the backend",
+			wrap: func(ctx context.Context, stem string, run run) ([]byte, error) {
+				if stem == "abort_mid_run" {
+					return nil, &effect.Failure{Code: effect.CodeLimitExceeded, Kind: effect.LimitCPU}
+				}
+				return run(ctx)
+			},
+			failed: "abort_mid_run", reason: "abort_mid_run: the run ended before it could be cancelled: typed limitExceeded cpu",
+		},
+		{
+			name: "a run never calls the backend",
+			wrap: func(ctx context.Context, stem string, run run) ([]byte, error) {
+				if stem == "abort_mid_run" {
+					<-ctx.Done()
+					return nil, ctx.Err()
+				}
+				return run(ctx)
+			},
+			failed: "abort_mid_run", reason: "abort_mid_run: the backend was never called",
+		},
+		{
+			name: "the backend returns at once but the effect never does",
+			wrap: func(ctx context.Context, stem string, run run) ([]byte, error) {
+				if stem == "abort_mid_run" {
+					_, _ = run(ctx)
+					time.Sleep(time.Second)
+				}
+				return run(ctx)
+			},
+			setup: func(c *fakeConfig) {
+				c.override["abort_mid_run"] = outcome(spi.Limited(spi.LimitWallClock))
+			},
+			failed: "abort_mid_run", reason: "the run ended before it could be cancelled, and the effect did not return",
+		},
 		{
 			name: "a cancelled run yields a value",
 			wrap: func(ctx context.Context, stem string, run run) ([]byte, error) {
@@ -577,6 +613,9 @@ func TestBrokenEffect(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			withBrokenEffect(t, tc.wrap)
 			cfg := newFakeConfig()
+			if tc.setup != nil {
+				tc.setup(cfg)
+			}
 			rep := check(t, cfg, &Options{Cases: []string{tc.failed}, Watchdog: 500 * time.Millisecond})
 			got := result(t, rep, tc.failed)
 			assert.Equal(t, StatusFail, got.Status, got.Reason)
@@ -678,10 +717,12 @@ func TestInstancesMustAgree(t *testing.T) {
 		}
 		return b, err
 	}
-	rep, err := Check(context.Background(), factory, &Options{Cases: []string{"echo"}})
+	rep, err := Check(context.Background(), factory, &Options{Cases: []string{"echo", "abort_mid_run"}})
 	require.NoError(t, err)
-	assert.Equal(t, StatusFail, rep.Cases[0].Status)
-	assert.Contains(t, rep.Cases[0].Reason, "echo: this instance declares")
+	for _, c := range rep.Cases {
+		assert.Equal(t, StatusFail, c.Status)
+		assert.Contains(t, c.Reason, c.Name+": this instance declares")
+	}
 }
 
 // TestFactoryFailsPerCase: a factory that fails after the first call
@@ -793,4 +834,59 @@ func TestSpyKeepsOptionalBehaviour(t *testing.T) {
 	require.NoError(t, s.Close())
 	assert.Equal(t, int64(1), cfg.closed.Load(), "closing the spy closes the inner backend")
 	assert.Equal(t, goodCaps(), s.Capabilities())
+}
+
+// TestPerCaseFactoryProblems: a factory that misbehaves after the first
+// call fails each case with what went wrong, and the kit goes on.
+func TestPerCaseFactoryProblems(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		later func() (spi.Backend, error)
+		want  string
+	}{
+		{"nil backend", func() (spi.Backend, error) { return nil, nil }, "echo: the main factory returned a nil backend"},
+		{"panic", func() (spi.Backend, error) { panic("later") }, "echo: the main factory panicked: later"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			inner := newFakeConfig().factory()
+			var n atomic.Int64
+			factory := func() (spi.Backend, error) {
+				if n.Add(1) > 1 {
+					return tc.later()
+				}
+				return inner()
+			}
+			rep, err := Check(context.Background(), factory, &Options{Cases: []string{"echo", "throw"}})
+			require.NoError(t, err)
+			require.Len(t, rep.Cases, 2)
+			assert.Equal(t, StatusFail, rep.Cases[0].Status)
+			assert.Contains(t, rep.Cases[0].Reason, tc.want)
+			assert.Equal(t, StatusFail, rep.Cases[1].Status)
+		})
+	}
+}
+
+// TestEffectRefusalFailsEveryCase: base effect options the effect refuses
+// fail each case with the refusal, never a pass.
+func TestEffectRefusalFailsEveryCase(t *testing.T) {
+	cfg := newFakeConfig()
+	rep := check(t, cfg, &Options{Effect: effect.Options{MaxOutputBytes: -1}, Cases: []string{"echo", "abort_mid_run", "cpu_budget"}})
+	for _, c := range rep.Cases {
+		assert.Equal(t, StatusFail, c.Status, c.Name)
+		assert.Contains(t, c.Reason, c.Name+": effect.New refused the backend")
+	}
+	assert.Equal(t, cfg.made.Load(), cfg.closed.Load())
+}
+
+// TestCasePanicIsAFailure: a panic inside a case (here, from a broken
+// effect) fails that case instead of crashing the run.
+func TestCasePanicIsAFailure(t *testing.T) {
+	withBrokenEffect(t, func(context.Context, string, func(context.Context) ([]byte, error)) ([]byte, error) {
+		panic("effect bug")
+	})
+	rep := check(t, newFakeConfig(), &Options{Cases: []string{"echo", "throw"}})
+	for _, c := range rep.Cases {
+		assert.Equal(t, StatusFail, c.Status)
+		assert.Contains(t, c.Reason, c.Name+": the case panicked: effect bug")
+	}
 }
