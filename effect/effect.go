@@ -213,10 +213,8 @@ func (e *Effect) evaluate(ctx context.Context, call Call) (json.RawMessage, erro
 	}
 
 	// 3 and 4. The backend, raced against ctx and the deadline.
+	// Its result is used only when ctx is not done: Evaluate checks.
 	out, err := e.callBackend(ctx, spi.Request{Script: script, Input: input, Limits: limits})
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
 	if err != nil {
 		return nil, err
 	}
@@ -332,11 +330,10 @@ func (e *Effect) callBackend(ctx context.Context, req spi.Request) (spi.Outcome,
 		ch <- settled{out: out, err: err}
 	}()
 
+	// When ctx is done, whatever happens here, Evaluate returns ctx.Err():
+	// it checks once, on every path, after this returns.
 	select {
 	case s := <-ch:
-		if err := ctx.Err(); err != nil {
-			return spi.Outcome{}, err
-		}
 		if s.panicked {
 			return spi.Outcome{}, errBackendPanicked
 		}
@@ -345,9 +342,6 @@ func (e *Effect) callBackend(ctx context.Context, req spi.Request) (spi.Outcome,
 		}
 		return s.out, nil
 	case <-bctx.Done():
-		if err := ctx.Err(); err != nil {
-			return spi.Outcome{}, err
-		}
 		return spi.Outcome{}, &untypedError{msg: "effect: backend did not settle within " + d.String()}
 	}
 }

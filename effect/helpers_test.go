@@ -117,3 +117,29 @@ func requireFailure(t *testing.T, err error, c Code) *Failure {
 
 // okOutcome is a backend answer with the JSON value v.
 func okOutcome(v string) spi.Outcome { return spi.OK(json.RawMessage(v)) }
+
+// watchdog bounds every wait in a test that would hang if a guarantee
+// broke: a hung Evaluate fails the test instead of the whole run.
+const watchdog = 10 * time.Second
+
+// callWithin evaluates in a goroutine and fails the test when Evaluate has
+// not returned within the watchdog.
+func (f *fixture) callWithin(t *testing.T, ctx context.Context, input any) (json.RawMessage, error) {
+	t.Helper()
+	type result struct {
+		out json.RawMessage
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		out, err := f.call(ctx, input)
+		done <- result{out, err}
+	}()
+	select {
+	case r := <-done:
+		return r.out, r.err
+	case <-time.After(watchdog):
+		t.Fatal("Evaluate did not return: the backend was not raced")
+		return nil, nil
+	}
+}

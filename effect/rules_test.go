@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io/fs"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -213,7 +215,7 @@ func TestRule3DeadlineLoss(t *testing.T) {
 		Limits:       spi.Limits{WallClock: 20 * time.Millisecond},
 		BackendGrace: &grace,
 	})
-	_, err := f.call(context.Background(), 1)
+	_, err := f.callWithin(t, context.Background(), 1)
 	requireUntyped(t, err)
 	assert.Contains(t, err.Error(), "effect: backend did not settle within 20ms")
 	assert.NotErrorIs(t, err, context.DeadlineExceeded)
@@ -232,7 +234,7 @@ func TestRule3BackendContextCancelledAtDeadline(t *testing.T) {
 		<-release
 		return okOutcome("1"), nil
 	}, &Options{Limits: spi.Limits{WallClock: 10 * time.Millisecond}, BackendGrace: &grace})
-	_, err := f.call(context.Background(), 1)
+	_, err := f.callWithin(t, context.Background(), 1)
 	requireUntyped(t, err)
 	assert.Contains(t, err.Error(), "within 15ms")
 	assert.ErrorIs(t, <-seen, context.DeadlineExceeded, "the backend's context ends at the deadline")
@@ -298,7 +300,12 @@ func TestRule4CancellationWins(t *testing.T) {
 				waitCalls(t, f.fb, 1)
 				cancel()
 			}
-			err := <-done
+			var err error
+			select {
+			case err = <-done:
+			case <-time.After(watchdog):
+				t.Fatal("Evaluate did not return after cancellation")
+			}
 			require.Equal(t, context.Canceled, err, "want ctx.Err() itself, unwrapped")
 			assert.False(t, Retryable(err))
 			if tc.release != nil {
@@ -356,7 +363,7 @@ func TestRule4CallerDeadlineDuringCall(t *testing.T) {
 	f := newFixture(t, fakebackend.LateAfterCancel(okOutcome("1")), nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
 	defer cancel()
-	_, err := f.call(ctx, 1)
+	_, err := f.callWithin(t, ctx, 1)
 	require.Equal(t, context.DeadlineExceeded, err)
 	assert.True(t, Retryable(err), "the caller's own deadline is retryable")
 	waitReturned(t, f.fb, 1)
@@ -589,6 +596,18 @@ func TestRule7InvalidShape(t *testing.T) {
 			f.untouched(t)
 		})
 	}
+}
+
+func TestRule7ShapeLoadsNothing(t *testing.T) {
+	// A schema on disk that the value would satisfy: were $ref followed,
+	// the call would succeed.
+	path := filepath.Join(t.TempDir(), "s.json")
+	require.NoError(t, os.WriteFile(path, []byte(`{"type":"number"}`), 0o600))
+	f := newFixture(t, fakebackend.Return(okOutcome(`1`)), nil)
+	_, err := f.e.Evaluate(context.Background(), Call{Script: f.addr, Shape: json.RawMessage(`{"$ref":"file://` + filepath.ToSlash(path) + `"}`)})
+	requireUntyped(t, err)
+	assert.Contains(t, err.Error(), "effect: invalid shape")
+	assert.Zero(t, f.fb.Calls())
 }
 
 func TestRule7SchemaCache(t *testing.T) {
