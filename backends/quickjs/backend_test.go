@@ -220,6 +220,9 @@ func TestMemoryLimit(t *testing.T) {
 		assert.Equal(t, spi.Limited(spi.LimitMemory), out)
 		assert.True(t, (<-facts).MemoryRefused, "the allocator must have refused growth")
 	})
+	t.Run("below what the engine needs to boot", func(t *testing.T) {
+		assert.Equal(t, spi.Limited(spi.LimitMemory), eval(t, b, "input", "", spi.Limits{MemoryBytes: 64 << 10}))
+	})
 	t.Run("a run within the limit", func(t *testing.T) {
 		out := eval(t, b, `new Array(100000).fill(1).length`, "", spi.Limits{MemoryBytes: 4 << 20})
 		assert.Equal(t, spi.OK(json.RawMessage(`100000`)), out)
@@ -241,11 +244,15 @@ func TestStackGuard(t *testing.T) {
 	b := newBackend(t, nil)
 	var mu sync.Mutex
 	var clobberedYetEnded int
+	endings := map[guest.Ending]int{}
 	b.observe = func(f guest.Facts) {
 		mu.Lock()
 		defer mu.Unlock()
 		if !f.CanaryIntact && f.Ending == guest.EndExit {
 			clobberedYetEnded++ // without the guard, this run's output would have been read
+		}
+		if !f.CanaryIntact {
+			endings[f.Ending]++
 		}
 	}
 	const fits = 200
@@ -254,7 +261,7 @@ func TestStackGuard(t *testing.T) {
 
 	wrong := 0
 	for depth := 201; depth <= 400; depth += 3 {
-		out := eval(t, b, fmt.Sprintf("function f(n) { return n === 0 ? 0 : f(n - 1) + 1 } f(%d)", depth), "", spi.Limits{WallClock: 5 * time.Second})
+		out := eval(t, b, fmt.Sprintf("function f(n) { return n === 0 ? 0 : f(n - 1) + 1 } f(%d)", depth), "", spi.Limits{WallClock: 500 * time.Millisecond})
 		switch out.Kind {
 		case spi.KindOK:
 			if string(out.Value) != fmt.Sprint(depth) {
@@ -267,6 +274,7 @@ func TestStackGuard(t *testing.T) {
 			t.Errorf("depth %d: unexpected outcome %v", depth, out.Kind)
 		}
 	}
+	t.Logf("over-deep runs with a clobbered canary, by ending (1 exit, 2 killed, 3 trap): %v", endings)
 	assert.Zero(t, wrong, "an over-deep run returned a wrong value")
 	assert.Positive(t, clobberedYetEnded, "no run ended normally with a clobbered canary: the guard was never needed, so this test proves nothing")
 	// The next run works.

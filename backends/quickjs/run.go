@@ -159,7 +159,11 @@ func (r *run) do(ctx context.Context, req spi.Request) (spi.Outcome, error) {
 	}
 	stdout := guest.NewStdout(nonce, stdoutLimit(r.limits.MemoryBytes), r.scriptStarts)
 	stderr := &cappedBuffer{limit: b.set.maxStderrBytes}
-	stdin := &phaseReader{r: bytes.NewReader(guest.Payload(nonce, req.Script, req.Input)), first: func() { r.setPhase(phaseInput) }}
+	var inputRead atomic.Bool
+	stdin := &phaseReader{r: bytes.NewReader(guest.Payload(nonce, req.Script, req.Input)), first: func() {
+		inputRead.Store(true)
+		r.setPhase(phaseInput)
+	}}
 	mem := &limitedAllocator{limit: uint64(r.limits.MemoryBytes)}
 
 	cfg := wazero.NewModuleConfig().
@@ -176,6 +180,7 @@ func (r *run) do(ctx context.Context, req spi.Request) (spi.Outcome, error) {
 		WithRandSource(rand.NewChaCha8([32]byte{'s', 'a', 'n', 'd', 'b', 'a', 'n', 'k'}))
 
 	r.setPhase(phaseInstantiate)
+	defer mem.release() // after the module is closed (deferred below, so run first)
 	mod, err := b.rt.InstantiateModule(experimental.WithMemoryAllocator(runCtx, mem), compiled, cfg)
 	if err != nil {
 		return r.failure(ctx, runCtx, fmt.Errorf("quickjs: instantiate: %w", err))
@@ -198,6 +203,7 @@ func (r *run) do(ctx context.Context, req spi.Request) (spi.Outcome, error) {
 	back, ok := memory.Read(b.layout.Bottom, guest.CanarySize)
 	facts := guest.Facts{
 		Record:           stdout.Record(),
+		InputRead:        inputRead.Load(),
 		Started:          stdout.Started(),
 		CanaryIntact:     ok && canary.Intact(back),
 		MemoryRefused:    mem.refused.Load(),
@@ -316,54 +322,6 @@ func (c *cappedBuffer) head(n int) string {
 	defer c.mu.Unlock()
 	return string(c.buf[:min(n, len(c.buf))])
 }
-
-// limitedAllocator backs a run's linear memory and refuses to grow it
-// past the run's limit: memory.grow then returns -1, malloc returns NULL
-// and QuickJS throws its out-of-memory error. The runtime's own page limit
-// is per runtime, and there is one runtime per backend, so the per-request
-// limit is enforced here.
-type limitedAllocator struct {
-	limit   uint64
-	buf     []byte
-	refused atomic.Bool
-	started bool
-}
-
-// smallMemory is the size up to which linear memory grows by doubling.
-const smallMemory = 4 << 20
-
-func (a *limitedAllocator) Allocate(capacity, _ uint64) experimental.LinearMemory {
-	a.buf = make([]byte, 0, min(capacity, a.limit))
-	return a
-}
-
-func (a *limitedAllocator) Reallocate(size uint64) []byte {
-	// The module's initial memory is always granted (wazero requires it);
-	// only growth is limited.
-	if a.started && size > a.limit {
-		a.refused.Store(true)
-		return nil
-	}
-	a.started = true
-	if size <= uint64(cap(a.buf)) {
-		a.buf = a.buf[:size]
-		return a.buf
-	}
-	// Small memories double; past smallMemory the buffer jumps to the
-	// limit at once, so that a growing heap is copied once, not at every
-	// doubling (which left the host holding several stale copies).
-	next := 2 * size
-	if next > smallMemory {
-		next = a.limit
-	}
-	next = min(max(next, size), max(a.limit, size))
-	grown := make([]byte, size, next)
-	copy(grown, a.buf)
-	a.buf = grown
-	return grown
-}
-
-func (a *limitedAllocator) Free() { a.buf = nil }
 
 func (b *backend) argsFor(memoryBytes int64) []string {
 	if b.args != nil {

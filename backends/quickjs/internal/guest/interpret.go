@@ -28,6 +28,9 @@ const (
 type Facts struct {
 	// Record is the conclusive record read from stdout.
 	Record Record
+	// InputRead is true when the guest began reading its stdin (the
+	// engine had booted).
+	InputRead bool
 	// Started is true when the start record arrived (the script ran).
 	Started bool
 	// Ending is how _start ended; ExitCode is the exit code for EndExit;
@@ -104,7 +107,9 @@ func Interpret(f Facts, phase string) (spi.Outcome, error) {
 		return spi.Limited(spi.LimitWallClock), nil
 	}
 	if f.MemoryRefused {
-		if f.Started {
+		if f.Started || !f.InputRead {
+			// The script ran out of memory, or the limit is below what
+			// the engine needs to boot (about 512 KiB).
 			return spi.Limited(spi.LimitMemory), nil
 		}
 		return spi.InputTooLarge(), nil
