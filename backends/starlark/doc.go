@@ -46,9 +46,10 @@
 // a syntax or name-resolution error is a thrown "SyntaxError"; any other
 // runtime error is a thrown "Error" whose message starts with the script
 // position. An exhausted step budget is the CPU limit; the request's wall
-// clock (armed when the script starts) is the wall-clock limit. When the
-// context is cancelled for another reason, Evaluate returns the context's
-// error at once.
+// clock (armed when the script starts, after the input is converted) is the
+// wall-clock limit; a zero Limits.WallClock arms none. When the context is
+// cancelled for another reason, Evaluate returns the context's error at
+// once.
 //
 // # Security considerations
 //

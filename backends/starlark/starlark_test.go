@@ -345,3 +345,29 @@ func TestDefaultBudgetStopsFatalNesting(t *testing.T) {
 	// The same script at a depth the budget allows runs to the end.
 	assert.Equal(t, spi.KindOK, eval(t, newBackend(t, nil), src, `16000`, generous).Kind)
 }
+
+// TestConcurrentRunsShareNothingMutable: runs on one backend at once, each
+// freezing globals that hold the shared predeclared modules (-race checks
+// that freezing them writes nothing shared).
+func TestConcurrentRunsShareNothingMutable(t *testing.T) {
+	b := newBackend(t, nil)
+	src := "j = json\nm = math\nacc = [m.floor(2.5)]\ndef main(input):\n    return j.decode(j.encode([input] + acc))\n"
+	done := make(chan spi.Outcome, 8)
+	for i := range 8 {
+		go func() {
+			out, err := b.Evaluate(context.Background(), spi.Request{Script: []byte(src), Input: json.RawMessage(fmt.Sprint(i)), Limits: generous})
+			if err != nil {
+				out = spi.Infrastructure(err.Error())
+			}
+			done <- out
+		}()
+	}
+	seen := map[string]bool{}
+	for range 8 {
+		out := <-done
+		require.Equal(t, spi.KindOK, out.Kind, "%+v", out)
+		seen[string(out.Value)] = true
+	}
+	assert.Len(t, seen, 8)
+	assert.True(t, seen[`[3,2]`])
+}
