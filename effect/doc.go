@@ -6,10 +6,58 @@
 // caller's cancellation and a deadline, validates the backend's outcome and
 // maps it to a typed [Failure], bounds the output, checks its shape against a
 // JSON Schema, and bounds and scrubs every text that comes from a script or a
-// backend.
+// backend. Backends (package spi) stay small because of this: they report what
+// happened, and the effect decides what it means.
 //
 // Typed failures (a *[Failure], matched with errors.As or a code's sentinel
 // with errors.Is) are the script's own doing, or the caller's input, and are
-// not worth retrying. Every other error is untyped and retryable. A cancelled
-// context always yields the context's error.
+// not worth retrying. Every other error is untyped and retryable (see
+// [Retryable]). A cancelled context always yields the context's error,
+// unwrapped.
+//
+// Scripts are addressed by content ("sha256:<64 hex>", see [AddressOf]).
+// [MemoryStore] and [DirStore] are two [ScriptReader] implementations; any
+// other store reports a missing script with an error matching fs.ErrNotExist.
+//
+// # Results
+//
+// [Effect.Evaluate] returns the result as canonical JSON text: compact, with
+// object keys sorted, strings re-encoded by encoding/json without HTML
+// escaping (invalid UTF-8 and lone surrogate escapes become U+FFFD), numbers
+// kept exactly as the backend wrote them (so integers past 2^53 stay exact)
+// and a duplicate object key keeping its last value. The same value gives the
+// same bytes on a first run and on a replay from a durable log.
+//
+// # Security considerations
+//
+//   - Refusals by default: a backend that declares network access or an
+//     environment reused across runs is refused by [New] unless
+//     [Options].AllowNetwork or AllowReusedEnvironment says otherwise. The
+//     declaration is read once and frozen; a backend cannot upgrade itself
+//     later. [Effect.Idempotent] derives from that snapshot.
+//   - Script integrity: the bytes handed to the backend are the bytes whose
+//     SHA-256 is the address; a tampered store yields an untyped error, never
+//     a run. [DirStore] also verifies on read.
+//   - Bounded cost before any work: the input is serialised and measured
+//     (MaxInputBytes) before the script is read or the backend called; the
+//     output is measured before it is decoded.
+//   - Text from a script or a backend (thrown names and messages,
+//     infrastructure messages, backend and reader error text, shape
+//     violations) is cut to [MaxTextUnits] UTF-16 units plus a visible
+//     marker, and made storable: invalid UTF-8, encoded surrogates and
+//     control characters other than newline and tab become U+FFFD. It is
+//     safe to log and to store, not to interpret as markup.
+//   - A typed failure that a backend returns as a Go error is reported
+//     untyped: only the effect decides what the script did, so a backend
+//     cannot forge a non-retryable script outcome.
+//   - A backend is raced, not trusted to return: past the wall clock plus
+//     [Options].BackendGrace (default [DefaultBackendGrace]) the effect
+//     returns without it. A goroutine cannot be killed, so a backend that
+//     ignores its context keeps running in the background; an engine that
+//     cannot be preempted declares spi.WallClockSoft.
+//   - A shape (JSON Schema) is compiled with every external reference
+//     refused: a schema cannot make the effect read a file or reach the
+//     network.
+//   - Error messages have fixed wording and never echo script source or a
+//     malformed address.
 package effect
