@@ -564,6 +564,9 @@ func describe(got []byte, err error) string {
 	if err == nil {
 		return "a value: " + clip(string(got))
 	}
+	if got != nil {
+		return "a value (" + clip(string(got)) + ") together with " + describe(nil, err)
+	}
 	if f, ok := asFailure(err); ok {
 		switch f.Code {
 		case effect.CodeLimitExceeded:

@@ -482,6 +482,27 @@ func TestBrokenEffect(t *testing.T) {
 		reason string
 	}{
 		{
+			name: "a cancelled run yields a value and the cancellation",
+			wrap: func(ctx context.Context, stem string, run run) ([]byte, error) {
+				if stem == "abort" {
+					return []byte(`{}`), context.Canceled
+				}
+				return run(ctx)
+			},
+			failed: "abort", reason: "must yield context.Canceled and no value",
+		},
+		{
+			name: "a run cancelled mid-way yields a value and the cancellation",
+			wrap: func(ctx context.Context, stem string, run run) ([]byte, error) {
+				if stem == "abort_mid_run" {
+					_, err := run(ctx)
+					return []byte(`{}`), err
+				}
+				return run(ctx)
+			},
+			failed: "abort_mid_run", reason: "must yield context.Canceled, got",
+		},
+		{
 			name: "a run ends without calling the backend",
 			wrap: func(ctx context.Context, stem string, run run) ([]byte, error) {
 				if stem == "abort_mid_run" {
