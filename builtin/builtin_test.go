@@ -2,6 +2,7 @@ package builtin
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/sandbank/sandbank/backends/quickjs"
 	"github.com/sandbank/sandbank/backends/starlark"
 	"github.com/sandbank/sandbank/conformance"
+	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/internal/fakebackend"
 	"github.com/sandbank/sandbank/registry"
 	"github.com/sandbank/sandbank/spi"
@@ -90,6 +92,33 @@ func TestCPUBudgetFactory(t *testing.T) {
 	f := CPUBudgetFactory("starlark")
 	require.NotNil(t, f)
 	assert.Equal(t, declared(t, direct["starlark"]), declared(t, f), "the budget factory builds the same engine")
+}
+
+// TestCPUBudgetIsSmall proves the budget factory's backend stops a script
+// that the default backend finishes: the budget is smaller than the default.
+func TestCPUBudgetIsSmall(t *testing.T) {
+	require.Less(t, int64(CPUBudgetSteps), starlark.DefaultMaxSteps)
+	src := []byte("def main(input):\n    n = 0\n    for i in range(20000):\n        n += i\n    return n\n")
+	store := effect.NewMemoryStore()
+	addr, err := store.Put(src)
+	require.NoError(t, err)
+	eval := func(f spi.Factory) (json.RawMessage, error) {
+		b, err := f()
+		require.NoError(t, err)
+		eff, err := effect.New(store, b, nil)
+		require.NoError(t, err)
+		defer eff.Close()
+		return eff.Evaluate(context.Background(), effect.Call{Script: addr})
+	}
+	v, err := eval(direct["starlark"])
+	require.NoError(t, err, "the default budget finishes the script")
+	assert.JSONEq(t, "199990000", string(v))
+
+	_, err = eval(CPUBudgetFactory("starlark"))
+	var f *effect.Failure
+	require.ErrorAs(t, err, &f, "the small budget stops it")
+	assert.Equal(t, effect.CodeLimitExceeded, f.Code)
+	assert.Equal(t, effect.LimitCPU, f.Kind)
 }
 
 func TestCPUBudgetStopsTheLoop(t *testing.T) {

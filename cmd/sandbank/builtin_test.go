@@ -19,6 +19,7 @@ import (
 	"github.com/sandbank/sandbank/backends/quickjs"
 	"github.com/sandbank/sandbank/backends/starlark"
 	"github.com/sandbank/sandbank/builtin"
+	"github.com/sandbank/sandbank/conformance"
 	"github.com/sandbank/sandbank/fixtures/wasm"
 	"github.com/sandbank/sandbank/registry"
 	"github.com/sandbank/sandbank/spi"
@@ -175,4 +176,31 @@ func TestEnginesBuiltin(t *testing.T) {
 		assert.NoError(t, r.Capabilities.Validate())
 	}
 	assert.Equal(t, []string{"extism", "quickjs", "starlark"}, names)
+}
+
+// TestMatrixBuiltinStarlark runs the real matrix on a real engine through
+// the real entry point: the JSON parses, has every case, and the exit
+// status follows the verdicts.
+func TestMatrixBuiltinStarlark(t *testing.T) {
+	res := runMain("", "matrix", "--engine", "starlark", "--json")
+	var rows []matrixRow
+	require.NoError(t, json.Unmarshal([]byte(res.stdout), &rows), res.stdout)
+	require.Len(t, rows, 1)
+	row := rows[0]
+	assert.Equal(t, "starlark", row.Engine)
+	assert.Empty(t, row.Refused)
+	assert.Len(t, row.Cases, len(conformance.CaseNames()))
+	failed := false
+	for _, name := range conformance.CaseNames() {
+		cell, ok := row.Cases[name]
+		assert.True(t, ok, "case %s", name)
+		failed = failed || cell.Status == conformance.StatusFail
+	}
+	assert.Equal(t, "skip", string(row.Cases["allocation_bomb"].Status), "starlark declares no memory limit")
+	assert.Equal(t, "pass", string(row.Cases["cpu_budget"].Status), "starlark declares a CPU budget, and the kit proves it")
+	if failed {
+		assert.Equal(t, exitUntyped, res.code)
+	} else {
+		assert.Equal(t, exitOK, res.code, res.stderr)
+	}
 }
