@@ -125,3 +125,19 @@ func TestMatrixUsage(t *testing.T) {
 		assertOneLine(t, res.stderr)
 	}
 }
+
+func TestMatrixEngineSelection(t *testing.T) {
+	a := matrixApp(t)
+	res := cli(a, "", "matrix", "--engine", "nofixtures", "--engine", "echo", "--engine", "nofixtures", "--case", "echo", "--json")
+	var rows []matrixRow
+	require.NoError(t, json.Unmarshal([]byte(res.stdout), &rows), res.stdout)
+	require.Len(t, rows, 2, "a repeated engine runs once")
+	assert.Equal(t, "nofixtures", rows[0].Engine, "engines run in the order given")
+	assert.Equal(t, "echo", rows[1].Engine)
+	assert.Equal(t, map[string]matrixCell{"echo": {Status: conformance.StatusPass}}, rows[1].Cases)
+
+	res = cli(a, "", "matrix", "--case", "echo", "--json")
+	require.NoError(t, json.Unmarshal([]byte(res.stdout), &rows), res.stdout)
+	require.Len(t, rows, 2, "without --engine, every engine runs")
+	assert.Equal(t, "echo", rows[0].Engine, "sorted by name")
+}
