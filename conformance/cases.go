@@ -445,9 +445,9 @@ func caseAbortMidRun(ctx context.Context, e *env) {
 	if !ok {
 		return
 	}
-	// The case keeps a tenth of the watchdog for itself, so that a backend
-	// that does not stop fails with this case's reason.
-	waitCtx, waitCancel := context.WithTimeout(ctx, e.k.watchdog*9/10)
+	// The case keeps a quarter of the watchdog for itself, so that a
+	// backend that does not stop fails with this case's reason.
+	waitCtx, waitCancel := context.WithTimeout(ctx, e.k.watchdog*3/4)
 	defer waitCancel()
 
 	runCtx, cancel := context.WithCancel(ctx)
@@ -496,7 +496,7 @@ func caseAbortMidRun(ctx context.Context, e *env) {
 	select {
 	case <-sp.returned:
 	case <-waitCtx.Done():
-		e.failf("the backend's own Evaluate had not returned %v after the cancellation: a WallClock hard backend must stop when ctx is done", (e.k.watchdog * 9 / 10).Round(time.Millisecond))
+		e.failf("the backend's own Evaluate had not returned %v after the cancellation: a WallClock hard backend must stop when ctx is done", (e.k.watchdog * 3 / 4).Round(time.Millisecond))
 	}
 }
 

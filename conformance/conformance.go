@@ -245,6 +245,7 @@ type kit struct {
 	limits   spi.Limits
 	watchdog time.Duration
 	cases    []*caseDef
+	newEval  func(effect.ScriptReader, spi.Backend, *effect.Options) (evaluator, error)
 }
 
 func prepare(factory spi.Factory, opts *Options) (*kit, error) {
@@ -255,7 +256,7 @@ func prepare(factory spi.Factory, opts *Options) (*kit, error) {
 	if opts != nil {
 		o = *opts
 	}
-	k := &kit{factory: factory, cpu: o.CPUBudget, opts: o, limits: o.Limits, watchdog: o.Watchdog}
+	k := &kit{factory: factory, cpu: o.CPUBudget, opts: o, limits: o.Limits, watchdog: o.Watchdog, newEval: newEvaluator}
 	if k.cpu == nil {
 		k.cpu = factory
 	}
@@ -526,7 +527,7 @@ func (e *env) effectFor(b spi.Backend, limits spi.Limits, tweak func(*effect.Opt
 	if tweak != nil {
 		tweak(&o)
 	}
-	ev, err := newEvaluator(e.store, b, &o)
+	ev, err := e.k.newEval(e.store, b, &o)
 	if err != nil {
 		e.failf("effect.New refused the backend: %v", err)
 		return nil, false
@@ -578,7 +579,7 @@ func (a effectEvaluator) Evaluate(ctx context.Context, call effect.Call) ([]byte
 }
 
 // newEvaluator builds the effect every case runs through. Only the kit's
-// tests replace it.
+// tests replace it; a run reads it once, when it starts.
 var newEvaluator = func(s effect.ScriptReader, b spi.Backend, o *effect.Options) (evaluator, error) {
 	eff, err := effect.New(s, b, o)
 	if err != nil {

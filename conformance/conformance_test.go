@@ -419,7 +419,7 @@ func TestBrokenBackends(t *testing.T) {
 				release := make(chan struct{})
 				t.Cleanup(func() { close(release) })
 				c.override["abort_mid_run"] = blockUntil(release, spi.Limited(spi.LimitWallClock))
-				o.Watchdog = 500 * time.Millisecond
+				o.Watchdog = time.Second
 			},
 			cases: []string{"abort_mid_run"}, failed: "abort_mid_run", reason: "the backend's own Evaluate had not returned",
 		},
@@ -528,7 +528,7 @@ func TestBrokenEffect(t *testing.T) {
 			wrap: func(ctx context.Context, stem string, run run) ([]byte, error) {
 				if stem == "abort_mid_run" {
 					_, _ = run(ctx)
-					time.Sleep(time.Second)
+					time.Sleep(3 * time.Second)
 				}
 				return run(ctx)
 			},
@@ -573,7 +573,7 @@ func TestBrokenEffect(t *testing.T) {
 			wrap: func(ctx context.Context, stem string, run run) ([]byte, error) {
 				if stem == "abort_mid_run" {
 					go func() { _, _ = run(ctx) }()
-					time.Sleep(time.Second)
+					time.Sleep(3 * time.Second)
 					return nil, ctx.Err()
 				}
 				return run(ctx)
@@ -637,7 +637,12 @@ func TestBrokenEffect(t *testing.T) {
 			if tc.setup != nil {
 				tc.setup(cfg)
 			}
-			rep := check(t, cfg, &Options{Cases: []string{tc.failed}, Watchdog: 500 * time.Millisecond})
+			// A short watchdog only where the case must wait it out.
+			watchdog := 10 * time.Second
+			if tc.failed == "abort_mid_run" {
+				watchdog = time.Second
+			}
+			rep := check(t, cfg, &Options{Cases: []string{tc.failed}, Watchdog: watchdog})
 			got := result(t, rep, tc.failed)
 			assert.Equal(t, StatusFail, got.Status, got.Reason)
 			assert.Contains(t, got.Reason, tc.reason)
