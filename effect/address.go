@@ -48,5 +48,9 @@ func (a Address) digest() string { return string(a[len(addressPrefix):]) }
 
 // matches reports whether b hashes to the well-formed address a.
 func (a Address) matches(b []byte) bool {
-	return AddressOf(b) == a
+	var want [sha256.Size]byte
+	if _, err := hex.Decode(want[:], []byte(a.digest())); err != nil {
+		return false
+	}
+	return sha256.Sum256(b) == want
 }

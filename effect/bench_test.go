@@ -9,21 +9,40 @@ import (
 )
 
 // BenchmarkEffectOverhead measures the effect's own cost per call around a
-// backend that answers at once with a small value, for a small input.
+// backend that answers at once with a small value, for a small input: a Go
+// map (marshalled by encoding/json) and the same input as a
+// json.RawMessage (validated and copied), and the Go map with a shape.
+//
+//	go test -run '^$' -bench EffectOverhead -benchmem ./effect/
 func BenchmarkEffectOverhead(b *testing.B) {
-	store := NewMemoryStore()
-	addr, _ := store.Put([]byte("input.n + 1"))
-	e, err := New(store, instant{spi.OK(json.RawMessage(`{"n":2,"ok":true}`))}, nil)
-	if err != nil {
-		b.Fatal(err)
+	inputs := []struct {
+		name  string
+		input any
+		shape json.RawMessage
+	}{
+		{"goValue", map[string]int{"n": 1}, nil},
+		{"rawMessage", json.RawMessage(`{"n":1}`), nil},
+		// With a (cached) JSON Schema: the result is also decoded and
+		// validated.
+		{"goValueWithShape", map[string]int{"n": 1}, json.RawMessage(`{"type":"object","required":["n"],"properties":{"n":{"type":"integer"}}}`)},
 	}
-	ctx := context.Background()
-	call := Call{Script: addr, Input: map[string]int{"n": 1}}
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := e.Evaluate(ctx, call); err != nil {
-			b.Fatal(err)
-		}
+	for _, in := range inputs {
+		b.Run(in.name, func(b *testing.B) {
+			store := NewMemoryStore()
+			addr, _ := store.Put([]byte("({n: input.n + 1, ok: true})"))
+			e, err := New(store, instant{spi.OK(json.RawMessage(`{"ok":true,"n":2}`))}, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctx := context.Background()
+			call := Call{Script: addr, Input: in.input, Shape: in.shape}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := e.Evaluate(ctx, call); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 

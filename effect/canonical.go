@@ -4,30 +4,428 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"slices"
+	"unicode/utf16"
+	"unicode/utf8"
 )
 
-// canonicalize decodes the valid JSON text value (numbers as json.Number,
-// so their text is kept exactly) and re-encodes it compact, with object
-// keys sorted, strings re-escaped by encoding/json without HTML escaping
-// and no trailing newline. It returns the decoded value (for the shape
-// check) and the canonical bytes, which the caller owns. A duplicate object
-// key keeps its last value; invalid UTF-8 in a string becomes U+FFFD.
-func canonicalize(value []byte) (any, []byte, error) {
-	dec := json.NewDecoder(bytes.NewReader(value))
+// The canonical form of a JSON value is what encoding/json produces when
+// the value is decoded into an any (with UseNumber) and re-encoded with
+// SetEscapeHTML(false), without the trailing newline: compact, object keys
+// sorted bytewise by their decoded text, a duplicate key keeping its last
+// value, strings decoded (invalid UTF-8 and lone surrogate escapes become
+// U+FFFD) and re-escaped the way encoding/json escapes them, and numbers,
+// true, false and null kept as written.
+//
+// appendCanonical writes that form directly, without building the decoded
+// value: it is the effect's per-call hot path. FuzzCanonical checks it
+// against the encoding/json round trip it replaces.
+
+// errCanonical reports a value appendCanonical cannot handle; it is only
+// reachable with text that json.Valid refused.
+var errCanonical = errors.New("effect: backend value could not be canonicalised")
+
+// canonicalize returns the canonical form of the valid JSON text value in
+// a fresh slice.
+func canonicalize(value []byte) ([]byte, error) {
+	c := canonWriter{src: value}
+	i := c.skipSpace(0)
+	out, i, ok := c.value(make([]byte, 0, len(value)), i)
+	if !ok || c.skipSpace(i) != len(value) {
+		return nil, errCanonical
+	}
+	return out, nil
+}
+
+// decodeValue decodes canonical JSON text into the any a JSON Schema is
+// checked against (objects as map[string]any, numbers as json.Number).
+func decodeValue(canon []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(canon))
 	dec.UseNumber()
 	var v any
 	if err := dec.Decode(&v); err != nil {
-		return nil, nil, errors.New("effect: backend value could not be decoded")
+		return nil, errCanonical
 	}
-	var buf bytes.Buffer
-	buf.Grow(len(value) + 1)
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, nil, errors.New("effect: backend value could not be re-encoded")
+	return v, nil
+}
+
+type canonWriter struct {
+	src []byte
+}
+
+func (c *canonWriter) skipSpace(i int) int {
+	for i < len(c.src) {
+		switch c.src[i] {
+		case ' ', '\t', '\n', '\r':
+			i++
+		default:
+			return i
+		}
 	}
-	out := buf.Bytes()
-	return v, out[:len(out)-1], nil // Encode appends '\n'
+	return i
+}
+
+// value appends the canonical form of the value starting at i and returns
+// the index just past it.
+func (c *canonWriter) value(dst []byte, i int) ([]byte, int, bool) {
+	if i >= len(c.src) {
+		return dst, i, false
+	}
+	switch c.src[i] {
+	case '{':
+		return c.object(dst, i)
+	case '[':
+		return c.array(dst, i)
+	case '"':
+		end, ok := c.stringEnd(i)
+		if !ok {
+			return dst, i, false
+		}
+		var scratch [64]byte
+		dec := unquote(scratch[:0], c.src[i:end])
+		return appendQuoted(dst, dec), end, true
+	default:
+		end := i
+		for end < len(c.src) {
+			switch c.src[end] {
+			case ',', ']', '}', ' ', '\t', '\n', '\r':
+				return append(dst, c.src[i:end]...), end, end > i
+			}
+			end++
+		}
+		return append(dst, c.src[i:end]...), end, end > i
+	}
+}
+
+func (c *canonWriter) array(dst []byte, i int) ([]byte, int, bool) {
+	dst = append(dst, '[')
+	i = c.skipSpace(i + 1)
+	if i < len(c.src) && c.src[i] == ']' {
+		return append(dst, ']'), i + 1, true
+	}
+	for {
+		var ok bool
+		if dst, i, ok = c.value(dst, i); !ok {
+			return dst, i, false
+		}
+		i = c.skipSpace(i)
+		if i >= len(c.src) {
+			return dst, i, false
+		}
+		switch c.src[i] {
+		case ',':
+			dst = append(dst, ',')
+			i = c.skipSpace(i + 1)
+		case ']':
+			return append(dst, ']'), i + 1, true
+		default:
+			return dst, i, false
+		}
+	}
+}
+
+// member is one key of an object: its decoded text and where its value
+// starts in the source.
+type member struct {
+	key   []byte
+	value int
+}
+
+func (c *canonWriter) object(dst []byte, i int) ([]byte, int, bool) {
+	i = c.skipSpace(i + 1)
+	if i < len(c.src) && c.src[i] == '}' {
+		return append(dst, '{', '}'), i + 1, true
+	}
+	var small [16]member
+	members := small[:0]
+	for {
+		if i >= len(c.src) || c.src[i] != '"' {
+			return dst, i, false
+		}
+		end, ok := c.stringEnd(i)
+		if !ok {
+			return dst, i, false
+		}
+		key := unquote(nil, c.src[i:end])
+		i = c.skipSpace(end)
+		if i >= len(c.src) || c.src[i] != ':' {
+			return dst, i, false
+		}
+		i = c.skipSpace(i + 1)
+		members = append(members, member{key: key, value: i})
+		if i, ok = c.skipValue(i); !ok {
+			return dst, i, false
+		}
+		i = c.skipSpace(i)
+		if i >= len(c.src) {
+			return dst, i, false
+		}
+		if c.src[i] == '}' {
+			i++
+			break
+		}
+		if c.src[i] != ',' {
+			return dst, i, false
+		}
+		i = c.skipSpace(i + 1)
+	}
+	// Stable, so that among equal keys the last one written is last.
+	if len(members) <= len(small) {
+		insertionSort(members)
+	} else {
+		slices.SortStableFunc(members, func(a, b member) int { return bytes.Compare(a.key, b.key) })
+	}
+	dst = append(dst, '{')
+	first := true
+	for n, m := range members {
+		if n+1 < len(members) && bytes.Equal(m.key, members[n+1].key) {
+			continue // a later duplicate wins
+		}
+		if !first {
+			dst = append(dst, ',')
+		}
+		first = false
+		dst = appendQuoted(dst, m.key)
+		dst = append(dst, ':')
+		var ok bool
+		if dst, _, ok = c.value(dst, m.value); !ok {
+			return dst, i, false
+		}
+	}
+	return append(dst, '}'), i, true
+}
+
+func insertionSort(ms []member) {
+	for i := 1; i < len(ms); i++ {
+		for j := i; j > 0 && bytes.Compare(ms[j-1].key, ms[j].key) > 0; j-- {
+			ms[j-1], ms[j] = ms[j], ms[j-1]
+		}
+	}
+}
+
+// stringEnd returns the index just past the string starting at i.
+func (c *canonWriter) stringEnd(i int) (int, bool) {
+	for j := i + 1; j < len(c.src); j++ {
+		switch c.src[j] {
+		case '\\':
+			j++
+		case '"':
+			return j + 1, true
+		}
+	}
+	return len(c.src), false
+}
+
+// skipValue returns the index just past the value starting at i.
+func (c *canonWriter) skipValue(i int) (int, bool) {
+	if i >= len(c.src) {
+		return i, false
+	}
+	switch c.src[i] {
+	case '"':
+		return c.stringEnd(i)
+	case '{', '[':
+		depth := 0
+		for i < len(c.src) {
+			switch c.src[i] {
+			case '"':
+				end, ok := c.stringEnd(i)
+				if !ok {
+					return i, false
+				}
+				i = end
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return i + 1, true
+				}
+			}
+			i++
+		}
+		return i, false
+	default:
+		end := i
+		for end < len(c.src) {
+			switch c.src[end] {
+			case ',', ']', '}', ' ', '\t', '\n', '\r':
+				return end, end > i
+			}
+			end++
+		}
+		return end, end > i
+	}
+}
+
+// unquote appends the decoded text of the JSON string q (with its quotes)
+// to dst, as encoding/json decodes it. When q needs no decoding it returns
+// the inside of q itself, without copying; the caller must not modify the
+// result.
+func unquote(dst, q []byte) []byte {
+	s := q[1 : len(q)-1]
+	clean := true
+	for i := 0; i < len(s); {
+		b := s[i]
+		if b == '\\' || b < ' ' {
+			clean = false
+			break
+		}
+		if b < utf8.RuneSelf {
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRune(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			clean = false
+			break
+		}
+		i += size
+	}
+	if clean {
+		return s
+	}
+	for i := 0; i < len(s); {
+		b := s[i]
+		switch {
+		case b == '\\' && i+1 < len(s):
+			switch s[i+1] {
+			case '"', '\\', '/', '\'':
+				dst = append(dst, s[i+1])
+			case 'b':
+				dst = append(dst, '\b')
+			case 'f':
+				dst = append(dst, '\f')
+			case 'n':
+				dst = append(dst, '\n')
+			case 'r':
+				dst = append(dst, '\r')
+			case 't':
+				dst = append(dst, '\t')
+			case 'u':
+				r := hex4(s[i+2:])
+				if r < 0 {
+					return dst // unreachable for valid JSON
+				}
+				i += 6
+				if utf16.IsSurrogate(r) {
+					if r1 := hex4u(s[i:]); r1 >= 0 {
+						if d := utf16.DecodeRune(r, r1); d != utf8.RuneError {
+							dst = utf8.AppendRune(dst, d)
+							i += 6
+							continue
+						}
+					}
+					r = utf8.RuneError
+				}
+				dst = utf8.AppendRune(dst, r)
+				continue
+			default:
+				return dst // unreachable for valid JSON
+			}
+			i += 2
+		case b < utf8.RuneSelf:
+			dst = append(dst, b)
+			i++
+		default:
+			r, size := utf8.DecodeRune(s[i:])
+			if r == utf8.RuneError && size == 1 {
+				dst = utf8.AppendRune(dst, utf8.RuneError)
+				i++
+				continue
+			}
+			dst = append(dst, s[i:i+size]...)
+			i += size
+		}
+	}
+	return dst
+}
+
+// hex4 parses four hex digits at the start of s, or returns -1.
+func hex4(s []byte) rune {
+	if len(s) < 4 {
+		return -1
+	}
+	var r rune
+	for _, c := range s[:4] {
+		switch {
+		case '0' <= c && c <= '9':
+			c -= '0'
+		case 'a' <= c && c <= 'f':
+			c = c - 'a' + 10
+		case 'A' <= c && c <= 'F':
+			c = c - 'A' + 10
+		default:
+			return -1
+		}
+		r = r*16 + rune(c)
+	}
+	return r
+}
+
+// hex4u parses a "\uXXXX" escape at the start of s, or returns -1.
+func hex4u(s []byte) rune {
+	if len(s) < 6 || s[0] != '\\' || s[1] != 'u' {
+		return -1
+	}
+	return hex4(s[2:])
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendQuoted appends the valid UTF-8 text s as a JSON string, escaped the
+// way encoding/json escapes it with HTML escaping off.
+func appendQuoted(dst, s []byte) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		b := s[i]
+		if b < utf8.RuneSelf {
+			if b >= ' ' && b != '"' && b != '\\' {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch b {
+			case '\\', '"':
+				dst = append(dst, '\\', b)
+			case '\b':
+				dst = append(dst, '\\', 'b')
+			case '\f':
+				dst = append(dst, '\\', 'f')
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRune(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+			i++
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
 }
 
 // compactLen returns the length of the valid JSON text value without its

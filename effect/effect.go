@@ -400,7 +400,7 @@ func (e *Effect) finish(value []byte, shape *compiledShape) (json.RawMessage, er
 	if int64(len(value)) > e.maxOutput && compactLen(value) > e.maxOutput {
 		return nil, &Failure{Code: CodeLimitExceeded, Kind: LimitOutput}
 	}
-	v, canon, err := canonicalize(value)
+	canon, err := canonicalize(value)
 	if err != nil {
 		return nil, err
 	}
@@ -408,6 +408,10 @@ func (e *Effect) finish(value []byte, shape *compiledShape) (json.RawMessage, er
 		return nil, &Failure{Code: CodeLimitExceeded, Kind: LimitOutput}
 	}
 	if shape != nil {
+		v, err := decodeValue(canon)
+		if err != nil {
+			return nil, err
+		}
 		if err := shape.validate(v); err != nil {
 			return nil, err
 		}
