@@ -136,7 +136,9 @@ func (e *Effect) Idempotent() bool {
 //     input is serialised and bounded (typed inputNotSerializable,
 //     inputTooLarge) before the script is read or the backend called;
 //  2. the script is read by address (malformed: untyped; not found: typed
-//     scriptMissing; bytes that do not hash to the address: untyped);
+//     scriptMissing; bytes that do not hash to the address: untyped); a
+//     reader other than a *MemoryStore is raced against ctx, like the
+//     backend;
 //  3. the backend is called with a context cancelled on ctx's cancellation
 //     or after the wall clock plus BackendGrace, and raced against both: a
 //     backend that does not return loses, a panic becomes an untyped error;
@@ -272,14 +274,20 @@ func encodeInput(in any) (b []byte, err error) {
 }
 
 // readScript fetches and verifies the script at addr.
-func (e *Effect) readScript(ctx context.Context, addr Address) (script []byte, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			script, err = nil, errors.New("effect: script reader panicked")
-		}
-	}()
-	script, err = e.scripts.ReadScript(ctx, addr)
+func (e *Effect) readScript(ctx context.Context, addr Address) ([]byte, error) {
+	var (
+		script []byte
+		err    error
+	)
+	if ms, ok := e.scripts.(*MemoryStore); ok {
+		script, err = ms.ReadScript(ctx, addr) // never blocks, never panics
+	} else {
+		script, err = e.raceRead(ctx, addr)
+	}
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil, err // Evaluate reports ctx.Err()
+		}
 		if isNotExist(err) {
 			return nil, &Failure{Code: CodeScriptMissing, Script: addr}
 		}
@@ -290,6 +298,40 @@ func (e *Effect) readScript(ctx context.Context, addr Address) (script []byte, e
 	}
 	return script, nil
 }
+
+// scriptRead is what the goroutine running a script reader hands back.
+type scriptRead struct {
+	script   []byte
+	err      error
+	panicked bool
+}
+
+// raceRead runs a script reader in its own goroutine and races it against
+// ctx, so that a reader that ignores its context cannot hold Evaluate past
+// the caller's cancellation. A panic in the reader is recovered.
+func (e *Effect) raceRead(ctx context.Context, addr Address) ([]byte, error) {
+	ch := make(chan scriptRead, 1)
+	go func() {
+		defer func() {
+			if r := recover(); r != nil {
+				ch <- scriptRead{panicked: true}
+			}
+		}()
+		b, err := e.scripts.ReadScript(ctx, addr)
+		ch <- scriptRead{script: b, err: err}
+	}()
+	select {
+	case r := <-ch:
+		if r.panicked {
+			return nil, errReaderPanicked
+		}
+		return r.script, r.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+var errReaderPanicked = errors.New("effect: script reader panicked")
 
 // isNotExist is errors.Is(err, fs.ErrNotExist), safe against an error
 // whose Is method panics.

@@ -359,6 +359,36 @@ func TestRule4CancelledDuringRead(t *testing.T) {
 	assert.Zero(t, fb.Calls())
 }
 
+func TestRule4ReaderIgnoringCancellation(t *testing.T) {
+	release := make(chan struct{})
+	entered := make(chan struct{})
+	reader := readerFunc(func(context.Context, Address) ([]byte, error) {
+		close(entered)
+		<-release // ignores its context
+		return testScript, nil
+	})
+	fb := fakebackend.New(fakebackend.Capabilities(), fakebackend.Echo())
+	e, err := New(reader, fb, nil)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := e.Evaluate(ctx, Call{Script: AddressOf(testScript), Input: 1})
+		done <- err
+	}()
+	<-entered
+	cancel()
+	select {
+	case err = <-done:
+	case <-time.After(watchdog):
+		t.Fatal("Evaluate waited for a script reader that ignores cancellation")
+	}
+	require.Equal(t, context.Canceled, err)
+	assert.Zero(t, fb.Calls())
+	close(release)
+}
+
 func TestRule4CallerDeadlineDuringCall(t *testing.T) {
 	f := newFixture(t, fakebackend.LateAfterCancel(okOutcome("1")), nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
