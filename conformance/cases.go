@@ -470,18 +470,26 @@ func caseAbortMidRun(ctx context.Context, e *env) {
 		e.failf("the backend was never called")
 		return
 	}
+	// Let the loop run for a moment, so that a backend that returns at once
+	// is seen returning before the cancellation rather than masked by it.
+	settle := time.NewTimer(AbortSettle)
+	defer settle.Stop()
 	select {
 	case <-sp.returned:
 		// The backend finished a loop that never ends, before any
 		// cancellation.
 		select {
 		case r := <-done:
-			e.failf("the run ended before it could be cancelled: %s", describe(r.got, r.err))
+			hint := ""
+			if isLimit(r.err, effect.LimitCPU) {
+				hint = fmt.Sprintf(" (the main factory's CPU budget must outlast %v; give cpu_budget its small budget through Options.CPUBudget)", AbortSettle)
+			}
+			e.failf("the run ended before it could be cancelled: %s%s", describe(r.got, r.err), hint)
 		case <-waitCtx.Done():
 			e.failf("the run ended before it could be cancelled, and the effect did not return")
 		}
 		return
-	default:
+	case <-settle.C:
 	}
 	cancel()
 	select {

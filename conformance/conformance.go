@@ -105,6 +105,10 @@ const (
 	// AbortWallClock is the wall clock of abort_mid_run: long, so that only
 	// the cancellation can stop the loop in time.
 	AbortWallClock = 30 * time.Second
+	// AbortSettle is how long abort_mid_run lets the loop run after the
+	// backend was entered before it cancels: a backend that returns within
+	// it fails the case (the loop never ends on its own).
+	AbortSettle = 100 * time.Millisecond
 	// InputTooBigMemoryBytes is the memory limit of input_too_big (16 MiB).
 	InputTooBigMemoryBytes int64 = 16 << 20
 	// InputTooBigBytes is the size of input_too_big's input, JSON text
@@ -142,7 +146,9 @@ type Options struct {
 	// own wall clock (and input_too_big its own memory limit).
 	Limits spi.Limits
 	// CPUBudget optionally makes the same backend configured with a SMALL
-	// CPU budget; cpu_budget runs on it. Nil means the main factory.
+	// CPU budget; cpu_budget runs on it. Nil means the main factory. The
+	// main factory's own budget must outlast AbortSettle, or abort_mid_run's
+	// loop ends before it can be cancelled.
 	CPUBudget spi.Factory
 	// Watchdog bounds each case. Zero means DefaultWatchdog.
 	Watchdog time.Duration

@@ -41,7 +41,7 @@ func result(t *testing.T, rep *Report, name string) CaseResult {
 func TestGoodFakePassesEveryCase(t *testing.T) {
 	cfg := newFakeConfig()
 	var progress []string
-	rep := check(t, cfg, &Options{Progress: func(name string, i, n int) {
+	rep := check(t, cfg, &Options{CPUBudget: smallBudget(), Progress: func(name string, i, n int) {
 		assert.Equal(t, len(CaseNames()), n)
 		assert.Equal(t, len(progress)+1, i)
 		progress = append(progress, name)
@@ -57,9 +57,10 @@ func TestGoodFakePassesEveryCase(t *testing.T) {
 	assert.Equal(t, "javascript", rep.Language)
 	assert.Equal(t, goodCaps(), rep.Capabilities)
 
-	// One probe instance, then at least one instance per case; every one
-	// of them closed.
-	assert.GreaterOrEqual(t, cfg.made.Load(), int64(len(CaseNames())+1))
+	// One probe instance, then at least one instance per case but
+	// cpu_budget (which runs on the small-budget factory); every one of
+	// them closed.
+	assert.GreaterOrEqual(t, cfg.made.Load(), int64(len(CaseNames())))
 	assert.Equal(t, cfg.made.Load(), cfg.closed.Load())
 	assert.Contains(t, result(t, rep, "no_network").Reason, "tried: fetch")
 	assert.Contains(t, result(t, rep, "allocation_bomb").Reason, "grew by")
@@ -68,7 +69,7 @@ func TestGoodFakePassesEveryCase(t *testing.T) {
 func TestRunWithGoodFake(t *testing.T) {
 	cfg := newFakeConfig()
 	cfg.caps.Memory = false // so that Run also shows skips
-	rep := Run(t, cfg.factory(), nil)
+	rep := Run(t, cfg.factory(), &Options{CPUBudget: smallBudget()})
 	require.NotNil(t, rep)
 	assert.False(t, rep.Failed())
 	assert.Equal(t, StatusSkip, result(t, rep, "allocation_bomb").Status)
@@ -431,6 +432,13 @@ func TestBrokenBackends(t *testing.T) {
 			cases: []string{"abort_mid_run"}, failed: "abort_mid_run", reason: "the run ended before it could be cancelled: typed limitExceeded wallClock",
 		},
 		{
+			name: "the main factory's CPU budget ends abort_mid_run's loop",
+			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
+				c.cpuBudget = 10 * time.Millisecond
+			},
+			cases: []string{"abort_mid_run"}, failed: "abort_mid_run", reason: "the run ended before it could be cancelled: typed limitExceeded cpu",
+		},
+		{
 			name: "composition_throw returns a value",
 			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
 				c.override["composition_throw"] = returns(`"fine"`)
@@ -666,9 +674,9 @@ func TestKitSetsCaseOptions(t *testing.T) {
 
 // TestCPUBudgetFactory: cpu_budget runs on Options.CPUBudget when given.
 func TestCPUBudgetFactory(t *testing.T) {
-	main := newFakeConfig()
-	main.cpuBudget = time.Hour // the main configuration's budget never ends the loop in time
+	main := newFakeConfig() // its budget never ends the loop in time
 	small := newFakeConfig()
+	small.cpuBudget = 20 * time.Millisecond
 	rep := check(t, main, &Options{Cases: []string{"cpu_budget"}, CPUBudget: small.factory(), Watchdog: 2 * time.Second})
 	assert.Equal(t, StatusPass, rep.Cases[0].Status, rep.Cases[0].Reason)
 	assert.Equal(t, int64(1), small.made.Load())

@@ -48,7 +48,8 @@
 //	abort           an already-cancelled context yields context.Canceled,
 //	                no value and no typed failure
 //	abort_mid_run   (WallClock hard) a loop with a 30 s wall clock is
-//	                cancelled once the backend was called: the effect yields
+//	                cancelled AbortSettle after the backend was called (it
+//	                must still be running then): the effect yields
 //	                context.Canceled AND the backend's own Evaluate returns,
 //	                inside the watchdog
 //	composition     an over-100,000-character thrown message with a lone

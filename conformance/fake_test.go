@@ -60,9 +60,18 @@ func goodCaps() spi.Capabilities {
 	return spi.Capabilities{Language: "javascript", Network: spi.NetworkNone, WallClock: spi.WallClockHard, Memory: true, CPU: true, FreshPerRun: true}
 }
 
-// newFakeConfig returns a well-behaved configuration over the JavaScript set.
+// newFakeConfig returns a well-behaved configuration over the JavaScript
+// set. It declares a CPU budget but, like a real backend's default, one too
+// long to end any case: pass smallBudget() as Options.CPUBudget.
 func newFakeConfig() *fakeConfig {
-	return &fakeConfig{caps: goodCaps(), set: javascript.Set(), cpuBudget: 20 * time.Millisecond, override: map[string]behavior{}}
+	return &fakeConfig{caps: goodCaps(), set: javascript.Set(), override: map[string]behavior{}}
+}
+
+// smallBudget is the well-behaved fake configured with a small CPU budget.
+func smallBudget() spi.Factory {
+	c := newFakeConfig()
+	c.cpuBudget = 20 * time.Millisecond
+	return c.factory()
 }
 
 func (c *fakeConfig) factory() spi.Factory {
