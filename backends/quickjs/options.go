@@ -42,8 +42,9 @@ type Options struct {
 	// deadline even inside one long native operation: the backend then
 	// declares WallClock hard. Set it to false only to measure what the
 	// check costs: a runaway script then runs until it ends on its own (a
-	// script that never ends keeps a goroutine and a core busy forever),
-	// and the backend declares WallClock soft.
+	// script that never ends keeps a goroutine and a core busy forever, and
+	// Close waits for it), Evaluate reports the wall clock only once the
+	// script has ended, and the backend declares WallClock soft.
 	CloseOnContextDone *bool
 
 	// ColdStartAllowance bounds the start-up phases of a run (compile,
