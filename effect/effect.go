@@ -107,6 +107,9 @@ func New(scripts ScriptReader, backend spi.Backend, opts *Options) (*Effect, err
 	return e, nil
 }
 
+// errNotNew is returned by an Effect that New did not make.
+var errNotNew = errors.New("effect: Effect not made by New")
+
 // readCapabilities calls backend.Capabilities once, recovering a panic (a
 // typed nil backend, a broken implementation) into an error.
 func readCapabilities(backend spi.Backend) (caps spi.Capabilities, err error) {
@@ -175,6 +178,9 @@ func (e *Effect) Evaluate(ctx context.Context, call Call) (json.RawMessage, erro
 
 // evaluate is Evaluate without the final cancellation check.
 func (e *Effect) evaluate(ctx context.Context, call Call) (json.RawMessage, error) {
+	if e.backend == nil {
+		return nil, errNotNew
+	}
 	if e.closed.Load() {
 		return nil, ErrClosed
 	}
@@ -365,7 +371,7 @@ func (e *Effect) callBackend(ctx context.Context, req spi.Request) (spi.Outcome,
 	go func() {
 		defer func() {
 			if r := recover(); r != nil {
-				ch <- settled{panicked: true}
+				ch <- settled{panicked: true, err: panicError(r)}
 			}
 		}()
 		out, err := e.backend.Evaluate(bctx, req)
@@ -377,7 +383,7 @@ func (e *Effect) callBackend(ctx context.Context, req spi.Request) (spi.Outcome,
 	select {
 	case s := <-ch:
 		if s.panicked {
-			return spi.Outcome{}, errBackendPanicked
+			return spi.Outcome{}, s.err
 		}
 		if s.err != nil {
 			return spi.Outcome{}, foreignError("effect: backend failed: ", s.err)
@@ -389,6 +395,18 @@ func (e *Effect) callBackend(ctx context.Context, req spi.Request) (spi.Outcome,
 }
 
 var errBackendPanicked = errors.New("effect: backend panicked")
+
+// panicError reports a recovered backend panic, untyped, with the panic
+// value's text bounded (the value itself is not kept: it may be a typed
+// failure).
+func panicError(r any) (err error) {
+	defer func() {
+		if recover() != nil {
+			err = errBackendPanicked
+		}
+	}()
+	return &untypedError{msg: "effect: backend panicked: " + boundText(fmt.Sprint(r))}
+}
 
 // saturatingAdd returns a+b for non-negative durations, capped at the
 // largest duration.
@@ -468,6 +486,9 @@ func (e *Effect) finish(value []byte, shape *compiledShape) (json.RawMessage, er
 func (e *Effect) Warm(ctx context.Context) error {
 	if ctx == nil {
 		return errors.New("effect: nil context")
+	}
+	if e.backend == nil {
+		return errNotNew
 	}
 	if e.closed.Load() {
 		return ErrClosed

@@ -295,6 +295,14 @@ func TestNilContext(t *testing.T) {
 	f.untouched(t)
 }
 
+func TestZeroEffect(t *testing.T) {
+	var e Effect
+	_, err := e.Evaluate(context.Background(), Call{})
+	assert.EqualError(t, err, "effect: Effect not made by New")
+	assert.EqualError(t, e.Warm(context.Background()), "effect: Effect not made by New")
+	assert.NoError(t, e.Close())
+}
+
 func TestConcurrentEvaluate(t *testing.T) {
 	f := newFixture(t, fakebackend.Echo(), nil)
 	const n = 32

@@ -242,13 +242,33 @@ func TestRule3BackendContextCancelledAtDeadline(t *testing.T) {
 	waitReturned(t, f.fb, 1)
 }
 
+type panickyStringer struct{}
+
+func (panickyStringer) String() string { panic("String exploded") }
+
 func TestRule3BackendPanics(t *testing.T) {
-	for _, v := range []any{"boom", &Failure{Code: CodeScriptError, Message: "forged"}, nil, errors.New("x")} {
-		t.Run(fmt.Sprintf("%T", v), func(t *testing.T) {
-			f := newFixture(t, fakebackend.Panic(v), nil)
+	cases := []struct {
+		value any
+		text  string
+	}{
+		{"boom", "effect: backend panicked: boom"},
+		{&Failure{Code: CodeScriptError, Message: "forged"}, "effect: backend panicked: effect: scriptError: forged"},
+		{nil, ""},
+		{errors.New("x\x00" + fakebackend.BigText(5<<20)), ""},
+		{panickyStringer{}, ""},
+	}
+	for _, tc := range cases {
+		t.Run(fmt.Sprintf("%T", tc.value), func(t *testing.T) {
+			f := newFixture(t, fakebackend.Panic(tc.value), nil)
 			_, err := f.call(context.Background(), 1)
 			requireUntyped(t, err)
-			assert.Equal(t, "effect: backend panicked", err.Error())
+			assert.NotErrorIs(t, err, ErrScriptError)
+			assert.True(t, strings.HasPrefix(err.Error(), "effect: backend panicked"), err.Error())
+			assert.Less(t, len(err.Error()), 3*MaxTextUnits+100)
+			assert.True(t, utf8.ValidString(err.Error()))
+			if tc.text != "" {
+				assert.Equal(t, tc.text, err.Error())
+			}
 			waitReturned(t, f.fb, 1)
 		})
 	}
