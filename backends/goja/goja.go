@@ -1,0 +1,200 @@
+package goja
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+	"unicode/utf8"
+
+	"github.com/sandbank/sandbank/spi"
+)
+
+// Engine is the backend's engine name, as the registry knows it.
+const Engine = "goja"
+
+// Language is the script language the backend runs.
+const Language = "javascript"
+
+// The defaults of [Options].
+const (
+	// DefaultMaxCallStackSize is the deepest JavaScript call stack a script
+	// may build; one call deeper is a thrown "RangeError".
+	DefaultMaxCallStackSize = 2000
+	// DefaultMaxNesting is the deepest bracket nesting accepted in JSON
+	// text (the input, and every JSON.parse a script makes) and the deepest
+	// Array.prototype.flat recursion.
+	DefaultMaxNesting = 10000
+	// DefaultMaxScriptBytes is the largest script accepted, in bytes.
+	DefaultMaxScriptBytes = 256 << 10
+	// DefaultMaxScriptNesting is the deepest bracket nesting accepted in
+	// the script's source text.
+	DefaultMaxScriptNesting = 1000
+)
+
+// FakeEpoch is where the script's clock starts on every run:
+// 2000-01-01T00:00:00Z. Each reading of the clock advances it by one
+// millisecond, so Date.now() tells a script nothing about the host or
+// about earlier runs.
+var FakeEpoch = time.Date(2000, time.January, 1, 0, 0, 0, 0, time.UTC)
+
+// RandomSeed seeds Math.random on every run (a PCG generator from
+// math/rand/v2, seeded with RandomSeed and its bitwise complement): every
+// run sees the same sequence, and never the host's random state.
+const RandomSeed uint64 = 0x5a4d_6261_6e6b_0007
+
+// Options configure the backend. A nil *Options, or a zero field, means the
+// default.
+type Options struct {
+	// MaxCallStackSize bounds the JavaScript call depth (goja's
+	// SetMaxCallStackSize). Default DefaultMaxCallStackSize.
+	MaxCallStackSize int
+	// MaxNesting bounds the nesting of JSON text parsed by JSON.parse
+	// (including the input) and the depth of Array.prototype.flat.
+	// Default DefaultMaxNesting.
+	MaxNesting int
+	// MaxScriptBytes bounds the script's size. Default
+	// DefaultMaxScriptBytes.
+	MaxScriptBytes int
+	// MaxScriptNesting bounds the bracket nesting of the script's source
+	// text. Default DefaultMaxScriptNesting.
+	MaxScriptNesting int
+}
+
+// The ceilings are the largest values New accepts for the options. goja
+// recurses on the Go stack when it parses source text and JSON and when it
+// flattens arrays, and a Go stack overflow is fatal: it ends the process,
+// and no recover catches it. Measured on linux/amd64 (1 GB Go stack):
+// JSON.parse crashed at 4,000,000 levels (1,000,000 passed); source text at
+// 262,144 unclosed parentheses, where 250,000 closed ones passed. The
+// script-size ceiling bounds what the bracket count cannot see (see
+// sourceNesting): about 131,000 hidden levels in 256 KiB, tested.
+const (
+	ceilingCallStack     = 10000
+	ceilingNesting       = 100000
+	ceilingScriptBytes   = DefaultMaxScriptBytes
+	ceilingScriptNesting = 10000
+)
+
+// backend is the goja engine behind spi.Backend. It holds only its
+// settings: every Evaluate builds a new goja.Runtime.
+type backend struct {
+	maxCallStack     int
+	maxNesting       int
+	maxScriptBytes   int
+	maxScriptNesting int
+}
+
+var _ spi.Backend = (*backend)(nil)
+
+// New returns a goja backend. It fails when an option is negative or above
+// its ceiling.
+func New(opts *Options) (spi.Backend, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	b := &backend{
+		maxCallStack:     DefaultMaxCallStackSize,
+		maxNesting:       DefaultMaxNesting,
+		maxScriptBytes:   DefaultMaxScriptBytes,
+		maxScriptNesting: DefaultMaxScriptNesting,
+	}
+	var errs []error
+	set := func(dst *int, v, ceiling int, name string) {
+		switch {
+		case v < 0:
+			errs = append(errs, fmt.Errorf("goja: negative %s %d", name, v))
+		case v > ceiling:
+			errs = append(errs, fmt.Errorf("goja: %s %d is above the ceiling %d", name, v, ceiling))
+		case v > 0:
+			*dst = v
+		}
+	}
+	set(&b.maxCallStack, o.MaxCallStackSize, ceilingCallStack, "MaxCallStackSize")
+	set(&b.maxNesting, o.MaxNesting, ceilingNesting, "MaxNesting")
+	set(&b.maxScriptBytes, o.MaxScriptBytes, ceilingScriptBytes, "MaxScriptBytes")
+	set(&b.maxScriptNesting, o.MaxScriptNesting, ceilingScriptNesting, "MaxScriptNesting")
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// Capabilities declares what the conformance kit proves for goja: no
+// network, a soft wall clock (a native built-in runs to completion), no
+// memory limit, no CPU budget, and a fresh runtime per run.
+func (b *backend) Capabilities() spi.Capabilities {
+	return spi.Capabilities{
+		Language:    Language,
+		Network:     spi.NetworkNone,
+		WallClock:   spi.WallClockSoft,
+		Memory:      false,
+		CPU:         false,
+		FreshPerRun: true,
+	}
+}
+
+// Evaluate runs req.Script in a new goja runtime with the global input set
+// to the parsed req.Input, and reports the completion value as JSON text.
+func (b *backend) Evaluate(ctx context.Context, req spi.Request) (spi.Outcome, error) {
+	if err := ctx.Err(); err != nil {
+		return spi.Outcome{}, err
+	}
+	if req.Limits.WallClock < 0 {
+		return spi.Outcome{}, fmt.Errorf("goja: negative wall clock %v", req.Limits.WallClock)
+	}
+	if req.Limits.MemoryBytes < 0 {
+		return spi.Outcome{}, fmt.Errorf("goja: negative memory limit %d", req.Limits.MemoryBytes)
+	}
+	switch {
+	case len(req.Script) > b.maxScriptBytes:
+		return spi.Threw("SyntaxError", fmt.Sprintf("the script is %d bytes, over the limit of %d", len(req.Script), b.maxScriptBytes)), nil
+	case !utf8.Valid(req.Script):
+		return spi.Threw("SyntaxError", "the script is not valid UTF-8"), nil
+	case sourceNesting(req.Script, b.maxScriptNesting) > b.maxScriptNesting:
+		return spi.Threw("SyntaxError", fmt.Sprintf("the script nests brackets deeper than %d levels", b.maxScriptNesting)), nil
+	}
+	if jsonNesting(req.Input, b.maxNesting) > b.maxNesting {
+		// Parsing it would overflow the engine's stack: the input does not
+		// fit, as QuickJS reports the same input.
+		return spi.InputTooLarge(), nil
+	}
+
+	r, err := b.newRun(req)
+	if err != nil {
+		return spi.Outcome{}, err
+	}
+	done := make(chan spi.Outcome, 1)
+	go func() { done <- r.exec() }()
+
+	started := r.started
+	var expired <-chan time.Time
+	for {
+		select {
+		case out := <-done:
+			return out, nil
+		case <-started:
+			// The wall clock is armed as the script starts: building the
+			// runtime and parsing the input are not charged to it.
+			started = nil
+			if req.Limits.WallClock > 0 {
+				t := time.NewTimer(req.Limits.WallClock)
+				defer t.Stop()
+				expired = t.C
+			}
+		case <-expired:
+			if r.stop(causeWall) {
+				// goja stops at its next instruction; a long built-in call
+				// finishes first, in the background (WallClock soft).
+				return spi.Limited(spi.LimitWallClock), nil
+			}
+			return <-done, nil // the run ended first and is delivering
+		case <-ctx.Done():
+			if r.stop(causeCtx) {
+				return spi.Outcome{}, ctx.Err()
+			}
+			return <-done, nil
+		}
+	}
+}

@@ -1,0 +1,78 @@
+package goja
+
+// The guards in this file exist because goja recurses on the Go stack when
+// it parses source text, parses JSON and flattens arrays, and a Go stack
+// overflow is a fatal error that no recover can catch: it ends the whole
+// process. Each guard measures the nesting first, without recursion, and
+// refuses what is too deep.
+
+// sourceNesting returns the deepest bracket nesting of src, counting every
+// '(', '[' and '{' as an opening and every ')', ']' and '}' as a closing,
+// in strings, comments and regular expressions too, and never going below
+// zero. It stops counting once the depth passes limit.
+//
+// It does not lex JavaScript, so a script can hide real nesting behind
+// closing brackets inside strings; but every hidden level costs at least
+// two bytes of source (the opening and its decoy), so with the script size
+// bounded the real nesting stays bounded too (see TestSourceNestingEvasion
+// for the measured worst case).
+func sourceNesting(src []byte, limit int) int {
+	depth, deepest := 0, 0
+	for _, c := range src {
+		switch c {
+		case '(', '[', '{':
+			depth++
+			if depth > deepest {
+				deepest = depth
+				if deepest > limit {
+					return deepest
+				}
+			}
+		case ')', ']', '}':
+			if depth > 0 {
+				depth--
+			}
+		}
+	}
+	return deepest
+}
+
+// jsonNesting returns the deepest nesting of arrays and objects in the
+// JSON text s, skipping the contents of strings. It stops once the depth
+// passes limit. It does not validate s: it measures what a JSON parser
+// would nest before it met an error.
+func jsonNesting[T ~string | ~[]byte](s T, limit int) int {
+	depth, deepest := 0, 0
+	inString, escaped := false, false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if inString {
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inString = true
+		case '[', '{':
+			depth++
+			if depth > deepest {
+				deepest = depth
+				if deepest > limit {
+					return deepest
+				}
+			}
+		case ']', '}':
+			if depth > 0 {
+				depth--
+			}
+		}
+	}
+	return deepest
+}

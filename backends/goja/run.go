@@ -1,0 +1,361 @@
+package goja
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	js "github.com/dop251/goja"
+
+	"github.com/sandbank/sandbank/spi"
+)
+
+// scriptName is the file name goja gives the script in error positions.
+const scriptName = "script.js"
+
+// Why a run ended, recorded once (the first cause wins).
+const (
+	causeNone int32 = iota
+	causeDone       // the run finished on its own and is delivering
+	causeWall       // the wall clock expired
+	causeCtx        // the context was cancelled
+)
+
+// errStopped is the interrupt value: the run was asked to stop.
+var errStopped = errors.New("goja: run stopped")
+
+// describeProgram builds, before the script runs, the function that reads
+// a thrown value's name and message. It captures String first, so a script
+// that replaces globals cannot change how its errors are read; every read
+// is guarded, so a throwing getter yields an empty field, not an escape.
+var describeProgram = js.MustCompile("describe.js", `(function () {
+  var S = String;
+  function field(e, k) {
+    try { var v = e[k]; return typeof v === "string" ? v : undefined; } catch (_) { return undefined; }
+  }
+  function text(v) { try { return S(v); } catch (_) { return ""; } }
+  return function (e) {
+    if (e !== null && (typeof e === "object" || typeof e === "function")) {
+      var m = field(e, "message");
+      return [field(e, "name") || "", m === undefined ? text(e) : m];
+    }
+    return ["", text(e)];
+  };
+})()`, true)
+
+// run is one evaluation: a fresh runtime and the engine functions captured
+// from it before the script could replace them.
+type run struct {
+	rt      *js.Runtime
+	script  string
+	input   string
+	started chan struct{} // closed as the script starts
+	cause   atomic.Int32
+
+	parse     js.Callable // the original JSON.parse
+	stringify js.Callable // the original JSON.stringify
+	describe  js.Callable
+	replacer  js.Value // checks for a stop between values while stringifying
+}
+
+// newRun builds the runtime of one evaluation: clock, randomness, call
+// depth, the input's guard, a console that writes nowhere.
+func (b *backend) newRun(req spi.Request) (*run, error) {
+	rt := js.New()
+	r := &run{rt: rt, script: string(req.Script), input: string(req.Input), started: make(chan struct{})}
+	if len(req.Input) == 0 {
+		r.input = "null"
+	}
+
+	// The clock starts at FakeEpoch and advances 1 ms per reading.
+	var ticks atomic.Int64
+	rt.SetTimeSource(func() time.Time {
+		return FakeEpoch.Add(time.Duration(ticks.Add(1)-1) * time.Millisecond)
+	})
+	// Math.random: the same deterministic sequence on every run.
+	rng := rand.New(rand.NewPCG(RandomSeed, ^RandomSeed))
+	rt.SetRandSource(rng.Float64)
+	rt.SetMaxCallStackSize(b.maxCallStack)
+
+	var err error
+	jsonObj := rt.Get("JSON").ToObject(rt)
+	if r.parse, err = callable(jsonObj.Get("parse")); err != nil {
+		return nil, err
+	}
+	if r.stringify, err = callable(jsonObj.Get("stringify")); err != nil {
+		return nil, err
+	}
+	d, err := rt.RunProgram(describeProgram)
+	if err != nil {
+		return nil, fmt.Errorf("goja: building the error reader: %w", err)
+	}
+	if r.describe, err = callable(d); err != nil {
+		return nil, err
+	}
+	r.replacer = rt.ToValue(func(call js.FunctionCall) js.Value {
+		if r.cause.Load() != causeNone {
+			panic(rt.NewGoError(errStopped))
+		}
+		return call.Argument(1)
+	})
+	if err := b.installGuards(r); err != nil {
+		return nil, err
+	}
+	installConsole(rt)
+	return r, nil
+}
+
+// callable asserts that v is a function.
+func callable(v js.Value) (js.Callable, error) {
+	f, ok := js.AssertFunction(v)
+	if !ok {
+		return nil, errors.New("goja: the runtime lacks a built-in function")
+	}
+	return f, nil
+}
+
+// installGuards replaces JSON.parse and Array.prototype.flat with versions
+// that refuse nesting deeper than the backend's MaxNesting (see guard.go).
+func (b *backend) installGuards(r *run) error {
+	rt := r.rt
+	rangeError := rt.Get("RangeError")
+	isArray, err := callable(rt.Get("Array").ToObject(rt).Get("isArray"))
+	if err != nil {
+		return err
+	}
+	throwRange := func(msg string) {
+		obj, err := rt.New(rangeError, rt.ToValue(msg))
+		if err != nil {
+			panic(err)
+		}
+		panic(obj)
+	}
+	rethrow := func(v js.Value, err error) js.Value {
+		if err != nil {
+			panic(err)
+		}
+		return v
+	}
+	max := b.maxNesting
+
+	parse := r.parse
+	guardedParse := func(call js.FunctionCall) js.Value {
+		text := call.Argument(0).ToString()
+		if jsonNesting(text.String(), max) > max {
+			throwRange(fmt.Sprintf("JSON.parse: nesting deeper than %d levels", max))
+		}
+		return rethrow(parse(call.This, text, call.Argument(1)))
+	}
+	if err := replaceMethod(rt, rt.Get("JSON").ToObject(rt), "parse", 2, guardedParse); err != nil {
+		return err
+	}
+
+	proto := rt.Get("Array").ToObject(rt).Get("prototype").ToObject(rt)
+	flat, err := callable(proto.Get("flat"))
+	if err != nil {
+		return err
+	}
+	guardedFlat := func(call js.FunctionCall) js.Value {
+		arg := call.Argument(0)
+		if js.IsUndefined(arg) {
+			return rethrow(flat(call.This))
+		}
+		depth := arg.ToFloat()
+		if !(depth > float64(max)) { // NaN is depth 0
+			return rethrow(flat(call.This, rt.ToValue(depth)))
+		}
+		// Flatten max levels; an array left over was nested deeper.
+		out := rethrow(flat(call.This, rt.ToValue(max))).ToObject(rt)
+		n := out.Get("length").ToInteger()
+		for i := int64(0); i < n; i++ {
+			v := out.Get(strconv.FormatInt(i, 10))
+			if o, ok := v.(*js.Object); ok && rethrow(isArray(js.Undefined(), o)).ToBoolean() {
+				throwRange(fmt.Sprintf("Array.prototype.flat: nesting deeper than %d levels", max))
+			}
+		}
+		return out
+	}
+	return replaceMethod(rt, proto, "flat", 0, guardedFlat)
+}
+
+// replaceMethod installs fn as obj[name], with the name and length of the
+// built-in it replaces and the same attributes (writable, configurable,
+// not enumerable).
+func replaceMethod(rt *js.Runtime, obj *js.Object, name string, length int, fn func(js.FunctionCall) js.Value) error {
+	f := rt.ToValue(fn).ToObject(rt)
+	if err := f.DefineDataProperty("name", rt.ToValue(name), js.FLAG_FALSE, js.FLAG_TRUE, js.FLAG_FALSE); err != nil {
+		return fmt.Errorf("goja: naming %s: %w", name, err)
+	}
+	if err := f.DefineDataProperty("length", rt.ToValue(length), js.FLAG_FALSE, js.FLAG_TRUE, js.FLAG_FALSE); err != nil {
+		return fmt.Errorf("goja: sizing %s: %w", name, err)
+	}
+	if err := obj.DefineDataProperty(name, f, js.FLAG_TRUE, js.FLAG_TRUE, js.FLAG_FALSE); err != nil {
+		return fmt.Errorf("goja: installing %s: %w", name, err)
+	}
+	return nil
+}
+
+// installConsole gives the script console.log, info, warn, error, debug
+// and trace, and print, which accept anything and write nowhere: scripts
+// written for QuickJS (whose output goes to a discarded buffer) run
+// unchanged, and nothing reaches the host.
+func installConsole(rt *js.Runtime) {
+	discard := func(js.FunctionCall) js.Value { return js.Undefined() }
+	console := rt.NewObject()
+	for _, k := range []string{"log", "info", "warn", "error", "debug", "trace"} {
+		_ = console.Set(k, discard)
+	}
+	_ = rt.Set("console", console)
+	_ = rt.Set("print", discard)
+}
+
+// stop records cause as the reason the run ends and interrupts the script.
+// It reports false when the run had already ended on its own.
+func (r *run) stop(cause int32) bool {
+	if !r.cause.CompareAndSwap(causeNone, cause) {
+		return false
+	}
+	r.rt.Interrupt(errStopped)
+	return true
+}
+
+// exec parses the input, runs the script and serialises its completion
+// value, on the calling goroutine. A panic in goja is recovered into an
+// infrastructure outcome.
+func (r *run) exec() (out spi.Outcome) {
+	defer func() {
+		if p := recover(); p != nil {
+			out = r.settle(spi.Infrastructure("goja: the engine panicked"))
+		}
+	}()
+	in, err := r.parse(js.Undefined(), r.rt.ToValue(r.input))
+	if err != nil {
+		if r.cause.Load() != causeNone {
+			return r.stopped()
+		}
+		return r.settle(spi.Infrastructure("goja: the input could not be parsed as JSON"))
+	}
+	if err := r.rt.Set("input", in); err != nil {
+		return r.settle(spi.Infrastructure("goja: the input could not be set"))
+	}
+	r.input = ""
+	close(r.started)
+	if r.cause.Load() != causeNone {
+		return r.stopped()
+	}
+
+	v, err := r.rt.RunScript(scriptName, r.script)
+	if err != nil {
+		return r.failed(err)
+	}
+	return r.result(v)
+}
+
+// result serialises the completion value with the runtime's own
+// JSON.stringify (captured before the script ran).
+func (r *run) result(v js.Value) spi.Outcome {
+	const prefix = "the completion value cannot be represented as JSON: "
+	j, err := r.stringify(js.Undefined(), v, r.replacer)
+	if err != nil {
+		var ex *js.Exception
+		if r.cause.Load() != causeNone || !errors.As(err, &ex) || isUncatchable(err) {
+			return r.failed(err)
+		}
+		_, msg := r.describeValue(ex.Value())
+		if msg == "" {
+			msg = "stringify failed"
+		}
+		return r.settle(spi.Threw("TypeError", prefix+msg))
+	}
+	if j == nil || js.IsUndefined(j) {
+		return r.settle(spi.Threw("TypeError", prefix+"it is "+kindOf(v)))
+	}
+	return r.settle(spi.OK(json.RawMessage(j.String())))
+}
+
+// kindOf names a value JSON.stringify writes nothing for.
+func kindOf(v js.Value) string {
+	switch {
+	case v == nil || js.IsUndefined(v):
+		return "undefined"
+	case isSymbol(v):
+		return "a symbol"
+	}
+	if _, ok := js.AssertFunction(v); ok {
+		return "a function"
+	}
+	return "an object whose toJSON returns nothing"
+}
+
+func isSymbol(v js.Value) bool {
+	_, ok := v.(*js.Symbol)
+	return ok
+}
+
+func isUncatchable(err error) bool {
+	var ie *js.InterruptedError
+	var so *js.StackOverflowError
+	return errors.As(err, &ie) || errors.As(err, &so)
+}
+
+// failed maps an error from goja: a stop, a stack overflow, or a thrown
+// value (a syntax error is thrown as a SyntaxError object).
+func (r *run) failed(err error) spi.Outcome {
+	if r.cause.Load() != causeNone && r.cause.Load() != causeDone {
+		return r.stopped()
+	}
+	var so *js.StackOverflowError
+	var ie *js.InterruptedError
+	var ex *js.Exception
+	switch {
+	case errors.As(err, &so):
+		return r.settle(spi.Threw("RangeError", "Maximum call stack size exceeded"))
+	case errors.As(err, &ie):
+		// Only this backend interrupts, and only after recording a cause.
+		return r.settle(spi.Infrastructure("goja: interrupted without a cause"))
+	case errors.As(err, &ex):
+		name, msg := r.describeValue(ex.Value())
+		if r.cause.Load() != causeNone && r.cause.Load() != causeDone {
+			return r.stopped() // reading the error ran until the clock expired
+		}
+		return r.settle(spi.Threw(name, msg))
+	default:
+		return r.settle(spi.Infrastructure("goja: the engine failed"))
+	}
+}
+
+// describeValue reads a thrown value's name and message with the function
+// captured before the script ran.
+func (r *run) describeValue(v js.Value) (name, message string) {
+	if v == nil {
+		return "", ""
+	}
+	out, err := r.describe(js.Undefined(), v)
+	if err != nil {
+		return "", ""
+	}
+	o := out.ToObject(r.rt)
+	return o.Get("0").String(), o.Get("1").String()
+}
+
+// settle reports out when the run ended on its own, or what stopped it.
+func (r *run) settle(out spi.Outcome) spi.Outcome {
+	if r.cause.CompareAndSwap(causeNone, causeDone) || r.cause.Load() == causeDone {
+		return out
+	}
+	return r.stopped()
+}
+
+// stopped reports what stopped the run.
+func (r *run) stopped() spi.Outcome {
+	switch r.cause.Load() {
+	case causeWall:
+		return spi.Limited(spi.LimitWallClock)
+	default: // causeCtx: Evaluate has already returned ctx.Err()
+		return spi.Infrastructure("goja: run cancelled")
+	}
+}
