@@ -33,7 +33,8 @@ const DefaultWallClock = 5 * time.Second
 const DefaultBackendGrace = 60 * time.Second
 
 // MaxTextUnits bounds every text that comes from a script or a backend, in
-// UTF-16 code units.
+// UTF-16 code units. A text cut at the bound ends with the marker
+// "…[truncated]" (12 units), past the bound.
 const MaxTextUnits = 2048
 
 // Options configure an Effect. The zero value (or a nil *Options) means

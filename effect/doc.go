@@ -58,6 +58,7 @@
 //   - A shape (JSON Schema) is compiled with every external reference
 //     refused: a schema cannot make the effect read a file or reach the
 //     network.
-//   - Error messages have fixed wording and never echo script source or a
-//     malformed address.
+//   - The effect's own messages have fixed wording and never echo script
+//     source or a malformed address. Text relayed from a backend or a script
+//     (which may quote the script) is bounded and scrubbed, not filtered.
 package effect
