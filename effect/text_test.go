@@ -41,6 +41,11 @@ func TestBoundText(t *testing.T) {
 	}
 }
 
+func TestTruncationMarker(t *testing.T) {
+	assert.Equal(t, "…[truncated]", truncationMarker, "the marker is documented on MaxTextUnits")
+	assert.Equal(t, 12, utf16Len(truncationMarker))
+}
+
 func TestBoundText5MB(t *testing.T) {
 	in := strings.Repeat("ab😀\x00"+"\xed\xa0\x80", 5<<20/10)
 	out := boundText(in)
