@@ -1,0 +1,114 @@
+// Package goja is a second JavaScript backend of Sandbank: the pure-Go
+// interpreter github.com/dop251/goja, in process. It starts fast and needs
+// no compilation step, for small, trusted-ish scripts; it cannot bound
+// memory, and its wall clock is soft (see Security considerations). Flows
+// that need hard limits select the QuickJS backend instead. Application
+// code does not call it directly: hand the backend returned by [New] to
+// package effect, or select it by its engine name "goja" in the registry.
+//
+// # The script contract
+//
+// The same as the QuickJS backend's, proven by the same fixture set
+// (fixtures/javascript, unchanged). The script is JavaScript source run as
+// a classic, non-strict script at global scope in a NEW goja.Runtime per
+// run. It sees a global input holding the caller's JSON input, parsed
+// inside the runtime by JSON.parse (an empty input is null). Its result is
+// its completion value (the value of the last expression statement),
+// serialised by the runtime's JSON.stringify as it was before the script
+// ran (toJSON methods run; non-finite numbers become null; lone surrogates
+// are escaped). A completion value JSON cannot represent (undefined, a
+// function, a symbol, a BigInt, a cycle, an object whose toJSON returns
+// nothing, or a toJSON that throws) is a thrown "TypeError" whose message
+// starts "the completion value cannot be represented as JSON: ".
+//
+// A thrown value becomes a thrown outcome: for an object, its name and
+// message properties when they are strings (else an empty name and the
+// value's String form); for anything else, an empty name and String(value).
+// They are read by a function built before the script ran, so replacing
+// String or a prototype changes nothing, and a throwing getter reads as
+// empty. A syntax error is thrown with the name "SyntaxError", and so is a
+// script refused before it is parsed: over [Options].MaxScriptBytes, not
+// valid UTF-8, or nesting brackets deeper than [Options].MaxScriptNesting.
+// A call stack deeper than [Options].MaxCallStackSize is a thrown
+// "RangeError" ("Maximum call stack size exceeded"); in goja the script
+// cannot catch it.
+//
+// The globals are ECMAScript's built-ins as goja implements them, plus
+// input, print and console.log, info, warn, error, debug and trace, which
+// accept anything and write nowhere (scripts written for QuickJS, whose
+// console writes to a discarded buffer, run unchanged). There is no
+// require, no module loader (a dynamic import() is a SyntaxError), no
+// timers (setTimeout and friends do not exist), no performance object.
+// Promise jobs never run: an async function's result is a pending promise,
+// which JSON writes as {}.
+//
+// Date: the clock starts at [FakeEpoch] (2000-01-01T00:00:00Z) on every run
+// and advances one millisecond per reading (Date.now(), new Date()), as the
+// QuickJS backend's does; it reveals nothing about the host's clock or
+// about earlier runs. Math.random: a PCG generator (math/rand/v2) seeded
+// with [RandomSeed] on every run, so every run sees the same sequence and
+// never the host's random state.
+//
+// The wall clock (Limits.WallClock) is armed when the script starts, after
+// the runtime was built and the input parsed; a zero WallClock arms none.
+// When it expires the runtime is interrupted (goja.Runtime.Interrupt) and
+// Evaluate reports the wall-clock limit at once. When the context is
+// cancelled the runtime is interrupted the same way and Evaluate returns
+// the context's error at once. Limits.MemoryBytes is not enforced.
+//
+// # Security considerations
+//
+// The backend declares Network none, WallClock soft, Memory false, CPU
+// false and FreshPerRun true: what the conformance kit proves, and no more.
+//
+//   - Network none: goja has no I/O of its own and the backend adds none;
+//     the kit's network and escape probes find nothing.
+//   - FreshPerRun: every run gets a new runtime, so no global, prototype or
+//     symbol-registry change survives it. Runs share no goja state, and
+//     any number run side by side.
+//   - WallClock SOFT: goja checks for an interrupt between instructions
+//     only. A native built-in runs to completion first: "x".repeat(3e8),
+//     sorting or joining a huge array, a regular expression with
+//     catastrophic backtracking (goja's regexp2 engine backtracks and has
+//     no time-out here), parsing a large script, JSON.stringify of a deeply
+//     nested value (quadratic in the depth). Evaluate still returns at the
+//     deadline, but the run's goroutine finishes that built-in in the
+//     background, holding its CPU and memory meanwhile: a caller that
+//     retries stopped runs can pile them up. The result's own serialisation
+//     is interruptible (a replacer checks for the stop between values).
+//   - Memory FALSE: goja cannot bound allocation. An allocation bomb grows
+//     the host process until the Go runtime fails, and a Go out-of-memory
+//     failure is fatal: it ends the WHOLE process, every other run and the
+//     application with it. Run goja only on scripts you would let use the
+//     host's memory, or in a process you can afford to lose; flows that
+//     need a memory bound select QuickJS.
+//   - CPU false: there is no step or CPU budget; the wall clock is the only
+//     bound on time.
+//   - The Go stack: goja recurses on the Go stack to parse source and
+//     JSON and to flatten arrays, and a Go stack overflow is as fatal as
+//     running out of memory. The backend measures first and refuses: a
+//     script over 256 KiB or nesting brackets over 1,000 deep is a thrown
+//     SyntaxError; an input nested over 10,000 deep is InputTooLarge (as
+//     QuickJS reports an input too deep for its stack); JSON.parse and
+//     Array.prototype.flat called by the script throw a RangeError past
+//     10,000 levels; JavaScript calls are bounded by MaxCallStackSize.
+//     Measured without the guards: JSON.parse of 4,000,000 nested arrays,
+//     flat(Infinity) over 2,000,000, and 262,144 unclosed parentheses each
+//     crashed the process; the tests run each past its guard. Other
+//     built-ins that walk script-built nesting (JSON.stringify, join and
+//     toString of nested arrays) are quadratic in the depth, so they burn
+//     CPU (see WallClock) long before they could reach a crashing depth.
+//   - Recursion through built-ins (a callback of map, a getter, toJSON,
+//     a proxy trap) is quadratic to unwind in goja: at the default depth of
+//     2,000 it costs about 0.1 s, at 10,000 (the ceiling) several seconds.
+//   - The time zone: goja computes local time (getTimezoneOffset, toString,
+//     getHours, …) in the host process's time.Local, so a script can read
+//     the host's zone, though not its clock. Run the host with TZ=UTC to
+//     hide it.
+//
+// # Limits
+//
+// The defaults, each an [Options] field with a ceiling New enforces:
+// MaxCallStackSize 2,000 (ceiling 10,000), MaxNesting 10,000 (100,000),
+// MaxScriptBytes 256 KiB (256 KiB), MaxScriptNesting 1,000 (10,000).
+package goja
