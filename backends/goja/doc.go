@@ -39,8 +39,11 @@
 // console writes to a discarded buffer, run unchanged). There is no
 // require, no module loader (a dynamic import() is a SyntaxError), no
 // timers (setTimeout and friends do not exist), no performance object.
-// Promise jobs never run: an async function's result is a pending promise,
-// which JSON writes as {}.
+// Promise jobs never run, as in QuickJS: goja would run the jobs a script
+// queued as soon as it returns, so the backend runs the script from inside
+// a call, serialises its value, and then drops the queue with an
+// interrupt. A then-callback cannot change the result, and an async
+// function's result is a pending promise, which JSON writes as {}.
 //
 // Date: the clock starts at [FakeEpoch] (2000-01-01T00:00:00Z) on every run
 // and advances one millisecond per reading (Date.now(), new Date()), as the

@@ -159,6 +159,9 @@ func TestSyntaxErrors(t *testing.T) {
 			assert.NotContains(t, out.Message, "\xff")
 		})
 	}
+	out := eval(t, b, "var x = {;", "", spi.Limits{})
+	assert.Equal(t, spi.Threw("SyntaxError", "script.js: Line 1:11 Unexpected token ; (and 3 more errors)"), out)
+
 	// The limits are inclusive.
 	ok := strings.Repeat("[", goja.DefaultMaxScriptNesting) + strings.Repeat("]", goja.DefaultMaxScriptNesting) + ".length"
 	assert.Equal(t, spi.OK(json.RawMessage(`1`)), eval(t, b, ok, "", spi.Limits{}))
@@ -229,6 +232,24 @@ func TestNoHostCapabilities(t *testing.T) {
 	// A dynamic import does not even compile in a classic script.
 	out = eval(t, b, `var r = "none"; try { (0, eval)('import("fs")'); r = "started" } catch (e) { r = e.name } r`, "", spi.Limits{})
 	assert.Equal(t, spi.OK(json.RawMessage(`"SyntaxError"`)), out)
+}
+
+func TestPromiseJobsNeverRun(t *testing.T) {
+	b := newBackend(t, nil)
+	for _, tc := range []struct {
+		name, script string
+		want         spi.Outcome
+	}{
+		{"a job cannot change the value", `var o = {a: 1}; Promise.resolve().then(function () { o.a = 2 }); o`, spi.OK(json.RawMessage(`{"a":1}`))},
+		{"a runaway job is dropped", `Promise.resolve().then(function () { for (;;) {} }); 1`, spi.OK(json.RawMessage(`1`))},
+		{"an async function after its first await", `(async function () { await null; for (;;) {} })(); 2`, spi.OK(json.RawMessage(`2`))},
+		{"a pending promise is {}", `(async function () { return 5 })()`, spi.OK(json.RawMessage(`{}`))},
+		{"dropped when the script throws", `Promise.resolve().then(function () { for (;;) {} }); throw new Error("x")`, spi.Threw("Error", "x")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, eval(t, b, tc.script, "", spi.Limits{}))
+		})
+	}
 }
 
 func TestFreshRuntimePerRun(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -25,8 +26,15 @@ const (
 	causeCtx        // the context was cancelled
 )
 
-// errStopped is the interrupt value: the run was asked to stop.
-var errStopped = errors.New("goja: run stopped")
+// The interrupt values: the run was asked to stop; the script's value is
+// serialised and its pending promise jobs are to be dropped.
+var (
+	errStopped  = errors.New("goja: run stopped")
+	errFinished = errors.New("goja: run finished")
+)
+
+// driverProgram calls the function it is given from a JavaScript frame.
+var driverProgram = js.MustCompile("driver.js", "(function (body) { body(); })", true)
 
 // describeProgram builds, before the script runs, the function that reads
 // a thrown value's name and message. It captures String first, so a script
@@ -59,6 +67,7 @@ type run struct {
 	parse     js.Callable // the original JSON.parse
 	stringify js.Callable // the original JSON.stringify
 	describe  js.Callable
+	driver    js.Callable
 	replacer  js.Value // checks for a stop between values while stringifying
 }
 
@@ -94,6 +103,13 @@ func (b *backend) newRun(req spi.Request) (*run, error) {
 		return nil, fmt.Errorf("goja: building the error reader: %w", err)
 	}
 	if r.describe, err = callable(d); err != nil {
+		return nil, err
+	}
+	d, err = rt.RunProgram(driverProgram)
+	if err != nil {
+		return nil, fmt.Errorf("goja: building the driver: %w", err)
+	}
+	if r.driver, err = callable(d); err != nil {
 		return nil, err
 	}
 	r.replacer = rt.ToValue(func(call js.FunctionCall) js.Value {
@@ -248,24 +264,62 @@ func (r *run) exec() (out spi.Outcome) {
 		return r.stopped()
 	}
 
-	v, err := r.rt.RunScript(scriptName, r.script)
+	prog, err := js.Compile(scriptName, r.script, false)
 	if err != nil {
+		var re *js.CompilerReferenceError
+		if errors.As(err, &re) {
+			return r.settle(spi.Threw("ReferenceError", strings.TrimPrefix(re.Error(), "ReferenceError: ")))
+		}
+		return r.settle(spi.Threw("SyntaxError", strings.TrimPrefix(err.Error(), "SyntaxError: ")))
+	}
+
+	// The script runs inside a call from a JavaScript frame, so goja does
+	// not run the promise jobs it queued when it returns: the value is
+	// serialised first, then an interrupt drops the jobs, as QuickJS never
+	// runs them either.
+	var (
+		value, text     js.Value
+		runErr, textErr error
+	)
+	body := r.rt.ToValue(func(js.FunctionCall) js.Value {
+		defer r.rt.Interrupt(errFinished)
+		value, runErr = r.rt.RunProgram(prog)
+		if runErr == nil {
+			text, textErr = r.stringify(js.Undefined(), value, r.replacer)
+		}
+		return js.Undefined()
+	})
+	if _, err := r.driver(js.Undefined(), body); err != nil && !finished(err) {
 		return r.failed(err)
 	}
-	return r.result(v)
+	switch c := r.cause.Load(); {
+	case c != causeNone && c != causeDone:
+		return r.stopped()
+	case runErr != nil:
+		return r.failed(runErr)
+	}
+	return r.result(value, text, textErr)
 }
 
-// result serialises the completion value with the runtime's own
-// JSON.stringify (captured before the script ran).
-func (r *run) result(v js.Value) spi.Outcome {
+// finished reports whether err is the interrupt that drops the promise
+// jobs once the script's value is serialised.
+func finished(err error) bool {
+	var ie *js.InterruptedError
+	return errors.As(err, &ie) && ie.Value() == errFinished
+}
+
+// result maps the serialised completion value.
+func (r *run) result(v, j js.Value, err error) spi.Outcome {
 	const prefix = "the completion value cannot be represented as JSON: "
-	j, err := r.stringify(js.Undefined(), v, r.replacer)
 	if err != nil {
 		var ex *js.Exception
-		if r.cause.Load() != causeNone || !errors.As(err, &ex) || isUncatchable(err) {
+		if !errors.As(err, &ex) || isUncatchable(err) {
 			return r.failed(err)
 		}
 		_, msg := r.describeValue(ex.Value())
+		if c := r.cause.Load(); c != causeNone && c != causeDone {
+			return r.stopped() // reading the error ran until the clock expired
+		}
 		if msg == "" {
 			msg = "stringify failed"
 		}
