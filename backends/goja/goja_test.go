@@ -283,7 +283,7 @@ func TestWallClockIsArmedWhenTheScriptStarts(t *testing.T) {
 	// not charged to the script.
 	b := newBackend(t, nil)
 	input := "[" + strings.Repeat("1234567,", 2<<20) + "0]"
-	out := eval(t, b, "input.length", input, spi.Limits{WallClock: 5 * time.Millisecond})
+	out := eval(t, b, "input.length", input, spi.Limits{WallClock: 50 * time.Millisecond})
 	assert.Equal(t, spi.OK(json.RawMessage(fmt.Sprint(2<<20+1))), out)
 }
 
