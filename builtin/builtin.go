@@ -5,6 +5,7 @@ import (
 	"io"
 
 	"github.com/sandbank/sandbank/backends/extism"
+	"github.com/sandbank/sandbank/backends/goja"
 	"github.com/sandbank/sandbank/backends/quickjs"
 	"github.com/sandbank/sandbank/backends/starlark"
 	"github.com/sandbank/sandbank/fixtures"
@@ -33,7 +34,11 @@ func engines() []engine {
 			description: "QuickJS compiled to WebAssembly, run by wazero",
 			isDefault:   true,
 		},
-		// TODO(issue 8): goja is added here as its package lands.
+		{
+			name:        "goja",
+			factory:     func() (spi.Backend, error) { return goja.New(nil) },
+			description: "goja, JavaScript interpreted in Go",
+		},
 		{
 			name:        "starlark",
 			factory:     func() (spi.Backend, error) { return starlark.New(nil) },
@@ -47,8 +52,8 @@ func engines() []engine {
 	}
 }
 
-// Register adds every built-in backend to r, and makes quickjs the default
-// engine of "javascript". Each entry's capabilities are read from a backend
+// Register adds every built-in backend to r (quickjs, goja, starlark and
+// extism), and makes quickjs the default engine of "javascript". Each entry's capabilities are read from a backend
 // built by the entry's own factory, which is then closed.
 //
 // Register panics, like registry.Register, when a built-in backend cannot

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sandbank/sandbank/backends/extism"
+	"github.com/sandbank/sandbank/backends/goja"
 	"github.com/sandbank/sandbank/backends/quickjs"
 	"github.com/sandbank/sandbank/backends/starlark"
 	"github.com/sandbank/sandbank/conformance"
@@ -27,6 +28,7 @@ var direct = map[string]spi.Factory{
 	"quickjs":  func() (spi.Backend, error) { return quickjs.New(nil) },
 	"starlark": func() (spi.Backend, error) { return starlark.New(nil) },
 	"extism":   func() (spi.Backend, error) { return extism.New(nil) },
+	"goja":     func() (spi.Backend, error) { return goja.New(nil) },
 }
 
 func declared(t *testing.T, f spi.Factory) spi.Capabilities {
@@ -49,7 +51,7 @@ func TestRegister(t *testing.T) {
 	for _, e := range r.Engines() {
 		names = append(names, e.Engine)
 	}
-	assert.Equal(t, []string{"extism", "quickjs", "starlark"}, names, "every built-in backend is registered")
+	assert.Equal(t, []string{"extism", "goja", "quickjs", "starlark"}, names, "every built-in backend is registered")
 
 	for _, e := range r.Engines() {
 		t.Run(e.Engine, func(t *testing.T) {
@@ -86,7 +88,7 @@ func TestFixturesUnknownLanguage(t *testing.T) {
 }
 
 func TestCPUBudgetFactory(t *testing.T) {
-	for _, name := range []string{"quickjs", "extism", "nope"} {
+	for _, name := range []string{"quickjs", "goja", "extism", "nope"} {
 		assert.Nil(t, CPUBudgetFactory(name), "%s has no CPU budget option", name)
 	}
 	f := CPUBudgetFactory("starlark")

@@ -23,6 +23,7 @@ func ExampleRegister() {
 	fmt.Println("javascript default:", js.Engine)
 	// Output:
 	// extism wasm
+	// goja javascript
 	// quickjs javascript
 	// starlark starlark
 	// javascript default: quickjs

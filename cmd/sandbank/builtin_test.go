@@ -146,8 +146,8 @@ func TestRunRealEngines(t *testing.T) {
 }
 
 // TestRunBuiltin goes through the real entry point and the built-in
-// registry. It uses Starlark, which has no compile step, so that it stays
-// quick under -race (the JavaScript cases are in TestRunRealEngines).
+// registry. It uses Starlark and goja, which have no compile step, so that
+// it stays quick under -race (the QuickJS cases are in TestRunRealEngines).
 func TestRunBuiltin(t *testing.T) {
 	res := runMain("def main(input):\n    return input[\"a\"] + input[\"b\"]\n",
 		"run", "--lang", "starlark", "--input", `{"a":1,"b":2}`, "-")
@@ -158,6 +158,10 @@ func TestRunBuiltin(t *testing.T) {
 	assert.Equal(t, exitFailure, res.code)
 	assert.Empty(t, res.stdout)
 	assert.Equal(t, "sandbank: effect: scriptError: fail: nope\n", res.stderr)
+
+	res = runMain("({ sum: input.a + input.b })", "run", "--engine", "goja", "--input", `{"a":1,"b":2}`, "-")
+	assert.Equal(t, exitOK, res.code, res.stderr)
+	assert.Equal(t, `{"sum":3}`+"\n", res.stdout, "goja runs JavaScript when named")
 
 	res = runMain("", "run", "--engine", "nope", script(t, "x.js", "1"))
 	assert.Equal(t, exitUsage, res.code)
@@ -175,7 +179,7 @@ func TestEnginesBuiltin(t *testing.T) {
 		names = append(names, r.Engine)
 		assert.NoError(t, r.Capabilities.Validate())
 	}
-	assert.Equal(t, []string{"extism", "quickjs", "starlark"}, names)
+	assert.Equal(t, []string{"extism", "goja", "quickjs", "starlark"}, names)
 }
 
 // TestMatrixBuiltinStarlark runs the real matrix on a real engine through
