@@ -25,14 +25,14 @@ type engine struct {
 	isDefault bool
 }
 
-// engines lists every built-in backend, in registration order.
+// engines lists every built-in backend, in registration order (by name:
+// the default of a language is set explicitly, never implied by the order).
 func engines() []engine {
 	return []engine{
 		{
-			name:        "quickjs",
-			factory:     func() (spi.Backend, error) { return quickjs.New(nil) },
-			description: "QuickJS compiled to WebAssembly, run by wazero",
-			isDefault:   true,
+			name:        "extism",
+			factory:     func() (spi.Backend, error) { return extism.New(nil) },
+			description: "Extism WebAssembly plugins, run by wazero",
 		},
 		{
 			name:        "goja",
@@ -40,21 +40,23 @@ func engines() []engine {
 			description: "goja, JavaScript interpreted in Go",
 		},
 		{
+			name:        "quickjs",
+			factory:     func() (spi.Backend, error) { return quickjs.New(nil) },
+			description: "QuickJS compiled to WebAssembly, run by wazero",
+			isDefault:   true,
+		},
+		{
 			name:        "starlark",
 			factory:     func() (spi.Backend, error) { return starlark.New(nil) },
 			description: "go.starlark.net, a step budget as the CPU limit",
 		},
-		{
-			name:        "extism",
-			factory:     func() (spi.Backend, error) { return extism.New(nil) },
-			description: "Extism WebAssembly plugins, run by wazero",
-		},
 	}
 }
 
-// Register adds every built-in backend to r (quickjs, goja, starlark and
-// extism), and makes quickjs the default engine of "javascript". Each entry's capabilities are read from a backend
-// built by the entry's own factory, which is then closed.
+// Register adds every built-in backend to r (extism, goja, quickjs and
+// starlark), and makes quickjs the default engine of "javascript". Each
+// entry's capabilities are read from a backend built by the entry's own
+// factory, which is then closed.
 //
 // Register panics, like registry.Register, when a built-in backend cannot
 // be built with default options or an engine is already registered in r:
