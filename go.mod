@@ -3,6 +3,7 @@ module github.com/sandbank/sandbank
 go 1.26
 
 require (
+	github.com/bytecodealliance/wasmtime-go/v39 v39.0.1 // indirect
 	github.com/dlclark/regexp2/v2 v2.5.2 // indirect
 	github.com/dop251/goja v0.0.0-20260917113740-793a2a65c13b // indirect
 	github.com/dylibso/observe-sdk/go v0.0.0-20240819160327-2d926c5d788a // indirect
