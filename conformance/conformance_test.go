@@ -325,7 +325,14 @@ func TestBrokenBackends(t *testing.T) {
 			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
 				c.override["no_network"] = outcome(spi.Threw("Error", "probe broke"))
 			},
-			cases: []string{"no_network"}, failed: "no_network", reason: "must finish with its report, got typed scriptError",
+			cases: []string{"no_network"}, failed: "no_network", reason: "must finish with its report, or abort with a typed error naming the refused address, got typed scriptError",
+		},
+		{
+			name: "network probe aborts without naming the refused address",
+			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
+				c.override["no_network"] = refuseNetwork("HTTP request refused")
+			},
+			cases: []string{"no_network"}, failed: "no_network", reason: "abort with a typed error naming the refused address",
 		},
 		{
 			name: "escape probe finds process",
@@ -923,4 +930,16 @@ func TestCasePanicIsAFailure(t *testing.T) {
 		assert.Equal(t, StatusFail, c.Status)
 		assert.Contains(t, c.Reason, c.Name+": the case panicked: effect bug")
 	}
+}
+
+// An engine may refuse the request by aborting the probe (an Extism host
+// traps): that passes only when the typed error names the refused address
+// and the canary saw nothing.
+func TestNoNetworkRefusalByAbort(t *testing.T) {
+	cfg := newFakeConfig()
+	cfg.override["no_network"] = refuseNetwork("")
+	rep := check(t, cfg, &Options{Cases: []string{"no_network"}})
+	c := result(t, rep, "no_network")
+	assert.Equal(t, StatusPass, c.Status, c.Reason)
+	assert.Contains(t, c.Reason, "refused the request by aborting the probe")
 }

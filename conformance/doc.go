@@ -35,7 +35,8 @@
 //	rich_value      astral characters, escapes, 2^31+1, ±(2^53-1), -42,
 //	                3.25, 1e-7 and nesting 100 deep come back exactly
 //	no_network      (Network none) a loopback canary sees no request and
-//	                the probe reports nothing reached
+//	                the probe reports nothing reached, or the engine aborts
+//	                the probe with a typed error naming the refused address
 //	no_escape       (Network none) the probe finds no host capability and
 //	                its clock is null or not within 24 h of the host's
 //	fresh_per_run   (FreshPerRun) 16 runs in sequence, then 8 at once, all

@@ -299,3 +299,19 @@ func withBrokenEffect(t *testing.T, wrap func(ctx context.Context, stem string, 
 	}
 	t.Cleanup(func() { newEvaluator = orig })
 }
+
+// refuseNetwork acts out an engine that refuses the probe's request by
+// aborting the script: with a message that names the URL when fixed is
+// empty, or with the fixed message otherwise.
+func refuseNetwork(fixed string) behavior {
+	return func(_ context.Context, _ *fake, req spi.Request) (spi.Outcome, error) {
+		if fixed != "" {
+			return spi.Threw("trap", fixed), nil
+		}
+		var in struct{ URL string }
+		if err := json.Unmarshal(req.Input, &in); err != nil {
+			return spi.Outcome{}, err
+		}
+		return spi.Threw("trap", "HTTP request to '"+in.URL+"' is not allowed"), nil
+	}
+}
