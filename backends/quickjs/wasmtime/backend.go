@@ -1,0 +1,134 @@
+//go:build cgo
+
+package wasmtime
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	wt "github.com/bytecodealliance/wasmtime-go/v39"
+
+	"github.com/sandbank/sandbank/backends/quickjs/internal/guest"
+	"github.com/sandbank/sandbank/spi"
+
+	quickjswasi "github.com/paralin/go-quickjs-wasi"
+)
+
+// Engine is the engine name this backend registers under.
+const Engine = "quickjs-wasmtime"
+
+// Language is the script language this backend runs.
+const Language = "javascript"
+
+// ErrClosed is returned by Evaluate and Warm after Close.
+var ErrClosed = errors.New("wasmtime: backend closed")
+
+var (
+	_ spi.Backend = (*backend)(nil)
+	_ spi.Warmer  = (*backend)(nil)
+)
+
+// backend runs every evaluation in a new store and instance of one
+// compiled module, shared by every backend of the process.
+type backend struct {
+	set    settings
+	layout guest.Layout
+	rt     *runtimeState
+
+	// life is cancelled by Close; every run's context follows it.
+	life     context.Context
+	shutdown context.CancelFunc
+	mu       sync.Mutex // guards closed and runs.Add
+	closed   bool
+	runs     sync.WaitGroup
+
+	// observe, nil in production, sees the facts of every run that
+	// reached the guest, and the fuel it had left.
+	observe func(f guest.Facts, fuelLeft uint64)
+}
+
+// New returns a QuickJS-on-wasmtime backend. A nil opts means defaults.
+// It derives the C stack region from the embedded binary (and fails if it
+// cannot: the backend refuses to run without its stack guard) and sets up
+// the process-wide wasmtime engine; the module is compiled by Warm or by
+// the first Evaluate, once per process.
+func New(opts *Options) (spi.Backend, error) {
+	set, err := opts.settings()
+	if err != nil {
+		return nil, err
+	}
+	layout, err := guest.ParseLayout(quickjswasi.QuickJSWASM)
+	if err != nil {
+		return nil, err
+	}
+	rt, err := processRuntime()
+	if err != nil {
+		return nil, err
+	}
+	life, shutdown := context.WithCancel(context.Background())
+	return &backend{set: set, layout: layout, rt: rt, life: life, shutdown: shutdown}, nil
+}
+
+// Capabilities implements spi.Backend.
+func (b *backend) Capabilities() spi.Capabilities {
+	return spi.Capabilities{
+		Language:    Language,
+		Network:     spi.NetworkNone,
+		WallClock:   spi.WallClockHard,
+		Memory:      true,
+		CPU:         true, // fuel
+		FreshPerRun: true,
+	}
+}
+
+// Warm compiles the module (or loads it from the cache directory) ahead
+// of the first request. It returns when that finished or ctx is done.
+func (b *backend) Warm(ctx context.Context) error {
+	if err := b.enter(); err != nil {
+		return err
+	}
+	defer b.runs.Done()
+	_, err := b.module(ctx)
+	return err
+}
+
+// Close stops every run in flight and waits for them to return. The
+// compiled module and the engine are process-wide and stay for the next
+// backend. Close is idempotent.
+func (b *backend) Close() error {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return nil
+	}
+	b.closed = true
+	b.mu.Unlock()
+	b.shutdown()
+	b.runs.Wait()
+	return nil
+}
+
+// enter registers a run, or fails after Close.
+func (b *backend) enter() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return ErrClosed
+	}
+	b.runs.Add(1)
+	return nil
+}
+
+// module returns the compiled module, waiting for the process-wide
+// compile; a caller whose ctx is done stops waiting while the compile
+// goes on for the next caller.
+func (b *backend) module(ctx context.Context) (*wt.Module, error) {
+	m := moduleFor(b.rt, b.set.cacheDir)
+	select {
+	case <-m.done:
+		return m.mod, m.err
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	}
+}

@@ -1,0 +1,189 @@
+//go:build cgo
+
+package wasmtime
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"sync"
+
+	wt "github.com/bytecodealliance/wasmtime-go/v39"
+	quickjswasi "github.com/paralin/go-quickjs-wasi"
+)
+
+// engineConfig names every engine setting that changes the compiled code;
+// it is part of the compiled-module cache key.
+const engineConfig = "cranelift;opt=speed;epoch-interruption;consume-fuel"
+
+// bindingModule is the Go module of the wasmtime binding; its version is
+// part of the cache key.
+const bindingModule = "github.com/bytecodealliance/wasmtime-go/v39"
+
+// runtimeState is the process-wide wasmtime engine and linker. The engine
+// is configured once (Cranelift, epoch interruption, fuel); every backend
+// of the process shares it, so the module is compiled once per process.
+type runtimeState struct {
+	engine *wt.Engine
+	linker *wt.Linker
+}
+
+var processRuntime = sync.OnceValues(func() (*runtimeState, error) {
+	cfg := wt.NewConfig()
+	cfg.SetStrategy(wt.StrategyCranelift)
+	cfg.SetCraneliftOptLevel(wt.OptLevelSpeed)
+	cfg.SetEpochInterruption(true)
+	cfg.SetConsumeFuel(true)
+	cfg.SetParallelCompilation(true)
+	eng := wt.NewEngineWithConfig(cfg)
+	linker, err := newLinker(eng)
+	if err != nil {
+		return nil, err
+	}
+	return &runtimeState{engine: eng, linker: linker}, nil
+})
+
+// compiledModule is the compiled QuickJS module for one cache directory
+// ("" for none), compiled at most once per process.
+type compiledModule struct {
+	once sync.Once
+	done chan struct{}
+	mod  *wt.Module
+	err  error
+	// fromCache is true when the module was deserialized from the cache.
+	fromCache bool
+}
+
+var (
+	modulesMu sync.Mutex
+	modules   = map[string]*compiledModule{}
+)
+
+// moduleFor returns the process-wide compile of the module for cacheDir,
+// starting it on its own goroutine on first use.
+func moduleFor(rt *runtimeState, cacheDir string) *compiledModule {
+	modulesMu.Lock()
+	m, ok := modules[cacheDir]
+	if !ok {
+		m = &compiledModule{done: make(chan struct{})}
+		modules[cacheDir] = m
+	}
+	modulesMu.Unlock()
+	m.once.Do(func() {
+		go func() {
+			defer close(m.done)
+			m.mod, m.fromCache, m.err = loadModule(rt.engine, cacheDir, quickjswasi.QuickJSWASM)
+		}()
+	})
+	return m
+}
+
+// loadModule compiles wasm, or deserializes it from cacheDir when a
+// verified entry for this exact binding, engine configuration and binary
+// is there; after a compile it writes the entry (best effort: a cache
+// that cannot be written only costs the next process a compile).
+func loadModule(eng *wt.Engine, cacheDir string, wasm []byte) (*wt.Module, bool, error) {
+	if cacheDir == "" {
+		mod, err := wt.NewModule(eng, wasm)
+		if err != nil {
+			return nil, false, fmt.Errorf("wasmtime: compile: %s", firstLine(err.Error()))
+		}
+		return mod, false, nil
+	}
+	path := filepath.Join(cacheDir, cacheName(wasm))
+	if mod, ok := readCache(eng, path); ok {
+		return mod, true, nil
+	}
+	mod, err := wt.NewModule(eng, wasm)
+	if err != nil {
+		return nil, false, fmt.Errorf("wasmtime: compile: %s", firstLine(err.Error()))
+	}
+	if ser, err := mod.Serialize(); err == nil {
+		_ = writeCache(cacheDir, path, ser)
+	}
+	return mod, false, nil
+}
+
+// cacheName is the file name of the cache entry: a hash of the binding's
+// version, the engine configuration, the platform and the wasm binary.
+func cacheName(wasm []byte) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s@%s\n%s\n%s/%s\n", bindingModule, bindingVersion(), engineConfig, runtime.GOOS, runtime.GOARCH)
+	sum := sha256.Sum256(wasm)
+	h.Write(sum[:])
+	return "quickjs-" + hex.EncodeToString(h.Sum(nil)[:16]) + ".cwasm"
+}
+
+// bindingVersion is the wasmtime binding's module version from the build
+// information, or "unknown" (wasmtime itself also refuses to deserialize
+// code compiled by another version).
+func bindingVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, d := range bi.Deps {
+			if d.Path == bindingModule {
+				if d.Replace != nil {
+					return d.Version + "=>" + d.Replace.Path + "@" + d.Replace.Version
+				}
+				return d.Version
+			}
+		}
+	}
+	return "unknown"
+}
+
+// A cache entry is the serialized module followed by its SHA-256, so that
+// a truncated or damaged file is recompiled instead of being run.
+const sumSize = sha256.Size
+
+func readCache(eng *wt.Engine, path string) (*wt.Module, bool) {
+	b, err := os.ReadFile(path)
+	if err != nil || len(b) <= sumSize {
+		return nil, false
+	}
+	body, sum := b[:len(b)-sumSize], b[len(b)-sumSize:]
+	if got := sha256.Sum256(body); !bytes.Equal(got[:], sum) {
+		return nil, false
+	}
+	mod, err := wt.NewModuleDeserialize(eng, body)
+	if err != nil {
+		return nil, false
+	}
+	return mod, true
+}
+
+// writeCache writes the entry atomically: a temporary file in the same
+// directory, renamed over the entry once complete.
+func writeCache(dir, path string, ser []byte) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, ".quickjs-*.tmp")
+	if err != nil {
+		return err
+	}
+	sum := sha256.Sum256(ser)
+	_, werr := f.Write(ser)
+	if werr == nil {
+		_, werr = f.Write(sum[:])
+	}
+	if werr == nil {
+		werr = f.Sync()
+	}
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		werr = os.Rename(f.Name(), path)
+	}
+	if werr != nil {
+		_ = os.Remove(f.Name())
+		return errors.Join(errors.New("wasmtime: cache write"), werr)
+	}
+	return nil
+}

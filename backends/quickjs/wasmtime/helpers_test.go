@@ -1,0 +1,62 @@
+//go:build cgo
+
+package wasmtime
+
+import (
+	"context"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sandbank/sandbank/spi"
+)
+
+// TestMain compiles the module once for the whole test binary, so that no
+// test's cold-start allowance covers a compile (which takes seconds, and
+// far longer under the race detector).
+func TestMain(m *testing.M) {
+	b, err := New(&Options{ColdStartAllowance: 10 * time.Minute})
+	if err == nil {
+		err = b.(spi.Warmer).Warm(context.Background())
+		_ = b.(*backend).Close()
+	}
+	if err != nil {
+		panic(err)
+	}
+	os.Exit(m.Run())
+}
+
+var (
+	sharedOnce sync.Once
+	sharedB    *backend
+)
+
+// shared is one backend for the tests that do not need their own.
+func shared(t testing.TB) *backend {
+	t.Helper()
+	sharedOnce.Do(func() {
+		b, err := New(nil)
+		require.NoError(t, err)
+		sharedB = b.(*backend)
+	})
+	return sharedB
+}
+
+func newBackend(t testing.TB, o *Options) *backend {
+	t.Helper()
+	b, err := New(o)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = b.(*backend).Close() })
+	return b.(*backend)
+}
+
+func eval(t testing.TB, b *backend, script, input string, l spi.Limits) (spi.Outcome, error) {
+	t.Helper()
+	if input == "" {
+		input = "{}"
+	}
+	return b.Evaluate(context.Background(), spi.Request{Script: []byte(script), Input: []byte(input), Limits: l})
+}

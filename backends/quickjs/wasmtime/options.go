@@ -1,0 +1,113 @@
+//go:build cgo
+
+package wasmtime
+
+import (
+	"errors"
+	"time"
+)
+
+// Defaults of the options and of the limits a request leaves at zero.
+const (
+	// DefaultColdStartAllowance bounds the start-up phases of one run
+	// (waiting for the compiled module, instantiating, booting the engine,
+	// reading and parsing the input), which are not charged to the
+	// script's wall clock.
+	DefaultColdStartAllowance = 10 * time.Second
+	// DefaultMaxStderrBytes bounds what the engine and the script's
+	// print/console output may leave on stderr per run.
+	DefaultMaxStderrBytes = 64 << 10
+	// DefaultMemoryBytes is the memory limit of a request whose
+	// Limits.MemoryBytes is zero.
+	DefaultMemoryBytes int64 = 32 << 20
+	// DefaultWallClock is the wall clock of a request whose
+	// Limits.WallClock is zero.
+	DefaultWallClock = 5 * time.Second
+	// MaxMemoryBytes is the largest memory a run can have: all of a 32-bit
+	// WebAssembly address space. A larger request is clamped to it.
+	MaxMemoryBytes int64 = 4 << 30
+	// DefaultFuel is the CPU budget of a run when Options.Fuel is zero:
+	// 2^37 units of wasmtime fuel, roughly a minute of QuickJS work on
+	// the machines this was measured on (see the package documentation).
+	DefaultFuel uint64 = 1 << 37
+	// MaxFuel is the largest budget wasmtime accepts (fuel is a signed
+	// 64-bit count inside the engine); a larger Options.Fuel is refused.
+	MaxFuel uint64 = 1<<63 - 1
+)
+
+// bootFuel is the fuel a run gets for its start-up phases (booting the
+// engine, parsing the input), which the script's budget does not cover;
+// the cold-start allowance bounds them in time.
+const bootFuel = MaxFuel
+
+// Options configure a backend. A nil *Options, or the zero value of a
+// field, means the documented default.
+type Options struct {
+	// CacheDir, when not empty, is a directory where the backend keeps
+	// the compiled module (wasmtime's Module.Serialize) across processes,
+	// which takes the compile (seconds) off the first run after a process
+	// starts. It is created (mode 0700) if missing. Deserializing compiled
+	// code runs it: point CacheDir only at a directory this process owns
+	// and nobody else can write. Default: no disk cache; the module is
+	// compiled once per process.
+	CacheDir string
+
+	// Fuel is the CPU budget of one run, in wasmtime fuel units (about one
+	// per WebAssembly instruction), counted from the moment the script
+	// starts; a run that spends it ends in the typed limit cpu. The count
+	// is deterministic: the same script with the same input spends the
+	// same fuel on every run. Zero means DefaultFuel; more than MaxFuel is
+	// refused.
+	Fuel uint64
+
+	// ColdStartAllowance bounds the start-up phases of a run (compile,
+	// instantiate, boot, input), which are not charged to the script's
+	// wall clock. Running past it is an untyped, retryable error naming
+	// the phase, never a limit. Zero means DefaultColdStartAllowance;
+	// negative is refused.
+	ColdStartAllowance time.Duration
+
+	// MaxStderrBytes bounds the stderr kept per run (the engine's own
+	// messages and the script's print/console output); the rest is
+	// dropped. Zero means DefaultMaxStderrBytes; negative is refused.
+	MaxStderrBytes int
+}
+
+// settings are the validated options.
+type settings struct {
+	cacheDir       string
+	fuel           uint64
+	coldStart      time.Duration
+	maxStderrBytes int
+}
+
+func (o *Options) settings() (settings, error) {
+	s := settings{
+		fuel:           DefaultFuel,
+		coldStart:      DefaultColdStartAllowance,
+		maxStderrBytes: DefaultMaxStderrBytes,
+	}
+	if o == nil {
+		return s, nil
+	}
+	s.cacheDir = o.CacheDir
+	switch {
+	case o.Fuel > MaxFuel:
+		return settings{}, errors.New("wasmtime: Fuel above MaxFuel")
+	case o.Fuel > 0:
+		s.fuel = o.Fuel
+	}
+	switch {
+	case o.ColdStartAllowance < 0:
+		return settings{}, errors.New("wasmtime: negative ColdStartAllowance")
+	case o.ColdStartAllowance > 0:
+		s.coldStart = o.ColdStartAllowance
+	}
+	switch {
+	case o.MaxStderrBytes < 0:
+		return settings{}, errors.New("wasmtime: negative MaxStderrBytes")
+	case o.MaxStderrBytes > 0:
+		s.maxStderrBytes = o.MaxStderrBytes
+	}
+	return s, nil
+}

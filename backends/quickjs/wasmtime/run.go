@@ -1,0 +1,355 @@
+//go:build cgo
+
+package wasmtime
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	wt "github.com/bytecodealliance/wasmtime-go/v39"
+
+	"github.com/sandbank/sandbank/backends/quickjs/internal/guest"
+	"github.com/sandbank/sandbank/spi"
+)
+
+// The start-up phases a run goes through before the script starts; a
+// StartupError names the one it was in.
+const (
+	phaseCompile     = "compile"
+	phaseInstantiate = "instantiate"
+	phaseBoot        = "boot"
+	phaseInput       = "input"
+	phaseScript      = "script"
+)
+
+// StartupError reports that a run's start-up phases (which the script's
+// wall clock does not cover) took longer than the cold-start allowance.
+// It is not an outcome of the script: the effect reports it untyped, and a
+// retry may succeed.
+type StartupError struct {
+	// Phase is the start-up phase the run was in: "compile",
+	// "instantiate", "boot" (the engine starting) or "input" (reading and
+	// parsing the input).
+	Phase string
+	// Allowance is the cold-start allowance that ran out.
+	Allowance time.Duration
+}
+
+func (e *StartupError) Error() string {
+	return fmt.Sprintf("wasmtime: start-up phase %q exceeded the cold-start allowance of %v", e.Phase, e.Allowance)
+}
+
+// errWallClock is the cancel cause when the script's clock runs out.
+var errWallClock = errors.New("wasmtime: wall clock expired")
+
+// Evaluate implements spi.Backend: one new store and instance per call.
+func (b *backend) Evaluate(ctx context.Context, req spi.Request) (spi.Outcome, error) {
+	if err := ctx.Err(); err != nil {
+		return spi.Outcome{}, err
+	}
+	limits, err := normalise(req.Limits)
+	if err != nil {
+		return spi.Outcome{}, err
+	}
+	if err := b.enter(); err != nil {
+		return spi.Outcome{}, err
+	}
+	defer b.runs.Done()
+	r := &run{b: b, limits: limits}
+	return r.do(ctx, req)
+}
+
+func normalise(l spi.Limits) (spi.Limits, error) {
+	switch {
+	case l.WallClock < 0:
+		return l, errors.New("wasmtime: negative wall clock")
+	case l.MemoryBytes < 0:
+		return l, errors.New("wasmtime: negative memory limit")
+	}
+	if l.WallClock == 0 {
+		l.WallClock = DefaultWallClock
+	}
+	if l.MemoryBytes == 0 {
+		l.MemoryBytes = DefaultMemoryBytes
+	}
+	if l.MemoryBytes > MaxMemoryBytes {
+		l.MemoryBytes = MaxMemoryBytes
+	}
+	return l, nil
+}
+
+// run is the state of one evaluation; the WASI shadows reach it through
+// the store's data.
+type run struct {
+	b      *backend
+	limits spi.Limits
+
+	store  *wt.Store
+	stdin  *bytes.Reader
+	stdout *guest.Stdout
+	stderr *cappedBuffer
+
+	clockReads atomic.Int64
+	monoReads  atomic.Int64
+	inputOnce  sync.Once
+	inputRead  atomic.Bool
+	fuelErr    error // set on the guest's thread, read after the call
+
+	cancel      context.CancelCauseFunc
+	phase       atomic.Value // string
+	timersMu    sync.Mutex
+	coldTimer   *time.Timer
+	wallTimer   *time.Timer
+	wallExpired atomic.Bool
+}
+
+func (r *run) setPhase(p string) { r.phase.Store(p) }
+func (r *run) getPhase() string  { s, _ := r.phase.Load().(string); return s }
+
+// inputStarts is called on the guest's first read of stdin: the engine
+// booted.
+func (r *run) inputStarts() {
+	r.inputOnce.Do(func() {
+		r.inputRead.Store(true)
+		r.setPhase(phaseInput)
+	})
+}
+
+// scriptStarts is called by the stdout sink, synchronously inside the
+// guest's write of the start record (on the guest's thread): the start-up
+// phases are over, the script's wall clock starts now and its fuel is
+// its budget.
+func (r *run) scriptStarts() {
+	r.timersMu.Lock()
+	defer r.timersMu.Unlock()
+	if !r.coldTimer.Stop() {
+		return // the allowance already ran out; the run is being stopped
+	}
+	r.setPhase(phaseScript)
+	r.fuelErr = r.store.SetFuel(r.b.set.fuel)
+	r.wallTimer = time.AfterFunc(r.limits.WallClock, func() {
+		r.wallExpired.Store(true)
+		r.cancel(errWallClock)
+	})
+}
+
+func (r *run) stopTimers() {
+	r.timersMu.Lock()
+	defer r.timersMu.Unlock()
+	r.coldTimer.Stop()
+	if r.wallTimer != nil {
+		r.wallTimer.Stop()
+	}
+}
+
+func (r *run) do(ctx context.Context, req spi.Request) (spi.Outcome, error) {
+	b := r.b
+	runCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	r.cancel = cancel
+	stopLife := context.AfterFunc(b.life, func() { cancel(ErrClosed) })
+	defer stopLife()
+
+	r.setPhase(phaseCompile)
+	r.timersMu.Lock()
+	r.coldTimer = time.AfterFunc(b.set.coldStart, func() {
+		cancel(&StartupError{Phase: r.getPhase(), Allowance: b.set.coldStart})
+	})
+	r.timersMu.Unlock()
+	defer r.stopTimers()
+
+	mod, err := b.module(runCtx)
+	if err != nil {
+		return r.failure(ctx, runCtx, err)
+	}
+	nonce, err := guest.NewNonce()
+	if err != nil {
+		return spi.Outcome{}, err
+	}
+	canary, err := guest.NewCanary()
+	if err != nil {
+		return spi.Outcome{}, err
+	}
+	r.stdout = guest.NewStdout(nonce, stdoutLimit(r.limits.MemoryBytes), r.scriptStarts)
+	r.stderr = &cappedBuffer{limit: b.set.maxStderrBytes}
+	r.stdin = bytes.NewReader(guest.Payload(nonce, req.Script, req.Input))
+
+	r.setPhase(phaseInstantiate)
+	wasi := wt.NewWasiConfig() // no preopens, no environment, stdio shadowed
+	defer wasi.Close()
+	wasi.SetArgv(guest.Args(r.limits.MemoryBytes))
+	store := wt.NewStoreWithData(b.rt.engine, r)
+	r.store = store
+	stop := newStopFlag(b.rt.engine)
+	defer stop.free() // after the store is closed (deferred below, so run first)
+	defer store.Close()
+	store.SetWasi(wasi)
+	store.Limiter(r.limits.MemoryBytes, -1, -1, -1, -1)
+	if err := store.SetFuel(bootFuel); err != nil {
+		return spi.Outcome{}, fmt.Errorf("wasmtime: fuel: %s", firstLine(err.Error()))
+	}
+	stop.install(store)
+	// From here on, any end of runCtx (the caller, the wall clock, the
+	// cold-start allowance, Close) stops the guest at once.
+	stopKill := context.AfterFunc(runCtx, stop.set)
+	defer stopKill()
+
+	inst, err := b.rt.linker.Instantiate(store, mod)
+	if err != nil {
+		if r.limits.MemoryBytes < initialMemoryBytes(mod) {
+			// The limit is below the module's own initial memory: the
+			// engine cannot even start within it.
+			return spi.Limited(spi.LimitMemory), nil
+		}
+		return r.failure(ctx, runCtx, fmt.Errorf("wasmtime: instantiate: %s", firstLine(err.Error())))
+	}
+	memExt := inst.GetExport(store, "memory")
+	start := inst.GetFunc(store, "_start")
+	if memExt == nil || memExt.Memory() == nil || start == nil {
+		return spi.Outcome{}, errors.New("wasmtime: the module lacks its memory or _start export")
+	}
+	mem := memExt.Memory()
+	data := mem.UnsafeData(store)
+	if uint64(b.layout.Bottom)+guest.CanarySize > uint64(len(data)) {
+		return spi.Outcome{}, errors.New("wasmtime: the stack canary lies outside linear memory")
+	}
+	copy(data[b.layout.Bottom:], canary[:])
+
+	r.setPhase(phaseBoot)
+	_, callErr := start.Call(store)
+	phase := r.getPhase()
+	r.stopTimers()
+
+	data = mem.UnsafeData(store)
+	fuelLeft, _ := store.GetFuel()
+	facts := guest.Facts{
+		Record:           r.stdout.Record(),
+		InputRead:        r.inputRead.Load(),
+		Started:          r.stdout.Started(),
+		CanaryIntact:     canary.Intact(data[b.layout.Bottom : b.layout.Bottom+guest.CanarySize]),
+		MemoryRefused:    nearLimit(uint64(len(data)), uint64(r.limits.MemoryBytes)),
+		WallClockExpired: r.wallExpired.Load(),
+	}
+	facts.Ending, facts.ExitCode, facts.Trap = ending(callErr)
+	if facts.Ending == guest.EndKilled && runCtx.Err() == nil {
+		// Nothing of ours stopped it: read it as any other trap.
+		facts.Ending = guest.EndTrap
+	}
+	if b.observe != nil {
+		b.observe(facts, fuelLeft)
+	}
+
+	// The caller's cancellation and the backend's own stops come first:
+	// they say nothing about the script.
+	if err := ctx.Err(); err != nil {
+		return spi.Outcome{}, err
+	}
+	if cause := context.Cause(runCtx); cause != nil && !errors.Is(cause, errWallClock) && !errors.Is(cause, context.Canceled) {
+		return spi.Outcome{}, cause
+	}
+	if r.fuelErr != nil {
+		return spi.Outcome{}, fmt.Errorf("wasmtime: fuel: %s", firstLine(r.fuelErr.Error()))
+	}
+	if facts.Started && facts.Ending == guest.EndTrap && fuelLeft == 0 && facts.Record.Kind == 0 {
+		// Out of fuel. Read from the store, not from the trap code: the
+		// binding's wasmtime.OutOfFuel (11) is not the C API's code for
+		// it (12).
+		return spi.Limited(spi.LimitCPU), nil
+	}
+	out, err := guest.Interpret(facts, phase)
+	if err != nil && !facts.Started {
+		return spi.Outcome{}, fmt.Errorf("%w; stderr: %q", err, r.stderr.head(256))
+	}
+	return out, err
+}
+
+// ending classifies how _start returned.
+func ending(err error) (guest.Ending, uint32, string) {
+	if err == nil {
+		return guest.EndExit, 0, ""
+	}
+	var werr *wt.Error
+	if errors.As(err, &werr) {
+		if code, ok := werr.ExitStatus(); ok {
+			return guest.EndExit, uint32(code), ""
+		}
+	}
+	msg := firstLine(err.Error())
+	if strings.Contains(err.Error(), interruptMessage) {
+		return guest.EndKilled, 0, msg
+	}
+	return guest.EndTrap, 0, msg
+}
+
+// nearLimit reports whether a linear memory of size bytes stands so
+// close to the limit that a refused growth is the likely reason the guest
+// stopped: wasmtime's store limiter refuses silently (memory.grow returns
+// -1), so the backend cannot observe the refusal itself. Within 1/16 of
+// the limit, or 1 MiB, counts.
+func nearLimit(size, limit uint64) bool {
+	slack := max(limit/16, 1<<20)
+	return size+slack > limit
+}
+
+// initialMemoryBytes is the module's declared initial linear memory.
+func initialMemoryBytes(mod *wt.Module) int64 {
+	for _, e := range mod.Exports() {
+		if mt := e.Type().MemoryType(); mt != nil && e.Name() == "memory" {
+			return int64(mt.Minimum()) * 65536
+		}
+	}
+	return 0
+}
+
+// failure reports an error from a start-up phase, preferring the caller's
+// cancellation and the run's own cancel cause.
+func (r *run) failure(ctx, runCtx context.Context, err error) (spi.Outcome, error) {
+	if cerr := ctx.Err(); cerr != nil {
+		return spi.Outcome{}, cerr
+	}
+	if cause := context.Cause(runCtx); cause != nil {
+		return spi.Outcome{}, cause
+	}
+	return spi.Outcome{}, err
+}
+
+// stdoutLimit bounds the stdout kept for a run. Only the wrapper writes
+// to stdout, and its result is a string held in guest memory, at most
+// three bytes of UTF-8 per UTF-16 unit of it.
+func stdoutLimit(memoryBytes int64) int {
+	n := 3*memoryBytes + 64<<10
+	if n > math.MaxInt32 {
+		n = math.MaxInt32
+	}
+	return int(n)
+}
+
+// cappedBuffer keeps the first limit bytes written to it and drops the
+// rest, never failing the writer.
+type cappedBuffer struct {
+	mu    sync.Mutex
+	limit int
+	buf   []byte
+}
+
+func (c *cappedBuffer) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if room := c.limit - len(c.buf); room > 0 {
+		c.buf = append(c.buf, p[:min(room, len(p))]...)
+	}
+	return len(p), nil
+}
+
+func (c *cappedBuffer) head(n int) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return string(c.buf[:min(n, len(c.buf))])
+}
