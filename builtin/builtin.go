@@ -54,15 +54,15 @@ func engines() []engine {
 }
 
 // Register adds every built-in backend to r (extism, goja, quickjs and
-// starlark), and makes quickjs the default engine of "javascript". Each
-// entry's capabilities are read from a backend built by the entry's own
+// starlark; quickjs-wasmtime too in a build with cgo), and makes quickjs
+// the default engine of "javascript". Each entry's capabilities are read from a backend built by the entry's own
 // factory, which is then closed.
 //
 // Register panics, like registry.Register, when a built-in backend cannot
 // be built with default options or an engine is already registered in r:
 // both are programmer errors, found at start-up.
 func Register(r *registry.Registry) {
-	for _, e := range engines() {
+	for _, e := range append(engines(), cgoEngines()...) {
 		caps, err := declaration(e.factory)
 		if err != nil {
 			panic(fmt.Sprintf("builtin: engine %q: %v", e.name, err))
@@ -132,6 +132,6 @@ func CPUBudgetFactory(engine string) spi.Factory {
 	case "starlark":
 		return func() (spi.Backend, error) { return starlark.New(&starlark.Options{MaxSteps: CPUBudgetSteps}) }
 	default:
-		return nil
+		return cgoCPUBudgetFactory(engine)
 	}
 }
