@@ -55,8 +55,8 @@ func engines() []engine {
 
 // Register adds every built-in backend to r (extism, goja, quickjs and
 // starlark; quickjs-wasmtime too in a build with cgo), and makes quickjs
-// the default engine of "javascript". Each entry's capabilities are read from a backend built by the entry's own
-// factory, which is then closed.
+// the default engine of "javascript". Each entry's capabilities are read
+// from a backend built by the entry's own factory, which is then closed.
 //
 // Register panics, like registry.Register, when a built-in backend cannot
 // be built with default options or an engine is already registered in r:
