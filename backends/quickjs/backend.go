@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	quickjswasi "github.com/paralin/go-quickjs-wasi"
 	"github.com/tetratelabs/wazero"
@@ -33,8 +34,8 @@ var (
 // pays the compile (about a second). It lives as long as the process.
 var processCache = sync.OnceValue(wazero.NewCompilationCache)
 
-// backend runs every evaluation in a new instance of one compiled module,
-// in one wazero runtime.
+// backend runs every evaluation in a fresh or a restored instance of one
+// compiled module, in one wazero runtime.
 type backend struct {
 	set    settings
 	layout guest.Layout
@@ -53,6 +54,13 @@ type backend struct {
 	mu       sync.Mutex // guards closed and runs.Add
 	closed   bool
 	runs     sync.WaitGroup
+
+	// Parked mode: the pools by memory limit, and the instances' goroutines.
+	poolsMu   sync.Mutex
+	pools     map[int64]*pool
+	instances sync.WaitGroup
+	boots     atomic.Int64 // instances started, for tests
+	reuses    atomic.Int64 // runs that resumed a parked instance, for tests
 
 	// Test hooks, nil in production: args replaces guest.Args; observe
 	// sees the facts of every run that reached the guest.
@@ -88,12 +96,14 @@ func New(opts *Options) (spi.Backend, error) {
 	}
 	ctx := context.Background()
 	rt := wazero.NewRuntimeWithConfig(ctx, cfg)
-	if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
-		_ = rt.Close(ctx)
-		if cache != nil {
-			_ = cache.Close(ctx)
+	if set.mode == ModeFresh { // parked mode instantiates its own WASI after compiling
+		if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
+			_ = rt.Close(ctx)
+			if cache != nil {
+				_ = cache.Close(ctx)
+			}
+			return nil, fmt.Errorf("quickjs: WASI: %w", err)
 		}
-		return nil, fmt.Errorf("quickjs: WASI: %w", err)
 	}
 	life, shutdown := context.WithCancel(context.Background())
 	return &backend{
@@ -104,6 +114,7 @@ func New(opts *Options) (spi.Backend, error) {
 		compiled: make(chan struct{}),
 		life:     life,
 		shutdown: shutdown,
+		pools:    map[int64]*pool{},
 	}, nil
 }
 
@@ -124,14 +135,23 @@ func (b *backend) Capabilities() spi.Capabilities {
 }
 
 // Warm compiles the module (and fills the compilation cache) ahead of the
-// first request. It returns when compiling finished or ctx is done.
+// first request; in ModeParked it also boots the pool of parked instances
+// for DefaultMemoryBytes (the effect's default limit). It returns when
+// that is done or ctx is done.
 func (b *backend) Warm(ctx context.Context) error {
 	if err := b.enter(); err != nil {
 		return err
 	}
 	defer b.runs.Done()
-	_, err := b.compiledModule(ctx)
-	return err
+	if _, err := b.compiledModule(ctx); err != nil {
+		return err
+	}
+	if b.set.mode == ModeParked {
+		if p := b.poolFor(DefaultMemoryBytes); p != nil {
+			return p.warm(ctx)
+		}
+	}
+	return nil
 }
 
 // Close stops every run in flight, waits for them to return, and releases
@@ -146,6 +166,7 @@ func (b *backend) Close() error {
 	b.mu.Unlock()
 	b.shutdown()
 	b.runs.Wait()
+	b.instances.Wait()
 	ctx := context.Background()
 	err := b.rt.Close(ctx)
 	if b.cache != nil {
@@ -177,6 +198,12 @@ func (b *backend) compiledModule(ctx context.Context) (wazero.CompiledModule, er
 			b.mod, b.compileErr = b.rt.CompileModule(context.Background(), quickjswasi.QuickJSWASM)
 			if b.compileErr != nil {
 				b.compileErr = fmt.Errorf("quickjs: compile: %w", b.compileErr)
+				return
+			}
+			if b.set.mode == ModeParked {
+				if err := instantiateParkedWASI(context.Background(), b.rt, b.mod); err != nil {
+					b.mod, b.compileErr = nil, fmt.Errorf("quickjs: WASI: %w", err)
+				}
 			}
 		}()
 	})

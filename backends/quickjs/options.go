@@ -2,8 +2,39 @@ package quickjs
 
 import (
 	"errors"
+	"fmt"
+	"runtime"
 	"time"
 )
+
+// Mode is how a backend gives every run a fresh engine. The zero value
+// of Options.Mode means the default, ModeParked.
+type Mode int
+
+// The modes.
+const (
+	// ModeParked keeps a pool of parked instances: each booted once,
+	// stopped inside its first read of the request, and snapshotted there.
+	// Every run restores the whole snapshot (linear memory, mutable
+	// globals, call stack, WASI state) before it resumes with its own
+	// request, so a run sees exactly what a fresh instance would; an
+	// instance whose run ended in any way but the expected one is
+	// discarded and replaced off the request path. The default.
+	ModeParked Mode = iota + 1
+	// ModeFresh instantiates the module anew for every run and boots the
+	// engine inside it (about ten times slower than ModeParked).
+	ModeFresh
+)
+
+func (m Mode) String() string {
+	switch m {
+	case ModeParked:
+		return "parked"
+	case ModeFresh:
+		return "fresh"
+	}
+	return fmt.Sprintf("Mode(%d)", int(m))
+}
 
 // Defaults of the options and of the limits a request leaves at zero.
 const (
@@ -58,6 +89,17 @@ type Options struct {
 	// messages and the script's print/console output); the rest is
 	// dropped. Zero means DefaultMaxStderrBytes; negative is refused.
 	MaxStderrBytes int
+
+	// Mode selects parked instances (ModeParked) or a new instance per
+	// run (ModeFresh). Zero means ModeParked; any other value is refused.
+	Mode Mode
+
+	// PoolSize is how many parked instances ModeParked keeps ready per
+	// memory limit. Zero means runtime.GOMAXPROCS(0); negative is
+	// refused. A run that finds no parked instance boots one of its own
+	// (as long as a fresh instance takes), so the pool bounds what is
+	// kept, never how many runs go side by side.
+	PoolSize int
 }
 
 // settings are the validated options.
@@ -66,6 +108,8 @@ type settings struct {
 	closeOnDone    bool
 	coldStart      time.Duration
 	maxStderrBytes int
+	mode           Mode
+	poolSize       int
 }
 
 func (o *Options) settings() (settings, error) {
@@ -73,6 +117,8 @@ func (o *Options) settings() (settings, error) {
 		closeOnDone:    true,
 		coldStart:      DefaultColdStartAllowance,
 		maxStderrBytes: DefaultMaxStderrBytes,
+		mode:           ModeFresh, // TODO(issue 11): ModeParked once proven
+		poolSize:       runtime.GOMAXPROCS(0),
 	}
 	if o == nil {
 		return s, nil
@@ -92,6 +138,19 @@ func (o *Options) settings() (settings, error) {
 		return settings{}, errors.New("quickjs: negative MaxStderrBytes")
 	case o.MaxStderrBytes > 0:
 		s.maxStderrBytes = o.MaxStderrBytes
+	}
+	switch o.Mode {
+	case 0:
+	case ModeParked, ModeFresh:
+		s.mode = o.Mode
+	default:
+		return settings{}, errors.New("quickjs: unknown Mode")
+	}
+	switch {
+	case o.PoolSize < 0:
+		return settings{}, errors.New("quickjs: negative PoolSize")
+	case o.PoolSize > 0:
+		s.poolSize = o.PoolSize
 	}
 	return s, nil
 }

@@ -50,7 +50,8 @@ func (e *StartupError) Error() string {
 // errWallClock is the cancel cause when the script's clock runs out.
 var errWallClock = errors.New("quickjs: wall clock expired")
 
-// Evaluate implements spi.Backend: one new module instance per call.
+// Evaluate implements spi.Backend: a parked instance restored to its park
+// point (ModeParked) or a new module instance (ModeFresh) per call.
 func (b *backend) Evaluate(ctx context.Context, req spi.Request) (spi.Outcome, error) {
 	if err := ctx.Err(); err != nil {
 		return spi.Outcome{}, err
@@ -65,6 +66,9 @@ func (b *backend) Evaluate(ctx context.Context, req spi.Request) (spi.Outcome, e
 	defer b.runs.Done()
 
 	r := &run{b: b, limits: limits}
+	if b.set.mode == ModeParked {
+		return r.doParked(ctx, req)
+	}
 	return r.do(ctx, req)
 }
 
@@ -222,6 +226,12 @@ func (r *run) do(ctx context.Context, req spi.Request) (spi.Outcome, error) {
 		facts.Ending, facts.Trap = guest.EndTrap, callErr.Error()
 	}
 
+	return r.conclude(ctx, runCtx, facts, phase, stderr)
+}
+
+// conclude turns the facts of a run into its outcome.
+func (r *run) conclude(ctx, runCtx context.Context, facts guest.Facts, phase string, stderr *cappedBuffer) (spi.Outcome, error) {
+	b := r.b
 	if b.observe != nil {
 		b.observe(facts)
 	}

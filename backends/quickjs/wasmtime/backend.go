@@ -43,9 +43,9 @@ type backend struct {
 	closed   bool
 	runs     sync.WaitGroup
 
-	// observe, nil in production, sees the facts of every run that
-	// reached the guest, and the fuel it had left.
-	observe func(f guest.Facts, fuelLeft uint64)
+	// observe, nil in production, sees every run that reached the
+	// guest: its facts and the fuel it had left.
+	observe func(r *run, f guest.Facts, fuelLeft uint64)
 }
 
 // New returns a QuickJS-on-wasmtime backend. A nil opts means defaults.

@@ -243,7 +243,7 @@ func (r *run) do(ctx context.Context, req spi.Request) (spi.Outcome, error) {
 		facts.Ending = guest.EndTrap
 	}
 	if b.observe != nil {
-		b.observe(facts, fuelLeft)
+		b.observe(r, facts, fuelLeft)
 	}
 
 	// The caller's cancellation and the backend's own stops come first:

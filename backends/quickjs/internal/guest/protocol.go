@@ -118,6 +118,10 @@ type Record struct {
 	Body []byte
 }
 
+// Settled reports whether r is a result or a thrown record: the only two
+// endings after which a parked instance may serve another run.
+func (r Record) Settled() bool { return r.Kind == recResult || r.Kind == recThrew }
+
 // Record returns the conclusive record the guest wrote, if any: the first
 // complete result, thrown, memory, input or protocol record. A result or
 // thrown record counts only when its length and end marker check out.
