@@ -112,17 +112,20 @@ func loadModule(eng *wt.Engine, cacheDir string, wasm []byte) (*wt.Module, bool,
 
 // cacheName is the file name of the cache entry: a hash of the binding's
 // version, the engine configuration, the platform and the wasm binary.
-func cacheName(wasm []byte) string {
+func cacheName(wasm []byte) string { return cacheKey(bindingVersion(), engineConfig, wasm) }
+
+func cacheKey(version, config string, wasm []byte) string {
 	h := sha256.New()
-	fmt.Fprintf(h, "%s@%s\n%s\n%s/%s\n", bindingModule, bindingVersion(), engineConfig, runtime.GOOS, runtime.GOARCH)
+	fmt.Fprintf(h, "%s@%s\n%s\n%s/%s\n", bindingModule, version, config, runtime.GOOS, runtime.GOARCH)
 	sum := sha256.Sum256(wasm)
 	h.Write(sum[:])
 	return "quickjs-" + hex.EncodeToString(h.Sum(nil)[:16]) + ".cwasm"
 }
 
 // bindingVersion is the wasmtime binding's module version from the build
-// information, or "unknown" (wasmtime itself also refuses to deserialize
-// code compiled by another version).
+// information, or "unknown" where the build carries none (test binaries):
+// the module path still names the major version, and wasmtime itself
+// refuses to deserialize code compiled by another version.
 func bindingVersion() string {
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		for _, d := range bi.Deps {

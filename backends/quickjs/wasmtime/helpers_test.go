@@ -4,6 +4,7 @@ package wasmtime
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"sync"
 	"testing"
@@ -60,3 +61,5 @@ func eval(t testing.TB, b *backend, script, input string, l spi.Limits) (spi.Out
 	}
 	return b.Evaluate(context.Background(), spi.Request{Script: []byte(script), Input: []byte(input), Limits: l})
 }
+
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
