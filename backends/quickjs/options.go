@@ -117,7 +117,7 @@ func (o *Options) settings() (settings, error) {
 		closeOnDone:    true,
 		coldStart:      DefaultColdStartAllowance,
 		maxStderrBytes: DefaultMaxStderrBytes,
-		mode:           ModeFresh, // TODO(issue 11): ModeParked once proven
+		mode:           ModeParked, // TODO(issue 11): ModeParked once proven
 		poolSize:       runtime.GOMAXPROCS(0),
 	}
 	if o == nil {

@@ -10,7 +10,7 @@ import (
 )
 
 func TestParkedInstancesAreReused(t *testing.T) {
-	b := newBackend(t, &Options{PoolSize: 2})
+	b := newBackend(t, &Options{Mode: ModeParked, PoolSize: 2})
 	require.NoError(t, b.Warm(t.Context()))
 	require.Equal(t, int64(2), b.boots.Load())
 	for i := range 50 {

@@ -252,10 +252,23 @@ func TestColdStartAllowance(t *testing.T) {
 	assert.Regexp(t, regexp.MustCompile(`^wasmtime: start-up phase "\w+" exceeded the cold-start allowance of 1ns$`), se.Error())
 }
 
-func TestMemoryLimitBelowTheInitialMemory(t *testing.T) {
-	out, err := eval(t, shared(t), `1`, "", spi.Limits{MemoryBytes: 64 << 10})
-	require.NoError(t, err)
-	assert.Equal(t, spi.Limited(spi.LimitMemory), out)
+// TestSmallMemoryLimits: a limit below the module's initial memory (192
+// KiB) cannot even be instantiated, and one below what the engine needs to
+// boot ends the boot silently (the store limiter refuses growth without
+// telling the host); both are the memory limit, never an untyped error.
+func TestSmallMemoryLimits(t *testing.T) {
+	for _, tt := range []struct {
+		kib  int64
+		want spi.Outcome
+	}{
+		{64, spi.Limited(spi.LimitMemory)},  // below the initial memory
+		{256, spi.Limited(spi.LimitMemory)}, // above it, below the boot's needs
+		{4096, spi.OK([]byte("[1,2,3]"))},
+	} {
+		out, err := eval(t, shared(t), `input.a`, `{"a":[1,2,3]}`, spi.Limits{MemoryBytes: tt.kib << 10})
+		require.NoError(t, err, "%d KiB", tt.kib)
+		assert.Equal(t, tt.want, out, "%d KiB", tt.kib)
+	}
 }
 
 func TestOptionsRefused(t *testing.T) {
