@@ -35,7 +35,7 @@ static wasmtime_error_t *sbk_epoch(wasmtime_context_t *context, void *data,
                                    uint64_t *delta,
                                    wasmtime_update_deadline_kind_t *kind) {
   (void)context;
-  if (1) {
+  if (__atomic_load_n((int32_t *)data, __ATOMIC_ACQUIRE) != 0) {
     return wasmtime_error_new("sandbank: run interrupted by the host");
   }
   *delta = 1;
