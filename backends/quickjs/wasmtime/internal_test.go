@@ -172,7 +172,7 @@ func TestStderrIsBounded(t *testing.T) {
 }
 
 func TestCancelStopsARunawayPromptly(t *testing.T) {
-	b := shared(t)
+	b := newBackend(t, &Options{Fuel: MaxFuel}) // only the cancellation can stop the loop
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(50*time.Millisecond, cancel)
 	done := make(chan error, 1)
@@ -217,11 +217,10 @@ func TestOnlyTheFlaggedRunStops(t *testing.T) {
 }
 
 func TestCloseStopsARun(t *testing.T) {
-	b, err := New(nil)
+	b, err := New(&Options{Fuel: MaxFuel}) // only Close can stop the loop
 	require.NoError(t, err)
 	done := make(chan error, 1)
 	started := make(chan struct{})
-	b.(*backend).observe = nil
 	go func() {
 		close(started)
 		_, err := b.Evaluate(context.Background(), spi.Request{Script: []byte(`for (;;) {}`), Input: []byte(`{}`), Limits: spi.Limits{WallClock: time.Hour}})
