@@ -61,11 +61,17 @@ type backend struct {
 	instances sync.WaitGroup
 	boots     atomic.Int64 // instances started, for tests
 	reuses    atomic.Int64 // runs that resumed a parked instance, for tests
+	live      atomic.Int64 // instances whose goroutine runs, for tests
 
 	// Test hooks, nil in production: args replaces guest.Args; observe
 	// sees the facts of every run that reached the guest.
 	args    func(memoryBytes int64) []string
 	observe func(guest.Facts)
+	// Parked mode's test hooks, nil in production: onRun sees the
+	// instance a run got; restored sees an instance restored to its park
+	// point, just before the run's canary and input are written.
+	onRun    func(*instance)
+	restored func(*instance)
 }
 
 // New returns a QuickJS backend. A nil opts means defaults. It derives the

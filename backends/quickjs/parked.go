@@ -200,6 +200,24 @@ func (p *pool) refill() []*instance {
 	return started
 }
 
+// settled reports whether the pool has no instance booting and holds
+// every live instance of the backend idle (for tests).
+func (b *backend) settled() bool {
+	b.poolsMu.Lock()
+	defer b.poolsMu.Unlock()
+	idle := 0
+	for _, p := range b.pools {
+		p.mu.Lock()
+		idle += len(p.idle)
+		booting := p.booting
+		p.mu.Unlock()
+		if booting > 0 {
+			return false
+		}
+	}
+	return int64(idle) == b.live.Load()
+}
+
 // warm fills the pool and waits until every instance it booted parked
 // (or failed), or ctx is done.
 func (p *pool) warm(ctx context.Context) error {
@@ -354,6 +372,7 @@ func (b *backend) startInstance(p *pool, memoryBytes int64, j *job, compiled waz
 	b.instances.Add(1)
 	b.mu.Unlock()
 	b.boots.Add(1)
+	b.live.Add(1)
 	ctx, kill := context.WithCancelCause(b.life)
 	inst := &instance{
 		b:           b,
@@ -397,6 +416,7 @@ func (w writer) Write(p []byte) (int, error) {
 func (inst *instance) main(compiled wazero.CompiledModule) {
 	b := inst.b
 	defer b.instances.Done()
+	defer b.live.Add(-1)
 	defer close(inst.dead)
 	defer inst.kill(nil)
 	if j := inst.cur; j != nil {
@@ -616,6 +636,9 @@ func (inst *instance) resume(mod api.Module, j *job) {
 	inst.rng.restore(inst.rngState)
 	inst.mem.refused.Store(false)
 	inst.unexpected.Store(false)
+	if inst.b.restored != nil {
+		inst.b.restored(inst)
+	}
 	memory.Write(inst.b.layout.Bottom, j.canary[:]) // inside memory: checked at boot
 
 	inst.cur = j
@@ -746,6 +769,9 @@ func (r *run) doParked(ctx context.Context, req spi.Request) (spi.Outcome, error
 		if inst = b.startInstance(p, r.limits.MemoryBytes, j, compiled); inst == nil {
 			return spi.Outcome{}, ErrClosed
 		}
+	}
+	if b.onRun != nil {
+		b.onRun(inst)
 	}
 	select {
 	case <-j.done:

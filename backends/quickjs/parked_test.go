@@ -1,11 +1,19 @@
 package quickjs
 
 import (
+	"bytes"
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sandbank/sandbank/backends/quickjs/internal/guest"
 	"github.com/sandbank/sandbank/spi"
 )
 
@@ -21,4 +29,130 @@ func TestParkedInstancesAreReused(t *testing.T) {
 	t.Logf("boots %d reuses %d", b.boots.Load(), b.reuses.Load())
 	assert.Equal(t, int64(50), b.reuses.Load())
 	assert.Equal(t, int64(2), b.boots.Load())
+}
+
+// TestParkedRestoreIsComplete checks, before every run, that the instance
+// is back at its park point: all of linear memory, every mutable global,
+// the tables, the clocks and the random source.
+func TestParkedRestoreIsComplete(t *testing.T) {
+	b := newBackend(t, &Options{Mode: ModeParked, PoolSize: 1})
+	var checked, moved atomic.Int64
+	var mu sync.Mutex
+	var problems []string
+	b.restored = func(inst *instance) {
+		mem := inst.mod.Memory()
+		buf, _ := mem.Read(0, mem.Size())
+		var bad []string
+		if !bytes.Equal(buf, inst.memory) {
+			bad = append(bad, "memory")
+		}
+		if !slices.Equal(inst.internals.globals(), inst.globals) {
+			bad = append(bad, "globals")
+		}
+		if !inst.internals.tablesEqual(inst.tables) {
+			bad = append(bad, "tables")
+		}
+		if inst.clock.wall.Load() != inst.wall || inst.clock.mono.Load() != inst.mono {
+			bad = append(bad, "clocks")
+		}
+		if !bytes.Equal(inst.rng.state(), inst.rngState) {
+			bad = append(bad, "random")
+		}
+		mu.Lock()
+		problems = append(problems, bad...)
+		mu.Unlock()
+		checked.Add(1)
+	}
+	b.onRun = func(inst *instance) {
+		// A parked instance left as the last run ended it: the run moved
+		// the stack pointer, which the restore must put back.
+		if inst.snap != nil && inst.cur == nil && !slices.Equal(inst.internals.globals(), inst.globals) {
+			moved.Add(1)
+		}
+	}
+	for i := range 20 {
+		out := eval(t, b, `[Date.now(), Math.random(), performance.now(), input]`, fmt.Sprint(i), spi.Limits{})
+		require.Equal(t, spi.KindOK, out.Kind, out.Message)
+	}
+	assert.Empty(t, problems)
+	assert.Equal(t, int64(20), checked.Load())
+	assert.Positive(t, moved.Load(), "the runs must leave globals to restore, or the test proves nothing")
+}
+
+// TestParkedInstanceIsDiscarded runs one script on a pool of one parked
+// instance and reports whether the next run got the same instance: every
+// ending but a clean result or thrown value discards it.
+func TestParkedInstanceIsDiscarded(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		script   string
+		limits   spi.Limits
+		wrapper  func(t *testing.T) string
+		cancel   bool
+		table    bool
+		want     spi.OutcomeKind
+		discards bool
+	}{
+		{name: "clean result (control)", script: `input`, want: spi.KindOK},
+		{name: "thrown (control)", script: `throw new Error("x")`, want: spi.KindThrew},
+		{name: "trap or clobbered canary", script: `function f(n) { return n === 0 ? 0 : 1 + f(n - 1); } f(100000)`, want: spi.KindThrew, discards: true},
+		{name: "deadline", script: `for (;;) {}`, limits: spi.Limits{WallClock: 20 * time.Millisecond}, want: spi.KindLimit, discards: true},
+		{name: "cancel", script: `for (;;) {}`, cancel: true, discards: true},
+		{name: "memory grew", script: `globalThis.s = "y".repeat(4 << 20); s.length`, want: spi.KindOK, discards: true},
+		{name: "memory refused", script: `globalThis.h = []; for (;;) h.push(new Array(1024).fill(1));`, limits: spi.Limits{MemoryBytes: 4 << 20}, want: spi.KindLimit, discards: true},
+		{name: "unexpected WASI call", script: `input`, wrapper: func(t *testing.T) string {
+			return patchWrapper(t, `send(P + "S\n");`, `if (G.input === 2) sin.seek(0, 0); send(P + "S\n");`)
+		}, want: spi.KindOK, discards: true},
+		{name: "table changed", script: `input`, table: true, want: spi.KindOK, discards: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b *backend
+			if tc.wrapper != nil {
+				b = newBackend(t, &Options{Mode: ModeParked, PoolSize: 1})
+				w := tc.wrapper(t)
+				b.args = func(mem int64) []string { a := guest.Args(mem); a[len(a)-1] = w; return a }
+			} else {
+				b = newBackend(t, &Options{Mode: ModeParked, PoolSize: 1})
+			}
+			var got []*instance
+			b.onRun = func(inst *instance) {
+				got = append(got, inst)
+				if tc.table && len(got) == 2 {
+					refs := references(inst.internals.tables[0])
+					refs[len(refs)-1] = refs[len(refs)-2]
+				}
+			}
+			limits := tc.limits
+			if limits.MemoryBytes == 0 {
+				limits.MemoryBytes = DefaultMemoryBytes
+			}
+			if limits.WallClock == 0 {
+				limits.WallClock = 20 * time.Second
+			}
+			// Boot and settle the instance the test is about.
+			require.Equal(t, spi.KindOK, eval(t, b, `input`, `1`, limits).Kind)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			if tc.cancel {
+				time.AfterFunc(50*time.Millisecond, cancel)
+			}
+			out, err := b.Evaluate(ctx, spi.Request{Script: []byte(tc.script), Input: []byte(`2`), Limits: limits})
+			if tc.cancel {
+				require.ErrorIs(t, err, context.Canceled)
+			} else {
+				require.NoError(t, err)
+				require.Equal(t, tc.want, out.Kind, out.Message)
+			}
+			// The next run is correct, on the same instance or a new one.
+			next := eval(t, b, `input`, `3`, limits)
+			require.Equal(t, spi.OK([]byte(`3`)), next)
+			require.Len(t, got, 3)
+			require.Same(t, got[0], got[1], "the second run must reuse the first run's instance")
+			if tc.discards {
+				assert.NotSame(t, got[1], got[2], "the instance must be discarded")
+			} else {
+				assert.Same(t, got[1], got[2], "the instance must be kept")
+			}
+		})
+	}
 }
