@@ -155,6 +155,8 @@ failure (the script's own doing); 64 usage error.`,
 		a.enginesCommand(),
 		a.newCommand(),
 		a.versionCommand(),
+		a.benchCommand(),
+		a.benchColdCommand(),
 	)
 	return root
 }
