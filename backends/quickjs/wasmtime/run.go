@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -237,11 +236,7 @@ func (r *run) do(ctx context.Context, req spi.Request) (spi.Outcome, error) {
 		MemoryRefused:    nearLimit(uint64(len(data)), uint64(r.limits.MemoryBytes)),
 		WallClockExpired: r.wallExpired.Load(),
 	}
-	facts.Ending, facts.ExitCode, facts.Trap = ending(callErr)
-	if facts.Ending == guest.EndKilled && runCtx.Err() == nil {
-		// Nothing of ours stopped it: read it as any other trap.
-		facts.Ending = guest.EndTrap
-	}
+	facts.Ending, facts.ExitCode, facts.Trap = ending(callErr, runCtx.Err() != nil)
 	if b.observe != nil {
 		b.observe(r, facts, fuelLeft)
 	}
@@ -270,8 +265,11 @@ func (r *run) do(ctx context.Context, req spi.Request) (spi.Outcome, error) {
 	return out, err
 }
 
-// ending classifies how _start returned.
-func ending(err error) (guest.Ending, uint32, string) {
+// ending classifies how _start returned. stopping is true when the run
+// was being stopped (its stop flag set): an error that is not an exit is
+// then the stop, and its text (a backtrace, with RUST_BACKTRACE set) is
+// not even formatted.
+func ending(err error, stopping bool) (guest.Ending, uint32, string) {
 	if err == nil {
 		return guest.EndExit, 0, ""
 	}
@@ -281,11 +279,12 @@ func ending(err error) (guest.Ending, uint32, string) {
 			return guest.EndExit, uint32(code), ""
 		}
 	}
-	msg := firstLine(err.Error())
-	if strings.Contains(err.Error(), interruptMessage) {
-		return guest.EndKilled, 0, msg
+	if stopping {
+		return guest.EndKilled, 0, interruptMessage
 	}
-	return guest.EndTrap, 0, msg
+	// A trap; an interruption nobody asked for (impossible: only a set
+	// flag interrupts) is read as one too.
+	return guest.EndTrap, 0, firstLine(err.Error())
 }
 
 // nearLimit reports whether a linear memory of size bytes stands so
