@@ -310,3 +310,19 @@ func TestCappedBuffer(t *testing.T) {
 	assert.Equal(t, "abcde", c.head(100))
 	assert.Equal(t, "ab", c.head(2))
 }
+
+// TestRecursionDepth: the C stack and its guard are the binary's, so the
+// depth that fits is package quickjs's (guest.ApproxMaxDepth); deeper is a
+// thrown stack overflow, never a value.
+func TestRecursionDepth(t *testing.T) {
+	const f = `function f(n) { return n === 0 ? 0 : 1 + f(n - 1); } f(input.n)`
+	out, err := eval(t, shared(t), f, `{"n":190}`, spi.Limits{})
+	require.NoError(t, err)
+	assert.Equal(t, spi.OK([]byte("190")), out)
+	for _, n := range []string{"300", "5000", "100000"} {
+		out, err := eval(t, shared(t), f, `{"n":`+n+`}`, spi.Limits{})
+		require.NoError(t, err)
+		assert.Equal(t, spi.KindThrew, out.Kind, "depth %s: %+v", n, out)
+		assert.Contains(t, out.Message, "stack overflow", "depth %s", n)
+	}
+}
