@@ -44,8 +44,10 @@
 //     checks its own flag in an epoch-deadline callback and only the
 //     flagged one stops, within the next loop iteration or call even
 //     inside one long native builtin. The deadline itself is a Go timer,
-//     so it keeps to real time whatever the load (no ticker to fall
-//     behind), and an idle process pays nothing.
+//     so it keeps to real time (no epoch ticker to fall behind), and an
+//     idle process pays nothing. Until the stopped run returns, the epoch
+//     is advanced again every millisecond, so a guest that saw the epoch
+//     before its flag (a weakly ordered CPU) is still reached.
 //   - CPU: wasmtime fuel, Options.Fuel units per run (DefaultFuel when
 //     zero), counted from the moment the script starts; running out is the
 //     typed limit cpu. Fuel is deterministic: a script spends the same

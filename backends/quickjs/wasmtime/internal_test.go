@@ -11,8 +11,10 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 
 	wt "github.com/bytecodealliance/wasmtime-go/v39"
 	"github.com/stretchr/testify/assert"
@@ -325,4 +327,38 @@ func TestRecursionDepth(t *testing.T) {
 		assert.Equal(t, spi.KindThrew, out.Kind, "depth %s: %+v", n, out)
 		assert.Contains(t, out.Message, "stack overflow", "depth %s", n)
 	}
+}
+
+// TestNudgeRescuesAMissedEpoch: a guest that saw the epoch advance before
+// its flag (possible on a weakly ordered CPU) renews its deadline; the
+// nudging that follows a stop must still reach it. Here the flag is set
+// with no epoch advance at all, so only the nudging can stop the loop.
+func TestNudgeRescuesAMissedEpoch(t *testing.T) {
+	rt, err := processRuntime()
+	require.NoError(t, err)
+	wasm, err := wt.Wat2Wasm(`(module (func (export "spin") (loop (br 0))))`)
+	require.NoError(t, err)
+	mod, err := wt.NewModule(rt.engine, wasm)
+	require.NoError(t, err)
+	store := wt.NewStore(rt.engine)
+	require.NoError(t, store.SetFuel(MaxFuel))
+	f := newStopFlag(rt.engine)
+	f.install(store)
+	inst, err := wt.NewInstance(store, mod, nil)
+	require.NoError(t, err)
+	atomic.StoreInt32((*int32)(unsafe.Pointer(f.p)), 1) // the flag, without the epoch
+	done := make(chan error, 1)
+	go func() {
+		_, err := inst.GetFunc(store, "spin").Call(store)
+		done <- err
+	}()
+	go f.nudge()
+	select {
+	case err := <-done:
+		assert.ErrorContains(t, err, interruptMessage)
+	case <-time.After(time.Minute): // a watchdog: only the nudging can end the loop
+		t.Fatal("the nudging did not reach the guest")
+	}
+	store.Close()
+	f.free()
 }

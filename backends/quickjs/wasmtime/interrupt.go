@@ -52,6 +52,7 @@ import "C"
 import (
 	"sync"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	wt "github.com/bytecodealliance/wasmtime-go/v39"
@@ -65,27 +66,59 @@ const interruptMessage = "sandbank: run interrupted by the host"
 // freed once the run's store is closed.
 type stopFlag struct {
 	mu   sync.Mutex
-	p    *C.int32_t // nil once freed
+	p    *C.int32_t    // nil once freed
+	done chan struct{} // closed by free
 	eng  *wt.Engine
 	once sync.Once
 }
 
 func newStopFlag(eng *wt.Engine) *stopFlag {
-	return &stopFlag{p: (*C.int32_t)(C.calloc(1, C.size_t(unsafe.Sizeof(C.int32_t(0))))), eng: eng}
+	return &stopFlag{
+		p:    (*C.int32_t)(C.calloc(1, C.size_t(unsafe.Sizeof(C.int32_t(0))))),
+		done: make(chan struct{}),
+		eng:  eng,
+	}
 }
+
+// nudgeEvery is how often the epoch is advanced again while a stop is
+// pending.
+const nudgeEvery = time.Millisecond
 
 // set asks the guest to stop at its next epoch check, and advances the
 // engine's epoch so that every running guest checks now. Only the run
 // whose flag is set stops; the others renew their deadline and go on.
+// Until the run's store is closed, the epoch is advanced again every
+// millisecond: on a weakly ordered CPU the guest may see the new epoch
+// before the flag, renew its deadline, and would otherwise never look
+// again.
 func (f *stopFlag) set() {
 	f.once.Do(func() {
 		f.mu.Lock()
-		if f.p != nil {
+		freed := f.p == nil
+		if !freed {
 			atomic.StoreInt32((*int32)(unsafe.Pointer(f.p)), 1)
 		}
 		f.mu.Unlock()
+		if freed {
+			return
+		}
 		f.eng.IncrementEpoch()
+		go f.nudge()
 	})
+}
+
+// nudge advances the epoch every nudgeEvery until free.
+func (f *stopFlag) nudge() {
+	t := time.NewTicker(nudgeEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-f.done:
+			return
+		case <-t.C:
+			f.eng.IncrementEpoch()
+		}
+	}
 }
 
 // install arms the flag on store: its guest checks the flag at every
@@ -95,13 +128,15 @@ func (f *stopFlag) install(store *wt.Store) {
 	store.SetEpochDeadline(1)
 }
 
-// free releases the C memory; the store that read it must be closed.
+// free releases the C memory and ends the nudging; the store that read
+// the flag must be closed.
 func (f *stopFlag) free() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.p != nil {
 		C.free(unsafe.Pointer(f.p))
 		f.p = nil
+		close(f.done)
 	}
 }
 
