@@ -311,6 +311,17 @@ func TestBenchUsage(t *testing.T) {
 	}
 }
 
+func TestBenchHelp(t *testing.T) {
+	a := fakeBenchApp(t)
+	res := cli(a, "", "bench", "--help")
+	require.Equal(t, exitOK, res.code, res.stderr)
+	assert.Contains(t, res.stdout, "sandbank bench --json")
+	res = cli(a, "", "--help")
+	require.Equal(t, exitOK, res.code, res.stderr)
+	assert.Contains(t, res.stdout, "bench ")
+	assert.NotContains(t, res.stdout, "bench-cold", "the child mode is hidden")
+}
+
 func TestBenchColdChildMode(t *testing.T) {
 	a := fakeBenchApp(t)
 	res := cli(a, "", "bench-cold", "--engine", "good")

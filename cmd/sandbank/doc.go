@@ -8,6 +8,7 @@
 //	             [--json] SCRIPT|-
 //	sandbank matrix [--engine NAME]... [--case NAME]... [--json]
 //	sandbank engines [--json]
+//	sandbank bench [--engine NAME]... [--runs N] [--json]
 //	sandbank new backend NAME --language LANG [--dir DIR]
 //	sandbank version
 //
