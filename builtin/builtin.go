@@ -42,8 +42,13 @@ func engines() []engine {
 		{
 			name:        "quickjs",
 			factory:     func() (spi.Backend, error) { return quickjs.New(nil) },
-			description: "QuickJS compiled to WebAssembly, run by wazero",
+			description: "QuickJS compiled to WebAssembly, run by wazero, parked instances restored per run",
 			isDefault:   true,
+		},
+		{
+			name:        quickjs.EngineFresh,
+			factory:     func() (spi.Backend, error) { return quickjs.New(&quickjs.Options{Mode: quickjs.ModeFresh}) },
+			description: "QuickJS compiled to WebAssembly, run by wazero, a new instance per run",
 		},
 		{
 			name:        "starlark",
@@ -53,7 +58,8 @@ func engines() []engine {
 	}
 }
 
-// Register adds every built-in backend to r (extism, goja, quickjs and
+// Register adds every built-in backend to r (extism, goja, quickjs,
+// quickjs-fresh — the same engine with a new instance per run — and
 // starlark; quickjs-wasmtime too in a build with cgo), and makes quickjs
 // the default engine of "javascript". Each entry's capabilities are read
 // from a backend built by the entry's own factory, which is then closed.

@@ -25,7 +25,10 @@ import (
 // its own package's New and default options: the declaration the registry
 // must carry.
 var direct = map[string]spi.Factory{
-	"quickjs":  func() (spi.Backend, error) { return quickjs.New(nil) },
+	"quickjs": func() (spi.Backend, error) { return quickjs.New(nil) },
+	"quickjs-fresh": func() (spi.Backend, error) {
+		return quickjs.New(&quickjs.Options{Mode: quickjs.ModeFresh})
+	},
 	"starlark": func() (spi.Backend, error) { return starlark.New(nil) },
 	"extism":   func() (spi.Backend, error) { return extism.New(nil) },
 	"goja":     func() (spi.Backend, error) { return goja.New(nil) },
@@ -51,7 +54,7 @@ func TestRegister(t *testing.T) {
 	for _, e := range r.Engines() {
 		names = append(names, e.Engine)
 	}
-	assert.Equal(t, withCgoEngines([]string{"extism", "goja", "quickjs", "starlark"}), names, "every built-in backend is registered")
+	assert.Equal(t, withCgoEngines([]string{"extism", "goja", "quickjs", "quickjs-fresh", "starlark"}), names, "every built-in backend is registered")
 
 	for _, e := range r.Engines() {
 		t.Run(e.Engine, func(t *testing.T) {
@@ -88,7 +91,7 @@ func TestFixturesUnknownLanguage(t *testing.T) {
 }
 
 func TestCPUBudgetFactory(t *testing.T) {
-	for _, name := range []string{"quickjs", "goja", "extism", "nope"} {
+	for _, name := range []string{"quickjs", "quickjs-fresh", "goja", "extism", "nope"} {
 		assert.Nil(t, CPUBudgetFactory(name), "%s has no CPU budget option", name)
 	}
 	f := CPUBudgetFactory("starlark")

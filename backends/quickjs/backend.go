@@ -15,8 +15,13 @@ import (
 	"github.com/sandbank/sandbank/spi"
 )
 
-// Engine is the engine name this backend registers under.
+// Engine is the engine name this backend registers under (in its default
+// mode, ModeParked).
 const Engine = "quickjs"
+
+// EngineFresh is the engine name the backend registers under in
+// ModeFresh, so that both modes can be listed and measured side by side.
+const EngineFresh = "quickjs-fresh"
 
 // Language is the script language this backend runs.
 const Language = "javascript"

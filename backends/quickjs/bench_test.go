@@ -4,7 +4,9 @@ import (
 	"context"
 	_ "embed"
 	"encoding/json"
+	"os"
 	"sort"
+	"strconv"
 	"testing"
 	"time"
 
@@ -18,10 +20,11 @@ import (
 //go:embed testdata/reshape.js
 var reshapeJS []byte
 
-// benchBackend returns a warmed backend with close-on-context-done on or off.
-func benchBackend(b *testing.B, closeOnDone bool) spi.Backend {
+// benchBackend returns a warmed backend in a mode, with
+// close-on-context-done on or off.
+func benchBackend(b testing.TB, mode quickjs.Mode, closeOnDone bool) spi.Backend {
 	b.Helper()
-	be, err := quickjs.New(&quickjs.Options{CloseOnContextDone: &closeOnDone})
+	be, err := quickjs.New(&quickjs.Options{Mode: mode, CloseOnContextDone: &closeOnDone})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -34,14 +37,14 @@ func benchBackend(b *testing.B, closeOnDone bool) spi.Backend {
 
 // benchEffect returns an effect over a warmed backend and the address of
 // script in its store.
-func benchEffect(b *testing.B, closeOnDone bool, script []byte) (*effect.Effect, effect.Address) {
+func benchEffect(b testing.TB, mode quickjs.Mode, closeOnDone bool, script []byte) (*effect.Effect, effect.Address) {
 	b.Helper()
 	scripts := effect.NewMemoryStore()
 	addr, err := scripts.Put(script)
 	if err != nil {
 		b.Fatal(err)
 	}
-	e, err := effect.New(scripts, benchBackend(b, closeOnDone), nil)
+	e, err := effect.New(scripts, benchBackend(b, mode, closeOnDone), nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -49,10 +52,19 @@ func benchEffect(b *testing.B, closeOnDone bool, script []byte) (*effect.Effect,
 	return e, addr
 }
 
+// modes are the configurations every benchmark compares: parked
+// instances and a fresh instance per run, each with the hard kill
+// (close-on-context-done) on and off.
 var modes = []struct {
 	name string
+	mode quickjs.Mode
 	on   bool
-}{{"closeOnDone", true}, {"noCloseOnDone", false}}
+}{
+	{"parked/closeOnDone", quickjs.ModeParked, true},
+	{"fresh/closeOnDone", quickjs.ModeFresh, true},
+	{"parked/noCloseOnDone", quickjs.ModeParked, false},
+	{"fresh/noCloseOnDone", quickjs.ModeFresh, false},
+}
 
 // reportP50 adds the median of the per-op durations as a metric.
 func reportP50(b *testing.B, d []time.Duration) {
@@ -70,7 +82,7 @@ func BenchmarkFreshEcho(b *testing.B) {
 	input := json.RawMessage(`{"a":1,"b":"x"}`)
 	for _, m := range modes {
 		b.Run(m.name, func(b *testing.B) {
-			e, addr := benchEffect(b, m.on, []byte("input"))
+			e, addr := benchEffect(b, m.mode, m.on, []byte("input"))
 			ctx := context.Background()
 			d := make([]time.Duration, 0, b.N)
 			b.ResetTimer()
@@ -93,7 +105,7 @@ func BenchmarkFreshEchoBackend(b *testing.B) {
 	req := spi.Request{Script: []byte("input"), Input: []byte(`{"a":1,"b":"x"}`), Limits: spi.Limits{WallClock: 5 * time.Second, MemoryBytes: 32 << 20}}
 	for _, m := range modes {
 		b.Run(m.name, func(b *testing.B) {
-			be := benchBackend(b, m.on)
+			be := benchBackend(b, m.mode, m.on)
 			ctx := context.Background()
 			d := make([]time.Duration, 0, b.N)
 			b.ResetTimer()
@@ -115,7 +127,7 @@ func BenchmarkFreshEchoBackend(b *testing.B) {
 func BenchmarkReshape(b *testing.B) {
 	for _, m := range modes {
 		b.Run(m.name, func(b *testing.B) {
-			e, addr := benchEffect(b, m.on, reshapeJS)
+			e, addr := benchEffect(b, m.mode, m.on, reshapeJS)
 			ctx := context.Background()
 			d := make([]time.Duration, 0, b.N)
 			b.ResetTimer()
@@ -132,21 +144,60 @@ func BenchmarkReshape(b *testing.B) {
 	}
 }
 
-// BenchmarkParallel runs fresh echo runs through the effect from
-// GOMAXPROCS goroutines at once; compare its ns/op with
-// BenchmarkFreshEcho/closeOnDone for the scaling.
+// BenchmarkParallel runs echo runs through the effect from GOMAXPROCS
+// goroutines at once, in both modes with the hard kill on; compare its
+// ns/op with BenchmarkFreshEcho for the scaling.
 func BenchmarkParallel(b *testing.B) {
-	e, addr := benchEffect(b, true, []byte("input"))
+	for _, m := range modes[:2] {
+		b.Run(m.name, func(b *testing.B) {
+			e, addr := benchEffect(b, m.mode, m.on, []byte("input"))
+			input := json.RawMessage(`{"a":1,"b":"x"}`)
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				ctx := context.Background()
+				for pb.Next() {
+					if _, err := e.Evaluate(ctx, effect.Call{Script: addr, Input: input}); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		})
+	}
+}
+
+// TestEchoLatency prints the echo's latency percentiles through the full
+// effect with the hard kill on, for both modes in one process, and their
+// ratio. It measures and asserts nothing about time; run it with
+//
+//	SANDBANK_LATENCY=2000 go test -run TestEchoLatency -v ./backends/quickjs/
+func TestEchoLatency(t *testing.T) {
+	n, _ := strconv.Atoi(os.Getenv("SANDBANK_LATENCY"))
+	if n <= 0 {
+		t.Skip("set SANDBANK_LATENCY to a number of runs to print the echo's percentiles")
+	}
 	input := json.RawMessage(`{"a":1,"b":"x"}`)
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
+	p50 := map[quickjs.Mode]time.Duration{}
+	for _, m := range modes[:2] {
+		e, addr := benchEffect(t, m.mode, m.on, []byte("input"))
 		ctx := context.Background()
-		for pb.Next() {
+		for range 100 { // warm the pool, the caches and the branch predictors
 			if _, err := e.Evaluate(ctx, effect.Call{Script: addr, Input: input}); err != nil {
-				b.Fatal(err)
+				t.Fatal(err)
 			}
 		}
-	})
+		d := make([]time.Duration, 0, n)
+		for range n {
+			t0 := time.Now()
+			if _, err := e.Evaluate(ctx, effect.Call{Script: addr, Input: input}); err != nil {
+				t.Fatal(err)
+			}
+			d = append(d, time.Since(t0))
+		}
+		sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+		p50[m.mode] = d[n/2]
+		t.Logf("%-20s n=%d p50=%v p99=%v max=%v", m.name, n, d[n/2], d[n*99/100], d[n-1])
+	}
+	t.Logf("parked/fresh p50 ratio: %.3f (fresh is %.1fx slower)", float64(p50[quickjs.ModeParked])/float64(p50[quickjs.ModeFresh]), float64(p50[quickjs.ModeFresh])/float64(p50[quickjs.ModeParked]))
 }
 
 // BenchmarkKillOvershoot measures how long past a 50 ms wall clock
@@ -166,7 +217,7 @@ func BenchmarkKillOvershoot(b *testing.B) {
 		{"allocation_bomb_32MiB", `globalThis.h = []; for (;;) h.push(new Array(1024).fill(h.length));`, 32 << 20, spi.Limited(spi.LimitMemory)},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
-			be := benchBackend(b, true)
+			be := benchBackend(b, quickjs.ModeParked, true)
 			req := spi.Request{Script: []byte(tc.script), Input: []byte("null"), Limits: spi.Limits{WallClock: clock, MemoryBytes: tc.mem}}
 			if tc.want.Limit == spi.LimitMemory {
 				req.Limits.WallClock = 10 * time.Second

@@ -137,4 +137,3 @@ func truncate(s string) string {
 	}
 	return s
 }
-

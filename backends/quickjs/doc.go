@@ -6,9 +6,64 @@
 //
 // One backend holds one wazero runtime and one compiled module (compiled
 // by Warm or by the first Evaluate, optionally cached on disk with
-// Options.CompilationCacheDir). Every Evaluate instantiates the module
-// afresh, so no state survives from one run to the next, and any number of
-// Evaluate calls run side by side, one instance each.
+// Options.CompilationCacheDir). Any number of Evaluate calls run side by
+// side, one instance each.
+//
+// # Modes
+//
+// Every run sees exactly the engine a new instance would give it; the two
+// modes (Options.Mode) differ in how.
+//
+//   - ModeParked (the default; engine "quickjs"): a pool of parked
+//     instances per memory limit (Options.PoolSize, GOMAXPROCS by default;
+//     Warm boots the pool of DefaultMemoryBytes). Each instance is booted
+//     once, on a goroutine of its own, and stopped inside its first read
+//     of the request, where the host snapshots it: the native call stack
+//     (wazero's experimental Snapshotter), all of linear memory (about
+//     320 KiB), every mutable global, the function table, the fake clocks
+//     and the random source. A run restores all of it, writes its stack
+//     canary, serves that read from its own request and resumes the guest;
+//     at the guest's proc_exit the host takes the result and parks the
+//     instance again. A run that finds no parked instance boots one, as a
+//     fresh run would; at most four memory limits keep a pool, and a run
+//     with any other limit uses a one-shot instance. About ten times
+//     faster than ModeFresh for small scripts (see the benchmarks).
+//   - ModeFresh (engine "quickjs-fresh"): a new module instance per run,
+//     booted inside the run.
+//
+// Parked mode's safety argument. The guest's whole state is its linear
+// memory, its globals, its tables, its native call stack and what the host
+// keeps for it (the WASI descriptors, clocks, random source, stdin and
+// output buffers). The engine's heap, the JavaScript globals and
+// prototypes, the symbol registry, job queues, the libc stdio buffers and
+// the C stack all live in linear memory. A run restores every one of these
+// to the park point: memory by copy, globals and the stack through wazero
+// internals, clocks and the random source by resetting them, and stdin,
+// stdout and stderr are the run's own. What a restore cannot cover ends
+// the instance instead: a run is followed by another only when it ended
+// in proc_exit with code 0 after a result or a thrown record, its canary
+// intact, linear memory neither grown nor refused, the table unchanged,
+// no WASI call outside the expected set (args, environ, clocks, random,
+// fd_fdstat_get, fd_prestat_*, fd_write, fd_read of stdin, proc_exit;
+// any other answers ENOSYS), no wall clock, cancel or Close. Every other
+// ending (a trap, a kill, a stack overflow, an out-of-memory, an
+// allocation that grew memory) discards the instance, and a replacement
+// boots off the request path. A differential test runs a corpus of
+// scripts built to observe leftovers (prototype pollution, globals, let
+// bindings, the symbol registry, WeakRef and FinalizationRegistry,
+// pending jobs, clock and random sequences, thrown errors, caught
+// out-of-memory errors) in both modes, each also right after every other
+// one on the same parked instance, and requires byte-identical outcomes;
+// that is what backs FreshPerRun in this mode.
+//
+// Limits of that argument: it is as strong as the list of state above.
+// It relies on three internals of wazero v1.12.0 (a snapshot's stack, the
+// module's unexported globals and its tables, all in
+// wazero_internals.go, pinned by a test that fails on an upgrade); a
+// wazero bug in Snapshot or Restore would be shared by every run of an
+// instance. Timing is not isolated: a run can observe how warm the host's
+// caches are, as in any pool. A parked instance holds its memory, a copy
+// of it and a goroutine while it waits.
 //
 // # The script contract
 //
@@ -66,7 +121,7 @@
 // writes 1 KiB of random canary at its bottom before each run and checks
 // it after: a clobbered canary, or a trap, is reported as a thrown
 // "InternalError" describing a stack overflow, never as a value, and the
-// instance is discarded like every instance.
+// instance is discarded (in parked mode too).
 //
 // # Limits
 //
@@ -84,7 +139,9 @@
 //     limit, committed only as the guest touches it, so growing costs the
 //     host no copy (a 1 GiB run is stopped at its clock within a few ms).
 //   - Speed: the close-on-context-done check slows CPU-bound scripts
-//     (see the benchmarks); string-heavy work is slow in this build.
+//     (see the benchmarks); string-heavy work is slow in this build. In
+//     parked mode, a run that grows linear memory pays for a new instance
+//     after it (off its own request path, but on the host's cores).
 //   - A script can throw its own InternalError("out of memory"), which is
 //     reported as the memory limit: the engine's out-of-memory error cannot
 //     be told apart from a copy.

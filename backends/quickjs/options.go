@@ -117,7 +117,7 @@ func (o *Options) settings() (settings, error) {
 		closeOnDone:    true,
 		coldStart:      DefaultColdStartAllowance,
 		maxStderrBytes: DefaultMaxStderrBytes,
-		mode:           ModeParked, // TODO(issue 11): ModeParked once proven
+		mode:           ModeParked,
 		poolSize:       runtime.GOMAXPROCS(0),
 	}
 	if o == nil {

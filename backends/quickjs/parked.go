@@ -389,6 +389,9 @@ func (b *backend) startInstance(p *pool, memoryBytes int64, j *job, compiled waz
 		rng:         &replayRand{c: rand.NewChaCha8([32]byte{'s', 'a', 'n', 'd', 'b', 'a', 'n', 'k'})},
 		cur:         j,
 	}
+	if j != nil && b.onRun != nil {
+		b.onRun(inst)
+	}
 	go inst.main(compiled)
 	return inst
 }
@@ -762,6 +765,9 @@ func (r *run) doParked(ctx context.Context, req spi.Request) (spi.Outcome, error
 	}
 	if inst != nil {
 		b.reuses.Add(1)
+		if b.onRun != nil {
+			b.onRun(inst)
+		}
 		j.attach(inst, func() error { return context.Cause(runCtx) })
 		inst.jobs <- j
 	} else {
@@ -769,9 +775,6 @@ func (r *run) doParked(ctx context.Context, req spi.Request) (spi.Outcome, error
 		if inst = b.startInstance(p, r.limits.MemoryBytes, j, compiled); inst == nil {
 			return spi.Outcome{}, ErrClosed
 		}
-	}
-	if b.onRun != nil {
-		b.onRun(inst)
 	}
 	select {
 	case <-j.done:

@@ -32,7 +32,9 @@ func soakKind(i int) (script string, limits spi.Limits, want func(i int) spi.Out
 	switch m := i % 100; {
 	case m < 70:
 		return `globalThis.n = (globalThis.n || 0) + 1; Object.prototype.p = input.i; ({i: input.i, n, d: Date.now()})`, limits,
-			func(i int) spi.Outcome { return spi.OK(json.RawMessage(fmt.Sprintf(`{"i":%d,"n":1,"d":946684800001}`, i))) }
+			func(i int) spi.Outcome {
+				return spi.OK(json.RawMessage(fmt.Sprintf(`{"i":%d,"n":1,"d":946684800001}`, i)))
+			}
 	case m < 85:
 		return `globalThis.t = (globalThis.t || 0) + 1; throw new RangeError("run " + input.i + " " + t)`, limits,
 			func(i int) spi.Outcome { return spi.Threw("RangeError", fmt.Sprintf("run %d 1", i)) }
