@@ -615,6 +615,12 @@ func (inst *instance) park() *job {
 	if inst.pool == nil || !inst.pool.put(inst) {
 		return nil
 	}
+	return inst.wait()
+}
+
+// wait waits for a run of an instance in the pool; nil means the instance
+// is to end.
+func (inst *instance) wait() *job {
 	select {
 	case j := <-inst.jobs:
 		return j
@@ -707,11 +713,14 @@ func parkedProcExit(ctx context.Context, mod api.Module, stack []uint64) {
 	}
 	inst.cur = nil
 	inst.stdin = nil
+	// Back in the pool before the run's caller learns its result, so that
+	// a caller's next run finds this instance parked.
+	keep = keep && inst.pool != nil && inst.pool.put(inst)
 	inst.deliver(j, f)
 	if !keep {
 		exit(ctx, mod, code)
 	}
-	next := inst.park()
+	next := inst.wait()
 	if next == nil {
 		exit(ctx, mod, code)
 	}
