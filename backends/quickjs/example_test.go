@@ -45,3 +45,27 @@ func ExampleNew() {
 	// true effect: limitExceeded (wallClock)
 	// "2000-01-01T00:00:00.001Z"
 }
+
+// A backend in the fresh-instance mode: every run instantiates the module
+// and boots the engine anew (registered as engine "quickjs-fresh"). The
+// default, parked mode gives each run the same pristine engine, restored.
+func ExampleOptions_mode() {
+	backend, err := quickjs.New(&quickjs.Options{Mode: quickjs.ModeFresh})
+	if err != nil {
+		panic(err)
+	}
+	scripts := effect.NewMemoryStore()
+	e, err := effect.New(scripts, backend, nil)
+	if err != nil {
+		panic(err)
+	}
+	defer e.Close()
+	counter, _ := scripts.Put([]byte(`globalThis.runs = (globalThis.runs || 0) + 1`))
+	for range 2 {
+		out, err := e.Evaluate(context.Background(), effect.Call{Script: counter})
+		fmt.Println(string(out), err)
+	}
+	// Output:
+	// 1 <nil>
+	// 1 <nil>
+}
