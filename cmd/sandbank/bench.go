@@ -37,7 +37,15 @@ const (
 	warmupRounds = 2
 	// killDeadline is the wall clock of the kill workloads.
 	killDeadline = 50 * time.Millisecond
+	// nativeKillMemory is the memory limit of the native kill: above the
+	// 300 MB the runaway_native fixtures build, so that the wall clock,
+	// not the memory limit, has to stop the one long native operation.
+	nativeKillMemory int64 = 1 << 30
 )
+
+// defaultLimits are the limits of every call but the native kill: the
+// effect's defaults.
+var defaultLimits = spi.Limits{WallClock: effect.DefaultWallClock, MemoryBytes: effect.DefaultMemoryBytes}
 
 // echoInput is the input of the echo workload.
 var echoInput = json.RawMessage(`{"a":1,"b":"x"}`)
@@ -160,7 +168,8 @@ in rotating order, so machine noise hits all engines alike):
                else bench says MISMATCH and exits 1
   kill         the runaway_loop fixture with a 50 ms wall clock: time until
                Evaluate returns, p50 and max, and the overshoot past 50 ms
-  kill-native  the same with runaway_native (one long native operation)
+  kill-native  the same with runaway_native (one long native operation),
+               memory limit 1 GiB so that the clock has to stop it
 Then, per engine:
   cold         a new sandbank process per sample (this binary, re-executed):
                time from starting it to its first echo result, without and
@@ -390,7 +399,12 @@ func (a *app) prepareEngine(ctx context.Context, entry registry.Entry) *benchEng
 	}
 	// The benchmark measures every engine as registered, whatever it
 	// declares: the table prints the declaration next to the figures.
-	e.eff, err = effect.New(store, backend, &effect.Options{AllowNetwork: true, AllowReusedEnvironment: true})
+	// The ceiling admits the native kill's memory; every other call asks
+	// for the effect's default memory limit.
+	e.eff, err = effect.New(store, backend, &effect.Options{
+		Limits:       spi.Limits{MemoryBytes: nativeKillMemory},
+		AllowNetwork: true, AllowReusedEnvironment: true,
+	})
 	if err != nil {
 		closeBackend(backend)
 		return fail(err)
@@ -409,7 +423,7 @@ func (e *benchEngine) round(ctx context.Context, n int, keep bool) {
 	}
 	for i := 0; i < n; i++ {
 		start := time.Now()
-		v, err := e.eff.Evaluate(ctx, effect.Call{Script: e.echo, Input: echoInput})
+		v, err := e.eff.Evaluate(ctx, effect.Call{Script: e.echo, Input: echoInput, Limits: defaultLimits})
 		d := time.Since(start)
 		if err != nil {
 			e.addError("echo: " + oneLine(err.Error()))
@@ -425,7 +439,7 @@ func (e *benchEngine) round(ctx context.Context, n int, keep bool) {
 	}
 	if e.reshape != "" {
 		start := time.Now()
-		v, err := e.eff.Evaluate(ctx, effect.Call{Script: e.reshape, Input: json.RawMessage("null")})
+		v, err := e.eff.Evaluate(ctx, effect.Call{Script: e.reshape, Input: json.RawMessage("null"), Limits: defaultLimits})
 		d := time.Since(start)
 		switch {
 		case err != nil:
@@ -437,17 +451,18 @@ func (e *benchEngine) round(ctx context.Context, n int, keep bool) {
 			e.reshapeSamples = append(e.reshapeSamples, d)
 		}
 	}
-	e.kill(ctx, e.loop, &e.loopKill, keep)
-	e.kill(ctx, e.native, &e.nativeKill, keep)
+	e.kill(ctx, e.loop, spi.Limits{WallClock: killDeadline}, &e.loopKill, keep)
+	e.kill(ctx, e.native, spi.Limits{WallClock: killDeadline, MemoryBytes: nativeKillMemory}, &e.nativeKill, keep)
 }
 
-// kill runs a runaway script with the kill deadline and times Evaluate.
-func (e *benchEngine) kill(ctx context.Context, script effect.Address, s *killSamples, keep bool) {
+// kill runs a runaway script with limits (the kill deadline) and times
+// Evaluate.
+func (e *benchEngine) kill(ctx context.Context, script effect.Address, limits spi.Limits, s *killSamples, keep bool) {
 	if script == "" {
 		return
 	}
 	start := time.Now()
-	_, err := e.eff.Evaluate(ctx, effect.Call{Script: script, Input: json.RawMessage("null"), Limits: spi.Limits{WallClock: killDeadline}})
+	_, err := e.eff.Evaluate(ctx, effect.Call{Script: script, Input: json.RawMessage("null"), Limits: limits})
 	d := time.Since(start)
 	if ctx.Err() != nil {
 		return
@@ -572,7 +587,7 @@ func (e *benchEngine) reshapesPerSecond(ctx context.Context, workers int, d time
 		go func() {
 			defer wg.Done()
 			for time.Now().Before(end) && ctx.Err() == nil {
-				_, err := e.eff.Evaluate(ctx, effect.Call{Script: e.reshape, Input: json.RawMessage("null")})
+				_, err := e.eff.Evaluate(ctx, effect.Call{Script: e.reshape, Input: json.RawMessage("null"), Limits: defaultLimits})
 				if err != nil {
 					errOnce.Do(func() { firstErr = err })
 					return

@@ -43,17 +43,22 @@ const coldTimeout = 2 * time.Minute
 var noCacheOption = []string{"extism", "goja", "starlark"}
 
 // cacheFactory returns a factory of the named engine with its
-// compiled-module cache in dir, or nil. The parent checks that it builds
-// the same backend type with the same capabilities as the registered
-// engine before it uses it.
+// compiled-module cache in dir, or nil. Each factory must build the engine
+// exactly as package builtin registers it, plus the cache directory; the
+// parent checks that it builds the same backend type with the same
+// capabilities as the registered engine before it uses it.
 func cacheFactory(engine, dir string) spi.Factory {
 	switch engine {
-	case "quickjs":
+	case quickjs.Engine:
 		return func() (spi.Backend, error) {
 			return quickjs.New(&quickjs.Options{CompilationCacheDir: dir})
 		}
+	case quickjs.EngineFresh:
+		return func() (spi.Backend, error) {
+			return quickjs.New(&quickjs.Options{Mode: quickjs.ModeFresh, CompilationCacheDir: dir})
+		}
 	default:
-		return nil
+		return cgoCacheFactory(engine, dir)
 	}
 }
 
@@ -162,37 +167,43 @@ func (a *app) measureCold(ctx context.Context, e *benchEngine, samples int) *col
 		c.WithoutCacheMaxms = millis(slices.Max(ds))
 	}
 
+	a.measureColdWithCache(ctx, e, exe, samples, c)
+	return c
+}
+
+// measureColdWithCache fills in the with-cache figures of c.
+func (a *app) measureColdWithCache(ctx context.Context, e *benchEngine, exe string, samples int, c *coldFigures) {
+	entry := e.entry
 	reason, factoryOK := cacheFactoryMatches(entry)
 	if !factoryOK {
 		c.WithCacheNA = reason
-		return c
+		return
 	}
 	dir, err := os.MkdirTemp("", "sandbank-bench-cache-*")
 	if err != nil {
 		c.WithCacheNA = "failed: " + oneLine(err.Error())
-		return c
+		return
 	}
 	defer os.RemoveAll(dir)
 	// The first process fills the cache; it is not a sample.
 	if _, err := coldSamples(ctx, exe, entry.Engine, dir, 1); err != nil {
 		c.WithCacheNA = "failed: " + oneLine(err.Error())
 		a.addColdError(e, err)
-		return c
+		return
 	}
 	if empty, err := dirEmpty(dir); err != nil || empty {
 		c.WithCacheNA = "failed: the first process left the cache directory empty"
 		a.addColdError(e, fmt.Errorf("the cache directory stayed empty"))
-		return c
+		return
 	}
-	ds, err = coldSamples(ctx, exe, entry.Engine, dir, samples)
+	ds, err := coldSamples(ctx, exe, entry.Engine, dir, samples)
 	if err != nil {
 		c.WithCacheNA = "failed: " + oneLine(err.Error())
 		a.addColdError(e, err)
-		return c
+		return
 	}
 	c.WithCacheP50ms = millis(percentile(ds, 0.5))
 	c.WithCacheMaxms = millis(slices.Max(ds))
-	return c
 }
 
 // addColdError records a failed cold measurement on the engine.

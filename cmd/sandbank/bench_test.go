@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sandbank/sandbank/backends/goja"
 	"github.com/sandbank/sandbank/backends/starlark"
 	"github.com/sandbank/sandbank/bench/workloads"
 	"github.com/sandbank/sandbank/builtin"
@@ -39,7 +40,28 @@ func TestMain(m *testing.M) {
 				return func() (spi.Backend, error) { return starlark.New(nil) }
 			}
 		}
-		os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+		// The child's registry holds only the engines the tests measure, so
+		// that a child process starts fast under -race.
+		a := &app{
+			stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr,
+			newRegistry: func() (*registry.Registry, error) {
+				r := new(registry.Registry)
+				for name, f := range map[string]spi.Factory{
+					"goja":     func() (spi.Backend, error) { return goja.New(nil) },
+					"starlark": func() (spi.Backend, error) { return starlark.New(nil) },
+				} {
+					b, err := f()
+					if err != nil {
+						return nil, err
+					}
+					caps := b.Capabilities()
+					r.Register(registry.Entry{Engine: name, Language: caps.Language, Capabilities: caps, Factory: f})
+				}
+				return r, nil
+			},
+			fixtures: builtin.Fixtures,
+		}
+		os.Exit(a.execute(os.Args[1:]))
 	}
 	os.Exit(m.Run())
 }
@@ -133,14 +155,14 @@ func assertFigures(t *testing.T, e *engineBench) {
 func TestBenchRealEngines(t *testing.T) {
 	asChild(t)
 	a := &app{newRegistry: builtinRegistry, fixtures: builtin.Fixtures}
-	res := cli(a, "", append([]string{"bench", "--json", "--engine", "starlark", "--engine", "extism"}, quick...)...)
+	res := cli(a, "", append([]string{"bench", "--json", "--engine", "starlark", "--engine", "goja"}, quick...)...)
 	require.Equal(t, exitOK, res.code, res.stderr)
 	r := decodeBench(t, res.stdout)
 	assert.Equal(t, 1, r.Runs)
 	assert.Positive(t, r.Machine.GOMAXPROCS)
 	require.Len(t, r.Engines, 2)
 	assert.Equal(t, "starlark", r.Engines[0].Engine, "the order of --engine")
-	assert.Equal(t, "extism", r.Engines[1].Engine)
+	assert.Equal(t, "goja", r.Engines[1].Engine)
 	for _, e := range r.Engines {
 		assertFigures(t, e)
 		assert.Empty(t, e.Errors)
@@ -181,7 +203,8 @@ func TestBenchColdWithCache(t *testing.T) {
 	asChild(t) // the child keeps the real factory: starlark has none
 	benchCacheFactory = fakeCacheFactory
 	e = &benchEngine{entry: entry, fig: &engineBench{Engine: "starlark"}}
-	c = a.measureCold(context.Background(), e, 1)
+	c = &coldFigures{}
+	a.measureColdWithCache(context.Background(), e, os.Args[0], 1, c)
 	assert.Contains(t, c.WithCacheNA, "failed")
 	assert.Zero(t, c.WithCacheP50ms)
 	assert.NotEmpty(t, e.fig.Errors)
@@ -190,7 +213,8 @@ func TestBenchColdWithCache(t *testing.T) {
 	asChild(t, fakeCacheEnv+"=nofill")
 	benchCacheFactory = fakeCacheFactory
 	e = &benchEngine{entry: entry, fig: &engineBench{Engine: "starlark"}}
-	c = a.measureCold(context.Background(), e, 1)
+	c = &coldFigures{}
+	a.measureColdWithCache(context.Background(), e, os.Args[0], 1, c)
 	assert.Contains(t, c.WithCacheNA, "left the cache directory empty")
 	assert.NotEmpty(t, e.fig.Errors)
 
@@ -198,7 +222,8 @@ func TestBenchColdWithCache(t *testing.T) {
 	asChild(t)
 	benchCacheFactory = cacheFactory
 	e = &benchEngine{entry: entry, fig: &engineBench{Engine: "starlark"}}
-	c = a.measureCold(context.Background(), e, 1)
+	c = &coldFigures{}
+	a.measureColdWithCache(context.Background(), e, os.Args[0], 1, c)
 	assert.Equal(t, "no cache option", c.WithCacheNA)
 	assert.Empty(t, e.fig.Errors)
 }
