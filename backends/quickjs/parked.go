@@ -119,7 +119,45 @@ type pool struct {
 	mu      sync.Mutex
 	idle    []*instance
 	booting int
-	broken  bool // a background boot failed: boot only on request
+	broken  bool          // a background boot failed: boot only on request
+	changed chan struct{} // closed (and replaced) when idle or booting changes
+}
+
+// notify wakes the runs waiting for an instance; p.mu is held.
+func (p *pool) notify() {
+	if p.changed != nil {
+		close(p.changed)
+		p.changed = nil
+	}
+}
+
+// await returns a parked instance, waiting for one that is booting in
+// the background (it is ready sooner than a new one, and costs the host
+// no second boot); nil when none is idle or booting, or ctx is done.
+func (p *pool) await(ctx context.Context) *instance {
+	for {
+		p.mu.Lock()
+		if n := len(p.idle); n > 0 {
+			inst := p.idle[n-1]
+			p.idle = p.idle[:n-1]
+			p.mu.Unlock()
+			return inst
+		}
+		if p.booting == 0 {
+			p.mu.Unlock()
+			return nil
+		}
+		if p.changed == nil {
+			p.changed = make(chan struct{})
+		}
+		changed := p.changed
+		p.mu.Unlock()
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return nil
+		}
+	}
 }
 
 // poolFor returns the pool of a memory limit, or nil when too many limits
@@ -159,11 +197,13 @@ func (p *pool) put(inst *instance) bool {
 	if inst.background {
 		inst.background = false
 		p.booting--
+		p.notify()
 	}
 	if len(p.idle) >= p.size {
 		return false
 	}
 	p.idle = append(p.idle, inst)
+	p.notify()
 	return true
 }
 
@@ -177,9 +217,12 @@ func (p *pool) ended(inst *instance, parked bool) {
 		if !parked {
 			p.broken = true
 		}
+		p.notify()
 	}
 	p.mu.Unlock()
-	p.refill()
+	if !inst.replaced {
+		p.refill()
+	}
 }
 
 // refill boots instances in the background until idle and booting ones
@@ -328,6 +371,7 @@ type instance struct {
 	pool        *pool // nil for a one-shot instance
 	memoryBytes int64
 	background  bool // booted by refill, not yet parked (guarded by pool.mu)
+	replaced    bool // its pool booted its replacement already (instance goroutine only)
 
 	ctx   context.Context
 	kill  context.CancelCauseFunc
@@ -493,6 +537,10 @@ func (inst *instance) main(compiled wazero.CompiledModule) {
 		}
 	default:
 		f.Ending, f.Trap = guest.EndTrap, callErr.Error()
+	}
+	if inst.pool != nil && parked {
+		inst.pool.refill() // the replacement is booting before the caller's next run
+		inst.replaced = true
 	}
 	inst.deliver(j, f)
 }
@@ -716,6 +764,10 @@ func parkedProcExit(ctx context.Context, mod api.Module, stack []uint64) {
 	// Back in the pool before the run's caller learns its result, so that
 	// a caller's next run finds this instance parked.
 	keep = keep && inst.pool != nil && inst.pool.put(inst)
+	if !keep && inst.pool != nil {
+		inst.pool.refill() // the replacement is booting before the caller's next run
+		inst.replaced = true
+	}
 	inst.deliver(j, f)
 	if !keep {
 		exit(ctx, mod, code)
@@ -770,7 +822,14 @@ func (r *run) doParked(ctx context.Context, req spi.Request) (spi.Outcome, error
 	p := b.poolFor(r.limits.MemoryBytes)
 	var inst *instance
 	if p != nil {
-		inst = p.take()
+		r.setPhase(phaseInstantiate) // waiting for an instance that boots
+		inst = p.await(runCtx)
+		if runCtx.Err() != nil {
+			if inst != nil && !p.put(inst) {
+				inst.kill(ErrClosed)
+			}
+			return r.failure(ctx, runCtx, context.Cause(runCtx))
+		}
 	}
 	if inst != nil {
 		b.reuses.Add(1)

@@ -150,6 +150,9 @@ func TestParkedInstanceIsDiscarded(t *testing.T) {
 			require.True(t, got[0] == got[1], "the second run must reuse the first run's instance")
 			if tc.discards {
 				assert.True(t, got[1] != got[2], "the instance must be discarded")
+				// Its replacement was booting before the next run, which
+				// waited for it instead of booting a third instance.
+				assert.Equal(t, int64(2), b.boots.Load(), "the next run must take the replacement")
 			} else {
 				assert.True(t, got[1] == got[2], "the instance must be kept")
 			}

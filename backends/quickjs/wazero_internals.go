@@ -16,8 +16,10 @@ package quickjs
 //     contents at the park point.
 //
 // wazero is pinned at v1.12.0 (go.mod). TestWazeroInternals fails loudly
-// when an upgrade changes any of this, and New refuses ModeParked when the
-// shapes below are not found (the check runs on the first instance).
+// when go.mod names another version or any of this changes; at run time,
+// a parked instance whose snapshot or module does not have the shapes
+// below never parks, and its run fails with errInternals (untyped), never
+// with a wrong result.
 
 import (
 	"errors"
