@@ -56,7 +56,8 @@ for (const r of rows) {
 const widths = header.map((_, i) => Math.max(...table.map((row) => row[i].length)));
 const line = (row) => row.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join("  ");
 const m = sandbank.machine;
-process.stdout.write(`Side by side: ${sandbank.runs} rounds (sandbank), ${peers.runs} rounds (peers); ${m.goos}/${m.goarch}, ${m.num_cpu} CPUs; node ${peers.node}, ${m.go_version}\n\n`);
+const load = m.load_avg_start ? `; load average ${m.load_avg_start} to ${m.load_avg_end} during sandbank bench` : "";
+process.stdout.write(`Side by side: ${sandbank.runs} rounds (sandbank), ${peers.runs} rounds (peers); ${m.goos}/${m.goarch}, ${m.num_cpu} CPUs${load}; node ${peers.node}, ${m.go_version}\n\n`);
 for (const row of table) process.stdout.write(line(row).trimEnd() + "\n");
 process.stdout.write(
   "\necho: µs per run, a fresh isolate/runtime/instance per run, input {\"a\":1,\"b\":\"x\"} as JSON, value back as JSON\n" +

@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -72,6 +73,25 @@ type benchMachine struct {
 	NumCPU     int    `json:"num_cpu"`
 	GOMAXPROCS int    `json:"gomaxprocs"`
 	GoVersion  string `json:"go_version"`
+	// LoadAvgStart and LoadAvgEnd are the first field of /proc/loadavg
+	// (runnable processes, one-minute average) when bench started and
+	// when it finished: other work on the machine skews every figure.
+	// Empty where the file does not exist.
+	LoadAvgStart string `json:"load_avg_start,omitempty"`
+	LoadAvgEnd   string `json:"load_avg_end,omitempty"`
+}
+
+// loadAvg returns the one-minute load average, or "" when unknown.
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return ""
+	}
+	return f[0]
 }
 
 // engineBench is one engine's figures. A section that could not be
@@ -246,6 +266,7 @@ func (a *app) bench(ctx context.Context, o *benchOptions) error {
 		Machine: benchMachine{
 			GOOS: runtime.GOOS, GOARCH: runtime.GOARCH, NumCPU: runtime.NumCPU(),
 			GOMAXPROCS: runtime.GOMAXPROCS(0), GoVersion: runtime.Version(),
+			LoadAvgStart: loadAvg(),
 		},
 		Runs: o.runs,
 	}
@@ -296,6 +317,7 @@ func (a *app) bench(ctx context.Context, o *benchOptions) error {
 	if err := ctx.Err(); err != nil {
 		return untyped(err)
 	}
+	report.Machine.LoadAvgEnd = loadAvg()
 
 	if o.asJSON {
 		if err := a.printJSON(report); err != nil {

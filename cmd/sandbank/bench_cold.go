@@ -305,8 +305,11 @@ func dirEmpty(dir string) (bool, error) {
 // kill runs ended, and the errors.
 func printBench(a *app, r *benchReport) error {
 	m := r.Machine
-	fmt.Fprintf(a.stdout, "sandbank bench: %d rounds, %s/%s, %d CPUs, GOMAXPROCS %d, %s\n\n",
-		r.Runs, m.GOOS, m.GOARCH, m.NumCPU, m.GOMAXPROCS, m.GoVersion)
+	fmt.Fprintf(a.stdout, "sandbank bench: %d rounds, %s/%s, %d CPUs, GOMAXPROCS %d, %s", r.Runs, m.GOOS, m.GOARCH, m.NumCPU, m.GOMAXPROCS, m.GoVersion)
+	if m.LoadAvgStart != "" {
+		fmt.Fprintf(a.stdout, ", load average %s at start, %s at end", m.LoadAvgStart, m.LoadAvgEnd)
+	}
+	fmt.Fprint(a.stdout, "\n\n")
 	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "ENGINE\tWALLCLOCK\tECHO p50 µs\tECHO p99 µs\tRESHAPE p50 ms\tKILL p50 ms\tKILL max ms\tNATIVE KILL p50 ms\tNATIVE KILL max ms\tCOLD ms\tCOLD+CACHE ms\tRESHAPE/s 1w\tRESHAPE/s Nw\tSCALING\t")
 	var notes []string
