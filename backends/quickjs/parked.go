@@ -646,24 +646,21 @@ func (inst *instance) parkPoint(ctx context.Context, mod api.Module, stack []uin
 	inst.wall, inst.mono = inst.clock.wall.Load(), inst.clock.mono.Load()
 	inst.rngState = inst.rng.state()
 	inst.parked = true
-	inst.readyOnce.Do(func() { close(inst.ready) })
 
 	j := inst.cur
 	if j == nil {
-		if j = inst.park(); j == nil {
+		// Warm returns once its instances are in the pool.
+		pooled := inst.pool != nil && inst.pool.put(inst)
+		inst.readyOnce.Do(func() { close(inst.ready) })
+		if !pooled {
+			exit(ctx, mod, 0)
+		}
+		if j = inst.wait(); j == nil {
 			exit(ctx, mod, 0)
 		}
 	}
+	inst.readyOnce.Do(func() { close(inst.ready) })
 	inst.resume(mod, j)
-}
-
-// park offers the instance to its pool and waits for a run; nil means the
-// instance is to end.
-func (inst *instance) park() *job {
-	if inst.pool == nil || !inst.pool.put(inst) {
-		return nil
-	}
-	return inst.wait()
 }
 
 // wait waits for a run of an instance in the pool; nil means the instance
