@@ -1,8 +1,9 @@
 // Package guest is the guest-side protocol of the QuickJS backends: what
 // runs inside the QuickJS-NG WASI command module and how the host reads
 // what it reports. It knows nothing about the WebAssembly runtime that
-// hosts the module (wazero today; a second runtime or a parked-instance
-// mode may share it), so every runtime speaks the same protocol:
+// hosts the module (wazero, with a fresh or a parked instance per run;
+// a second runtime may share it), so every runtime speaks the same
+// protocol:
 //
 //   - [Wrapper] is the JavaScript the engine evaluates with -e. It reads a
 //     [Payload] from stdin (a per-run nonce, the script, the caller's
@@ -33,5 +34,7 @@
 // has no synchronous way to reach stdout: print and console go to stderr,
 // and the qjs:std / qjs:os modules are only reachable through dynamic
 // import(), whose promise never settles because the wrapper ends the
-// process as soon as the script's completion value is written.
+// process as soon as the script's completion value is written. (A parked
+// instance does not end there: its host restores the whole instance,
+// pending jobs included, before the next run.)
 package guest
