@@ -788,7 +788,7 @@ func (r *run) doParked(ctx context.Context, req spi.Request) (spi.Outcome, error
 	r.setPhase(phaseCompile)
 	r.timersMu.Lock()
 	r.coldTimer = time.AfterFunc(b.set.coldStart, func() {
-		cancel(&StartupError{Phase: r.getPhase(), Allowance: b.set.coldStart})
+		cancel(&StartupError{Engine: "quickjs", Phase: r.getPhase(), Allowance: b.set.coldStart})
 	})
 	r.timersMu.Unlock()
 	defer r.stopTimers()

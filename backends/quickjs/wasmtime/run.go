@@ -19,31 +19,22 @@ import (
 )
 
 // The start-up phases a run goes through before the script starts; a
-// StartupError names the one it was in.
+// StartupError names the one it was in. They are shared by both QuickJS
+// runtimes.
 const (
-	phaseCompile     = "compile"
-	phaseInstantiate = "instantiate"
-	phaseBoot        = "boot"
-	phaseInput       = "input"
-	phaseScript      = "script"
+	phaseCompile     = guest.PhaseCompile
+	phaseInstantiate = guest.PhaseInstantiate
+	phaseBoot        = guest.PhaseBoot
+	phaseInput       = guest.PhaseInput
+	phaseScript      = guest.PhaseScript
 )
 
 // StartupError reports that a run's start-up phases (which the script's
 // wall clock does not cover) took longer than the cold-start allowance.
 // It is not an outcome of the script: the effect reports it untyped, and a
-// retry may succeed.
-type StartupError struct {
-	// Phase is the start-up phase the run was in: "compile",
-	// "instantiate", "boot" (the engine starting) or "input" (reading and
-	// parsing the input).
-	Phase string
-	// Allowance is the cold-start allowance that ran out.
-	Allowance time.Duration
-}
-
-func (e *StartupError) Error() string {
-	return fmt.Sprintf("wasmtime: start-up phase %q exceeded the cold-start allowance of %v", e.Phase, e.Allowance)
-}
+// retry may succeed. Its Phase is "compile", "instantiate", "boot" (the
+// engine starting) or "input" (reading and parsing the input).
+type StartupError = guest.StartupError
 
 // errWallClock is the cancel cause when the script's clock runs out.
 var errWallClock = errors.New("wasmtime: wall clock expired")
@@ -159,7 +150,7 @@ func (r *run) do(ctx context.Context, req spi.Request) (spi.Outcome, error) {
 	r.setPhase(phaseCompile)
 	r.timersMu.Lock()
 	r.coldTimer = time.AfterFunc(b.set.coldStart, func() {
-		cancel(&StartupError{Phase: r.getPhase(), Allowance: b.set.coldStart})
+		cancel(&StartupError{Engine: "wasmtime", Phase: r.getPhase(), Allowance: b.set.coldStart})
 	})
 	r.timersMu.Unlock()
 	defer r.stopTimers()
