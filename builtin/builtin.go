@@ -141,3 +141,24 @@ func CPUBudgetFactory(engine string) spi.Factory {
 		return cgoCPUBudgetFactory(engine)
 	}
 }
+
+// CacheFactory returns a factory of the named built-in engine, configured
+// exactly as Register registers it plus a compiled-module cache in dir, or
+// nil when the engine has no cache directory option (goja and starlark
+// compile nothing to machine code; extism's cache is in memory only). The
+// directory must be one this process owns: a compiled module read from it
+// is trusted.
+func CacheFactory(engine, dir string) spi.Factory {
+	switch engine {
+	case quickjs.Engine:
+		return func() (spi.Backend, error) {
+			return quickjs.New(&quickjs.Options{CompilationCacheDir: dir})
+		}
+	case quickjs.EngineFresh:
+		return func() (spi.Backend, error) {
+			return quickjs.New(&quickjs.Options{Mode: quickjs.ModeFresh, CompilationCacheDir: dir})
+		}
+	default:
+		return cgoCacheFactory(engine, dir)
+	}
+}

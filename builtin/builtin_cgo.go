@@ -28,3 +28,11 @@ func cgoCPUBudgetFactory(engine string) spi.Factory {
 	}
 	return nil
 }
+
+// cgoCacheFactory is CacheFactory for the engines that need cgo.
+func cgoCacheFactory(engine, dir string) spi.Factory {
+	if engine == wasmtime.Engine {
+		return func() (spi.Backend, error) { return wasmtime.New(&wasmtime.Options{CacheDir: dir}) }
+	}
+	return nil
+}

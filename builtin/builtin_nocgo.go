@@ -11,3 +11,7 @@ func cgoEngines() []engine { return nil }
 // cgoCPUBudgetFactory is CPUBudgetFactory for the engines that need cgo:
 // none in a build without cgo.
 func cgoCPUBudgetFactory(string) spi.Factory { return nil }
+
+// cgoCacheFactory is CacheFactory for the engines that need cgo: none in a
+// build without cgo.
+func cgoCacheFactory(string, string) spi.Factory { return nil }

@@ -157,3 +157,35 @@ func TestDeclarationClosesTheBackend(t *testing.T) {
 	_, err = declaration(func() (spi.Backend, error) { return fake, nil })
 	assert.ErrorContains(t, err, "stuck")
 }
+
+// CacheFactory builds each engine as Register registers it (same backend
+// type, same declaration), plus the cache directory; engines without a
+// cache option have none.
+func TestCacheFactory(t *testing.T) {
+	var r registry.Registry
+	Register(&r)
+	withCache := 0
+	for _, e := range r.Engines() {
+		f := CacheFactory(e.Engine, t.TempDir())
+		switch e.Engine {
+		case "goja", "starlark", "extism":
+			assert.Nil(t, f, e.Engine)
+			continue
+		}
+		require.NotNil(t, f, "%s has a compiled-module cache option", e.Engine)
+		withCache++
+		cached, err := f()
+		require.NoError(t, err, e.Engine)
+		registered, err := e.Factory()
+		require.NoError(t, err, e.Engine)
+		assert.IsType(t, registered, cached, e.Engine)
+		assert.Equal(t, registered.Capabilities(), cached.Capabilities(), e.Engine)
+		for _, b := range []spi.Backend{cached, registered} {
+			if c, ok := b.(io.Closer); ok {
+				assert.NoError(t, c.Close())
+			}
+		}
+	}
+	assert.GreaterOrEqual(t, withCache, 2, "quickjs and quickjs-fresh")
+	assert.Nil(t, CacheFactory("no-such-engine", t.TempDir()))
+}

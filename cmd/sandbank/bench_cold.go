@@ -16,10 +16,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/sandbank/sandbank/backends/quickjs"
+	"github.com/sandbank/sandbank/builtin"
 	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/registry"
-	"github.com/sandbank/sandbank/spi"
 )
 
 // The cold figures re-execute this binary in the hidden "bench-cold" mode,
@@ -31,7 +30,7 @@ var (
 	benchChildEnv []string
 	// benchCacheFactory returns a factory of engine whose compiled-module
 	// cache lives in dir, or nil when the engine has no such option.
-	benchCacheFactory = cacheFactory
+	benchCacheFactory = builtin.CacheFactory
 )
 
 // coldTimeout bounds one child process.
@@ -41,26 +40,6 @@ const coldTimeout = 2 * time.Minute
 // cache directory option: goja and starlark compile nothing to machine
 // code, and extism keeps its compilation cache in memory only.
 var noCacheOption = []string{"extism", "goja", "starlark"}
-
-// cacheFactory returns a factory of the named engine with its
-// compiled-module cache in dir, or nil. Each factory must build the engine
-// exactly as package builtin registers it, plus the cache directory; the
-// parent checks that it builds the same backend type with the same
-// capabilities as the registered engine before it uses it.
-func cacheFactory(engine, dir string) spi.Factory {
-	switch engine {
-	case quickjs.Engine:
-		return func() (spi.Backend, error) {
-			return quickjs.New(&quickjs.Options{CompilationCacheDir: dir})
-		}
-	case quickjs.EngineFresh:
-		return func() (spi.Backend, error) {
-			return quickjs.New(&quickjs.Options{Mode: quickjs.ModeFresh, CompilationCacheDir: dir})
-		}
-	default:
-		return cgoCacheFactory(engine, dir)
-	}
-}
 
 // coldResult is the one line a bench-cold child prints.
 type coldResult struct {

@@ -220,7 +220,7 @@ func TestBenchColdWithCache(t *testing.T) {
 
 	// Without a cache factory: n/a with the reason, and no error.
 	asChild(t)
-	benchCacheFactory = cacheFactory
+	benchCacheFactory = builtin.CacheFactory
 	e = &benchEngine{entry: entry, fig: &engineBench{Engine: "starlark"}}
 	c = &coldFigures{}
 	a.measureColdWithCache(context.Background(), e, os.Args[0], 1, c)
