@@ -98,3 +98,23 @@ func TestLoadHookRefuses(t *testing.T) {
 	assert.Equal(t, spi.KindThrew, out.Kind)
 	assert.Contains(t, out.Message, "load is not available")
 }
+
+// TestLateValueIsTheWallClockLimit: a run that finished after its wall
+// clock never delivers its value, even when the timer did not fire first
+// (here it never fires, as on a machine too busy to run it in time).
+func TestLateValueIsTheWallClockLimit(t *testing.T) {
+	b, _, release, _ := blockingBackend(t)
+	b.timer = func(time.Duration) (<-chan time.Time, func() bool) { return nil, func() bool { return true } }
+	go func() { time.Sleep(20 * time.Millisecond); close(release) }()
+	out, err := b.Evaluate(context.Background(), spi.Request{Script: []byte(blockScript), Input: json.RawMessage(`null`), Limits: spi.Limits{WallClock: time.Millisecond}})
+	require.NoError(t, err)
+	assert.Equal(t, spi.Limited(spi.LimitWallClock), out)
+
+	// A run inside its clock still delivers its value.
+	b2, _, release2, _ := blockingBackend(t)
+	b2.timer = b.timer
+	close(release2)
+	out, err = b2.Evaluate(context.Background(), spi.Request{Script: []byte(blockScript), Input: json.RawMessage(`null`), Limits: spi.Limits{WallClock: time.Hour}})
+	require.NoError(t, err)
+	assert.Equal(t, spi.OK(json.RawMessage(`1`)), out)
+}

@@ -60,6 +60,14 @@ type backend struct {
 	maxSteps    uint64
 	maxResult   int
 	predeclared sl.StringDict
+	// timer arms the wall clock (time.NewTimer; tests replace it).
+	timer func(time.Duration) (<-chan time.Time, func() bool)
+}
+
+// newTimer is the backend's wall-clock timer.
+func newTimer(d time.Duration) (<-chan time.Time, func() bool) {
+	t := time.NewTimer(d)
+	return t.C, t.Stop
 }
 
 var _ spi.Backend = (*backend)(nil)
@@ -91,6 +99,7 @@ func New(opts *Options) (spi.Backend, error) {
 		maxSteps:    uint64(o.MaxSteps),
 		maxResult:   int(maxResult),
 		predeclared: newPredeclared(),
+		timer:       newTimer,
 	}, nil
 }
 
@@ -148,16 +157,23 @@ func (b *backend) Evaluate(ctx context.Context, req spi.Request) (spi.Outcome, e
 	// The wall clock is armed as the script starts: compiling and
 	// converting the input are not charged to it.
 	var expired <-chan time.Time
+	start := time.Now()
 	if req.Limits.WallClock > 0 {
-		t := time.NewTimer(req.Limits.WallClock)
-		defer t.Stop()
-		expired = t.C
+		c, stop := b.timer(req.Limits.WallClock)
+		defer stop()
+		expired = c
 	}
 	done := make(chan spi.Outcome, 1)
 	go func() { done <- r.exec() }()
 
 	select {
 	case out := <-done:
+		// A run that outlived its wall clock (one long built-in call, and
+		// the timer lost the race on a busy machine) never delivers its
+		// value: the clock is a limit, whoever noticed first.
+		if req.Limits.WallClock > 0 && time.Since(start) > req.Limits.WallClock && out.Kind != spi.KindLimit {
+			return spi.Limited(spi.LimitWallClock), nil
+		}
 		return out, nil
 	case <-expired:
 		if r.cause.CompareAndSwap(causeNone, causeWall) {
