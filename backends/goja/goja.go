@@ -83,6 +83,14 @@ type backend struct {
 	maxNesting       int
 	maxScriptBytes   int
 	maxScriptNesting int
+	// timer arms the wall clock (time.NewTimer; tests replace it).
+	timer func(time.Duration) (<-chan time.Time, func() bool)
+}
+
+// newTimer is the backend's wall-clock timer.
+func newTimer(d time.Duration) (<-chan time.Time, func() bool) {
+	t := time.NewTimer(d)
+	return t.C, t.Stop
 }
 
 var _ spi.Backend = (*backend)(nil)
@@ -99,6 +107,7 @@ func New(opts *Options) (spi.Backend, error) {
 		maxNesting:       DefaultMaxNesting,
 		maxScriptBytes:   DefaultMaxScriptBytes,
 		maxScriptNesting: DefaultMaxScriptNesting,
+		timer:            newTimer,
 	}
 	var errs []error
 	set := func(dst *int, v, ceiling int, name string) {
@@ -170,18 +179,27 @@ func (b *backend) Evaluate(ctx context.Context, req spi.Request) (spi.Outcome, e
 
 	started := r.started
 	var expired <-chan time.Time
+	var armed time.Time
 	for {
 		select {
 		case out := <-done:
+			// A run that outlived its wall clock (one long built-in call,
+			// and the timer lost the race on a busy machine) never
+			// delivers its value: the clock is a limit, whoever noticed
+			// first.
+			if !armed.IsZero() && time.Since(armed) > req.Limits.WallClock && out.Kind != spi.KindLimit {
+				return spi.Limited(spi.LimitWallClock), nil
+			}
 			return out, nil
 		case <-started:
 			// The wall clock is armed as the script starts: building the
 			// runtime and parsing the input are not charged to it.
 			started = nil
 			if req.Limits.WallClock > 0 {
-				t := time.NewTimer(req.Limits.WallClock)
-				defer t.Stop()
-				expired = t.C
+				armed = time.Now()
+				c, stop := b.timer(req.Limits.WallClock)
+				defer stop()
+				expired = c
 			}
 		case <-expired:
 			if r.stop(causeWall) {

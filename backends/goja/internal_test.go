@@ -1,8 +1,10 @@
 package goja
 
 import (
+	"context"
 	"strings"
 	"testing"
+	"time"
 
 	js "github.com/dop251/goja"
 	"github.com/stretchr/testify/assert"
@@ -64,4 +66,22 @@ func TestEnginePanicIsInfrastructure(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, r.rt.Set("boom", func(js.FunctionCall) js.Value { panic("engine bug") }))
 	assert.Equal(t, spi.Infrastructure("goja: the engine panicked"), r.exec())
+}
+
+// TestLateValueIsTheWallClockLimit: a run that finished after its wall
+// clock never delivers its value, even when the timer did not fire first
+// (here it never fires, as on a machine too busy to run it in time).
+func TestLateValueIsTheWallClockLimit(t *testing.T) {
+	nb, err := New(nil)
+	require.NoError(t, err)
+	b := nb.(*backend)
+	b.timer = func(time.Duration) (<-chan time.Time, func() bool) { return nil, func() bool { return true } }
+	slow := []byte(`var s = ""; for (var i = 0; i < 200; i++) s = "x".repeat(1e5) + i; s.length`)
+	out, err := b.Evaluate(context.Background(), spi.Request{Script: slow, Input: []byte("null"), Limits: spi.Limits{WallClock: time.Nanosecond}})
+	require.NoError(t, err)
+	assert.Equal(t, spi.Limited(spi.LimitWallClock), out)
+
+	out, err = b.Evaluate(context.Background(), spi.Request{Script: slow, Input: []byte("null"), Limits: spi.Limits{WallClock: time.Hour}})
+	require.NoError(t, err)
+	assert.Equal(t, spi.OK([]byte("100003")), out)
 }
