@@ -779,19 +779,8 @@ func parkedProcExit(ctx context.Context, mod api.Module, stack []uint64) {
 // doParked is Evaluate in parked mode.
 func (r *run) doParked(ctx context.Context, req spi.Request) (spi.Outcome, error) {
 	b := r.b
-	runCtx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	r.cancel = cancel
-	stopLife := context.AfterFunc(b.life, func() { cancel(ErrClosed) })
-	defer stopLife()
-
-	r.setPhase(phaseCompile)
-	r.timersMu.Lock()
-	r.coldTimer = time.AfterFunc(b.set.coldStart, func() {
-		cancel(&StartupError{Engine: "quickjs", Phase: r.getPhase(), Allowance: b.set.coldStart})
-	})
-	r.timersMu.Unlock()
-	defer r.stopTimers()
+	runCtx, end := r.start(ctx)
+	defer end()
 
 	compiled, err := b.compiledModule(runCtx)
 	if err != nil {

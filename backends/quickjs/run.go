@@ -123,13 +123,15 @@ func (r *run) stopTimers() {
 	}
 }
 
-func (r *run) do(ctx context.Context, req spi.Request) (spi.Outcome, error) {
+// start opens a run in either mode: its context, cancelled when the
+// backend closes or the cold-start allowance runs out (naming the phase),
+// with the phase set to compile. The caller must call end when the run is
+// over.
+func (r *run) start(ctx context.Context) (runCtx context.Context, end func()) {
 	b := r.b
 	runCtx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
 	r.cancel = cancel
 	stopLife := context.AfterFunc(b.life, func() { cancel(ErrClosed) })
-	defer stopLife()
 
 	r.setPhase(phaseCompile)
 	r.timersMu.Lock()
@@ -137,7 +139,17 @@ func (r *run) do(ctx context.Context, req spi.Request) (spi.Outcome, error) {
 		cancel(&StartupError{Engine: "quickjs", Phase: r.getPhase(), Allowance: b.set.coldStart})
 	})
 	r.timersMu.Unlock()
-	defer r.stopTimers()
+	return runCtx, func() {
+		r.stopTimers()
+		stopLife()
+		cancel(nil)
+	}
+}
+
+func (r *run) do(ctx context.Context, req spi.Request) (spi.Outcome, error) {
+	b := r.b
+	runCtx, end := r.start(ctx)
+	defer end()
 
 	compiled, err := b.compiledModule(runCtx)
 	if err != nil {
