@@ -64,9 +64,9 @@ func engines() []engine {
 // the default engine of "javascript". Each entry's capabilities are read
 // from a backend built by the entry's own factory, which is then closed.
 //
-// Register panics, like registry.Register, when a built-in backend cannot
-// be built with default options or an engine is already registered in r:
-// both are programmer errors, found at start-up.
+// Register panics, like [registry.Registry.Register], when a built-in
+// backend cannot be built with default options or an engine is already
+// registered in r: both are programmer errors, found at start-up.
 func Register(r *registry.Registry) {
 	for _, e := range append(engines(), cgoEngines()...) {
 		caps, err := declaration(e.factory)

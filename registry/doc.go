@@ -23,14 +23,16 @@
 // # Registration
 //
 // As with database/sql, registration is a program-construction step:
-// [Register] panics on a programmer error (an empty name or language, a nil
+// [Registry.Register] panics on a programmer error (an empty name or language, a nil
 // factory, invalid capabilities, a language that disagrees with the
 // capabilities, or a duplicate engine name). Lookups that fail return an
 // error listing what is registered, so a forgotten registration is obvious.
 //
 // A [Registry]'s zero value is ready to use and safe for concurrent use.
-// The package-level functions operate on a default registry owned by this
-// package; there is no exported mutable state.
+// There is no package-level registry and no exported mutable state: a
+// program owns its registry and fills it explicitly (package builtin
+// registers the shipped engines into one), so what a program can run is
+// visible where the registry is made.
 //
 // # Security considerations
 //

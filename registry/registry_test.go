@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -448,50 +447,4 @@ func TestConcurrentUse(t *testing.T) {
 			assert.NoError(t, err)
 		}
 	}
-}
-
-// runs counts runs of the package-level test, so that -count=N registers
-// fresh names into the process-wide default registry each time.
-var runs atomic.Int64
-
-func TestPackageLevelFunctionsUseOneDefaultRegistry(t *testing.T) {
-	// Names unique to this run: the default registry is shared by the
-	// whole test binary.
-	n := runs.Add(1)
-	lang := fmt.Sprintf("registry-test-language-%d", n)
-	a, b := fmt.Sprintf("registry-test-a-%d", n), fmt.Sprintf("registry-test-b-%d", n)
-	e1 := entry(b, strong(lang))
-	e2 := entry(a, strong(lang))
-	e2.Capabilities.CPU = false
-	registry.Register(e1)
-	registry.Register(e2)
-
-	msg := panicText(t, func() { registry.Register(e1) })
-	assert.Contains(t, msg, "called twice")
-
-	got, err := registry.Lookup(a)
-	require.NoError(t, err)
-	assert.Equal(t, lang, got.Language)
-	assert.Contains(t, registry.Languages(), lang)
-	assert.Len(t, registry.ByLanguage(lang), 2)
-	names := []string{}
-	for _, e := range registry.Engines() {
-		names = append(names, e.Engine)
-	}
-	assert.Subset(t, names, []string{a, b})
-
-	def, err := registry.Default(lang)
-	require.NoError(t, err)
-	assert.Equal(t, b, def.Engine, "the first registered")
-	require.NoError(t, registry.SetDefault(lang, a))
-	def, err = registry.Default(lang)
-	require.NoError(t, err)
-	assert.Equal(t, a, def.Engine)
-
-	sel, err := registry.Select(lang, registry.Requirements{CPU: true})
-	require.NoError(t, err)
-	assert.Equal(t, b, sel.Engine)
-
-	_, err = registry.Lookup("registry-test-missing")
-	assert.ErrorIs(t, err, registry.ErrUnknownEngine)
 }
