@@ -10,6 +10,8 @@ import (
 var (
 	//go:embed reshape.js
 	reshapeJS []byte
+	//go:embed reshape.ts
+	reshapeTS []byte
 	//go:embed reshape.star
 	reshapeStar []byte
 	//go:embed reshape.wasm
@@ -19,7 +21,7 @@ var (
 )
 
 // Reshape returns the reshape workload written in language ("javascript",
-// "starlark" or "wasm"), and false for any other language. The bytes are
+// "starlark", "typescript" or "wasm"), and false for any other language. The bytes are
 // a fresh copy the caller owns.
 func Reshape(language string) ([]byte, bool) {
 	switch language {
@@ -27,6 +29,8 @@ func Reshape(language string) ([]byte, bool) {
 		return slices.Clone(reshapeJS), true
 	case "starlark":
 		return slices.Clone(reshapeStar), true
+	case "typescript":
+		return slices.Clone(reshapeTS), true
 	case "wasm":
 		return slices.Clone(reshapeWasm), true
 	default:
@@ -41,4 +45,4 @@ func Reshape(language string) ([]byte, bool) {
 func ReshapeExpected() []byte { return slices.Clone(reshapeExpected) }
 
 // Languages lists the languages Reshape has a translation for, sorted.
-func Languages() []string { return []string{"javascript", "starlark", "wasm"} }
+func Languages() []string { return []string{"javascript", "starlark", "typescript", "wasm"} }

@@ -15,6 +15,7 @@ import (
 	"github.com/sandbank/sandbank/backends/extism"
 	"github.com/sandbank/sandbank/backends/goja"
 	"github.com/sandbank/sandbank/backends/starlark"
+	"github.com/sandbank/sandbank/backends/typescript"
 	"github.com/sandbank/sandbank/bench/workloads"
 	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/spi"
@@ -51,6 +52,13 @@ func TestReshapeTranslationsReturnTheExpectedValue(t *testing.T) {
 	}{
 		{"javascript", func() (spi.Backend, error) { return goja.New(nil) }},
 		{"starlark", func() (spi.Backend, error) { return starlark.New(nil) }},
+		{"typescript", func() (spi.Backend, error) {
+			js, err := goja.New(nil)
+			if err != nil {
+				return nil, err
+			}
+			return typescript.Wrap(js, nil)
+		}},
 		{"wasm", func() (spi.Backend, error) { return extism.New(nil) }},
 	} {
 		t.Run(tc.language, func(t *testing.T) {

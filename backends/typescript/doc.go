@@ -1,0 +1,54 @@
+// Package typescript runs TypeScript on any JavaScript backend: [Wrap]
+// takes a backend whose language is "javascript" and returns one whose
+// language is "typescript", which strips the script's types and hands the
+// JavaScript to the inner engine. It is a composition, not an engine:
+// every capability is the inner backend's, and the conformance kit proves
+// the composition with fixtures written in TypeScript
+// (github.com/sandbank/sandbank/fixtures/typescript).
+//
+// It is for applications that accept TypeScript from a model; use it
+// through github.com/sandbank/sandbank/effect like any backend.
+//
+// # The script contract
+//
+// JavaScript's, unchanged: the input is the global `input`, and the result
+// is the script's completion value (its last expression statement), which
+// the transform keeps in place. Type syntax (annotations, interfaces, type
+// aliases, generics, enums, namespaces, `as`, `satisfies`, parameter
+// properties) is accepted and removed; enums and namespaces become the
+// JavaScript esbuild emits for them.
+//
+// # Fixed semantics
+//
+// The transform (esbuild's, in pure Go) runs with options that are fixed,
+// not left to defaults: target ES2022 (class fields, private members and
+// static blocks stay native, so ordinary scripts get no helper functions),
+// class fields with define semantics (`useDefineForClassFields`), standard
+// (TC39) decorators rather than TypeScript's experimental ones
+// (`experimentalDecorators` off) — no engine runs decorators natively, so
+// esbuild lowers them into helper functions declared at the top of the
+// script, which the script can see as globals named `__…` —, JSX off (the
+// loader is plain `ts`), no minification, no bundling, no tree shaking. Module syntax
+// (`import`, `export`) is refused with a SyntaxError, as JavaScript scripts
+// refuse it; `import type` is type syntax and is simply removed.
+//
+// # Errors
+//
+// A TypeScript syntax error is an spi.Threw outcome named "SyntaxError"
+// whose message starts with the TypeScript line and column
+// ("script.ts:3:14: Unexpected \";\""). Runtime errors are the inner
+// engine's: their name and message are unchanged, and no shipped engine
+// puts a line number in them, so nothing needs mapping. The transform
+// reformats the code, so a line number that an inner engine might report
+// would be one of the JavaScript, not of the TypeScript.
+//
+// There is no type checking: types are removed, not verified, so a script
+// with a type error runs as the JavaScript it becomes. A caller who wants
+// type errors must check the script before submitting it (for instance with
+// tsc --noEmit in its own toolchain).
+//
+// # Notes
+//
+// Transforms are cached by the script's SHA-256, bounded in entries and
+// bytes (see [Options]); a cached script is not transformed again.
+package typescript
