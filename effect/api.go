@@ -25,6 +25,12 @@ const DefaultMaxInputBytes = DefaultMemoryBytes
 // JSON text, 4 MiB.
 const DefaultMaxOutputBytes int64 = 4 << 20
 
+// DefaultMaxScriptBytes is the default ceiling on a script's size, 16 MiB:
+// scripts include Extism wasm plugins, which are commonly a few MiB, so the
+// bound leaves room for them while keeping a run by source, or a damaged
+// store, from handing an engine an unbounded blob.
+const DefaultMaxScriptBytes int64 = 16 << 20
+
 // DefaultWallClock is the default wall-clock limit of an evaluation.
 const DefaultWallClock = 5 * time.Second
 
@@ -53,6 +59,11 @@ type Options struct {
 	// the first is checked before the value is decoded, so an oversized
 	// value is refused without parsing it.
 	MaxOutputBytes int64
+	// MaxScriptBytes bounds a script's size, whether it comes from the
+	// call's Source or from the store: a larger script is the typed
+	// failure scriptTooLarge, before the backend is called. Zero means
+	// DefaultMaxScriptBytes.
+	MaxScriptBytes int64
 	// BackendGrace is how long past the wall clock the effect waits for the
 	// backend to settle. Nil means DefaultBackendGrace; it must be >= 0.
 	BackendGrace *time.Duration
@@ -62,10 +73,19 @@ type Options struct {
 	AllowReusedEnvironment bool
 }
 
-// Call is one evaluation request.
+// Call is one evaluation request. It names the script by Script, carries it
+// as Source, or both.
 type Call struct {
-	// Script is the content address of the script ("sha256:<64 hex>").
+	// Script is the content address of the script ("sha256:<64 hex>"),
+	// read from the effect's ScriptReader when Source is nil.
 	Script Address
+	// Source, when not nil, is the script itself: the effect copies and
+	// hashes it and runs it exactly as if it had been stored under its
+	// address, without reading or writing the store. When Script is also
+	// set, Source must hash to it (else ErrInvalidSource). A call with
+	// neither is ErrInvalidSource. An empty, non-nil Source is the empty
+	// script.
+	Source []byte
 	// Input is the script's input: any value encoding/json can marshal, or
 	// a json.RawMessage taken as is once validated.
 	Input any
@@ -88,6 +108,7 @@ const (
 	CodeLimitExceeded
 	CodeScriptError
 	CodeShapeMismatch
+	CodeScriptTooLarge
 )
 
 var codeNames = [...]string{
@@ -97,10 +118,11 @@ var codeNames = [...]string{
 	CodeLimitExceeded:        "limitExceeded",
 	CodeScriptError:          "scriptError",
 	CodeShapeMismatch:        "shapeMismatch",
+	CodeScriptTooLarge:       "scriptTooLarge",
 }
 
 // Valid reports whether c is one of the defined codes.
-func (c Code) Valid() bool { return c >= CodeInputNotSerializable && c <= CodeShapeMismatch }
+func (c Code) Valid() bool { return c >= CodeInputNotSerializable && c <= CodeScriptTooLarge }
 
 // String returns the code's name, such as "limitExceeded".
 func (c Code) String() string {
@@ -144,13 +166,11 @@ var (
 	ErrLimitExceeded        = errors.New("effect: limit exceeded")
 	ErrScriptError          = errors.New("effect: script error")
 	ErrShapeMismatch        = errors.New("effect: shape mismatch")
+	ErrScriptTooLarge       = errors.New("effect: script too large")
 )
 
-// ErrClosed is returned by calls on an Effect after Close.
-var ErrClosed = errors.New("effect: closed")
-
-// Failure is a typed failure: the script's own outcome (or the caller's
-// input), not retryable. Match it with errors.As, or a code's sentinel with
+// Failure is a typed failure: the script's own outcome (or the size or
+// encoding of what the caller handed it), not retryable. Match it with errors.As, or a code's sentinel with
 // errors.Is.
 type Failure struct {
 	Code Code
@@ -165,7 +185,8 @@ type Failure struct {
 	Reason string
 	// Bytes and Limit size the input (CodeInputTooLarge): Limit is
 	// MaxInputBytes when the input was refused before the run, or the
-	// memory limit when it did not fit while being parsed.
+	// memory limit when it did not fit while being parsed. For
+	// CodeScriptTooLarge they size the script against MaxScriptBytes.
 	Bytes int64
 	Limit int64
 	// Script is the missing script's address (CodeScriptMissing).

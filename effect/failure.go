@@ -11,7 +11,8 @@ import (
 // Error implements error. The text starts with "effect:", has fixed
 // wording and never echoes script source: "effect: limitExceeded (memory)",
 // "effect: scriptError: TypeError: boom", "effect: inputTooLarge (40 bytes,
-// limit 32)", "effect: scriptMissing (sha256:…)", "effect:
+// limit 32)", "effect: scriptTooLarge (40 bytes, limit 32)", "effect:
+// scriptMissing (sha256:…)", "effect:
 // inputNotSerializable: <reason>", "effect: shapeMismatch: <first
 // violation>".
 func (f *Failure) Error() string {
@@ -20,6 +21,8 @@ func (f *Failure) Error() string {
 		return "effect: inputNotSerializable: " + f.Reason
 	case CodeInputTooLarge:
 		return "effect: inputTooLarge (" + strconv.FormatInt(f.Bytes, 10) + " bytes, limit " + strconv.FormatInt(f.Limit, 10) + ")"
+	case CodeScriptTooLarge:
+		return "effect: scriptTooLarge (" + strconv.FormatInt(f.Bytes, 10) + " bytes, limit " + strconv.FormatInt(f.Limit, 10) + ")"
 	case CodeScriptMissing:
 		return "effect: scriptMissing (" + string(f.Script) + ")"
 	case CodeLimitExceeded:
@@ -51,6 +54,8 @@ func (f *Failure) Unwrap() error {
 		return ErrScriptError
 	case CodeShapeMismatch:
 		return ErrShapeMismatch
+	case CodeScriptTooLarge:
+		return ErrScriptTooLarge
 	default:
 		return nil
 	}
@@ -82,7 +87,7 @@ func (f *Failure) MarshalJSON() ([]byte, error) {
 	switch f.Code {
 	case CodeInputNotSerializable, CodeShapeMismatch:
 		w.Reason = &f.Reason
-	case CodeInputTooLarge:
+	case CodeInputTooLarge, CodeScriptTooLarge:
 		w.Bytes, w.Limit = &f.Bytes, &f.Limit
 	case CodeScriptMissing:
 		w.Script = string(f.Script)
@@ -97,11 +102,14 @@ func (f *Failure) MarshalJSON() ([]byte, error) {
 	return json.Marshal(w)
 }
 
-// Retryable reports whether err is worth retrying: true for untyped
-// errors, false for nil, for a *Failure (the script's own outcome or the
-// caller's input: a retry gives the same answer) and for context.Canceled
-// (the caller gave up). A context.DeadlineExceeded of the caller's own
-// deadline is retryable: more time may help.
+// Retryable reports whether err is worth retrying. It is false for nil,
+// for a *Failure (the script's own outcome: a retry gives the same
+// answer), for an invalid call (errors.Is(err, ErrInvalidCall): the same
+// call fails the same way) and for context.Canceled (the caller gave up).
+// It is true for everything else, which is infrastructure: a backend or a
+// store that failed, a backend that did not settle, and a
+// context.DeadlineExceeded of the caller's own deadline (more time may
+// help).
 func Retryable(err error) bool {
 	if err == nil {
 		return false
@@ -110,5 +118,5 @@ func Retryable(err error) bool {
 	if errors.As(err, &f) {
 		return false
 	}
-	return !errors.Is(err, context.Canceled)
+	return !errors.Is(err, ErrInvalidCall) && !errors.Is(err, context.Canceled)
 }

@@ -23,6 +23,8 @@ func TestFailureErrorAndJSON(t *testing.T) {
 			"effect: inputNotSerializable: json: unsupported value: NaN", `{"code":"inputNotSerializable","reason":"json: unsupported value: NaN"}`},
 		{Failure{Code: CodeInputTooLarge, Bytes: 40, Limit: 32}, ErrInputTooLarge,
 			"effect: inputTooLarge (40 bytes, limit 32)", `{"code":"inputTooLarge","bytes":40,"limit":32}`},
+		{Failure{Code: CodeScriptTooLarge, Bytes: 40, Limit: 32}, ErrScriptTooLarge,
+			"effect: scriptTooLarge (40 bytes, limit 32)", `{"code":"scriptTooLarge","bytes":40,"limit":32}`},
 		{Failure{Code: CodeScriptMissing, Script: addr}, ErrScriptMissing,
 			"effect: scriptMissing (" + string(addr) + ")", `{"code":"scriptMissing","script":"` + string(addr) + `"}`},
 		{Failure{Code: CodeLimitExceeded, Kind: LimitMemory}, ErrLimitExceeded,
@@ -48,7 +50,7 @@ func TestFailureErrorAndJSON(t *testing.T) {
 			var got *Failure
 			require.ErrorAs(t, err, &got)
 			assert.Same(t, &f, got)
-			for _, other := range []error{ErrInputNotSerializable, ErrInputTooLarge, ErrScriptMissing, ErrLimitExceeded, ErrScriptError, ErrShapeMismatch} {
+			for _, other := range []error{ErrInputNotSerializable, ErrInputTooLarge, ErrScriptMissing, ErrLimitExceeded, ErrScriptError, ErrShapeMismatch, ErrScriptTooLarge, ErrInvalidCall} {
 				if other != tc.sentinel {
 					assert.NotErrorIs(t, err, other)
 				}
@@ -76,6 +78,9 @@ func TestEnumStrings(t *testing.T) {
 	assert.Equal(t, "Code(0)", Code(0).String())
 	assert.False(t, Code(0).Valid())
 	assert.Equal(t, "shapeMismatch", CodeShapeMismatch.String())
+	assert.Equal(t, Code(7), CodeScriptTooLarge, "codes are appended, never renumbered")
+	assert.Equal(t, "scriptTooLarge", CodeScriptTooLarge.String())
+	assert.Equal(t, "Code(8)", Code(8).String())
 	assert.Equal(t, "LimitKind(0)", LimitKind(0).String())
 	assert.Equal(t, "LimitKind(5)", LimitKind(5).String())
 	assert.Equal(t, "wallClock", LimitWallClock.String())
@@ -95,7 +100,13 @@ func TestRetryable(t *testing.T) {
 		{"wrapped canceled", fmt.Errorf("x: %w", context.Canceled), false},
 		{"caller deadline", context.DeadlineExceeded, true},
 		{"untyped", errors.New("effect: backend failed"), true},
-		{"closed", ErrClosed, true},
+		{"closed", ErrClosed, false},
+		{"invalid call", ErrInvalidCall, false},
+		{"invalid limits", ErrInvalidLimits, false},
+		{"wrapped invalid shape", fmt.Errorf("x: %w", ErrInvalidShape), false},
+		{"invalid address", ErrInvalidAddress, false},
+		{"invalid source", ErrInvalidSource, false},
+		{"script too large", &Failure{Code: CodeScriptTooLarge, Bytes: 2, Limit: 1}, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -98,12 +98,13 @@ func TestRule1InputTooLarge(t *testing.T) {
 }
 
 func TestRule1InputBeforeScript(t *testing.T) {
-	// A call with a bad input AND a missing script reports the input.
+	// A call with a bad input AND a missing script reports the input; a
+	// malformed address is a mistake in the call itself, checked first.
 	f := newFixture(t, fakebackend.Echo(), nil)
 	_, err := f.e.Evaluate(context.Background(), Call{Script: AddressOf([]byte("absent")), Input: make(chan int)})
 	requireFailure(t, err, CodeInputNotSerializable)
 	_, err = f.e.Evaluate(context.Background(), Call{Script: "not an address", Input: math.NaN()})
-	requireFailure(t, err, CodeInputNotSerializable)
+	requireInvalid(t, err, ErrInvalidAddress)
 	f.untouched(t)
 }
 
@@ -140,7 +141,12 @@ func TestRule2MalformedAddress(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			f := newFixture(t, fakebackend.Echo(), nil)
 			_, err := f.e.Evaluate(context.Background(), Call{Script: Address(addr), Input: 1})
-			requireUntyped(t, err)
+			if addr == "" {
+				requireInvalid(t, err, ErrInvalidSource) // no script at all
+				f.untouched(t)
+				return
+			}
+			requireInvalid(t, err, ErrInvalidAddress)
 			assert.Contains(t, err.Error(), "effect: malformed script address")
 			assert.NotContains(t, err.Error(), "SECRET")
 			f.untouched(t)
@@ -640,7 +646,7 @@ func TestRule7InvalidShape(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			f := newFixture(t, fakebackend.Echo(), nil)
 			_, err := f.e.Evaluate(context.Background(), Call{Script: f.addr, Input: 1, Shape: json.RawMessage(schema)})
-			requireUntyped(t, err)
+			requireInvalid(t, err, ErrInvalidShape)
 			assert.Contains(t, err.Error(), "effect: invalid shape")
 			assert.NotContains(t, err.Error(), "root:")
 			f.untouched(t)
@@ -655,7 +661,7 @@ func TestRule7ShapeLoadsNothing(t *testing.T) {
 	require.NoError(t, os.WriteFile(path, []byte(`{"type":"number"}`), 0o600))
 	f := newFixture(t, fakebackend.Return(okOutcome(`1`)), nil)
 	_, err := f.e.Evaluate(context.Background(), Call{Script: f.addr, Shape: json.RawMessage(`{"$ref":"file://` + filepath.ToSlash(path) + `"}`)})
-	requireUntyped(t, err)
+	requireInvalid(t, err, ErrInvalidShape)
 	assert.Contains(t, err.Error(), "effect: invalid shape")
 	assert.Zero(t, f.fb.Calls())
 }
