@@ -132,30 +132,68 @@ func (c Code) String() string {
 	return codeNames[c]
 }
 
-// LimitKind names the limit a limitExceeded failure hit. The zero value is
-// invalid.
+// LimitKind names a limit of a typed failure. The zero value is invalid;
+// values are never renumbered.
+//
+// It is a superset of spi.LimitKind: the kinds a backend reports (cpu,
+// memory, wallClock) have the same names and the same numbers here, and
+// [LimitKindOf] converts one to the other. The effect adds the limits it
+// enforces itself: output (the result's size or depth) and input (the
+// input ceiling). Compare a Failure's Kind with these constants, never with
+// spi's.
 type LimitKind int
 
 // The limit kinds of a typed failure.
 const (
+	// LimitCPU: a CPU or step budget ran out (spi.LimitCPU).
 	LimitCPU LimitKind = iota + 1
+	// LimitMemory: the memory limit was reached (spi.LimitMemory); for
+	// inputTooLarge, the input did not fit in the engine's memory while
+	// being parsed.
 	LimitMemory
+	// LimitWallClock: the wall clock ran out (spi.LimitWallClock).
 	LimitWallClock
+	// LimitOutput: the result exceeded MaxOutputBytes or MaxOutputDepth.
+	// The effect's own limit; no spi kind.
 	LimitOutput
+	// LimitInput: the input exceeded MaxInputBytes and was refused before
+	// the run (inputTooLarge only). The effect's own limit; no spi kind.
+	LimitInput
 )
 
-var limitNames = [...]string{LimitCPU: "cpu", LimitMemory: "memory", LimitWallClock: "wallClock", LimitOutput: "output"}
+var limitNames = [...]string{LimitCPU: "cpu", LimitMemory: "memory", LimitWallClock: "wallClock", LimitOutput: "output", LimitInput: "input"}
 
 // Valid reports whether k is one of the defined limit kinds.
-func (k LimitKind) Valid() bool { return k >= LimitCPU && k <= LimitOutput }
+func (k LimitKind) Valid() bool { return k >= LimitCPU && k <= LimitInput }
 
-// String returns "cpu", "memory", "wallClock" or "output".
+// String returns "cpu", "memory", "wallClock", "output" or "input".
 func (k LimitKind) String() string {
 	if !k.Valid() {
 		return fmt.Sprintf("LimitKind(%d)", int(k))
 	}
 	return limitNames[k]
 }
+
+// LimitKindOf returns the effect's kind for a backend's kind: the one of
+// the same name. It reports false for a kind outside spi's set.
+func LimitKindOf(k spi.LimitKind) (LimitKind, bool) {
+	switch k {
+	case spi.LimitCPU:
+		return LimitCPU, true
+	case spi.LimitMemory:
+		return LimitMemory, true
+	case spi.LimitWallClock:
+		return LimitWallClock, true
+	default:
+		return 0, false
+	}
+}
+
+// MaxOutputDepth is the deepest nesting of arrays and objects a result may
+// have. A deeper result is limitExceeded (output), on every engine: the
+// effect checks the depth before anything parses the value (encoding/json
+// itself refuses text nested past this depth).
+const MaxOutputDepth = 10000
 
 // Sentinels, one per code: every *Failure unwraps to the sentinel of its
 // code, so errors.Is(err, effect.ErrLimitExceeded) works.
@@ -174,14 +212,18 @@ var (
 // errors.Is.
 type Failure struct {
 	Code Code
-	// Kind is the limit hit (CodeLimitExceeded).
+	// Kind is the limit hit (CodeLimitExceeded), or what the input did not
+	// fit in (CodeInputTooLarge): LimitInput, the input ceiling
+	// (MaxInputBytes), before the run; LimitMemory, the engine's memory
+	// while parsing the input.
 	Kind LimitKind
 	// Name and Message describe the error (CodeScriptError), bounded and
 	// storable.
 	Name    string
 	Message string
 	// Reason says why (CodeInputNotSerializable; CodeShapeMismatch: the
-	// first violation), bounded.
+	// first violation; CodeLimitExceeded, when the effect can say more
+	// than the kind: the output depth limit), bounded.
 	Reason string
 	// Bytes and Limit size the input (CodeInputTooLarge): Limit is
 	// MaxInputBytes when the input was refused before the run, or the

@@ -161,8 +161,10 @@ func (e *Effect) Idempotent() bool {
 //     backend that does not return loses, a panic becomes an untyped error;
 //  4. when ctx is done, ctx.Err() is returned as is, whatever the backend
 //     did;
-//  5. the outcome is validated and mapped (Limit: limitExceeded; Threw:
-//     scriptError; InputTooLarge: inputTooLarge with the memory limit;
+//  5. the outcome is validated and mapped (OK: a value nested deeper than
+//     MaxOutputDepth is limitExceeded (output), checked before the text
+//     is parsed; Limit: limitExceeded; Threw: scriptError; InputTooLarge:
+//     inputTooLarge with Kind LimitMemory and the memory limit;
 //     Infrastructure and anything malformed: untyped);
 //  6. a result over MaxOutputBytes is limitExceeded (output);
 //  7. a result that does not satisfy call.Shape is shapeMismatch;
@@ -229,7 +231,7 @@ func (e *Effect) evaluate(ctx context.Context, call Call) (json.RawMessage, erro
 		return nil, err
 	}
 	if int64(len(input)) > e.maxInput {
-		return nil, &Failure{Code: CodeInputTooLarge, Bytes: int64(len(input)), Limit: e.maxInput}
+		return nil, &Failure{Code: CodeInputTooLarge, Kind: LimitInput, Bytes: int64(len(input)), Limit: e.maxInput}
 	}
 
 	// 2. The script: carried by the call, or read by content address.
@@ -474,27 +476,25 @@ func (e *Effect) mapOutcome(out spi.Outcome, input []byte, limits spi.Limits) ([
 	switch out.Kind {
 	case spi.KindOK:
 		v := out.Value
+		// The depth first: json.Valid refuses text nested past its own
+		// limit, which would make a deep result an untyped error.
+		if tooDeep(v, MaxOutputDepth) {
+			return nil, outputTooDeep()
+		}
 		if len(v) == 0 || !json.Valid(v) {
 			return nil, errors.New("effect: backend returned an OK outcome without a valid JSON value")
 		}
 		return v, nil
 	case spi.KindLimit:
-		var k LimitKind
-		switch out.Limit {
-		case spi.LimitCPU:
-			k = LimitCPU
-		case spi.LimitMemory:
-			k = LimitMemory
-		case spi.LimitWallClock:
-			k = LimitWallClock
-		default:
+		k, ok := LimitKindOf(out.Limit)
+		if !ok {
 			return nil, errors.New("effect: backend returned a limit outcome with an invalid limit kind " + strconv.Itoa(int(out.Limit)))
 		}
 		return nil, &Failure{Code: CodeLimitExceeded, Kind: k}
 	case spi.KindThrew:
 		return nil, &Failure{Code: CodeScriptError, Name: boundText(out.Name), Message: boundText(out.Message)}
 	case spi.KindInputTooLarge:
-		return nil, &Failure{Code: CodeInputTooLarge, Bytes: int64(len(input)), Limit: limits.MemoryBytes}
+		return nil, &Failure{Code: CodeInputTooLarge, Kind: LimitMemory, Bytes: int64(len(input)), Limit: limits.MemoryBytes}
 	case spi.KindInfrastructure:
 		return nil, &untypedError{msg: "effect: backend infrastructure failure: " + boundText(out.Message)}
 	default:

@@ -10,8 +10,10 @@ import (
 
 // Error implements error. The text starts with "effect:", has fixed
 // wording and never echoes script source: "effect: limitExceeded (memory)",
-// "effect: scriptError: TypeError: boom", "effect: inputTooLarge (40 bytes,
-// limit 32)", "effect: scriptTooLarge (40 bytes, limit 32)", "effect:
+// "effect: limitExceeded (output): <reason>", "effect: scriptError:
+// TypeError: boom", "effect: inputTooLarge (40 bytes of input, over the
+// input ceiling of 32 bytes)" (or "… did not fit in the engine's memory
+// limit of 32 bytes while being parsed)"), "effect: scriptTooLarge (40 bytes, limit 32)", "effect:
 // scriptMissing (sha256:…)", "effect:
 // inputNotSerializable: <reason>", "effect: shapeMismatch: <first
 // violation>".
@@ -20,12 +22,23 @@ func (f *Failure) Error() string {
 	case CodeInputNotSerializable:
 		return "effect: inputNotSerializable: " + f.Reason
 	case CodeInputTooLarge:
-		return "effect: inputTooLarge (" + strconv.FormatInt(f.Bytes, 10) + " bytes, limit " + strconv.FormatInt(f.Limit, 10) + ")"
+		n, limit := strconv.FormatInt(f.Bytes, 10), strconv.FormatInt(f.Limit, 10)
+		switch f.Kind {
+		case LimitInput:
+			return "effect: inputTooLarge (" + n + " bytes of input, over the input ceiling of " + limit + " bytes)"
+		case LimitMemory:
+			return "effect: inputTooLarge (" + n + " bytes of input did not fit in the engine's memory limit of " + limit + " bytes while being parsed)"
+		default:
+			return "effect: inputTooLarge (" + n + " bytes, limit " + limit + ")"
+		}
 	case CodeScriptTooLarge:
 		return "effect: scriptTooLarge (" + strconv.FormatInt(f.Bytes, 10) + " bytes, limit " + strconv.FormatInt(f.Limit, 10) + ")"
 	case CodeScriptMissing:
 		return "effect: scriptMissing (" + string(f.Script) + ")"
 	case CodeLimitExceeded:
+		if f.Reason != "" {
+			return "effect: limitExceeded (" + f.Kind.String() + "): " + f.Reason
+		}
 		return "effect: limitExceeded (" + f.Kind.String() + ")"
 	case CodeScriptError:
 		if f.Name == "" {
@@ -87,7 +100,12 @@ func (f *Failure) MarshalJSON() ([]byte, error) {
 	switch f.Code {
 	case CodeInputNotSerializable, CodeShapeMismatch:
 		w.Reason = &f.Reason
-	case CodeInputTooLarge, CodeScriptTooLarge:
+	case CodeInputTooLarge:
+		w.Bytes, w.Limit = &f.Bytes, &f.Limit
+		if f.Kind.Valid() {
+			w.Kind = f.Kind.String()
+		}
+	case CodeScriptTooLarge:
 		w.Bytes, w.Limit = &f.Bytes, &f.Limit
 	case CodeScriptMissing:
 		w.Script = string(f.Script)
@@ -96,6 +114,9 @@ func (f *Failure) MarshalJSON() ([]byte, error) {
 			return nil, fmt.Errorf("effect: cannot encode a failure with invalid limit kind %d", int(f.Kind))
 		}
 		w.Kind = f.Kind.String()
+		if f.Reason != "" {
+			w.Reason = &f.Reason
+		}
 	case CodeScriptError:
 		w.Name, w.Message = f.Name, &f.Message
 	}

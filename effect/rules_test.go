@@ -82,6 +82,8 @@ func TestRule1InputTooLarge(t *testing.T) {
 			assert.ErrorIs(t, err, ErrInputTooLarge)
 			assert.Equal(t, tc.bytes, fail.Bytes)
 			assert.Equal(t, int64(21), fail.Limit)
+			assert.Equal(t, LimitInput, fail.Kind, "refused by the input ceiling, before the run")
+			assert.Contains(t, err.Error(), "input ceiling")
 			f.untouched(t)
 		})
 	}
@@ -451,7 +453,7 @@ func TestRule5Outcomes(t *testing.T) {
 			want: Failure{Code: CodeScriptError, Name: "TypeError", Message: "x is not a function"}},
 		{name: "threw without name", out: spi.Threw("", "boom"), code: CodeScriptError, want: Failure{Code: CodeScriptError, Message: "boom"}},
 		{name: "input too large", out: spi.InputTooLarge(), code: CodeInputTooLarge,
-			want: Failure{Code: CodeInputTooLarge, Bytes: 7, Limit: 1000}},
+			want: Failure{Code: CodeInputTooLarge, Kind: LimitMemory, Bytes: 7, Limit: 1000}},
 		{name: "infrastructure", out: spi.Infrastructure("engine crashed"), errText: "effect: backend infrastructure failure: engine crashed"},
 	}
 	for _, tc := range cases {
