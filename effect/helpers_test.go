@@ -155,3 +155,6 @@ func (f *fixture) callWithin(t *testing.T, ctx context.Context, input any) (json
 		return nil, nil
 	}
 }
+
+// timeAfterWatchdog fires once the watchdog has passed.
+func timeAfterWatchdog() <-chan time.Time { return time.After(watchdog) }
