@@ -16,8 +16,9 @@ var errOverloaded = &untypedError{
 	cause: ErrOverloaded,
 }
 
-// Abandoned returns how many backend calls (Evaluate, Warm or Close) the
-// effect stopped waiting for and that have not returned yet.
+// Abandoned returns how many calls the effect stopped waiting for (a
+// backend's Evaluate, Warm or Close, or a script reader's ReadScript) that
+// have not returned yet.
 func (e *Effect) Abandoned() int { return int(e.abandoned.Load()) }
 
 // overloaded reports whether new backend work must be refused.

@@ -161,3 +161,35 @@ func TestWarmIsBounded(t *testing.T) {
 		require.NoError(t, e.Warm(context.Background()))
 	})
 }
+
+func TestAbandonedReadsAreCounted(t *testing.T) {
+	release := make(chan struct{})
+	reader := readerFunc(func(context.Context, Address) ([]byte, error) {
+		<-release // ignores its context
+		return testScript, nil
+	})
+	fb := fakebackend.New(fakebackend.Capabilities(), fakebackend.Echo())
+	e, err := New(reader, fb, &Options{MaxAbandoned: 1})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	call := Call{Script: AddressOf(testScript), Input: 1}
+	// A context cancelled before the call never starts a read.
+	_, err = e.Evaluate(ctx, call)
+	require.Equal(t, context.Canceled, err)
+	assert.Zero(t, e.Abandoned())
+
+	ctx, cancel = context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel()
+	_, err = e.Evaluate(ctx, call)
+	require.Equal(t, context.DeadlineExceeded, err)
+	assert.Equal(t, 1, e.Abandoned())
+	_, err = e.Evaluate(context.Background(), call)
+	assert.ErrorIs(t, err, ErrOverloaded)
+	assert.Zero(t, fb.Calls())
+
+	close(release)
+	waitAbandoned(t, e, 0)
+	_, err = e.Evaluate(context.Background(), call)
+	require.NoError(t, err)
+}

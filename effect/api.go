@@ -79,9 +79,10 @@ type Options struct {
 	// BackendGrace is how long past the wall clock the effect waits for the
 	// backend to settle. Nil means DefaultBackendGrace; it must be >= 0.
 	BackendGrace *time.Duration
-	// MaxAbandoned caps the backend calls the effect gave up on (past the
-	// deadline, or when the caller's context ended) that have not returned
-	// yet: each holds a goroutine, which cannot be killed. While that many
+	// MaxAbandoned caps the calls the effect gave up on (a backend past the
+	// deadline or the caller's cancellation, a script reader past the
+	// caller's cancellation) that have not returned yet: each holds a
+	// goroutine, which cannot be killed. While that many
 	// are outstanding, Evaluate and Warm refuse new work with an error
 	// matching ErrOverloaded (retryable); a late return frees its slot.
 	// Zero means DefaultMaxAbandoned; it must be >= 0.

@@ -258,6 +258,13 @@ func (e *Effect) evaluate(ctx context.Context, call Call) (json.RawMessage, erro
 		return nil, &Failure{Code: CodeInputTooLarge, Kind: LimitInput, Bytes: int64(len(input)), Limit: e.maxInput}
 	}
 
+	// Before any goroutine is started for the call: refused while too many
+	// earlier ones were abandoned. The cap is checked, not reserved: calls
+	// already in flight may still be abandoned past it.
+	if e.overloaded() {
+		return nil, errOverloaded
+	}
+
 	// 2. The script: carried by the call, or read by content address.
 	var script []byte
 	if call.Source != nil {
@@ -274,11 +281,6 @@ func (e *Effect) evaluate(ctx context.Context, call Call) (json.RawMessage, erro
 
 	// 3 and 4. The backend, raced against ctx and the deadline.
 	// Its result is used only when ctx is not done: Evaluate checks.
-	// The cap is checked here, not reserved: calls already in flight may
-	// still be abandoned past it.
-	if e.overloaded() {
-		return nil, errOverloaded
-	}
 	out, err := e.callBackend(ctx, spi.Request{Script: script, Input: input, Limits: limits})
 	if err != nil {
 		return nil, err
@@ -398,7 +400,9 @@ type scriptRead struct {
 // the caller's cancellation. A panic in the reader is recovered.
 func (e *Effect) raceRead(ctx context.Context, addr Address) ([]byte, error) {
 	ch := make(chan scriptRead, 1)
+	j := e.newJob()
 	go func() {
+		defer j.finish()
 		defer func() {
 			if r := recover(); r != nil {
 				ch <- scriptRead{panicked: true}
@@ -414,6 +418,7 @@ func (e *Effect) raceRead(ctx context.Context, addr Address) ([]byte, error) {
 		}
 		return r.script, r.err
 	case <-ctx.Done():
+		j.abandon()
 		return nil, ctx.Err()
 	}
 }
