@@ -172,7 +172,9 @@ func (e *Effect) Idempotent() bool {
 //     a script (a well-formed Script, a Source, or both); a mistake is an
 //     invalid call (ErrInvalidCall and its case's sentinel). Then the input
 //     is serialised and bounded (typed inputNotSerializable,
-//     inputTooLarge) before the script is read or the backend called;
+//     inputTooLarge) before the script is read or the backend called.
+//     While Options.MaxAbandoned earlier calls are abandoned and still
+//     running, the call is refused here with ErrOverloaded (retryable);
 //  2. the script: a Source is bounded (typed scriptTooLarge), copied and
 //     hashed, and must hash to Script when both are set (else
 //     ErrInvalidSource); the store is not consulted. Otherwise the script
