@@ -111,8 +111,9 @@ func TestGates(t *testing.T) {
 	want := map[string]string{
 		"runaway_native":  "WallClock hard or Memory",
 		"allocation_bomb": "Memory",
-		"no_network":      "Network none",
-		"no_escape":       "Network none",
+		"memory_limit":    "Memory",
+		"no_network":      "Network none or allowlist",
+		"no_escape":       "Network none or allowlist",
 		"fresh_per_run":   "FreshPerRun",
 		"cpu_budget":      "CPU",
 		"input_too_big":   "Memory",
@@ -178,14 +179,14 @@ func TestBrokenBackends(t *testing.T) {
 			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
 				c.override["echo"] = returns(`{"text":"echo ✓ é","n":8}`)
 			},
-			cases: []string{"echo"}, failed: "echo", reason: `echo: the result must equal the input: at $: key "empty" is missing`,
+			cases: []string{"echo"}, failed: "echo", reason: `echo: sequential run 1: the result must equal the run's own input: at $: key "empty" is missing`,
 		},
 		{
 			name: "echo fails",
 			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
 				c.override["echo"] = outcome(spi.Threw("Error", "nope"))
 			},
-			cases: []string{"echo"}, failed: "echo", reason: "echo: the result must be the input, got typed scriptError",
+			cases: []string{"echo"}, failed: "echo", reason: "echo: sequential run 1: the result must be the input, got typed scriptError",
 		},
 		{
 			name:  "throw returns a value",
@@ -223,7 +224,7 @@ func TestBrokenBackends(t *testing.T) {
 			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
 				c.override["runaway_native"] = sleepThen(RunawayWallClock+NativeGrace+200*time.Millisecond, spi.Limited(spi.LimitWallClock))
 			},
-			cases: []string{"runaway_native"}, failed: "runaway_native", reason: "past the wall clock 250ms plus the grace 1s",
+			cases: []string{"runaway_native"}, failed: "runaway_native", reason: "past 250ms plus the stop grace 1s",
 		},
 		{
 			name: "native operation: warm-up echo fails",
@@ -344,14 +345,14 @@ func TestBrokenBackends(t *testing.T) {
 		{
 			name:  "escape probe sees the host clock",
 			setup: func(_ *testing.T, c *fakeConfig, _ *Options) { c.override["no_escape"] = leakedClock },
-			cases: []string{"no_escape"}, failed: "no_escape", reason: "the host clock leaked",
+			cases: []string{"no_escape"}, failed: "no_escape", reason: "not the documented fake clock 2000-01-01T00:00:00Z + at most 1000 ms",
 		},
 		{
 			name: "escape probe clock not a number",
 			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
 				c.override["no_escape"] = returns(`{"found":[],"clock":"now"}`)
 			},
-			cases: []string{"no_escape"}, failed: "no_escape", reason: `"clock" must be a number or null`,
+			cases: []string{"no_escape"}, failed: "no_escape", reason: `"clock" must be a number (the fake clock starts at 946684800000)`,
 		},
 		{
 			name: "escape probe report malformed",
@@ -427,9 +428,9 @@ func TestBrokenBackends(t *testing.T) {
 				release := make(chan struct{})
 				t.Cleanup(func() { close(release) })
 				c.override["abort_mid_run"] = blockUntil(release, spi.Limited(spi.LimitWallClock))
-				o.Watchdog = time.Second
+				o.Watchdog = 3 * time.Second
 			},
-			cases: []string{"abort_mid_run"}, failed: "abort_mid_run", reason: "the backend's own Evaluate had not returned",
+			cases: []string{"abort_mid_run"}, failed: "abort_mid_run", reason: "the backend's own Evaluate had not returned 1s (the stop grace) after the cancellation",
 		},
 		{
 			name: "abort_mid_run ends before the cancellation",
@@ -718,7 +719,7 @@ func TestRefusals(t *testing.T) {
 			return c.factory()
 		}(), nil, "conformance: the backend declares invalid capabilities"},
 		{"unknown case", newFakeConfig().factory(), &Options{Cases: []string{"echo", "telepathy"}}, `conformance: unknown case "telepathy"`},
-		{"negative watchdog", newFakeConfig().factory(), &Options{Watchdog: -1}, "conformance: negative limit or watchdog"},
+		{"negative watchdog", newFakeConfig().factory(), &Options{Watchdog: -1}, "conformance: negative limit, watchdog or bound"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rep, err := Check(context.Background(), tc.factory, tc.opts)
@@ -798,9 +799,9 @@ func TestCheckStopsWhenCancelled(t *testing.T) {
 func TestCaseNames(t *testing.T) {
 	names := CaseNames()
 	assert.Equal(t, []string{
-		"echo", "throw", "syntax_error", "runaway_loop", "runaway_native", "allocation_bomb",
-		"deep_recursion", "rich_value", "no_network", "no_escape", "fresh_per_run", "cpu_budget",
-		"input_too_big", "abort", "abort_mid_run", "composition",
+		"echo", "throw", "syntax_error", "runaway_loop", "runaway_native", "allocation_bomb", "memory_limit",
+		"deep_recursion", "rich_value", "input_contract", "no_network", "no_escape", "host_objects",
+		"fresh_per_run", "warm", "cpu_budget", "input_too_big", "abort", "abort_mid_run", "composition",
 	}, names)
 	names[0] = "changed"
 	assert.Equal(t, "echo", CaseNames()[0], "CaseNames returns a copy")
