@@ -174,15 +174,18 @@ const (
 	// a limit or a cancellation, for the process's CPU use to fall to idle
 	// (Options.IdleWait). See IdleWindow.
 	DefaultIdleWait = 3 * time.Second
-	// IdleWindow and IdleShare define idle: a window of IdleWindow in which
-	// the whole process used at most IdleShare of one core (user plus
-	// system CPU time from getrusage). The kit measures consecutive windows
-	// until one is idle or DefaultIdleWait passed; a script still running
-	// after its limit uses a whole core in every window (at least 20 % of
-	// one even on a 2-core machine at load 10), an idle process next to
-	// nothing, whatever the load of the other core.
+	// IdleWindow, IdleSpan and IdleShare define idle: IdleSpan
+	// consecutive windows of IdleWindow in which the whole process used at
+	// most IdleShare of one core together (user plus system CPU time from
+	// getrusage). The kit measures windows until the process is idle or
+	// the idle wait passed. A script still running after its limit uses a
+	// share of a core over any three windows (about half of one on a
+	// 2-core machine at load 4, a fifth at load 10, though a single window
+	// may see none of it); an idle process next to nothing (0.1 %
+	// measured), whatever the load of the other core.
 	IdleWindow = 100 * time.Millisecond
-	IdleShare  = 0.10
+	IdleSpan   = 3
+	IdleShare  = 0.05
 	// DefaultWarmTimeout bounds a backend's Warm (Options.WarmTimeout); the
 	// warm case also calls Warm with a context that ends after WarmDeadline
 	// and requires it to return within WarmDeadline plus the stop grace.
@@ -240,6 +243,13 @@ type Options struct {
 	WarmTimeout time.Duration
 	// CloseTimeout bounds each Close. Zero means DefaultCloseTimeout.
 	CloseTimeout time.Duration
+	// HostObjects lists the names beyond the language's standard set that
+	// the backend documents as provided to scripts (a discarding console,
+	// say), as host_objects reports them: a path ("console.log"), or a
+	// prefix ending in ".*" ("console.*") for a name and everything under
+	// it. host_objects fails every other name outside the standard set and
+	// records the declared ones it saw in its evidence.
+	HostObjects []string
 	// FakeClock, when set, overrides the fixture set's Clock: the fake
 	// clock's start in milliseconds since the Unix epoch, for a backend that
 	// documents another fake clock than its language's set.
@@ -382,7 +392,7 @@ func prepare(factory spi.Factory, opts *Options) (*kit, error) {
 		k.watchdog = DefaultWatchdog
 	}
 
-	caps, err := probeCapabilities(factory)
+	caps, err := probeCapabilities(factory, k.closeMax)
 	if err != nil {
 		return nil, err
 	}
@@ -427,7 +437,7 @@ func prepare(factory spi.Factory, opts *Options) (*kit, error) {
 
 // probeCapabilities makes one backend to read its declaration, then closes
 // it.
-func probeCapabilities(factory spi.Factory) (caps spi.Capabilities, err error) {
+func probeCapabilities(factory spi.Factory, closeMax time.Duration) (caps spi.Capabilities, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("conformance: factory panicked: %v", r)
@@ -441,9 +451,9 @@ func probeCapabilities(factory spi.Factory) (caps spi.Capabilities, err error) {
 		return spi.Capabilities{}, errors.New("conformance: factory returned a nil backend")
 	}
 	if c, ok := b.(io.Closer); ok {
-		// A Close that hangs must not hang the kit: the probe instance is
-		// closed in the background; a hanging Close shows in every case.
-		defer func() { go c.Close() }()
+		// A Close that hangs must not hang the kit: it is left running
+		// after closeMax, and shows in every case.
+		defer closeWithin(c, closeMax)
 	}
 	caps = b.Capabilities()
 	if err := caps.Validate(); err != nil {
@@ -593,19 +603,28 @@ func (e *env) closeAll() {
 	e.closers, e.closed = nil, true
 	e.mu.Unlock()
 	for _, c := range cs {
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			defer func() { _ = recover() }()
-			_ = c.Close()
-		}()
-		t := time.NewTimer(e.k.closeMax)
-		select {
-		case <-done:
-		case <-t.C:
+		if !closeWithin(c, e.k.closeMax) {
 			e.failf("Close did not return within %v (Options.CloseTimeout)", e.k.closeMax)
 		}
-		t.Stop()
+	}
+}
+
+// closeWithin closes c and reports whether Close returned (or panicked)
+// within d; a Close still running after d is left behind.
+func closeWithin(c io.Closer, d time.Duration) bool {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer func() { _ = recover() }()
+		_ = c.Close()
+	}()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-done:
+		return true
+	case <-t.C:
+		return false
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -459,6 +460,238 @@ func TestBrokenBackends(t *testing.T) {
 				c.override["composition_output"] = returns(`"x"`)
 			},
 			cases: []string{"composition"}, failed: "composition", reason: "must end in a typed limitExceeded output, got a value",
+		},
+		// Issue 16, class 1: a hard wall clock is timed.
+		{
+			name: "hard wall clock: the loop stops 3 s late",
+			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
+				c.override["runaway_loop"] = sleepThen(3*time.Second, spi.Limited(spi.LimitWallClock))
+			},
+			cases: []string{"runaway_loop"}, failed: "runaway_loop", reason: "a loop under a hard wall clock: the backend's own Evaluate returned after 3",
+		},
+		{
+			name: "hard wall clock: Evaluate returns 3 s after the cancellation",
+			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
+				c.override["abort_mid_run"] = lateAfterCancel(3 * time.Second)
+			},
+			cases: []string{"abort_mid_run"}, failed: "abort_mid_run", reason: "had not returned 1s (the stop grace) after the cancellation",
+		},
+		// Class 2: CPU falls to idle after a limit or a cancellation.
+		{
+			name: "the loop's limit is reported while the engine keeps burning CPU",
+			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
+				c.override["runaway_loop"] = burnAfter(spi.Limited(spi.LimitWallClock))
+			},
+			cases: []string{"runaway_loop"}, failed: "runaway_loop", reason: "the engine kept running after Evaluate returned",
+		},
+		{
+			name: "the memory limit is reported while the engine keeps burning CPU",
+			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
+				c.override["allocation_bomb"] = burnAfter(spi.Limited(spi.LimitMemory))
+			},
+			cases: []string{"allocation_bomb"}, failed: "allocation_bomb", reason: "the engine kept running after Evaluate returned",
+		},
+		// Class 3: a CPU budget is timed, and a light script finishes.
+		{
+			name: "declares CPU but relabels its wall clock",
+			setup: func(_ *testing.T, _ *fakeConfig, o *Options) {
+				c := newFakeConfig()
+				c.override["cpu_budget"] = func(ctx context.Context, _ *fake, req spi.Request) (spi.Outcome, error) {
+					t := time.NewTimer(req.Limits.WallClock - 100*time.Millisecond)
+					defer t.Stop()
+					select {
+					case <-t.C:
+						return spi.Limited(spi.LimitCPU), nil
+					case <-ctx.Done():
+						return spi.Outcome{}, ctx.Err()
+					}
+				}
+				o.CPUBudget = c.factory()
+			},
+			cases: []string{"cpu_budget"}, failed: "cpu_budget", reason: "a wall clock is not a CPU budget",
+		},
+		{
+			name: "the CPU budget stops a script that needs less",
+			setup: func(_ *testing.T, _ *fakeConfig, o *Options) {
+				c := newFakeConfig()
+				c.cpuBudget = 20 * time.Millisecond
+				c.override["cpu_light"] = outcome(spi.Limited(spi.LimitCPU))
+				o.CPUBudget = c.factory()
+			},
+			cases: []string{"cpu_budget"}, failed: "cpu_budget", reason: "a script that needs less than the small CPU budget must finish",
+		},
+		// Class 4: memory just over and under, and a small limit after a large one.
+		{
+			name: "caps memory at twice the limit",
+			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
+				c.override["memory_probe"] = memoryProbe(2, false)
+			},
+			cases: []string{"memory_limit"}, failed: "memory_limit", reason: "over: holding 40.0 MiB (1.25 × the limit) under a memory limit of 32.0 MiB must end in a typed limitExceeded memory",
+		},
+		{
+			name: "keeps the first request's memory limit",
+			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
+				c.override["memory_probe"] = memoryProbe(1, true)
+			},
+			cases: []string{"memory_limit"}, failed: "memory_limit", reason: "over: holding 40.0 MiB",
+		},
+		{
+			name: "caps memory far below the limit",
+			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
+				c.override["memory_probe"] = memoryProbe(0.25, false)
+			},
+			cases: []string{"memory_limit"}, failed: "memory_limit", reason: "must succeed",
+		},
+		// Class 5: the input contract.
+		{
+			name: "the input's keys come back sorted",
+			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
+				c.override["echo"] = sortedEcho
+			},
+			cases: []string{"input_contract"}, failed: "input_contract", reason: "the backend's value must keep the input's key order",
+		},
+		{
+			name: "long strings are cut",
+			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
+				c.override["echo"] = func(_ context.Context, _ *fake, req spi.Request) (spi.Outcome, error) {
+					var m map[string]json.RawMessage
+					if err := json.Unmarshal(req.Input, &m); err != nil {
+						return spi.Outcome{}, err
+					}
+					m["long"] = json.RawMessage(`"abc"`)
+					b, _ := json.Marshal(m)
+					return spi.OK(b), nil
+				}
+			},
+			cases: []string{"input_contract"}, failed: "input_contract", reason: "at $.long: want the string",
+		},
+		// Class 6: every run has its own nonce.
+		{
+			name: "answers every echo with the first answer",
+			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
+				c.override["echo"] = func() behavior {
+					cache := cachedEcho()
+					return func(ctx context.Context, f *fake, req spi.Request) (spi.Outcome, error) { return cache(ctx, f, req) }
+				}()
+			},
+			cases: []string{"echo"}, failed: "echo", reason: "sequential run 2: the result must equal the run's own input: at $.nonce",
+		},
+		{
+			name: "swaps answers between concurrent runs",
+			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
+				c.override["echo"] = swappedEcho()
+			},
+			cases: []string{"echo"}, failed: "echo", reason: "the result must equal the run's own input: at $.nonce",
+		},
+		{
+			name: "concurrent fresh runs share one answer",
+			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
+				var first atomic.Value
+				c.override["fresh_per_run"] = func(_ context.Context, f *fake, req spi.Request) (spi.Outcome, error) {
+					first.CompareAndSwap(nil, nonceOf(f, req))
+					return spi.OK(json.RawMessage(`{"runs":1,"nonce":"` + first.Load().(string) + `"}`)), nil
+				}
+			},
+			cases: []string{"fresh_per_run"}, failed: "fresh_per_run", reason: "concurrent run",
+		},
+		// Class 7: host objects are enumerated.
+		{
+			name: "a host object among the globals",
+			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
+				c.override["host_objects"] = func(_ context.Context, f *fake, req spi.Request) (spi.Outcome, error) {
+					return spi.OK(json.RawMessage(`{"names":["Math","sandbankHost","sandbankHost.readFile"],"nonce":"` + nonceOf(f, req) + `"}`)), nil
+				}
+			},
+			cases: []string{"host_objects"}, failed: "host_objects", reason: "outside the language's standard set: sandbankHost, sandbankHost.readFile",
+		},
+		// Class 8: the fake clock is compared exactly.
+		{
+			name: "the clock reads host seconds",
+			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
+				c.override["no_escape"] = func(context.Context, *fake, spi.Request) (spi.Outcome, error) {
+					return spi.OK(json.RawMessage(fmt.Sprintf(`{"found":[],"clock":%d}`, time.Now().Unix()))), nil
+				}
+			},
+			cases: []string{"no_escape"}, failed: "no_escape", reason: "not the documented fake clock",
+		},
+		{
+			name: "the clock is the fake epoch plus the host's uptime",
+			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
+				c.override["no_escape"] = returns(fmt.Sprintf(`{"found":[],"clock":%d}`, int64(946684800000)+3_600_000))
+			},
+			cases: []string{"no_escape"}, failed: "no_escape", reason: "not the documented fake clock",
+		},
+		// Class 9: allowlist, Warm and Close.
+		{
+			name: "declares Network allowlist but reaches the canary",
+			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
+				c.caps.Network = spi.NetworkAllowlist
+				c.override["no_network"] = reachCanary
+			},
+			cases: []string{"no_network"}, failed: "no_network", reason: "the loopback canary saw 1 request(s)",
+		},
+		{
+			name: "runs share state after Warm",
+			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
+				c.wrap = func(f *fake) spi.Backend {
+					return warmer{fake: f, warm: func(context.Context, *fake) error { f.warmed.Store(true); return nil }}
+				}
+				c.override["fresh_per_run"] = func(ctx context.Context, f *fake, req spi.Request) (spi.Outcome, error) {
+					if f.warmed.Load() {
+						return spi.OK(json.RawMessage(fmt.Sprintf(`{"runs":%d,"nonce":"%s"}`, f.runs.Add(1), nonceOf(f, req)))), nil
+					}
+					return goodBehaviors["fresh_per_run"](ctx, f, req)
+				}
+			},
+			cases: []string{"warm"}, failed: "warm", reason: "run 2 after Warm saw state from an earlier run",
+		},
+		{
+			name: "Warm ignores its context",
+			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
+				c.wrap = func(f *fake) spi.Backend {
+					return warmer{fake: f, warm: func(context.Context, *fake) error { time.Sleep(3 * time.Second); return nil }}
+				}
+			},
+			cases: []string{"warm"}, failed: "warm", reason: "Warm must honour its context",
+		},
+		{
+			name: "Close hangs",
+			setup: func(t *testing.T, c *fakeConfig, o *Options) {
+				release := make(chan struct{})
+				t.Cleanup(func() { close(release) })
+				c.wrap = func(f *fake) spi.Backend { return hangingClose{fake: f, release: release} }
+				o.CloseTimeout = 200 * time.Millisecond
+			},
+			cases: []string{"echo"}, failed: "echo", reason: "echo: Close did not return within 200ms (Options.CloseTimeout)",
+		},
+		// Class 10: a backend that recognises fixtures instead of running them.
+		{
+			name: "answers fresh_per_run from a table of expected values",
+			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
+				c.override["fresh_per_run"] = returns(`{"runs":1}`)
+			},
+			cases: []string{"fresh_per_run"}, failed: "fresh_per_run", reason: "must answer its script's nonce",
+		},
+		{
+			name: "answers the memory probe from a table of expected values",
+			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
+				c.override["memory_probe"] = func(_ context.Context, _ *fake, req spi.Request) (spi.Outcome, error) {
+					var n int64
+					_ = json.Unmarshal(req.Input, &n)
+					if n > req.Limits.MemoryBytes {
+						return spi.Limited(spi.LimitMemory), nil
+					}
+					return spi.OK(json.RawMessage(`"__SANDBANK_NONCE"`)), nil
+				}
+			},
+			cases: []string{"memory_limit"}, failed: "memory_limit", reason: "the probe must answer its nonce",
+		},
+		{
+			name: "recognises the published fixtures by their hash",
+			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
+				c.set.Salt = nil // this fake knows only the unsalted templates
+			},
+			cases: []string{"echo"}, failed: "echo", reason: "got typed scriptError",
 		},
 		{
 			name: "backend hangs: the watchdog fires",

@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -36,6 +37,7 @@ type fakeConfig struct {
 	cpuBudget time.Duration       // > 0: runaway loops end in limit cpu after it
 	override  map[string]behavior // per fixture stem, replacing the good behaviour
 
+	wrap         func(*fake) spi.Backend // optional: what the factory returns around the instance
 	made, closed atomic.Int64
 	shared       atomic.Int64 // state a broken backend keeps across instances
 	inflight     atomic.Int64
@@ -53,6 +55,7 @@ type fake struct {
 	firstLimit atomic.Int64 // the first memory limit seen (a sticky backend keeps it)
 	closed     atomic.Bool
 	crashed    atomic.Bool
+	warmed     atomic.Bool
 }
 
 var (
@@ -89,6 +92,9 @@ func (c *fakeConfig) factory() spi.Factory {
 				return nil, err
 			}
 			f.stems[sha256.Sum256(b)] = stem
+		}
+		if c.wrap != nil {
+			return c.wrap(f), nil
 		}
 		return f, nil
 	}
@@ -384,3 +390,98 @@ func refuseNetwork(fixed string) behavior {
 		return spi.Threw("trap", "HTTP request to '"+in.URL+"' is not allowed"), nil
 	}
 }
+
+// burnAfter acts out o and leaves a goroutine burning CPU until the
+// instance is closed: an engine that reports the limit while it keeps
+// running.
+func burnAfter(o spi.Outcome) behavior {
+	return func(_ context.Context, f *fake, _ spi.Request) (spi.Outcome, error) {
+		go func() {
+			x := 0
+			for !f.closed.Load() {
+				for i := 0; i < 1_000_000; i++ {
+					x += i
+				}
+			}
+			_ = x
+		}()
+		return o, nil
+	}
+}
+
+// lateAfterCancel waits for ctx to end and returns d later.
+func lateAfterCancel(d time.Duration) behavior {
+	return func(ctx context.Context, _ *fake, _ spi.Request) (spi.Outcome, error) {
+		<-ctx.Done()
+		time.Sleep(d)
+		return spi.Outcome{}, ctx.Err()
+	}
+}
+
+// sortedEcho echoes the input with its object keys sorted (a backend that
+// round-trips the input through a Go map).
+func sortedEcho(_ context.Context, _ *fake, req spi.Request) (spi.Outcome, error) {
+	var v any
+	d := json.NewDecoder(bytes.NewReader(req.Input))
+	d.UseNumber()
+	if err := d.Decode(&v); err != nil {
+		return spi.Outcome{}, err
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return spi.Outcome{}, err
+	}
+	return spi.OK(b), nil
+}
+
+// cachedEcho answers every echo on an instance with the first answer it
+// gave: a result cache keyed by something other than the request.
+func cachedEcho() behavior {
+	var mu sync.Mutex
+	var first json.RawMessage
+	return func(_ context.Context, _ *fake, req spi.Request) (spi.Outcome, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if first == nil {
+			first = append(json.RawMessage(nil), req.Input...)
+		}
+		return spi.OK(first), nil
+	}
+}
+
+// swappedEcho answers each overlapping echo with the input of the request
+// that came before it: responses swapped between concurrent requests.
+func swappedEcho() behavior {
+	var mu sync.Mutex
+	var prev json.RawMessage
+	return func(_ context.Context, _ *fake, req spi.Request) (spi.Outcome, error) {
+		time.Sleep(5 * time.Millisecond)
+		mu.Lock()
+		defer mu.Unlock()
+		out := prev
+		prev = append(json.RawMessage(nil), req.Input...)
+		if out == nil {
+			out = prev
+		}
+		return spi.OK(out), nil
+	}
+}
+
+// hangingClose is a fake whose Close blocks until release is closed.
+type hangingClose struct {
+	*fake
+	release <-chan struct{}
+}
+
+func (h hangingClose) Close() error {
+	<-h.release
+	return h.fake.Close()
+}
+
+// warmer is a fake with a Warm method that does what warm says.
+type warmer struct {
+	*fake
+	warm func(ctx context.Context, f *fake) error
+}
+
+func (w warmer) Warm(ctx context.Context) error { return w.warm(ctx, w.fake) }
