@@ -820,7 +820,7 @@ func caseCPUBudget(ctx context.Context, e *env) {
 	}
 	e.figure("stopAfter", ms(took), "ms", "<=", ms(CPUBudgetStop))
 	if !returned || took > CPUBudgetStop {
-		e.failf("the CPU budget stopped the loop after %v, not within %v (a quarter of the wall clock %v): a wall clock is not a CPU budget", took.Round(time.Millisecond), CPUBudgetStop, CPUBudgetWallClock)
+		e.failf("the CPU budget stopped the loop after %v, not within %v (half the wall clock %v): a wall clock is not a CPU budget", took.Round(time.Millisecond), CPUBudgetStop, CPUBudgetWallClock)
 		return
 	}
 	e.waitIdle(ctx, "the CPU budget")

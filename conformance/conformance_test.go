@@ -100,6 +100,38 @@ func TestReportJSON(t *testing.T) {
 	cpu := cases[1].(map[string]any)
 	assert.Equal(t, "skip", cpu["status"])
 	assert.Contains(t, cpu["reason"], "gated by CPU")
+	ev := echo["evidence"].([]any)[0].(map[string]any)
+	assert.Equal(t, "distinctRuns", ev["name"])
+	assert.InDelta(t, EchoSequential+EchoConcurrent, ev["value"], 0)
+	proofs := back["proofs"].([]any)
+	require.Len(t, proofs, 4, "network=none, wallClock=hard, memory, freshPerRun (CPU is not declared)")
+	assert.Equal(t, false, proofs[0].(map[string]any)["proven"], "its cases did not run")
+}
+
+// TestProofs: every declared capability has a proof entry naming the
+// figures that proved it; a case that failed or did not run leaves it
+// unproven.
+func TestProofs(t *testing.T) {
+	cfg := newFakeConfig()
+	rep := check(t, cfg, &Options{CPUBudget: smallBudget(), Cases: []string{"runaway_loop", "cpu_budget", "no_escape"}})
+	byCap := map[string]Proof{}
+	for _, p := range rep.Proofs {
+		byCap[p.Capability] = p
+	}
+	assert.Equal(t, []string{"network=none", "wallClock=hard", "memory", "cpu", "freshPerRun"}, CapabilityKeys(cfg.caps))
+	require.Len(t, byCap, 5)
+	assert.False(t, byCap["wallClock=hard"].Proven, "runaway_native and abort_mid_run did not run: %v", byCap["wallClock=hard"].By)
+	assert.Contains(t, byCap["wallClock=hard"].By, "runaway_native: not run")
+	assert.Contains(t, strings.Join(byCap["wallClock=hard"].By, "|"), "runaway_loop: stopAfter=")
+	assert.Contains(t, strings.Join(byCap["cpu"].By, "|"), "cpu_budget: stopAfter=")
+	assert.True(t, byCap["cpu"].Proven, byCap["cpu"].By)
+	assert.False(t, byCap["memory"].Proven)
+
+	full := check(t, newFakeConfig(), &Options{CPUBudget: smallBudget()})
+	for _, p := range full.Proofs {
+		assert.True(t, p.Proven, "%s: %v", p.Capability, p.By)
+		assert.NotEmpty(t, p.By, p.Capability)
+	}
 }
 
 // TestGates: the weakest honest declaration skips every gated case with
@@ -1176,4 +1208,19 @@ func TestNoNetworkRefusalByAbort(t *testing.T) {
 	c := result(t, rep, "no_network")
 	assert.Equal(t, StatusPass, c.Status, c.Reason)
 	assert.Contains(t, c.Reason, "refused the request by aborting the probe")
+}
+
+// TestRunTakesAnyTB: Run accepts a testing.TB that is not a *testing.T
+// (here a *testing.B) and runs every case without subtests.
+func TestRunTakesAnyTB(t *testing.T) {
+	var rep *Report
+	testing.Benchmark(func(b *testing.B) {
+		if rep != nil {
+			return
+		}
+		rep = Run(b, newFakeConfig().factory(), &Options{Cases: []string{"echo", "throw"}})
+	})
+	require.NotNil(t, rep)
+	require.Len(t, rep.Cases, 2)
+	assert.False(t, rep.Failed())
 }
