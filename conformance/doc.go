@@ -122,7 +122,7 @@
 // after unescaping, and object keys as sets.
 //
 // The timings the kit asserts are a hard clock's stop (deadline +
-// StopGrace, default 1 s), the CPU budget's stop (a quarter of its wall
+// StopGrace, default 1 s), the CPU budget's stop (half of its wall
 // clock), Warm's return under a cancelled context, and the fall to idle
 // (IdleSpan windows of IdleWindow under IdleShare of a core, within
 // IdleWait). Each margin is wide against its deadline, so a loaded 2-core
