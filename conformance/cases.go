@@ -371,9 +371,9 @@ func caseRichValue(ctx context.Context, e *env) {
 
 // The input contract's figures.
 const (
-	ContractKeys        = 2000
-	ContractStringBytes = 1 << 20
-	ContractArrayLen    = 100_000
+	ContractKeys        = 1000
+	ContractStringBytes = 256 << 10
+	ContractArrayLen    = 20_000
 )
 
 // contractInput is input_contract's input: many keys in an order that is

@@ -267,6 +267,13 @@ func TestBrokenBackends(t *testing.T) {
 			cases: []string{"runaway_native"}, failed: "runaway_native", reason: "the warm-up echo on this instance failed",
 		},
 		{
+			name: "native operation: warm-up echo returns a wrong value",
+			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
+				c.override["echo"] = returns(`{}`)
+			},
+			cases: []string{"runaway_native"}, failed: "runaway_native", reason: "the warm-up echo on this instance returned a wrong value",
+		},
+		{
 			name: "declares Memory but the bomb runs to completion",
 			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
 				c.override["allocation_bomb"] = returns(`[]`)
