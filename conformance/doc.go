@@ -94,7 +94,8 @@
 // The factory is called once up front to read the declaration, then once
 // per case (cpu_budget uses Options.CPUBudget when set), so cases never
 // share an instance unless the backend shares state itself. Every instance
-// is closed (io.Closer) when its case ends; under [Run], by t.Cleanup.
+// is closed (io.Closer) when its case ends, each Close within
+// Options.CloseTimeout (a Close still running fails the case).
 //
 // For every case the kit sets effect.Options.AllowNetwork exactly when the
 // backend declares a network other than none, AllowReusedEnvironment
