@@ -252,7 +252,9 @@ func caseRunawayNative(ctx context.Context, e *env) {
 	got, err, took, returned := e.backendTook(ctx, ev, sp, 1, "runaway_native", []byte(`{}`), limits, RunawayWallClock)
 	if !isLimit(err, kinds...) {
 		e.failf("one long native operation must end in a typed limit (%s), got %s", kindNames(kinds), describe(got, err))
-		return
+		if returned {
+			return
+		}
 	}
 	if !returned {
 		e.failf("the backend's own Evaluate had not returned %v after the wall clock %v", (e.k.grace + e.k.idleWait).Round(time.Millisecond), RunawayWallClock)

@@ -515,6 +515,28 @@ func TestBrokenBackends(t *testing.T) {
 			},
 			cases: []string{"abort_mid_run"}, failed: "abort_mid_run", reason: "had not returned 1s (the stop grace) after the cancellation",
 		},
+		{
+			name: "hard wall clock: the native operation never returns",
+			setup: func(t *testing.T, c *fakeConfig, o *Options) {
+				release := make(chan struct{})
+				t.Cleanup(func() { close(release) })
+				c.override["runaway_native"] = blockUntil(release, spi.Limited(spi.LimitWallClock))
+				grace := 100 * time.Millisecond // the effect gives up on the backend early
+				o.Effect.BackendGrace = &grace
+			},
+			cases: []string{"runaway_native"}, failed: "runaway_native", reason: "the backend's own Evaluate had not returned 4s after the wall clock 250ms",
+		},
+		{
+			name: "hard wall clock: the loop never returns",
+			setup: func(t *testing.T, c *fakeConfig, o *Options) {
+				release := make(chan struct{})
+				t.Cleanup(func() { close(release) })
+				c.override["runaway_loop"] = blockUntil(release, spi.Limited(spi.LimitWallClock))
+				grace := 100 * time.Millisecond // the effect gives up on the backend early
+				o.Effect.BackendGrace = &grace
+			},
+			cases: []string{"runaway_loop"}, failed: "runaway_loop", reason: "the backend's own Evaluate had not returned 4s after the wall clock 250ms (WallClock hard)",
+		},
 		// Class 2: CPU falls to idle after a limit or a cancellation.
 		{
 			name: "the loop's limit is reported while the engine keeps burning CPU",
