@@ -612,6 +612,18 @@ func TestBrokenBackends(t *testing.T) {
 			cases: []string{"input_contract"}, failed: "input_contract", reason: "the backend's value must keep the input's key order",
 		},
 		{
+			name: "a large input fails",
+			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
+				c.override["echo"] = func(_ context.Context, _ *fake, req spi.Request) (spi.Outcome, error) {
+					if len(req.Input) > 100_000 {
+						return spi.Limited(spi.LimitMemory), nil
+					}
+					return spi.OK(req.Input), nil
+				}
+			},
+			cases: []string{"input_contract"}, failed: "input_contract", reason: "must come back, got typed limitExceeded memory",
+		},
+		{
 			name: "long strings are cut",
 			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
 				c.override["echo"] = func(_ context.Context, _ *fake, req spi.Request) (spi.Outcome, error) {
