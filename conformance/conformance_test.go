@@ -737,6 +737,74 @@ func TestBrokenBackends(t *testing.T) {
 			},
 			cases: []string{"echo"}, failed: "echo", reason: "echo: Close did not return within 200ms (Options.CloseTimeout)",
 		},
+		{
+			name: "Warm ignores a long context",
+			setup: func(_ *testing.T, c *fakeConfig, o *Options) {
+				c.wrap = func(f *fake) spi.Backend {
+					return warmer{fake: f, warm: func(ctx context.Context, _ *fake) error {
+						if d, ok := ctx.Deadline(); ok && time.Until(d) < 100*time.Millisecond {
+							<-ctx.Done()
+							return ctx.Err()
+						}
+						time.Sleep(3 * time.Second)
+						return nil
+					}}
+				}
+				o.WarmTimeout = 200 * time.Millisecond
+				o.StopGrace = 200 * time.Millisecond
+			},
+			cases: []string{"warm"}, failed: "warm", reason: "Warm had not returned within 200ms (Options.WarmTimeout)",
+		},
+		{
+			name: "Warm fails",
+			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
+				c.wrap = func(f *fake) spi.Backend {
+					return warmer{fake: f, warm: func(context.Context, *fake) error { return errors.New("no pool") }}
+				}
+			},
+			cases: []string{"warm"}, failed: "warm", reason: "failed: no pool",
+		},
+		{
+			name: "the enumeration probe fails",
+			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
+				c.override["host_objects"] = outcome(spi.Threw("TypeError", "no Reflect"))
+			},
+			cases: []string{"host_objects"}, failed: "host_objects", reason: "the enumeration probe must finish with its report, got typed scriptError",
+		},
+		{
+			name: "the enumeration probe's report is malformed",
+			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
+				c.override["host_objects"] = returns(`{"found":[]}`)
+			},
+			cases: []string{"host_objects"}, failed: "host_objects", reason: `must return {"names": [...], "nonce": NONCE}`,
+		},
+		{
+			name: "the enumeration probe answers from a table",
+			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
+				c.override["host_objects"] = returns(`{"names":["Math"],"nonce":"0000000000000000"}`)
+			},
+			cases: []string{"host_objects"}, failed: "host_objects", reason: "the enumeration probe must answer its nonce",
+		},
+		{
+			name: "cpu_light answers from a table",
+			setup: func(_ *testing.T, _ *fakeConfig, o *Options) {
+				c := newFakeConfig()
+				c.cpuBudget = 20 * time.Millisecond
+				c.override["cpu_light"] = returns(`"__SANDBANK_NONCE"`)
+				o.CPUBudget = c.factory()
+			},
+			cases: []string{"cpu_budget"}, failed: "cpu_budget", reason: "cpu_light must answer its nonce",
+		},
+		{
+			name: "a clock where the set names none",
+			setup: func(_ *testing.T, c *fakeConfig, o *Options) {
+				set := c.set
+				set.Clock = nil
+				c.set = set
+				o.Fixtures = &set
+			},
+			cases: []string{"no_escape"}, failed: "no_escape", reason: `"clock" must be null: the javascript fixture set names no fake clock`,
+		},
 		// Class 10: a backend that recognises fixtures instead of running them.
 		{
 			name: "answers fresh_per_run from a table of expected values",
@@ -1045,7 +1113,8 @@ func TestMissingScriptFailsTheCase(t *testing.T) {
 	cfg.caps.Language = "toy"
 	cfg.set = set
 	cfg.override["echo"] = echoBehavior
-	rep := check(t, cfg, &Options{Fixtures: &set, Cases: []string{"echo", "throw", "composition"}})
+	rep := check(t, cfg, &Options{Fixtures: &set, Cases: []string{"echo", "throw", "host_objects", "composition"}})
+	assert.Contains(t, result(t, rep, "host_objects").Reason, "host_objects: the toy fixture set has neither host_objects.allow nor host_objects.skip")
 	assert.Equal(t, StatusPass, result(t, rep, "echo").Status, result(t, rep, "echo").Reason)
 	assert.Equal(t, StatusFail, result(t, rep, "throw").Status)
 	assert.Contains(t, result(t, rep, "throw").Reason, "throw: the toy fixture set has no script throw.toy")
