@@ -12,7 +12,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
 	"github.com/sandbank/sandbank/backends/goja"
 	"github.com/sandbank/sandbank/spi"
@@ -43,13 +42,6 @@ func eval(t testing.TB, b spi.Backend, script, input string, limits spi.Limits) 
 	return out
 }
 
-// noLeak fails the test when a goroutine started during it is still
-// running: a run that was told to stop must really stop.
-func noLeak(t *testing.T) {
-	t.Helper()
-	opt := goleak.IgnoreCurrent()
-	t.Cleanup(func() { goleak.VerifyNone(t, opt) })
-}
 
 func TestNewValidatesOptions(t *testing.T) {
 	_, err := goja.New(nil)
