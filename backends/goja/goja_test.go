@@ -42,7 +42,6 @@ func eval(t testing.TB, b spi.Backend, script, input string, limits spi.Limits) 
 	return out
 }
 
-
 func TestNewValidatesOptions(t *testing.T) {
 	_, err := goja.New(nil)
 	require.NoError(t, err)
