@@ -27,15 +27,21 @@ import (
 // name, length and attributes, and hands the original a string it has
 // measured, so a script cannot show it one text and the engine another.
 
-// rewireProgram makes C's prototype name P, C's guarded proxy, as its
-// constructor (with the attributes it had), and, when proto is not null,
-// makes proto C's [[Prototype]] (the guarded Function, for AsyncFunction
-// and GeneratorFunction, whose [[Prototype]] is the original Function).
-var rewireProgram = js.MustCompile("rewire.js", `(function (C, P, proto) {
+// rewireProgram makes G, a guarded replacement of the constructor C,
+// stand where C stood: G takes C's own properties (name, length,
+// prototype, statics such as Symbol.species) and C's [[Prototype]] (or
+// proto, when not null: the guarded Function, for AsyncFunction and
+// GeneratorFunction), and C's prototype names G as its constructor, with
+// the attributes it had. Nothing then leads to C.
+var rewireProgram = js.MustCompile("rewire.js", `(function (C, G, proto) {
+  var keys = Reflect.ownKeys(C);
+  for (var i = 0; i < keys.length; i++) {
+    Object.defineProperty(G, keys[i], Object.getOwnPropertyDescriptor(C, keys[i]));
+  }
   var d = Object.getOwnPropertyDescriptor(C.prototype, "constructor");
-  d.value = P;
+  d.value = G;
   Object.defineProperty(C.prototype, "constructor", d);
-  if (proto !== null) Object.setPrototypeOf(C, proto);
+  Object.setPrototypeOf(G, proto === null ? Object.getPrototypeOf(C) : proto);
 })`, true)
 
 // fnFinderProgram returns the constructors that are reachable only
@@ -90,32 +96,27 @@ func must(v js.Value, err error) js.Value {
 	return v
 }
 
-// guardCtor returns a proxy of the constructor C that passes every call
-// and construction through prepare first, which measures the arguments
-// and returns the ones to hand C (or, when done, the result itself). The
-// proxy forwards everything else (name, length, prototype, statics) to C,
-// and C stays unreachable from the script.
-func (g *sourceGuard) guardCtor(C *js.Object, prepare func(args []js.Value, called bool) (out []js.Value, done js.Value)) *js.Object {
-	var P *js.Object
-	f, _ := js.AssertFunction(C)
-	P = g.rt.ToValue(g.rt.NewProxy(C, &js.ProxyTrapConfig{
-		Apply: func(_ *js.Object, _ js.Value, args []js.Value) js.Value {
-			args, done := prepare(args, true)
-			if done != nil {
-				return done
-			}
-			return must(f(js.Undefined(), args...))
-		},
-		Construct: func(_ *js.Object, args []js.Value, newTarget *js.Object) *js.Object {
-			args, _ = prepare(args, false)
-			var nt js.Value = C
-			if newTarget != nil && newTarget != P {
-				nt = newTarget
-			}
-			return must(g.construct(js.Undefined(), C, g.rt.NewArray(anys(args)...), nt)).ToObject(g.rt)
-		},
-	})).ToObject(g.rt)
-	return P
+// guardCtor returns the guarded replacement of the constructor C: a
+// native constructor that passes every call and construction through
+// prepare first, which measures the arguments and returns the ones to
+// hand C (or, when done is not nil, the result itself). A native
+// constructor cannot tell a call from a construction without a subclass
+// (goja passes no new.target for either), so prepare is told neither;
+// a Proxy could, but goja's instanceof refuses a Proxy as its right side.
+func (g *sourceGuard) guardCtor(C *js.Object, prepare func(args []js.Value, self *js.Object) (out []js.Value, done *js.Object)) *js.Object {
+	var G *js.Object
+	G = g.rt.ToValue(func(cc js.ConstructorCall) *js.Object {
+		args, done := prepare(cc.Arguments, G)
+		if done != nil {
+			return done
+		}
+		var nt js.Value = C
+		if cc.NewTarget != nil && cc.NewTarget != G {
+			nt = cc.NewTarget // a subclass
+		}
+		return must(g.construct(js.Undefined(), C, g.rt.NewArray(anys(args)...), nt)).ToObject(g.rt)
+	}).ToObject(g.rt)
+	return G
 }
 
 func anys(vs []js.Value) []any {
@@ -192,8 +193,8 @@ func (b *backend) guardSources(r *run) error {
 // starts with kind ("function", "async function", "function*"). The
 // arguments are converted to strings once, measured as goja assembles
 // them, and handed to the constructor as strings.
-func (g *sourceGuard) functionArgs(kind string) func([]js.Value, bool) ([]js.Value, js.Value) {
-	return func(in []js.Value, _ bool) ([]js.Value, js.Value) {
+func (g *sourceGuard) functionArgs(kind string) func([]js.Value, *js.Object) ([]js.Value, *js.Object) {
+	return func(in []js.Value, _ *js.Object) ([]js.Value, *js.Object) {
 		args := make([]js.Value, len(in))
 		var text strings.Builder
 		text.WriteString("(" + kind + " anonymous(")
@@ -236,8 +237,10 @@ func (g *sourceGuard) guardRegExp(global *js.Object, rewire js.Callable) error {
 		return err
 	}
 
-	var P *js.Object
-	P = g.guardCtor(C, func(args []js.Value, called bool) ([]js.Value, js.Value) {
+	// RegExp(r), called, returns a RegExp r itself; the guard cannot tell
+	// a call from new RegExp(r) (see guardCtor), so it always copies, as
+	// new does.
+	P := g.guardCtor(C, func(args []js.Value, _ *js.Object) ([]js.Value, *js.Object) {
 		pattern, flags := js.Undefined(), js.Undefined()
 		if len(args) > 0 {
 			pattern = args[0]
@@ -245,25 +248,17 @@ func (g *sourceGuard) guardRegExp(global *js.Object, rewire js.Callable) error {
 		if len(args) > 1 {
 			flags = args[1]
 		}
-		o, isObj := pattern.(*js.Object)
-		isRx := isObj && g.isRegExp(o)
-		if isObj && !isRx {
-			m := o.GetSymbol(js.SymMatch)
-			isRx = !isNullish(m) && m.ToBoolean()
-		}
-		if called && isRx && js.IsUndefined(flags) && o.Get("constructor") == P {
-			return nil, o // RegExp(x) returns x itself
-		}
-		switch {
-		case isObj && g.isRegExp(o):
-			// Its source was measured when it was made.
-		case isRx:
-			pattern = nilSafe(o.Get("source")).ToString()
-			if js.IsUndefined(flags) {
-				flags = nilSafe(o.Get("flags")).ToString()
+		if o, ok := pattern.(*js.Object); ok && !g.isRegExp(o) {
+			// Its source or string is read here, once, and measured; a
+			// RegExp's source was measured when it was made.
+			if m := o.GetSymbol(js.SymMatch); !isNullish(m) && m.ToBoolean() {
+				pattern = nilSafe(o.Get("source")).ToString()
+				if js.IsUndefined(flags) {
+					flags = nilSafe(o.Get("flags")).ToString()
+				}
+			} else {
+				pattern = o.ToString()
 			}
-		case isObj:
-			pattern = o.ToString()
 		}
 		if s, ok := pattern.(js.String); ok {
 			g.check("RegExp", s)
