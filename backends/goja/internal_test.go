@@ -58,7 +58,7 @@ func TestEnginePanicIsInfrastructure(t *testing.T) {
 	require.NoError(t, err)
 	r, err := b.(*backend).newRun(spi.Request{Script: []byte("1"), Input: []byte("null")})
 	require.NoError(t, err)
-	r.parse = func(js.Value, ...js.Value) (js.Value, error) { panic("engine bug") }
+	r.decode = func() (js.Value, error) { panic("engine bug") }
 	assert.Equal(t, spi.Infrastructure("goja: the engine panicked"), r.exec())
 
 	// A panic inside the script's run (in a native function goja calls).

@@ -65,8 +65,9 @@ type run struct {
 	started chan struct{} // closed as the script starts
 	cause   atomic.Int32
 
-	parse     js.Callable // the original JSON.parse
-	stringify js.Callable // the original JSON.stringify
+	decode    func() (js.Value, error) // converts the input (input.go)
+	parse     js.Callable              // the original JSON.parse
+	stringify js.Callable              // the original JSON.stringify
 	describe  js.Callable
 	driver    js.Callable
 	replacer  js.Value // checks for a stop between values while stringifying
@@ -91,6 +92,9 @@ func (b *backend) newRun(req spi.Request) (*run, error) {
 	rt.SetRandSource(rng.Float64)
 	rt.SetMaxCallStackSize(b.maxCallStack)
 
+	r.decode = func() (js.Value, error) {
+		return decodeJSON(rt, r.input, func() bool { return r.cause.Load() != causeNone })
+	}
 	var err error
 	jsonObj := rt.Get("JSON").ToObject(rt)
 	if r.parse, err = callable(jsonObj.Get("parse")); err != nil {
@@ -246,7 +250,7 @@ func (r *run) stop(cause int32) bool {
 	return true
 }
 
-// exec parses the input, runs the script and serialises its completion
+// exec converts the input, runs the script and serialises its completion
 // value, on the calling goroutine. A panic in goja is recovered into an
 // infrastructure outcome.
 func (r *run) exec() (out spi.Outcome) {
@@ -255,7 +259,7 @@ func (r *run) exec() (out spi.Outcome) {
 			out = r.settle(spi.Infrastructure("goja: the engine panicked"))
 		}
 	}()
-	in, err := r.parse(js.Undefined(), r.rt.ToValue(r.input))
+	in, err := r.decode()
 	if err != nil {
 		if r.cause.Load() != causeNone {
 			return r.stopped()
