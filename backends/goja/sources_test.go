@@ -45,7 +45,7 @@ func TestRuntimeSourceBombsAreTyped(t *testing.T) {
 	const (
 		parens  = `"(".repeat(1e6) + "1" + ")".repeat(1e6)`
 		regex   = `"(?:(?=a)".repeat(1e6) + ")*".repeat(1e6)` // crashed regexp2's compiler
-		ifChain = `"if (1) ".repeat(1e6) + "1"`              // no brackets to count
+		ifChain = `"if (1) ".repeat(1e6) + "1"`               // no brackets to count
 	)
 	for _, tc := range []struct{ name, script, guard string }{
 		{"eval", `eval("(".repeat(1000000)+"1"+")".repeat(1000000))`, "eval: the source is"},
@@ -232,4 +232,3 @@ func TestThrownValuesAreTyped(t *testing.T) {
 	require.True(t, errors.As(err, &f), "want a typed failure, got %v", err)
 	assert.Equal(t, effect.CodeScriptError, f.Code)
 }
-
