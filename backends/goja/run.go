@@ -75,7 +75,7 @@ type run struct {
 
 // newRun builds the runtime of one evaluation: clock, randomness, call
 // depth, the input's guard, a console that writes nowhere.
-func (b *backend) newRun(req spi.Request) (*run, error) {
+func (b *Backend) newRun(req spi.Request) (*run, error) {
 	rt := js.New()
 	r := &run{rt: rt, script: string(req.Script), input: string(req.Input), started: make(chan struct{})}
 	if len(req.Input) == 0 {
@@ -147,7 +147,7 @@ func callable(v js.Value) (js.Callable, error) {
 
 // installGuards replaces JSON.parse and Array.prototype.flat with versions
 // that refuse nesting deeper than the backend's MaxNesting (see guard.go).
-func (b *backend) installGuards(r *run) error {
+func (b *Backend) installGuards(r *run) error {
 	rt := r.rt
 	rangeError := rt.Get("RangeError")
 	isArray, err := callable(rt.Get("Array").ToObject(rt).Get("isArray"))

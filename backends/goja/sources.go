@@ -131,7 +131,7 @@ func anys(vs []js.Value) []any {
 func isNullish(v js.Value) bool { return v == nil || js.IsUndefined(v) || js.IsNull(v) }
 
 // guardSources replaces the entry points listed at the top of this file.
-func (b *backend) guardSources(r *run) error {
+func (b *Backend) guardSources(r *run) error {
 	rt := r.rt
 	g := &sourceGuard{rt: rt, maxUnits: b.maxScriptBytes, maxNesting: b.maxScriptNesting, rangeError: rt.Get("RangeError")}
 	var err error
