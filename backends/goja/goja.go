@@ -53,11 +53,15 @@ type Options struct {
 	// (including the input) and the depth of Array.prototype.flat.
 	// Default DefaultMaxNesting.
 	MaxNesting int
-	// MaxScriptBytes bounds the script's size. Default
-	// DefaultMaxScriptBytes.
+	// MaxScriptBytes bounds the script's size in bytes, and the size in
+	// UTF-16 units of every source the script has parsed at run time
+	// (eval, the function constructors, RegExp). Default
+	// DefaultMaxScriptBytes, which is also its ceiling: see the package
+	// doc's Security considerations.
 	MaxScriptBytes int
 	// MaxScriptNesting bounds the bracket nesting of the script's source
-	// text. Default DefaultMaxScriptNesting.
+	// text and of every source parsed at run time. Default
+	// DefaultMaxScriptNesting.
 	MaxScriptNesting int
 }
 
@@ -129,6 +133,14 @@ func New(opts *Options) (*Backend, error) {
 	}
 	return b, nil
 }
+
+// MaxScriptBytes returns the largest script Evaluate runs, in bytes; a
+// larger one is a thrown SyntaxError. The limit exists because goja's
+// parser recurses on the Go stack (see the package doc), so a caller that
+// bounds scripts itself, such as package effect with its MaxScriptBytes,
+// can bound them by this too and report an oversized script the same way
+// on every engine.
+func (b *Backend) MaxScriptBytes() int { return b.maxScriptBytes }
 
 // Capabilities declares what the conformance kit proves for goja: no
 // network, a soft wall clock (a native built-in runs to completion), no
