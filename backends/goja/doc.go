@@ -89,9 +89,12 @@
 //     catastrophic backtracking (patterns with lookaround or
 //     backreferences run on goja's backtracking regexp2 engine, with no
 //     time-out: /^(a+)+(?=c)/ on 25 "a"s took 2.6 s in one call), parsing
-//     a large script or a large source at run time (eval of
-//     "1+".repeat(131071), within the size limit, ran past a 60 s clock),
-//     JSON.stringify of a deeply nested value (quadratic in the depth).
+//     a large script or a large source at run time, JSON.stringify of a
+//     deeply nested value (quadratic in the depth). Compiling a long
+//     operator chain is quadratic in goja (its constant folding walks the
+//     whole chain at every level): "1+".repeat(40000) took 63 s to
+//     compile on a loaded machine, so a chain within the size limit
+//     (131,071 terms) holds a core for many minutes after its clock.
 //     Evaluate still returns at the deadline, but the run's goroutine
 //     finishes that built-in in the background, holding its CPU and memory
 //     meanwhile: a caller that retries stopped runs can pile them up. The
@@ -123,8 +126,11 @@
 //     bounds the nesting the bracket count cannot see (brackets hidden
 //     behind decoys in strings, statement and operator chains such as
 //     "if (1) if (1) …" or "!!!…" that use no brackets): 256 KiB holds
-//     at most about 131,000 hidden levels, half the crashing depth, and
-//     each such chain at the limit was run without a crash. That is why
+//     at most about 131,000 hidden levels, half the crashing depth. Run
+//     at the limit, chains of "!", "~", "a=", "1?1:", "if(1)", "new ",
+//     "typeof ", "f()", ".a" and "a," ended without a crash; "1+", "x=>",
+//     "1**" and "+-" ran past a 60 s clock (see WallClock) with a small
+//     stack (49 MB resident after 3 CPU minutes). That is why
 //     MaxScriptBytes has a ceiling of 256 KiB: it is a crash bound, not a
 //     policy, and [Backend.MaxScriptBytes] reports it. Other built-ins
 //     that walk script-built nesting (JSON.stringify, join and toString of
