@@ -51,6 +51,9 @@ var fnFinderProgram = js.MustCompile("finder.js", `[
   Object.getPrototypeOf(function* () {}).constructor,
 ]`, true)
 
+// sourceGetterProgram returns the original RegExp.prototype.source getter.
+var sourceGetterProgram = js.MustCompile("getter.js", `Object.getOwnPropertyDescriptor(RegExp.prototype, "source").get`, true)
+
 // sourceGuard measures source text before goja parses it.
 type sourceGuard struct {
 	rt          *js.Runtime
@@ -229,7 +232,7 @@ func (g *sourceGuard) guardRegExp(global *js.Object, rewire js.Callable) error {
 	rt := g.rt
 	C := global.Get("RegExp").ToObject(rt)
 	proto := C.Get("prototype").ToObject(rt)
-	getter, err := rt.RunString(`Object.getOwnPropertyDescriptor(RegExp.prototype, "source").get`)
+	getter, err := rt.RunProgram(sourceGetterProgram)
 	if err != nil {
 		return fmt.Errorf("goja: reading RegExp.prototype.source: %w", err)
 	}
