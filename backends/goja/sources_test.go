@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -171,29 +169,6 @@ found.map(function (f) {
 	// Function, AsyncFunction, GeneratorFunction, RegExp, eval, compile,
 	// match, matchAll, search: nine, each once, and none unguarded.
 	assert.Equal(t, `[9]`, string(out.Value))
-}
-
-// TestSourceMapsAreNotRead: goja's parser reads the file named by a
-// "//# sourceMappingURL=" comment from the host's file system (a FIFO
-// hangs it, /dev/zero exhausts memory, and a map's source names show in
-// stack traces). The backend turns source maps off for the script and
-// every source parsed at run time.
-func TestSourceMapsAreNotRead(t *testing.T) {
-	dir := t.TempDir()
-	m := filepath.Join(dir, "x.map")
-	require.NoError(t, os.WriteFile(m, []byte(`{"version":3,"sources":["HOST-FILE-READ"],"names":[],"mappings":"AAAA"}`), 0o600))
-	b := newBackend(t, nil)
-	for name, script := range map[string]string{
-		"the script": "new Error('x').stack\n//# sourceMappingURL=" + m + "\n",
-		"eval":       "eval(\"new Error('x').stack\\n//# sourceMappingURL=" + m + "\\n\")",
-		"Function":   "Function(\"return new Error('x').stack\\n//# sourceMappingURL=" + m + "\\n\")()",
-	} {
-		t.Run(name, func(t *testing.T) {
-			out := eval(t, b, script, "", spi.Limits{})
-			require.Equal(t, spi.KindOK, out.Kind, out.Message)
-			assert.NotContains(t, string(out.Value), "HOST-FILE-READ")
-		})
-	}
 }
 
 // TestThrownValuesAreTyped: whatever the script throws is a typed
