@@ -137,9 +137,11 @@
 //     nested arrays) are quadratic in the depth, so they burn CPU (see
 //     WallClock) long before they could reach a crashing depth.
 //   - Source maps: goja's parser reads the file named by a
-//     "//# sourceMappingURL=" comment from the host's file system. The
-//     backend turns source maps off for the script and every source
-//     parsed at run time, so a script cannot make the host read a file.
+//     "//# sourceMappingURL=" comment (a file: URL, or a path relative to
+//     the process's directory) from the host's file system: a FIFO hangs
+//     the run for good, /dev/zero exhausts memory. The backend turns
+//     source maps off for the script and every source parsed at run time,
+//     so a script cannot make the host open a file.
 //   - Recursion through built-ins (a callback of map, a getter, toJSON,
 //     a proxy trap) is quadratic to unwind in goja: at the default depth of
 //     2,000 it costs about 0.1 s, at 10,000 (the ceiling) several seconds.
