@@ -11,12 +11,16 @@
 // The same as the QuickJS backend's, proven by the same fixture set
 // (fixtures/javascript, unchanged). The script is JavaScript source run as
 // a classic, non-strict script at global scope in a NEW goja.Runtime per
-// run. It sees a global input holding the caller's JSON input, parsed
-// inside the runtime by JSON.parse (an empty input is null). Its result is
-// its completion value (the value of the last expression statement),
-// serialised by the runtime's JSON.stringify as it was before the script
-// ran (toJSON methods run; non-finite numbers become null; lone surrogates
-// are escaped). A completion value JSON cannot represent (undefined, a
+// run. It sees a global input holding the caller's JSON input, converted
+// in Go (without recursion) to the value JSON.parse would build: an empty
+// input is null, and a number beyond a float64, such as 1e400, is
+// ±Infinity, as on QuickJS (the script's own JSON.parse is goja's, which
+// refuses such a number with a SyntaxError). Its result is its completion
+// value (the value of the last expression statement), serialised by the
+// runtime's JSON.stringify as it was before the script ran (toJSON
+// methods run; non-finite numbers become null; lone surrogates are
+// escaped), and handed over as that text however deep it nests: a result
+// too deep or too large is the effect's to refuse. A completion value JSON cannot represent (undefined, a
 // function, a symbol, a BigInt, a cycle, an object whose toJSON returns
 // nothing, or a toJSON that throws) is a thrown "TypeError" whose message
 // starts "the completion value cannot be represented as JSON: ".
@@ -38,7 +42,7 @@
 // Source the script builds and has parsed at run time is measured the
 // same way first: the argument of eval, of the Function, AsyncFunction
 // and GeneratorFunction constructors (by name or reached through any
-// prototype), of RegExp, RegExp.prototype.compile and String.prototype
+// prototype; goja has no async generators), of RegExp, RegExp.prototype.compile and String.prototype
 // match, matchAll and search (which build a RegExp from a string). Over
 // MaxScriptBytes UTF-16 units, or nesting brackets deeper than
 // MaxScriptNesting, it is a RangeError the script can catch. Two
