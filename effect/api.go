@@ -74,7 +74,8 @@ type Options struct {
 	// MaxScriptBytes bounds a script's size, whether it comes from the
 	// call's Source or from the store: a larger script is the typed
 	// failure scriptTooLarge, before the backend is called. Zero means
-	// DefaultMaxScriptBytes.
+	// DefaultMaxScriptBytes. A backend that is an spi.ScriptSizer with a
+	// smaller bound lowers it to that bound.
 	MaxScriptBytes int64
 	// BackendGrace is how long past the wall clock the effect waits for the
 	// backend to settle. Nil means DefaultBackendGrace; it must be >= 0.

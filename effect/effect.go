@@ -128,6 +128,9 @@ func New(scripts ScriptReader, backend spi.Backend, opts *Options) (*Effect, err
 	if err != nil {
 		return nil, err
 	}
+	if n := readScriptBound(backend); n > 0 && n < e.maxScript {
+		e.maxScript = n
+	}
 	if err := caps.Validate(); err != nil {
 		return nil, fmt.Errorf("effect: backend capabilities: %w", err)
 	}
@@ -151,6 +154,21 @@ func readCapabilities(backend spi.Backend) (caps spi.Capabilities, err error) {
 		}
 	}()
 	return backend.Capabilities(), nil
+}
+
+// readScriptBound returns the largest script the backend takes, when it
+// is an spi.ScriptSizer, and 0 otherwise or when MaxScriptBytes panics.
+func readScriptBound(backend spi.Backend) (n int64) {
+	sizer, ok := backend.(spi.ScriptSizer)
+	if !ok {
+		return 0
+	}
+	defer func() {
+		if recover() != nil {
+			n = 0
+		}
+	}()
+	return int64(sizer.MaxScriptBytes())
 }
 
 // Capabilities returns the frozen, validated copy of the backend's

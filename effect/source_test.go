@@ -145,3 +145,44 @@ func TestInvalidSentinels(t *testing.T) {
 	_, err := ParseAddress("x")
 	assert.ErrorIs(t, err, ErrInvalidAddress)
 }
+
+// sizedBackend is a fake backend that declares a script bound of its own.
+type sizedBackend struct {
+	*fakebackend.Backend
+	max   int
+	panic bool
+}
+
+func (b sizedBackend) MaxScriptBytes() int {
+	if b.panic {
+		panic("broken MaxScriptBytes")
+	}
+	return b.max
+}
+
+func TestABackendsScriptBoundLowersTheEffects(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		backend sizedBackend
+		opts    *Options
+		want    int64
+	}{
+		{"lower than the effect's", sizedBackend{max: 5}, &Options{MaxScriptBytes: 8}, 5},
+		{"higher than the effect's", sizedBackend{max: 50}, &Options{MaxScriptBytes: 8}, 8},
+		{"none", sizedBackend{max: 0}, &Options{MaxScriptBytes: 8}, 8},
+		{"a panic is no bound", sizedBackend{max: 5, panic: true}, &Options{MaxScriptBytes: 8}, 8},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fb := fakebackend.New(fakebackend.Capabilities(), fakebackend.Echo())
+			tc.backend.Backend = fb
+			e, err := New(NewMemoryStore(), tc.backend, tc.opts)
+			require.NoError(t, err)
+			_, err = e.Evaluate(context.Background(), Call{Source: make([]byte, tc.want+1), Input: 1})
+			fail := requireFailure(t, err, CodeScriptTooLarge)
+			assert.Equal(t, tc.want, fail.Limit)
+			_, err = e.Evaluate(context.Background(), Call{Source: []byte(" 1"[:min(2, int(tc.want))]), Input: 1})
+			require.NoError(t, err)
+			assert.Equal(t, 1, fb.Calls(), "only the script within the bound reached the backend")
+		})
+	}
+}

@@ -97,7 +97,10 @@ func newTimer(d time.Duration) (<-chan time.Time, func() bool) {
 	return t.C, t.Stop
 }
 
-var _ spi.Backend = (*Backend)(nil)
+var (
+	_ spi.Backend     = (*Backend)(nil)
+	_ spi.ScriptSizer = (*Backend)(nil)
+)
 
 // New returns a goja backend. It fails when an option is negative or above
 // its ceiling.
@@ -134,12 +137,12 @@ func New(opts *Options) (*Backend, error) {
 	return b, nil
 }
 
-// MaxScriptBytes returns the largest script Evaluate runs, in bytes; a
-// larger one is a thrown SyntaxError. The limit exists because goja's
-// parser recurses on the Go stack (see the package doc), so a caller that
-// bounds scripts itself, such as package effect with its MaxScriptBytes,
-// can bound them by this too and report an oversized script the same way
-// on every engine.
+// MaxScriptBytes returns the largest script Evaluate runs, in bytes: it
+// makes the backend an spi.ScriptSizer, so package effect refuses a larger
+// script with its typed scriptTooLarge before goja sees it, as it does on
+// every engine. (Called directly, without the effect, a larger script is a
+// thrown SyntaxError.) The limit exists because goja's parser recurses on
+// the Go stack (see the package doc).
 func (b *Backend) MaxScriptBytes() int { return b.maxScriptBytes }
 
 // Capabilities declares what the conformance kit proves for goja: no
