@@ -37,6 +37,8 @@ type runOptions struct {
 	json               bool
 	allowNetwork       bool
 	allowReusedRuntime bool
+	cacheDir           string
+	noCache            bool
 }
 
 func (a *app) runCommand() *cobra.Command {
@@ -94,6 +96,8 @@ Usage errors print one line on stderr and nothing on stdout.`,
 	f.BoolVar(&o.json, "json", false, "print exactly one JSON object on stdout")
 	f.BoolVar(&o.allowNetwork, "allow-network", false, "accept an engine that declares network access")
 	f.BoolVar(&o.allowReusedRuntime, "allow-reused-environment", false, "accept an engine that reuses its environment between runs")
+	f.StringVar(&o.cacheDir, "cache-dir", "", "keep compiled modules in `DIR` (default: the user cache directory's sandbank/)")
+	f.BoolVar(&o.noCache, "no-cache", false, "compile the engine's module afresh, with no compiled-module cache")
 	return cmd
 }
 
@@ -203,7 +207,16 @@ func (a *app) runScript(ctx context.Context, o *runOptions, script string) error
 		return untyped(fmt.Errorf("storing the script: %w", err))
 	}
 
-	backend, err := entry.Factory()
+	factory, cacheDir, err := a.engineFactory(entry, o)
+	if err != nil {
+		return err
+	}
+	if cacheDir != "" {
+		// Seal what the engine wrote to the cache, once the run is over
+		// (deferred before eff.Close, so it runs after it).
+		defer sealCache(cacheDir)
+	}
+	backend, err := factory()
 	if err != nil {
 		return a.reportUntyped(o, fmt.Errorf("engine %s: %w", entry.Engine, err))
 	}
@@ -259,6 +272,41 @@ func (a *app) runScript(ctx context.Context, o *runOptions, script string) error
 		return &exitError{code: exitFailure, err: failure}
 	}
 	return a.reportUntyped(o, err)
+}
+
+// engineFactory returns the factory run builds the engine with: the
+// entry's own, or the same engine with its compiled-module cache in
+// --cache-dir or the default cache directory. cacheDir is the cache
+// directory in use, or "" for none (--no-cache, an engine without a
+// cache option, or a default directory that cannot be used, which is
+// reported on stderr and costs only time). An unusable --cache-dir is a
+// usage error.
+func (a *app) engineFactory(entry registry.Entry, o *runOptions) (f spi.Factory, cacheDir string, err error) {
+	if o.noCache && o.cacheDir != "" {
+		return nil, "", usagef("--cache-dir and --no-cache cannot be used together")
+	}
+	if o.noCache || a.cacheFactory == nil {
+		return entry.Factory, "", nil
+	}
+	dir, explicit := o.cacheDir, o.cacheDir != ""
+	if !explicit {
+		if dir = defaultCacheDir(); dir == "" {
+			return entry.Factory, "", nil
+		}
+	}
+	cached := a.cacheFactory(entry.Engine, dir)
+	if cached == nil {
+		return entry.Factory, "", nil
+	}
+	if err := prepareCacheDir(dir); err != nil {
+		if explicit {
+			return nil, "", usagef("--cache-dir: %v", err)
+		}
+		fmt.Fprintf(a.stderr, "sandbank: warning: running without the compiled-module cache: %s\n", oneLine(err.Error()))
+		return entry.Factory, "", nil
+	}
+	checkCache(dir)
+	return cached, dir, nil
 }
 
 // chooseEngine resolves --engine, --lang or the script's extension to a

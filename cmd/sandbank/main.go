@@ -32,12 +32,13 @@ func main() {
 // returns the process exit code. Tests call it with captured streams.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	a := &app{
-		stdin:       stdin,
-		stdout:      stdout,
-		stderr:      stderr,
-		newRegistry: builtinRegistry,
-		fixtures:    builtin.Fixtures,
-		cpuBudget:   builtin.CPUBudgetFactory,
+		stdin:        stdin,
+		stdout:       stdout,
+		stderr:       stderr,
+		newRegistry:  builtinRegistry,
+		fixtures:     builtin.Fixtures,
+		cpuBudget:    builtin.CPUBudgetFactory,
+		cacheFactory: builtin.CacheFactory,
 	}
 	return a.execute(args)
 }
@@ -56,6 +57,9 @@ type app struct {
 	fixtures func(language string) (*fixtures.Set, bool)
 	// cpuBudget returns a small-budget factory of an engine, or nil.
 	cpuBudget func(engine string) spi.Factory
+	// cacheFactory returns a factory of an engine with its compiled-module
+	// cache in dir, or nil when the engine has none. Nil: no cache.
+	cacheFactory func(engine, dir string) spi.Factory
 	// matrixOptions, when set, adjusts the conformance options of each
 	// engine's matrix run (tests shorten the watchdog with it).
 	matrixOptions func(*conformance.Options)
