@@ -9,13 +9,29 @@
 // backend. Backends (package spi) stay small because of this: they report what
 // happened, and the effect decides what it means.
 //
-// Typed failures (a *[Failure], matched with errors.As or a code's sentinel
-// with errors.Is) are the script's own doing, or the caller's input, and are
-// not worth retrying. Every other error is untyped and retryable (see
-// [Retryable]). A cancelled context always yields the context's error,
-// unwrapped.
+// # Errors
 //
-// Scripts are addressed by content ("sha256:<64 hex>", see [AddressOf]).
+// Every error is of one of three kinds:
+//
+//   - a typed failure, a *[Failure] (matched with errors.As, or a code's
+//     sentinel such as [ErrLimitExceeded] with errors.Is): what the script
+//     did, or the size or encoding of what it was handed. Not retryable.
+//   - an invalid call, matching [ErrInvalidCall] with errors.Is: the
+//     caller's own mistake (limits above the ceiling, an invalid shape, a
+//     malformed address, a call with no script or a Source that does not
+//     hash to its Script, a call after Close). Each case has its own
+//     sentinel ([ErrInvalidLimits], [ErrInvalidShape], [ErrInvalidAddress],
+//     [ErrInvalidSource], [ErrClosed]). Not retryable.
+//   - infrastructure: everything else (a backend or store that failed, a
+//     backend that did not settle). [Retryable] is true.
+//
+// A cancelled context always yields the context's error, unwrapped;
+// context.Canceled is not retryable, the caller's own deadline is.
+//
+// Scripts are addressed by content ("sha256:<64 hex>", see [AddressOf]), or
+// carried by the call itself ([Call].Source), which runs exactly as if the
+// script had been stored. Either way a script is bounded by
+// [Options].MaxScriptBytes (default [DefaultMaxScriptBytes]).
 // [MemoryStore] and [DirStore] are two [ScriptReader] implementations; any
 // other store reports a missing script with an error matching fs.ErrNotExist.
 //

@@ -102,6 +102,18 @@ func requireUntyped(t *testing.T, err error) {
 	require.True(t, Retryable(err), "an untyped error must be retryable: %v", err)
 }
 
+// requireInvalid asserts that err is an invalid call matching the case
+// sentinel kind (and so ErrInvalidCall), neither typed nor retryable.
+func requireInvalid(t *testing.T, err error, kind error) {
+	t.Helper()
+	require.Error(t, err)
+	var f *Failure
+	require.False(t, errors.As(err, &f), "want an invalid call, got a typed failure: %v", err)
+	require.ErrorIs(t, err, ErrInvalidCall)
+	require.ErrorIs(t, err, kind)
+	require.False(t, Retryable(err), "an invalid call must not be retryable: %v", err)
+}
+
 // requireFailure asserts that err is a typed failure with code c and
 // returns it.
 func requireFailure(t *testing.T, err error, c Code) *Failure {
