@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"time"
 
@@ -101,39 +100,49 @@ Usage errors print one line on stderr and nothing on stdout.`,
 	return cmd
 }
 
-// runScript is "sandbank run": every usage check first, then the engine.
+// runScript is "sandbank run": the run, cancelled by SIGINT or SIGTERM,
+// then its report.
 func (a *app) runScript(ctx context.Context, o *runOptions, script string) error {
+	ctx, stop := cancelOnSignal(ctx)
+	defer stop()
+	value, err := a.evaluate(ctx, o, script)
+	return a.report(o, value, err)
+}
+
+// evaluate checks every flag first, then builds the engine and runs the
+// script.
+func (a *app) evaluate(ctx context.Context, o *runOptions, script string) (json.RawMessage, error) {
 	var limits spi.Limits
 	if o.memory != "" {
 		n, err := parseBytes(o.memory)
 		if err != nil {
-			return usagef("--memory: %v", err)
+			return nil, usagef("--memory: %v", err)
 		}
 		limits.MemoryBytes = n
 	}
 	if o.timeout != "" {
 		d, err := time.ParseDuration(o.timeout)
 		if err != nil || d <= 0 {
-			return usagef("--timeout: invalid duration %q (want a positive duration such as 2s or 500ms)", o.timeout)
+			return nil, usagef("--timeout: invalid duration %q (want a positive duration such as 2s or 500ms)", o.timeout)
 		}
 		limits.WallClock = d
 	}
 	input := json.RawMessage("null")
 	switch {
 	case o.input != "" && o.inputFile != "":
-		return usagef("--input and --input-file cannot be used together")
+		return nil, usagef("--input and --input-file cannot be used together")
 	case o.input != "":
 		if !json.Valid([]byte(o.input)) {
-			return usagef("--input is not valid JSON")
+			return nil, usagef("--input is not valid JSON")
 		}
 		input = json.RawMessage(o.input)
 	case o.inputFile != "":
 		b, err := readFileBounded(o.inputFile)
 		if err != nil {
-			return usagef("--input-file: %v", err)
+			return nil, usagef("--input-file: %v", err)
 		}
 		if !json.Valid(b) {
-			return usagef("--input-file %s is not valid JSON", o.inputFile)
+			return nil, usagef("--input-file %s is not valid JSON", o.inputFile)
 		}
 		input = b
 	}
@@ -142,10 +151,10 @@ func (a *app) runScript(ctx context.Context, o *runOptions, script string) error
 	if o.shape != "" {
 		b, err := readFileBounded(o.shape)
 		if err != nil {
-			return usagef("--shape: %v", err)
+			return nil, usagef("--shape: %v", err)
 		}
 		if !json.Valid(b) {
-			return usagef("--shape %s is not valid JSON", o.shape)
+			return nil, usagef("--shape %s is not valid JSON", o.shape)
 		}
 		shape = b
 	}
@@ -153,77 +162,68 @@ func (a *app) runScript(ctx context.Context, o *runOptions, script string) error
 	var src []byte
 	if script == "-" {
 		if o.engine == "" && o.lang == "" {
-			return usagef("reading the script from standard input needs --lang or --engine")
+			return nil, usagef("reading the script from standard input needs --lang or --engine")
 		}
 		b, err := io.ReadAll(io.LimitReader(a.stdin, maxFileBytes+1))
 		if err != nil {
-			return usagef("reading the script from standard input: %v", err)
+			return nil, usagef("reading the script from standard input: %v", err)
 		}
 		if len(b) > maxFileBytes {
-			return usagef("the script on standard input is larger than %d bytes", maxFileBytes)
+			return nil, usagef("the script on standard input is larger than %d bytes", maxFileBytes)
 		}
 		src = b
 	} else {
 		b, err := readFileBounded(script)
 		if err != nil {
-			return usagef("cannot read script: %v", err)
+			return nil, usagef("cannot read script: %v", err)
 		}
 		src = b
 	}
 
 	reg, err := a.registry()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	entry, err := chooseEngine(reg, o, script)
 	if err != nil {
-		return err
+		return nil, err
 	}
 
-	var store interface {
-		effect.ScriptReader
-		Put([]byte) (effect.Address, error)
-	}
+	// Without --store the script travels with the call (Call.Source):
+	// the effect hashes it and names it by its address, and nothing is
+	// written anywhere.
+	var store effect.ScriptReader = effect.NewMemoryStore()
+	call := effect.Call{Input: input, Shape: shape}
 	if o.store != "" {
 		s, err := effect.NewDirStore(o.store)
 		if err != nil {
-			return usagef("--store: %v", err)
+			return nil, usagef("--store: %v", err)
 		}
-		store = s
+		addr, err := s.Put(src)
+		if err != nil {
+			return nil, untyped(fmt.Errorf("storing the script: %w", err))
+		}
+		store, call.Script = s, addr
 	} else {
-		dir, err := os.MkdirTemp("", "sandbank-run-*")
-		if err != nil {
-			return untyped(fmt.Errorf("creating a temporary store: %w", err))
-		}
-		defer os.RemoveAll(dir)
-		s, err := effect.NewDirStore(dir)
-		if err != nil {
-			return untyped(err)
-		}
-		store = s
-	}
-	addr, err := store.Put(src)
-	if err != nil {
-		return untyped(fmt.Errorf("storing the script: %w", err))
+		call.Source = src
 	}
 
 	factory, cacheDir, err := a.engineFactory(entry, o)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if cacheDir != "" {
-		// Seal what the engine wrote to the cache, once the run is over
+		// Seal what the engine wrote to the cache once the run is over
 		// (deferred before eff.Close, so it runs after it).
 		defer sealCache(cacheDir)
 	}
 	backend, err := factory()
 	if err != nil {
-		return a.reportUntyped(o, fmt.Errorf("engine %s: %w", entry.Engine, err))
+		return nil, fmt.Errorf("engine %s: %w", entry.Engine, err)
 	}
-	caps := backend.Capabilities()
-	if refusal := refuse(caps, o); refusal != nil {
+	if refusal := refuse(backend.Capabilities(), o); refusal != nil {
 		closeBackend(backend)
-		return refusal
+		return nil, refusal
 	}
 	eff, err := effect.New(store, backend, &effect.Options{
 		Limits:                 limits,
@@ -232,16 +232,21 @@ func (a *app) runScript(ctx context.Context, o *runOptions, script string) error
 	})
 	if err != nil {
 		closeBackend(backend)
-		return a.reportUntyped(o, err)
+		return nil, err
 	}
 	defer eff.Close()
+	value, err := eff.Evaluate(ctx, call)
+	return value, signalled(ctx, err)
+}
 
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt)
-	defer stop()
-	value, err := eff.Evaluate(ctx, effect.Call{Script: addr, Input: input, Shape: shape})
+// report prints the outcome of run: the value, or the error as classify
+// sees it. With --json stdout gets exactly one object for every exit code
+// but 64: {"ok":true,"value":…}; a typed failure's {"ok":false,"code":…};
+// or {"ok":false,"error":…,"retryable":…} where retryable is true exactly
+// for exit code 1. A usage error is one line on stderr only. report runs
+// after the engine is closed, so that a typed failure's object is the
+// last thing the process does.
+func (a *app) report(o *runOptions, value json.RawMessage, err error) error {
 	if err == nil {
 		if o.json {
 			return a.printJSON(struct {
@@ -249,29 +254,44 @@ func (a *app) runScript(ctx context.Context, o *runOptions, script string) error
 				Value json.RawMessage `json:"value"`
 			}{true, value})
 		}
-		_, err := fmt.Fprintf(a.stdout, "%s\n", value)
-		return err
-	}
-	var failure *effect.Failure
-	if errors.As(err, &failure) {
-		if o.json {
-			b, merr := json.Marshal(failure)
-			if merr != nil || len(b) < 2 || b[0] != '{' {
-				return untyped(fmt.Errorf("encoding the failure: %v", merr))
-			}
-			out := []byte(`{"ok":false`)
-			if len(b) > 2 {
-				out = append(out, ',')
-			}
-			out = append(out, b[1:]...)
-			if _, werr := fmt.Fprintf(a.stdout, "%s\n", out); werr != nil {
-				return untyped(werr)
-			}
-			return &exitError{code: exitFailure, err: failure, quiet: true}
+		if _, err := fmt.Fprintf(a.stdout, "%s\n", value); err != nil {
+			return untyped(err)
 		}
-		return &exitError{code: exitFailure, err: failure}
+		return nil
 	}
-	return a.reportUntyped(o, err)
+	code, retryable := classify(err)
+	if !o.json || code == exitUsage {
+		return &exitError{code: code, err: err}
+	}
+	var out []byte
+	var failure *effect.Failure
+	if code == exitFailure && errors.As(err, &failure) {
+		b, merr := json.Marshal(failure)
+		if merr != nil || len(b) < 2 || b[0] != '{' {
+			return untyped(fmt.Errorf("encoding the failure: %v", merr))
+		}
+		out = []byte(`{"ok":false`)
+		if len(b) > 2 {
+			out = append(out, ',')
+		}
+		out = append(out, b[1:]...)
+	} else {
+		b, merr := json.Marshal(struct {
+			OK        bool   `json:"ok"`
+			Error     string `json:"error"`
+			Retryable bool   `json:"retryable"`
+		}{false, oneLine(err.Error()), retryable})
+		if merr != nil {
+			return untyped(merr)
+		}
+		out = b
+	}
+	if _, werr := fmt.Fprintf(a.stdout, "%s\n", out); werr != nil {
+		// Without its object on stdout, a typed failure must not exit 2:
+		// the object is what tells it from a crash.
+		return untyped(fmt.Errorf("writing the result: %w (after: %v)", werr, err))
+	}
+	return &exitError{code: code, err: err, quiet: true}
 }
 
 // engineFactory returns the factory run builds the engine with: the
@@ -348,23 +368,6 @@ func refuse(caps spi.Capabilities, o *runOptions) error {
 		return usagef("engine reuses its environment between runs; pass --allow-reused-environment to accept it")
 	}
 	return nil
-}
-
-// reportUntyped reports an untyped error: as the JSON object with --json,
-// else as a line on stderr.
-func (a *app) reportUntyped(o *runOptions, err error) error {
-	if !o.json {
-		return untyped(err)
-	}
-	perr := a.printJSON(struct {
-		OK        bool   `json:"ok"`
-		Error     string `json:"error"`
-		Retryable bool   `json:"retryable"`
-	}{false, oneLine(err.Error()), effect.Retryable(err)})
-	if perr != nil {
-		return perr
-	}
-	return &exitError{code: exitUntyped, err: err, quiet: true}
 }
 
 func (a *app) printJSON(v any) error {

@@ -16,14 +16,6 @@ import (
 	"github.com/sandbank/sandbank/spi"
 )
 
-// Exit codes. They are part of the command line's contract (see doc.go).
-const (
-	exitOK      = 0  // a value, or a command that succeeded
-	exitUntyped = 1  // an untyped (retryable) error, or a failing matrix
-	exitFailure = 2  // a typed failure: the script's own doing
-	exitUsage   = 64 // a usage error: bad flags, unreadable files, unknown engines, invalid JSON input
-)
-
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
@@ -165,8 +157,8 @@ failure (the script's own doing); 64 usage error.`,
 	return root
 }
 
-// wrap makes every error a command returns carry an exit code: errors
-// without one are untyped (exit 1).
+// wrap makes every error a command returns carry its exit code, from
+// classify, so that execute can tell them from cobra's own errors.
 func wrap(f func(cmd *cobra.Command, args []string) error) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, args []string) error {
 		err := f(cmd, args)
@@ -177,7 +169,8 @@ func wrap(f func(cmd *cobra.Command, args []string) error) func(*cobra.Command, 
 		if errors.As(err, &ee) {
 			return err
 		}
-		return untyped(err)
+		code, _ := classify(err)
+		return &exitError{code: code, err: err}
 	}
 }
 

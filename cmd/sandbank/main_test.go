@@ -85,31 +85,38 @@ type recorder struct{ last *fakebackend.Backend }
 func fakeApp(t *testing.T) (*app, *recorder) {
 	t.Helper()
 	rec := &recorder{}
+	return &app{
+		newRegistry: fakeRegistry(rec, directive),
+		fixtures:    func(string) (*fixtures.Set, bool) { return nil, false },
+		cpuBudget:   func(string) spi.Factory { return nil },
+	}, rec
+}
+
+// fakeRegistry returns the registry builder of fakeApp, whose engines run
+// script as their directive interpreter.
+func fakeRegistry(rec *recorder, script fakebackend.Behavior) func() (*registry.Registry, error) {
 	open := fakebackend.Capabilities()
 	open.Network, open.FreshPerRun = spi.NetworkOpen, false
 	star := fakebackend.Capabilities()
 	star.Language = "starlark"
-	a := &app{
-		newRegistry: func() (*registry.Registry, error) {
-			r := new(registry.Registry)
-			r.Register(registry.Entry{Engine: "fake", Language: "javascript", Capabilities: fakebackend.Capabilities(),
-				Factory: func() (spi.Backend, error) {
-					rec.last = fakebackend.New(fakebackend.Capabilities(), directive)
-					return rec.last, nil
-				}})
-			r.Register(registry.Entry{Engine: "fakeopen", Language: "javascript", Capabilities: open,
-				Factory: func() (spi.Backend, error) { return fakebackend.New(open, directive), nil }})
-			r.Register(registry.Entry{Engine: "fakebroken", Language: "javascript", Capabilities: fakebackend.Capabilities(),
-				Factory: func() (spi.Backend, error) { return nil, errors.New("fake: cannot start") }})
-			r.Register(registry.Entry{Engine: "fakestar", Language: "starlark", Capabilities: star,
-				Factory: func() (spi.Backend, error) { return fakebackend.New(star, directive), nil }})
-			require.NoError(t, r.SetDefault("javascript", "fake"))
-			return r, nil
-		},
-		fixtures:  func(string) (*fixtures.Set, bool) { return nil, false },
-		cpuBudget: func(string) spi.Factory { return nil },
+	return func() (*registry.Registry, error) {
+		r := new(registry.Registry)
+		r.Register(registry.Entry{Engine: "fake", Language: "javascript", Capabilities: fakebackend.Capabilities(),
+			Factory: func() (spi.Backend, error) {
+				rec.last = fakebackend.New(fakebackend.Capabilities(), script)
+				return rec.last, nil
+			}})
+		r.Register(registry.Entry{Engine: "fakeopen", Language: "javascript", Capabilities: open,
+			Factory: func() (spi.Backend, error) { return fakebackend.New(open, script), nil }})
+		r.Register(registry.Entry{Engine: "fakebroken", Language: "javascript", Capabilities: fakebackend.Capabilities(),
+			Factory: func() (spi.Backend, error) { return nil, errors.New("fake: cannot start") }})
+		r.Register(registry.Entry{Engine: "fakestar", Language: "starlark", Capabilities: star,
+			Factory: func() (spi.Backend, error) { return fakebackend.New(star, script), nil }})
+		if err := r.SetDefault("javascript", "fake"); err != nil {
+			return nil, err
+		}
+		return r, nil
 	}
-	return a, rec
 }
 
 // script writes a script file and returns its path.
@@ -206,8 +213,9 @@ func TestRunTypedFailures(t *testing.T) {
 		{"limitExceeded memory", "limit memory", []string{"--memory", "1MiB"}, `{"ok":false,"code":"limitExceeded","kind":"memory"}`},
 		{"limitExceeded cpu", "limit cpu", nil, `{"ok":false,"code":"limitExceeded","kind":"cpu"}`},
 		{"limitExceeded output", "big 4194400", nil, `{"ok":false,"code":"limitExceeded","kind":"output"}`},
-		{"inputTooLarge while parsing", "toolarge", []string{"--memory", "1MiB", "--input", "[1]"}, `{"ok":false,"code":"inputTooLarge","bytes":3,"limit":1048576}`},
-		{"inputTooLarge before the run", "echo", []string{"--input-file", bigInput}, `{"ok":false,"code":"inputTooLarge","bytes":34603010,"limit":33554432}`},
+		{"inputTooLarge while parsing", "toolarge", []string{"--memory", "1MiB", "--input", "[1]"}, `{"ok":false,"code":"inputTooLarge","kind":"memory","bytes":3,"limit":1048576}`},
+		{"inputTooLarge before the run", "echo", []string{"--input-file", bigInput}, `{"ok":false,"code":"inputTooLarge","kind":"input","bytes":34603010,"limit":33554432}`},
+		{"scriptTooLarge", "value 1" + strings.Repeat(" ", 16<<20), nil, `{"ok":false,"code":"scriptTooLarge","bytes":16777223,"limit":16777216}`},
 		{"shapeMismatch", "value 42", []string{"--shape", shapeFile}, ""},
 		// scriptMissing cannot happen from the command line: run stores
 		// the script before it evaluates it. inputNotSerializable cannot
