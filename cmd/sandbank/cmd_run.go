@@ -58,20 +58,34 @@ The input is --input (JSON text) or the contents of --input-file; without
 either the script's input is null. Invalid JSON input is a usage error,
 found before any engine is built.
 
-Exit codes:
-  0   the script returned a value (printed on stdout)
-  2   a typed failure, the script's own doing: scriptError, limitExceeded
-      (cpu, memory, wallClock, output), inputTooLarge, shapeMismatch
-  1   an untyped error (the engine failed, the run was cancelled); retrying
-      may help
-  64  a usage error: bad flags, unreadable files, unknown engine or
-      language, invalid JSON input, an engine refused without its opt-in
+Compiled modules are cached in the user cache directory's sandbank/
+(--cache-dir DIR elsewhere, --no-cache for none), so only the first run
+of a QuickJS engine compiles it; a damaged cache entry is recompiled.
 
-With --json, stdout is exactly one JSON object for exit codes 0, 1 and 2:
+Exit codes, from one classification of the error:
+  0    the script returned a value (printed on stdout)
+  2    a typed failure, the script's own doing: scriptError, limitExceeded
+       (cpu, memory, wallClock, output), inputTooLarge, scriptTooLarge,
+       shapeMismatch; not retryable
+  64   an invalid request: bad flags, unreadable files, unknown engine or
+       language, invalid JSON input, an invalid --shape, an engine refused
+       without its opt-in; not retryable
+  1    infrastructure: the engine failed; retrying may help
+  130  cancelled by SIGINT (143: by SIGTERM); not retried by itself
+
+With --json, stdout is exactly one JSON object for every code but 64:
   {"ok":true,"value":...}
   {"ok":false,"code":"limitExceeded","kind":"memory",...}
   {"ok":false,"error":"...","retryable":true}
-Usage errors print one line on stderr and nothing on stdout.`,
+where "retryable" is true exactly for exit code 1. An invalid request
+prints one line on stderr and nothing on stdout.
+
+Telling a typed failure from a crash: the Go runtime also exits 2 when
+the process dies of a fatal error. A typed failure is exit code 2 AND,
+with --json, its {"ok":false,"code":...} object on stdout, written after
+the engine is closed, as the last thing the run does; a crash writes
+nothing on stdout (its "fatal error:" or "panic:" text goes to stderr).
+If the object cannot be written, the run exits 1, never 2.`,
 		Example: `  sandbank run hello.js
   sandbank run --input '{"name":"Ada"}' greet.star
   sandbank run --engine goja --timeout 500ms --memory 16MiB loop.js

@@ -135,8 +135,10 @@ func (a *app) rootCommand() *cobra.Command {
 WebAssembly) through the Sandbank effect, prints the verified conformance
 matrix of every built-in engine, and scaffolds new backends.
 
-Exit codes: 0 success; 1 untyped error (or a failing matrix); 2 typed
-failure (the script's own doing); 64 usage error.`,
+Exit codes: 0 success; 1 infrastructure, retryable (or a failing
+matrix); 2 typed failure (the script's own doing; with run --json its
+object on stdout tells it from a crash, which Go also exits 2 on); 64
+invalid request; 130/143 cancelled by SIGINT/SIGTERM.`,
 		Example: `  sandbank matrix
   sandbank run --input '{"n":2}' script.js
   sandbank engines
