@@ -31,6 +31,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fixtures:     builtin.Fixtures,
 		cpuBudget:    builtin.CPUBudgetFactory,
 		cacheFactory: builtin.CacheFactory,
+		isTerminal:   isTerminal,
 	}
 	return a.execute(args)
 }
@@ -52,6 +53,9 @@ type app struct {
 	// cacheFactory returns a factory of an engine with its compiled-module
 	// cache in dir, or nil when the engine has none. Nil: no cache.
 	cacheFactory func(engine, dir string) spi.Factory
+	// isTerminal reports whether a stream is a terminal (the matrix then
+	// shows one progress line updated in place). Nil: never.
+	isTerminal func(io.Writer) bool
 	// matrixOptions, when set, adjusts the conformance options of each
 	// engine's matrix run (tests shorten the watchdog with it).
 	matrixOptions func(*conformance.Options)
