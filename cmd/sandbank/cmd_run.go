@@ -101,8 +101,8 @@ If the object cannot be written, the run exits 1, never 2.`,
 	f.StringVar(&o.engine, "engine", "", "engine `NAME` (see 'sandbank engines')")
 	f.StringVar(&o.lang, "lang", "", "script `LANGUAGE`; runs the language's default engine")
 	f.StringVar(&o.input, "input", "", "the script's input as `JSON` text (default null)")
-	f.StringVar(&o.inputFile, "input-file", "", "read the script's input (JSON text) from `FILE`")
-	f.StringVar(&o.memory, "memory", "", "memory limit `SIZE`, such as 32MiB, 1GB or a number of bytes (default 32MiB)")
+	f.StringVar(&o.inputFile, "input-file", "", "read the script's input (JSON text) from `FILE` (\"-\": standard input)")
+	f.StringVar(&o.memory, "memory", "", "memory limit `SIZE`: 32MiB, 32 MiB or 32mib (2^20 bytes each), 32MB or 32mb (10^6), or bytes (default 32MiB)")
 	f.StringVar(&o.timeout, "timeout", "", "wall-clock limit `DURATION`, such as 2s or 500ms (default 5s)")
 	f.StringVar(&o.shape, "shape", "", "JSON Schema `FILE` the result must satisfy")
 	f.StringVar(&o.store, "store", "", "keep the script in the content-addressed store in `DIR`")
@@ -146,17 +146,25 @@ func (a *app) evaluate(ctx context.Context, o *runOptions, script string) (json.
 	case o.input != "" && o.inputFile != "":
 		return nil, usagef("--input and --input-file cannot be used together")
 	case o.input != "":
-		if !json.Valid([]byte(o.input)) {
-			return nil, usagef("--input is not valid JSON")
+		if err := checkJSON([]byte(o.input)); err != nil {
+			return nil, usagef("--input: %v", err)
 		}
 		input = json.RawMessage(o.input)
+	case o.inputFile == "-" && script == "-":
+		return nil, usagef("the script and --input-file cannot both be standard input")
 	case o.inputFile != "":
-		b, err := readFileBounded(o.inputFile)
+		var b []byte
+		var err error
+		if o.inputFile == "-" {
+			b, err = readBounded(a.stdin, "the input on standard input")
+		} else {
+			b, err = readFileBounded(o.inputFile)
+		}
 		if err != nil {
 			return nil, usagef("--input-file: %v", err)
 		}
-		if !json.Valid(b) {
-			return nil, usagef("--input-file %s is not valid JSON", o.inputFile)
+		if err := checkJSON(b); err != nil {
+			return nil, usagef("--input-file %s: %v", o.inputFile, err)
 		}
 		input = b
 	}
@@ -167,8 +175,8 @@ func (a *app) evaluate(ctx context.Context, o *runOptions, script string) (json.
 		if err != nil {
 			return nil, usagef("--shape: %v", err)
 		}
-		if !json.Valid(b) {
-			return nil, usagef("--shape %s is not valid JSON", o.shape)
+		if err := checkJSON(b); err != nil {
+			return nil, usagef("--shape %s: %v", o.shape, err)
 		}
 		shape = b
 	}
@@ -178,12 +186,9 @@ func (a *app) evaluate(ctx context.Context, o *runOptions, script string) (json.
 		if o.engine == "" && o.lang == "" {
 			return nil, usagef("reading the script from standard input needs --lang or --engine")
 		}
-		b, err := io.ReadAll(io.LimitReader(a.stdin, maxFileBytes+1))
+		b, err := readBounded(a.stdin, "the script on standard input")
 		if err != nil {
 			return nil, usagef("reading the script from standard input: %v", err)
-		}
-		if len(b) > maxFileBytes {
-			return nil, usagef("the script on standard input is larger than %d bytes", maxFileBytes)
 		}
 		src = b
 	} else {
@@ -406,12 +411,5 @@ func readFileBounded(name string) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxFileBytes+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(b) > maxFileBytes {
-		return nil, fmt.Errorf("%s is larger than %d bytes", name, maxFileBytes)
-	}
-	return b, nil
+	return readBounded(f, name)
 }

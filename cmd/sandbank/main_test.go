@@ -307,13 +307,13 @@ func TestRunUsageErrors(t *testing.T) {
 		{"engine and language disagree", "", []string{"run", "--engine", "fake", "--lang", "starlark", js}, "runs javascript, not starlark"},
 		{"unknown extension", "", []string{"run", script(t, "s.py", "value 1")}, "cannot tell the language"},
 		{"stdin without language", "value 1", []string{"run", "-"}, "needs --lang or --engine"},
-		{"invalid JSON input", "", []string{"run", "--input", "{nope", js}, "--input is not valid JSON"},
-		{"invalid JSON input file", "", []string{"run", "--input-file", notJSON, js}, "is not valid JSON"},
+		{"invalid JSON input", "", []string{"run", "--input", "{nope", js}, "--input: invalid JSON at line 1, column 2"},
+		{"invalid JSON input file", "", []string{"run", "--input-file", notJSON, js}, "invalid JSON at line 1, column 2"},
 		{"missing input file", "", []string{"run", "--input-file", filepath.Join(dir, "none.json"), js}, "--input-file"},
 		{"both inputs", "", []string{"run", "--input", "1", "--input-file", notJSON, js}, "cannot be used together"},
 		{"memory without number", "", []string{"run", "--memory", "MiB", js}, "--memory"},
 		{"memory unknown unit", "", []string{"run", "--memory", "32MB2", js}, "--memory"},
-		{"memory fraction", "", []string{"run", "--memory", "1.5GiB", js}, "--memory"},
+		{"memory unit only", "", []string{"run", "--memory", " MiB", js}, "--memory"},
 		{"memory zero", "", []string{"run", "--memory", "0", js}, "--memory"},
 		{"memory negative", "", []string{"run", "--memory", "-1", js}, "--memory"},
 		{"memory overflow", "", []string{"run", "--memory", "9999999999999GiB", js}, "--memory"},
@@ -347,6 +347,9 @@ func TestParseBytes(t *testing.T) {
 	good := map[string]int64{
 		"1": 1, "1048576": 1 << 20, "512B": 512, "32MiB": 32 << 20, "1GiB": 1 << 30, "4KiB": 4096,
 		"1GB": 1e9, "2MB": 2e6, "3KB": 3000, "1TiB": 1 << 40,
+		// As people type them: case, spaces, fractions, thousands.
+		"32mb": 32e6, "32 MiB": 32 << 20, "32mib": 32 << 20, "32 MB": 32e6, "1.5MiB": 3 << 19,
+		"1,048,576": 1 << 20, " 16MiB ": 16 << 20, "2k": 2000,
 	}
 	for in, want := range good {
 		got, err := parseBytes(in)
@@ -354,7 +357,7 @@ func TestParseBytes(t *testing.T) {
 			assert.Equal(t, want, got, in)
 		}
 	}
-	for _, in := range []string{"", "MiB", "0", "-1", "1.5MiB", "32mb", "1 GiB x", "9223372036854775808", "8589934592GiB", "0x10"} {
+	for _, in := range []string{"", "MiB", "0", "-1", "+1", "32parsecs", "1 GiB x", "9223372036854775808", "8589934592GiB", "0x10"} {
 		_, err := parseBytes(in)
 		assert.Error(t, err, in)
 	}
