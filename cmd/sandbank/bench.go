@@ -212,6 +212,7 @@ Exit status 1 when a run failed or a reshape value differed.`,
 	}
 	f := cmd.Flags()
 	f.StringArrayVar(&o.engines, "engine", nil, "measure only engine `NAME` (repeatable)")
+	_ = cmd.RegisterFlagCompletionFunc("engine", a.completeEngines)
 	f.IntVar(&o.runs, "runs", o.runs, "measured rounds `N` (echo runs 10 times per round)")
 	f.IntVar(&o.coldRuns, "cold-runs", o.coldRuns, "new processes `N` per engine and cache mode for the cold figures")
 	f.DurationVar(&o.throughput, "throughput-time", o.throughput, "how long each throughput measurement runs")
@@ -353,9 +354,9 @@ func selectEngines(reg *registry.Registry, names []string) ([]registry.Entry, er
 	}
 	var out []registry.Entry
 	for _, name := range names {
-		e, err := reg.Lookup(name)
+		e, err := lookupEngine(reg, name)
 		if err != nil {
-			return nil, usagef("%v", err)
+			return nil, err
 		}
 		if !slices.ContainsFunc(out, func(x registry.Entry) bool { return x.Engine == name }) {
 			out = append(out, e)

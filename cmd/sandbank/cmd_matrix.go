@@ -86,6 +86,8 @@ SIGINT/SIGTERM stops it, else 0.`, len(conformance.CaseNames()), wrapList(confor
 	f.StringArrayVar(&engines, "engine", nil, "run only engine `NAME` (repeatable)")
 	f.StringArrayVar(&cases, "case", nil, "run only case `NAME` (repeatable; see the column names)")
 	f.BoolVar(&asJSON, "json", false, "print one JSON array on stdout")
+	_ = cmd.RegisterFlagCompletionFunc("engine", a.completeEngines)
+	_ = cmd.RegisterFlagCompletionFunc("case", completeCases)
 	return cmd
 }
 
@@ -109,9 +111,9 @@ func (a *app) matrix(ctx context.Context, engineNames, caseNames []string, asJSO
 		entries = reg.Engines()
 	} else {
 		for _, name := range engineNames {
-			e, err := reg.Lookup(name)
+			e, err := lookupEngine(reg, name)
 			if err != nil {
-				return usagef("%v", err)
+				return err
 			}
 			if !slices.ContainsFunc(entries, func(x registry.Entry) bool { return x.Engine == name }) {
 				entries = append(entries, e)

@@ -109,6 +109,8 @@ If the object cannot be written, the run exits 1, never 2.`,
 	f.BoolVar(&o.json, "json", false, "print exactly one JSON object on stdout")
 	f.BoolVar(&o.allowNetwork, "allow-network", false, "accept an engine that declares network access")
 	f.BoolVar(&o.allowReusedRuntime, "allow-reused-environment", false, "accept an engine that reuses its environment between runs")
+	_ = cmd.RegisterFlagCompletionFunc("engine", a.completeEngines)
+	_ = cmd.RegisterFlagCompletionFunc("lang", a.completeLanguages)
 	f.StringVar(&o.cacheDir, "cache-dir", "", "keep compiled modules in `DIR` (default: the user cache directory's sandbank/)")
 	f.BoolVar(&o.noCache, "no-cache", false, "compile the engine's module afresh, with no compiled-module cache")
 	return cmd
@@ -352,9 +354,9 @@ func (a *app) engineFactory(entry registry.Entry, o *runOptions) (f spi.Factory,
 // registered engine. Every failure is a usage error.
 func chooseEngine(reg *registry.Registry, o *runOptions, script string) (registry.Entry, error) {
 	if o.engine != "" {
-		e, err := reg.Lookup(o.engine)
+		e, err := lookupEngine(reg, o.engine)
 		if err != nil {
-			return registry.Entry{}, usagef("%v", err)
+			return registry.Entry{}, err
 		}
 		if o.lang != "" && o.lang != e.Language {
 			return registry.Entry{}, usagef("engine %s runs %s, not %s", e.Engine, e.Language, o.lang)
@@ -370,9 +372,9 @@ func chooseEngine(reg *registry.Registry, o *runOptions, script string) (registr
 		}
 		lang = l
 	}
-	e, err := reg.Default(lang)
+	e, err := defaultEngine(reg, lang)
 	if err != nil {
-		return registry.Entry{}, usagef("%v", err)
+		return registry.Entry{}, err
 	}
 	return e, nil
 }

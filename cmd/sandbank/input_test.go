@@ -9,7 +9,7 @@ import (
 
 func TestCheckJSONGivesThePosition(t *testing.T) {
 	tests := map[string]string{
-		`{"a": nope}`:            "line 1, column 7",
+		`{"a": nope}`:            "line 1, column 8",
 		"{\n  \"a\": 1,\n  }":    "line 3, column 3",
 		"[1,\n 2,\n \"é\" x]":    "line 3, column 6",
 		`{"a": 1`:                "line 1, column 8",

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -123,7 +124,7 @@ func (a *app) execute(args []string) (code int) {
 		if cmd != nil {
 			path = cmd.CommandPath()
 		}
-		ee = &exitError{code: exitUsage, err: fmt.Errorf("%w (see '%s --help')", err, path)}
+		ee = &exitError{code: exitUsage, err: fmt.Errorf("%s (see '%s --help')", formatCobraError(err.Error()), path)}
 	}
 	if !ee.quiet {
 		fmt.Fprintf(a.stderr, "sandbank: %s\n", oneLine(ee.err.Error()))
@@ -150,7 +151,8 @@ invalid request; 130/143 cancelled by SIGINT/SIGTERM.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.CompletionOptions.DisableDefaultCmd = true
+	root.Version = moduleVersion(debug.ReadBuildInfo())
+	root.SetVersionTemplate("sandbank {{.Version}}\n")
 	root.AddCommand(
 		a.runCommand(),
 		a.matrixCommand(),
