@@ -6,11 +6,14 @@ import (
 	"runtime"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sandbank/sandbank/backends/quickjs"
 	"github.com/sandbank/sandbank/internal/fakebackend"
+	"github.com/sandbank/sandbank/registry"
 	"github.com/sandbank/sandbank/spi"
 )
 
@@ -30,15 +33,43 @@ func cacheEntries(t *testing.T, dir string) []string {
 	return entries
 }
 
-// TestRunCompiledModuleCache runs QuickJS through the real entry point
-// with a cache directory: concurrent first runs share it, every entry
-// they leave is sealed, and an entry damaged afterwards (its header, or
-// cut short) costs a recompile, not a failure.
+// cachedQuickJSApp returns an app whose only engine is quickjs-fresh,
+// with its wazero cache in the directory run passes, and a long
+// cold-start allowance: compiling QuickJS twice at once under -race on a
+// loaded machine can take longer than the default allowance, and this
+// test is about the cache, not the compile's speed.
+func cachedQuickJSApp() *app {
+	opts := func(dir string) *quickjs.Options {
+		return &quickjs.Options{Mode: quickjs.ModeFresh, CompilationCacheDir: dir, ColdStartAllowance: 5 * time.Minute}
+	}
+	return &app{
+		newRegistry: func() (*registry.Registry, error) {
+			b, err := quickjs.New(opts(""))
+			if err != nil {
+				return nil, err
+			}
+			caps := b.Capabilities()
+			closeBackend(b)
+			r := new(registry.Registry)
+			r.Register(registry.Entry{Engine: quickjs.EngineFresh, Language: caps.Language, Capabilities: caps,
+				Factory: func() (spi.Backend, error) { return quickjs.New(opts("")) }})
+			return r, nil
+		},
+		cacheFactory: func(engine, dir string) spi.Factory {
+			return func() (spi.Backend, error) { return quickjs.New(opts(dir)) }
+		},
+	}
+}
+
+// TestRunCompiledModuleCache runs QuickJS with a cache directory:
+// concurrent first runs share it, every entry they leave is sealed, and
+// an entry damaged afterwards (its header, or cut short) costs a
+// recompile, not a failure.
 func TestRunCompiledModuleCache(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "cache")
 	js := script(t, "one.js", "input + 1")
 	runOnce := func() result {
-		return runMain("", "run", "--engine", "quickjs-fresh", "--cache-dir", dir, "--input", "41", js)
+		return cli(cachedQuickJSApp(), "", "run", "--cache-dir", dir, "--input", "41", js)
 	}
 
 	// Two processes' worth of first runs at once, on an empty directory.
