@@ -69,7 +69,10 @@ func TestRunCompiledModuleCache(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "cache")
 	js := script(t, "one.js", "input + 1")
 	runOnce := func() result {
-		return cli(cachedQuickJSApp(), "", "run", "--cache-dir", dir, "--input", "41", js)
+		// A long wall clock: the first runs compile inside the run, which
+		// under -race on a loaded machine can outlast the default 5 s plus
+		// the effect's grace.
+		return cli(cachedQuickJSApp(), "", "run", "--cache-dir", dir, "--timeout", "5m", "--input", "41", js)
 	}
 
 	// Two processes' worth of first runs at once, on an empty directory.
