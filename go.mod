@@ -5,6 +5,7 @@ go 1.25.0
 require (
 	github.com/bytecodealliance/wasmtime-go/v39 v39.0.1
 	github.com/dop251/goja v0.0.0-20260917113740-793a2a65c13b
+	github.com/dustin/go-humanize v1.1.0
 	github.com/extism/go-sdk v1.7.1
 	github.com/paralin/go-quickjs-wasi v0.11.0
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
@@ -13,11 +14,11 @@ require (
 	github.com/tetratelabs/wazero v1.12.0
 	go.starlark.net v0.0.0-20260908191801-89a6a09411d5
 	go.uber.org/goleak v1.3.0
+	golang.org/x/term v0.41.0
 )
 
 require (
 	github.com/dlclark/regexp2/v2 v2.5.2 // indirect
-	github.com/dustin/go-humanize v1.1.0 // indirect
 	github.com/dylibso/observe-sdk/go v0.0.0-20240819160327-2d926c5d788a // indirect
 	github.com/go-sourcemap/sourcemap v2.1.3+incompatible // indirect
 	github.com/gobwas/glob v0.2.3 // indirect
@@ -29,7 +30,6 @@ require (
 	go.opentelemetry.io/proto/otlp v1.3.1 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/sys v0.44.0 // indirect
-	golang.org/x/term v0.41.0 // indirect
 	golang.org/x/text v0.17.0 // indirect
 	google.golang.org/protobuf v1.36.11 // indirect
 )
