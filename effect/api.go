@@ -38,6 +38,18 @@ const DefaultWallClock = 5 * time.Second
 // a backend before it gives up on it.
 const DefaultBackendGrace = 60 * time.Second
 
+// DefaultMaxAbandoned is the default cap on abandoned backend calls per
+// Effect (see Options.MaxAbandoned).
+const DefaultMaxAbandoned = 64
+
+// DefaultCloseTimeout is how long Close waits for the backend's Close by
+// default.
+const DefaultCloseTimeout = 30 * time.Second
+
+// DefaultWarmTimeout is the default deadline of Warm: long enough for a
+// cold wasm compile on a loaded machine.
+const DefaultWarmTimeout = 60 * time.Second
+
 // MaxTextUnits bounds every text that comes from a script or a backend, in
 // UTF-16 code units. A text cut at the bound ends with the marker
 // "…[truncated]" (12 units), past the bound.
@@ -67,6 +79,22 @@ type Options struct {
 	// BackendGrace is how long past the wall clock the effect waits for the
 	// backend to settle. Nil means DefaultBackendGrace; it must be >= 0.
 	BackendGrace *time.Duration
+	// MaxAbandoned caps the calls the effect gave up on (a backend past the
+	// deadline or the caller's cancellation, a script reader past the
+	// caller's cancellation) that have not returned yet: each holds a
+	// goroutine, which cannot be killed. While that many
+	// are outstanding, Evaluate and Warm refuse new work with an error
+	// matching ErrOverloaded (retryable); a late return frees its slot.
+	// Zero means DefaultMaxAbandoned; it must be >= 0.
+	MaxAbandoned int
+	// CloseTimeout bounds how long Close waits for the backend's Close;
+	// past it Close returns a retryable error and leaves the backend's
+	// Close running. Zero means DefaultCloseTimeout; it must be >= 0.
+	CloseTimeout time.Duration
+	// WarmTimeout is Warm's own deadline, on top of its context's; past it
+	// Warm returns a retryable error. Zero means DefaultWarmTimeout; it
+	// must be >= 0.
+	WarmTimeout time.Duration
 	// AllowNetwork accepts a backend whose Network is not NetworkNone.
 	AllowNetwork bool
 	// AllowReusedEnvironment accepts a backend whose FreshPerRun is false.

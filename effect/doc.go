@@ -32,8 +32,9 @@
 // carried by the call itself ([Call].Source), which runs exactly as if the
 // script had been stored. Either way a script is bounded by
 // [Options].MaxScriptBytes (default [DefaultMaxScriptBytes]).
-// [MemoryStore] and [DirStore] are two [ScriptReader] implementations; any
-// other store reports a missing script with an error matching fs.ErrNotExist.
+// [MemoryStore] (bounded, least recently used evicted) and [DirStore] are two
+// [ScriptReader] implementations; any other store reports a missing script
+// with an error matching fs.ErrNotExist.
 //
 // # Results
 //
@@ -53,7 +54,9 @@
 //     later. [Effect.Idempotent] derives from that snapshot.
 //   - Script integrity: the bytes handed to the backend are the bytes whose
 //     SHA-256 is the address; a tampered store yields an untyped error, never
-//     a run. [DirStore] also verifies on read.
+//     a run. [DirStore] also verifies on read, reads only regular files (a
+//     FIFO, a device or a symbolic link at a script's path is refused
+//     without blocking) and never reads past its size bound.
 //   - Bounded cost before any work: the input is serialised and measured
 //     (MaxInputBytes) before the script is read or the backend called; the
 //     output is measured before it is decoded.
@@ -70,7 +73,12 @@
 //     [Options].BackendGrace (default [DefaultBackendGrace]) the effect
 //     returns without it. A goroutine cannot be killed, so a backend that
 //     ignores its context keeps running in the background; an engine that
-//     cannot be preempted declares spi.WallClockSoft.
+//     cannot be preempted declares spi.WallClockSoft. Such abandoned calls
+//     are counted ([Effect.Abandoned]) and capped ([Options].MaxAbandoned):
+//     past the cap new calls fail with [ErrOverloaded] until late returns
+//     free their slots. Warm and Close have deadlines of their own.
+//   - A result nested deeper than [MaxOutputDepth] is limitExceeded
+//     (output) on every engine, refused before anything parses it.
 //   - A shape (JSON Schema) is compiled with every external reference
 //     refused: a schema cannot make the effect read a file or reach the
 //     network.

@@ -29,6 +29,11 @@ type Effect struct {
 	maxScript int64
 	grace     time.Duration
 
+	maxAbandoned int
+	closeTimeout time.Duration
+	warmTimeout  time.Duration
+	abandoned    atomic.Int64 // backend calls given up on, not yet returned
+
 	shapes shapeCache
 
 	closed    atomic.Bool
@@ -66,6 +71,10 @@ func New(scripts ScriptReader, backend spi.Backend, opts *Options) (*Effect, err
 		maxOutput: o.MaxOutputBytes,
 		maxScript: o.MaxScriptBytes,
 		grace:     DefaultBackendGrace,
+
+		maxAbandoned: o.MaxAbandoned,
+		closeTimeout: o.CloseTimeout,
+		warmTimeout:  o.WarmTimeout,
 	}
 	switch {
 	case o.Limits.WallClock < 0:
@@ -80,6 +89,21 @@ func New(scripts ScriptReader, backend spi.Backend, opts *Options) (*Effect, err
 		return nil, invalid(ErrInvalidLimits, "effect: options: negative MaxScriptBytes")
 	case o.BackendGrace != nil && *o.BackendGrace < 0:
 		return nil, invalid(ErrInvalidLimits, "effect: options: negative BackendGrace")
+	case o.MaxAbandoned < 0:
+		return nil, invalid(ErrInvalidLimits, "effect: options: negative MaxAbandoned")
+	case o.CloseTimeout < 0:
+		return nil, invalid(ErrInvalidLimits, "effect: options: negative CloseTimeout")
+	case o.WarmTimeout < 0:
+		return nil, invalid(ErrInvalidLimits, "effect: options: negative WarmTimeout")
+	}
+	if e.maxAbandoned == 0 {
+		e.maxAbandoned = DefaultMaxAbandoned
+	}
+	if e.closeTimeout == 0 {
+		e.closeTimeout = DefaultCloseTimeout
+	}
+	if e.warmTimeout == 0 {
+		e.warmTimeout = DefaultWarmTimeout
 	}
 	if e.limits.WallClock == 0 {
 		e.limits.WallClock = DefaultWallClock
@@ -148,7 +172,9 @@ func (e *Effect) Idempotent() bool {
 //     a script (a well-formed Script, a Source, or both); a mistake is an
 //     invalid call (ErrInvalidCall and its case's sentinel). Then the input
 //     is serialised and bounded (typed inputNotSerializable,
-//     inputTooLarge) before the script is read or the backend called;
+//     inputTooLarge) before the script is read or the backend called.
+//     While Options.MaxAbandoned earlier calls are abandoned and still
+//     running, the call is refused here with ErrOverloaded (retryable);
 //  2. the script: a Source is bounded (typed scriptTooLarge), copied and
 //     hashed, and must hash to Script when both are set (else
 //     ErrInvalidSource); the store is not consulted. Otherwise the script
@@ -232,6 +258,13 @@ func (e *Effect) evaluate(ctx context.Context, call Call) (json.RawMessage, erro
 	}
 	if int64(len(input)) > e.maxInput {
 		return nil, &Failure{Code: CodeInputTooLarge, Kind: LimitInput, Bytes: int64(len(input)), Limit: e.maxInput}
+	}
+
+	// Before any goroutine is started for the call: refused while too many
+	// earlier ones were abandoned. The cap is checked, not reserved: calls
+	// already in flight may still be abandoned past it.
+	if e.overloaded() {
+		return nil, errOverloaded
 	}
 
 	// 2. The script: carried by the call, or read by content address.
@@ -369,7 +402,9 @@ type scriptRead struct {
 // the caller's cancellation. A panic in the reader is recovered.
 func (e *Effect) raceRead(ctx context.Context, addr Address) ([]byte, error) {
 	ch := make(chan scriptRead, 1)
+	j := e.newJob()
 	go func() {
+		defer j.finish()
 		defer func() {
 			if r := recover(); r != nil {
 				ch <- scriptRead{panicked: true}
@@ -385,6 +420,7 @@ func (e *Effect) raceRead(ctx context.Context, addr Address) ([]byte, error) {
 		}
 		return r.script, r.err
 	case <-ctx.Done():
+		j.abandon()
 		return nil, ctx.Err()
 	}
 }
@@ -420,7 +456,9 @@ func (e *Effect) callBackend(ctx context.Context, req spi.Request) (spi.Outcome,
 	defer cancel()
 
 	ch := make(chan settled, 1)
+	j := e.newJob()
 	go func() {
+		defer j.finish()
 		defer func() {
 			if r := recover(); r != nil {
 				ch <- settled{panicked: true, err: panicError(r)}
@@ -442,6 +480,7 @@ func (e *Effect) callBackend(ctx context.Context, req spi.Request) (spi.Outcome,
 		}
 		return s.out, nil
 	case <-bctx.Done():
+		j.abandon()
 		return spi.Outcome{}, &untypedError{msg: "effect: backend did not settle within " + d.String()}
 	}
 }
@@ -530,9 +569,10 @@ func (e *Effect) finish(value []byte, shape *compiledShape) (json.RawMessage, er
 }
 
 // Warm asks the backend to prepare, when it implements spi.Warmer; it
-// returns nil at once otherwise. Warm is raced against ctx like Evaluate
-// (without a deadline of its own: bound it with ctx), a panic is recovered
-// and error text is bounded.
+// returns nil at once otherwise. Warm is raced against ctx and against its
+// own deadline, Options.WarmTimeout (default DefaultWarmTimeout): past it
+// Warm returns a retryable error and leaves the backend's Warm running,
+// counted in Abandoned. A panic is recovered and error text is bounded.
 func (e *Effect) Warm(ctx context.Context) error {
 	if ctx == nil {
 		return errNilContext
@@ -550,36 +590,36 @@ func (e *Effect) Warm(ctx context.Context) error {
 	if !ok {
 		return nil
 	}
-	wctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	ch := make(chan error, 1)
-	go func() {
-		defer func() {
-			if r := recover(); r != nil {
-				ch <- errBackendPanicked
-			}
-		}()
-		ch <- w.Warm(wctx)
-	}()
-	select {
-	case err := <-ch:
-		if cerr := ctx.Err(); cerr != nil {
-			return cerr
-		}
-		if err != nil {
-			return foreignError("effect: backend warm-up failed: ", err)
-		}
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
+	if e.overloaded() {
+		return errOverloaded
 	}
+	wctx, cancel := context.WithTimeout(ctx, e.warmTimeout)
+	defer cancel()
+	err, returned := e.runBounded(wctx, 0, func() error { return w.Warm(wctx) })
+	if cerr := ctx.Err(); cerr != nil {
+		return cerr
+	}
+	switch {
+	case !returned || wctx.Err() != nil:
+		// Past the deadline, whether the backend returned its context's
+		// error or did not return at all.
+		return &untypedError{msg: "effect: backend warm-up did not finish within " + e.warmTimeout.String()}
+	case err == errBackendPanicked:
+		return err
+	case err != nil:
+		return foreignError("effect: backend warm-up failed: ", err)
+	}
+	return nil
 }
 
 // Close closes the backend when it is an io.Closer, once; later calls
 // return the first call's result. Evaluate and Warm after Close fail with
 // ErrClosed. Close does not wait for evaluations in flight (a backend that
 // never returns cannot be waited for): a backend must tolerate Close while
-// an Evaluate is running.
+// an Evaluate is running. Close waits for the backend's Close at most
+// Options.CloseTimeout (default DefaultCloseTimeout); past it, Close
+// returns a retryable error and leaves the backend's Close running,
+// counted in Abandoned.
 func (e *Effect) Close() error {
 	e.closeOnce.Do(func() {
 		e.closed.Store(true)
@@ -587,16 +627,15 @@ func (e *Effect) Close() error {
 		if !ok {
 			return
 		}
-		func() {
-			defer func() {
-				if r := recover(); r != nil {
-					e.closeErr = errBackendPanicked
-				}
-			}()
-			if err := c.Close(); err != nil {
-				e.closeErr = foreignError("effect: closing backend: ", err)
-			}
-		}()
+		err, returned := e.runBounded(context.Background(), e.closeTimeout, c.Close)
+		switch {
+		case !returned:
+			e.closeErr = &untypedError{msg: "effect: closing backend did not finish within " + e.closeTimeout.String()}
+		case err == errBackendPanicked:
+			e.closeErr = err
+		case err != nil:
+			e.closeErr = foreignError("effect: closing backend: ", err)
+		}
 	})
 	return e.closeErr
 }

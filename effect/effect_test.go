@@ -44,6 +44,9 @@ func TestNewRefusals(t *testing.T) {
 		{"negative max output", good, &Options{MaxOutputBytes: -1}, "negative MaxOutputBytes"},
 		{"negative max script", good, &Options{MaxScriptBytes: -1}, "negative MaxScriptBytes"},
 		{"negative grace", good, &Options{BackendGrace: &neg}, "negative BackendGrace"},
+		{"negative max abandoned", good, &Options{MaxAbandoned: -1}, "negative MaxAbandoned"},
+		{"negative close timeout", good, &Options{CloseTimeout: -1}, "negative CloseTimeout"},
+		{"negative warm timeout", good, &Options{WarmTimeout: -1}, "negative WarmTimeout"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

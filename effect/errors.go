@@ -5,6 +5,12 @@ import (
 	"errors"
 )
 
+// ErrOverloaded is matched (with errors.Is) by the error of a call refused
+// because Options.MaxAbandoned backend calls have been abandoned and have
+// not returned yet. It is infrastructure: retryable, once the backend
+// returns (see Effect.Abandoned).
+var ErrOverloaded = errors.New("effect: overloaded")
+
 // untypedError is an untyped (retryable) error carrying bounded text and,
 // optionally, the original error it came from.
 type untypedError struct {
