@@ -45,9 +45,11 @@ func (a *app) runCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "run [flags] SCRIPT|-",
 		Short: "Run one script through the effect and print its value",
-		Long: `run stores SCRIPT in a content-addressed store (a temporary directory
-removed at exit, unless --store names one), evaluates it through the
-Sandbank effect on the chosen engine and prints the result value as JSON.
+		Long: `run evaluates SCRIPT through the Sandbank effect on the chosen engine
+and prints the result value as JSON. The script travels with the call
+(the effect names it by its content address and writes it nowhere);
+with --store DIR it is kept in that content-addressed store first and
+run from there.
 
 The engine is --engine, or the default engine of --lang, or the default
 engine of the language the script's extension names (.js javascript,

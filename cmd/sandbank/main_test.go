@@ -196,7 +196,7 @@ func TestRunStore(t *testing.T) {
 	require.Equal(t, exitOK, res.code, res.stderr)
 	left, err := os.ReadDir(tmp)
 	require.NoError(t, err)
-	assert.Empty(t, left, "without --store the temporary store is removed at exit")
+	assert.Empty(t, left, "without --store nothing is written")
 }
 
 func TestRunTypedFailures(t *testing.T) {
