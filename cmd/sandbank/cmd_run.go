@@ -25,6 +25,7 @@ const maxFileBytes = 256 << 20
 var extLanguages = map[string]string{
 	".js":   "javascript",
 	".star": "starlark",
+	".ts":   "typescript",
 	".wasm": "wasm",
 }
 
@@ -53,8 +54,8 @@ run from there.
 
 The engine is --engine, or the default engine of --lang, or the default
 engine of the language the script's extension names (.js javascript,
-.star starlark, .wasm wasm). With SCRIPT "-" the script is read from
-standard input and --lang or --engine is required.
+.ts typescript, .star starlark, .wasm wasm). With SCRIPT "-" the script
+is read from standard input and --lang or --engine is required.
 
 The input is --input (JSON text) or the contents of --input-file; without
 either the script's input is null. Invalid JSON input is a usage error,
@@ -370,7 +371,7 @@ func chooseEngine(reg *registry.Registry, o *runOptions, script string) (registr
 		ext := filepath.Ext(script)
 		l, ok := extLanguages[ext]
 		if !ok {
-			return registry.Entry{}, usagef("cannot tell the language of %q from its extension (.js, .star, .wasm); pass --lang or --engine", filepath.Base(script))
+			return registry.Entry{}, usagef("cannot tell the language of %q from its extension (.js, .ts, .star, .wasm); pass --lang or --engine", filepath.Base(script))
 		}
 		lang = l
 	}
