@@ -71,6 +71,16 @@
 //     enforced, and the InputTooLarge outcome is never reported. Run this
 //     backend only where the process can afford that, or behind a memory
 //     bound of its own (a container, a separate process).
+//   - One native allocation stops the whole process. A built-in call that
+//     allocates a huge value at once (def main(input): return
+//     len([0] * 100000000), one step, 1.6 GB of list) holds up every other
+//     goroutine of the process while the Go runtime allocates and clears
+//     it: measured at 5.6 s with about 1.5 GiB taken from the system on an
+//     idle 2-core machine, and 21 s with 3.9 GB of RSS on a loaded one
+//     (issue 14). The wall clock cannot help while the world is stopped;
+//     what it guarantees is that the value is never delivered: a run that
+//     ended after its wall clock is the wall-clock limit, whichever of the
+//     timer and the run Evaluate hears from first.
 //   - CPU true: the step budget ([Options].MaxSteps) bounds interpreted
 //     work. It does not bound work inside one built-in call (see above),
 //     and some built-ins take time quadratic in what a script can build

@@ -118,3 +118,28 @@ func TestLateValueIsTheWallClockLimit(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, spi.OK(json.RawMessage(`1`)), out)
 }
+
+// TestLateValueAfterTheTimerFiredIsTheWallClockLimit: the timer fires after
+// the run has ended but before Evaluate has its value (as when one huge
+// allocation stopped the world past the deadline, issue 14): the value is
+// late and is never delivered. The unbuffered timer channel makes the
+// order certain: afterRun's send completes only when Evaluate's select has
+// taken the timer branch.
+func TestLateValueAfterTheTimerFiredIsTheWallClockLimit(t *testing.T) {
+	sb, err := New(nil)
+	require.NoError(t, err)
+	b := sb.(*backend)
+	fire := make(chan time.Time)
+	b.timer = func(time.Duration) (<-chan time.Time, func() bool) { return fire, func() bool { return true } }
+	b.afterRun = func() { fire <- time.Now() }
+	out, err := b.Evaluate(context.Background(), spi.Request{Script: []byte("def main(input):\n    return 1\n"), Input: json.RawMessage(`null`), Limits: spi.Limits{WallClock: time.Nanosecond}})
+	require.NoError(t, err)
+	assert.Equal(t, spi.Limited(spi.LimitWallClock), out)
+
+	// A run that ended within its clock still delivers its value when the
+	// timer fires before Evaluate has it.
+	b.timer = func(time.Duration) (<-chan time.Time, func() bool) { return fire, func() bool { return true } }
+	out, err = b.Evaluate(context.Background(), spi.Request{Script: []byte("def main(input):\n    return 1\n"), Input: json.RawMessage(`null`), Limits: spi.Limits{WallClock: time.Hour}})
+	require.NoError(t, err)
+	assert.Equal(t, spi.OK(json.RawMessage(`1`)), out)
+}

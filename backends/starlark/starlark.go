@@ -62,6 +62,9 @@ type backend struct {
 	predeclared sl.StringDict
 	// timer arms the wall clock (time.NewTimer; tests replace it).
 	timer func(time.Duration) (<-chan time.Time, func() bool)
+	// afterRun, when set (tests only), is called when a run has ended and
+	// before Evaluate learns it.
+	afterRun func()
 }
 
 // newTimer is the backend's wall-clock timer.
@@ -163,18 +166,34 @@ func (b *backend) Evaluate(ctx context.Context, req spi.Request) (spi.Outcome, e
 		defer stop()
 		expired = c
 	}
-	done := make(chan spi.Outcome, 1)
-	go func() { done <- r.exec() }()
+	type ended struct {
+		out     spi.Outcome
+		elapsed time.Duration // from the start to the end of the run
+	}
+	done := make(chan ended, 1)
+	go func() {
+		out := r.exec()
+		e := ended{out, time.Since(start)}
+		if b.afterRun != nil {
+			b.afterRun()
+		}
+		done <- e
+	}()
 
+	// Every value goes through late: whichever branch sees the run end, a
+	// value the script produced after its wall clock is never delivered.
+	late := func(e ended) spi.Outcome {
+		if req.Limits.WallClock > 0 && e.elapsed > req.Limits.WallClock && e.out.Kind != spi.KindLimit {
+			return spi.Limited(spi.LimitWallClock)
+		}
+		return e.out
+	}
 	select {
-	case out := <-done:
+	case e := <-done:
 		// A run that outlived its wall clock (one long built-in call, and
 		// the timer lost the race on a busy machine) never delivers its
 		// value: the clock is a limit, whoever noticed first.
-		if req.Limits.WallClock > 0 && time.Since(start) > req.Limits.WallClock && out.Kind != spi.KindLimit {
-			return spi.Limited(spi.LimitWallClock), nil
-		}
-		return out, nil
+		return late(e), nil
 	case <-expired:
 		if r.cause.CompareAndSwap(causeNone, causeWall) {
 			// The interpreter stops at its next step; a long built-in
@@ -182,13 +201,15 @@ func (b *backend) Evaluate(ctx context.Context, req spi.Request) (spi.Outcome, e
 			r.thread.Cancel("wall clock expired")
 			return spi.Limited(spi.LimitWallClock), nil
 		}
-		return <-done, nil // the run ended first and is delivering
+		// The run ended first and is delivering; the timer fired, so the
+		// value is late unless it settled within the clock.
+		return late(<-done), nil
 	case <-ctx.Done():
 		if r.cause.CompareAndSwap(causeNone, causeCtx) {
 			r.thread.Cancel("cancelled")
 			return spi.Outcome{}, ctx.Err()
 		}
-		return <-done, nil
+		return late(<-done), nil
 	}
 }
 
