@@ -3,7 +3,6 @@ package extism
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -88,6 +87,9 @@ type backend struct {
 	// the wall clock is armed.
 	afterCompile     func()
 	afterInstantiate func()
+	// now is the clock the wall clock is measured with (time.Now; tests
+	// replace it).
+	now func() time.Time
 }
 
 var (
@@ -139,6 +141,7 @@ func newBackend(opts *Options) (*backend, error) {
 			FreshPerRun: true,
 		},
 		compilation: wazero.NewCompilationCache(),
+		now:         time.Now,
 	}
 	// The inspector is configured like the plugins' runtimes (wazero's
 	// cache key covers the termination checks), so the machine code it
@@ -245,13 +248,25 @@ func maxPages(memoryBytes int64) uint32 {
 // happened.
 func (b *backend) run(ctx context.Context, plugin *xt.CompiledPlugin, req spi.Request) (spi.Outcome, error) {
 	mem := newBudget(uint64(req.Limits.MemoryBytes), maxPages(req.Limits.MemoryBytes))
-	inst, err := plugin.Instance(experimental.WithMemoryAllocator(ctx, mem), xt.PluginInstanceConfig{
+	// Instantiating runs the module's start function, the plugin's own
+	// code: it is charged to the wall clock, which stops it (the runtime
+	// closes a module whose context is done), and what it used is taken
+	// off the clock of the call.
+	clockStart := b.now()
+	instCtx, cancelInst := context.WithTimeout(ctx, req.Limits.WallClock)
+	inst, err := plugin.Instance(experimental.WithMemoryAllocator(instCtx, mem), xt.PluginInstanceConfig{
 		// No arguments, environment, directories or host clocks.
 		ModuleConfig: wazero.NewModuleConfig(),
 	})
+	instExpired := errors.Is(instCtx.Err(), context.DeadlineExceeded)
+	cancelInst()
+	used := b.now().Sub(clockStart)
 	if err != nil {
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return spi.Outcome{}, ctxErr
+		}
+		if instExpired {
+			return spi.Limited(spi.LimitWallClock), nil
 		}
 		if mem.overflowed() {
 			return spi.Limited(spi.LimitMemory), nil
@@ -259,6 +274,9 @@ func (b *backend) run(ctx context.Context, plugin *xt.CompiledPlugin, req spi.Re
 		return spi.Threw(NameCompileError, "extism: the module cannot be instantiated: "+firstLine(err.Error())), nil
 	}
 	defer inst.Close(context.Background())
+	if instExpired || used >= req.Limits.WallClock {
+		return spi.Limited(spi.LimitWallClock), nil
+	}
 	inst.SetLogger(func(xt.LogLevel, string) {})
 	if mem.overflowed() {
 		return spi.Limited(spi.LimitMemory), nil
@@ -288,14 +306,25 @@ func (b *backend) run(ctx context.Context, plugin *xt.CompiledPlugin, req spi.Re
 	}
 	mem.clearRefused()
 
-	// The SDK arms the wall clock here, at call time: compiling and
-	// instantiating are not charged to the script.
-	inst.Timeout = req.Limits.WallClock
+	// The SDK arms the rest of the wall clock here, at call time (it also
+	// covers a runtime's initialiser, _initialize or hs_init, which the
+	// SDK calls first): compiling and seeding the input are not charged
+	// to the script.
+	remaining := req.Limits.WallClock - used
+	inst.Timeout = remaining
+	callStart := b.now()
 	rc, out, callErr := inst.CallWithContext(ctx, b.fn, req.Input)
+	late := b.now().Sub(callStart) > remaining
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return spi.Outcome{}, ctxErr
 	}
-	return b.outcome(inst, mem, rc, out, callErr), nil
+	o := b.outcome(inst, mem, rc, out, callErr)
+	if late && o.Kind != spi.KindLimit {
+		// The call ended after its wall clock (the timer lost the race on
+		// a busy machine): its value, or its error, is never delivered.
+		return spi.Limited(spi.LimitWallClock), nil
+	}
+	return o, nil
 }
 
 // outcome maps what a call returned to an spi.Outcome.
@@ -311,7 +340,8 @@ func (b *backend) outcome(inst *xt.Plugin, mem *budget, rc uint32, out []byte, c
 			return spi.Infrastructure("extism: the engine cancelled the run")
 		}
 	}
-	failed := callErr != nil || rc != 0 || !json.Valid(out)
+	valid := isJSONText(out)
+	failed := callErr != nil || rc != 0 || !valid
 	if failed && (mem.wasRefused() || mem.atCap()) {
 		return spi.Limited(spi.LimitMemory)
 	}
@@ -326,7 +356,7 @@ func (b *backend) outcome(inst *xt.Plugin, mem *budget, rc uint32, out []byte, c
 		return spi.Threw("", message)
 	case rc != 0:
 		return spi.Threw("", fmt.Sprintf("extism: the plugin returned code %d without an error message", rc))
-	case !json.Valid(out):
+	case !valid:
 		return spi.Threw(NameOutputError, "extism: the plugin output is not JSON text")
 	}
 	return spi.OK(out)
