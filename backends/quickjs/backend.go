@@ -72,6 +72,9 @@ type backend struct {
 	// sees the facts of every run that reached the guest.
 	args    func(memoryBytes int64) []string
 	observe func(guest.Facts)
+	// beforeWrite, nil in production, sees every write to a run's stdout
+	// before the sink does, with the run's wall-clock expiry.
+	beforeWrite func(p []byte, expireWallClock func())
 	// Parked mode's test hooks, nil in production: onRun sees the
 	// instance a run got; restored sees an instance restored to its park
 	// point, just before the run's canary and input are written.

@@ -113,8 +113,11 @@
 // on by default; off, the backend declares WallClock soft). The clock is
 // armed when the guest reports that the script starts, after the engine
 // booted and parsed the input; those phases have their own bound,
-// Options.ColdStartAllowance, and exceeding it is a [*StartupError],
-// never a limit.
+// Options.ColdStartAllowance (30 s by default), and exceeding it is a
+// [*StartupError], never a limit. Waiting for the module's compile, once
+// per process, is not charged to the allowance either: it is bounded by
+// the caller's context, so a slow compile on a loaded machine never fails
+// a run.
 //
 // The C stack: this build has no stack check and a 64 KiB C stack that
 // sits directly above the static data, so a deep recursion silently

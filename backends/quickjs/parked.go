@@ -451,6 +451,9 @@ func (w writer) Write(p []byte) (int, error) {
 	switch {
 	case j == nil:
 	case w.stdout:
+		if w.inst.b.beforeWrite != nil {
+			w.inst.b.beforeWrite(p, j.r.expireWallClock)
+		}
 		return j.stdout.Write(p)
 	default:
 		return j.stderr.Write(p)
@@ -786,6 +789,7 @@ func (r *run) doParked(ctx context.Context, req spi.Request) (spi.Outcome, error
 	if err != nil {
 		return r.failure(ctx, runCtx, err)
 	}
+	r.armColdStart()
 	nonce, err := guest.NewNonce()
 	if err != nil {
 		return spi.Outcome{}, err
@@ -802,6 +806,7 @@ func (r *run) doParked(ctx context.Context, req spi.Request) (spi.Outcome, error
 		stderr:  &cappedBuffer{limit: b.set.maxStderrBytes},
 		done:    make(chan struct{}),
 	}
+	r.stdout = j.stdout
 	stopJob := context.AfterFunc(runCtx, func() { j.stop(context.Cause(runCtx)) })
 	defer stopJob()
 

@@ -46,6 +46,9 @@ type backend struct {
 	// observe, nil in production, sees every run that reached the
 	// guest: its facts and the fuel it had left.
 	observe func(r *run, f guest.Facts, fuelLeft uint64)
+	// beforeWrite, nil in production, sees every write to a run's stdout
+	// before the sink does, with the run's wall-clock expiry.
+	beforeWrite func(p []byte, expireWallClock func())
 }
 
 // New returns a QuickJS-on-wasmtime backend. A nil opts means defaults.

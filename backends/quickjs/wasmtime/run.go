@@ -124,16 +124,25 @@ func (r *run) scriptStarts() {
 	}
 	r.setPhase(phaseScript)
 	r.fuelErr = r.store.SetFuel(r.b.set.fuel)
-	r.wallTimer = time.AfterFunc(r.limits.WallClock, func() {
-		r.wallExpired.Store(true)
-		r.cancel(errWallClock)
-	})
+	r.wallTimer = time.AfterFunc(r.limits.WallClock, r.expireWallClock)
+}
+
+// expireWallClock ends the script's wall clock: the run's stdout is sealed
+// first, so a record the guest writes from now on is never read (a value
+// after the deadline is never delivered, even when the guest finishes
+// writing it before it is stopped), then the run is stopped.
+func (r *run) expireWallClock() {
+	r.stdout.Seal()
+	r.wallExpired.Store(true)
+	r.cancel(errWallClock)
 }
 
 func (r *run) stopTimers() {
 	r.timersMu.Lock()
 	defer r.timersMu.Unlock()
-	r.coldTimer.Stop()
+	if r.coldTimer != nil {
+		r.coldTimer.Stop()
+	}
 	if r.wallTimer != nil {
 		r.wallTimer.Stop()
 	}
@@ -148,17 +157,21 @@ func (r *run) do(ctx context.Context, req spi.Request) (spi.Outcome, error) {
 	defer stopLife()
 
 	r.setPhase(phaseCompile)
+	defer r.stopTimers()
+
+	// Waiting for the compile (once per process, on a goroutine of its
+	// own, seconds on a loaded machine) is bounded by the caller's context
+	// only; the cold-start allowance starts once the module is there, so
+	// no run fails because a compile was slow.
+	mod, err := b.module(runCtx)
+	if err != nil {
+		return r.failure(ctx, runCtx, err)
+	}
 	r.timersMu.Lock()
 	r.coldTimer = time.AfterFunc(b.set.coldStart, func() {
 		cancel(&StartupError{Engine: "wasmtime", Phase: r.getPhase(), Allowance: b.set.coldStart})
 	})
 	r.timersMu.Unlock()
-	defer r.stopTimers()
-
-	mod, err := b.module(runCtx)
-	if err != nil {
-		return r.failure(ctx, runCtx, err)
-	}
 	nonce, err := guest.NewNonce()
 	if err != nil {
 		return spi.Outcome{}, err

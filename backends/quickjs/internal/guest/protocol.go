@@ -52,6 +52,7 @@ type Stdout struct {
 	buf     []byte
 	dropped int64
 	started bool
+	sealed  bool
 }
 
 // NewStdout returns a sink for a run with nonce n that keeps at most limit
@@ -64,6 +65,11 @@ func NewStdout(n Nonce, limit int, onStart func()) *Stdout {
 // (an over-limit stream is visible to the host as a missing record).
 func (s *Stdout) Write(p []byte) (int, error) {
 	s.mu.Lock()
+	if s.sealed {
+		s.dropped += int64(len(p))
+		s.mu.Unlock()
+		return len(p), nil
+	}
 	room := s.limit - len(s.buf)
 	if room < 0 {
 		room = 0
@@ -83,6 +89,15 @@ func (s *Stdout) Write(p []byte) (int, error) {
 		s.onStart()
 	}
 	return len(p), nil
+}
+
+// Seal drops every later write. The host seals the sink when the script's
+// wall clock runs out, so that a record the guest finishes writing after
+// its deadline is never read: a late value is never delivered.
+func (s *Stdout) Seal() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sealed = true
 }
 
 // Started reports whether the start record arrived.

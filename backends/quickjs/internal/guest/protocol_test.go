@@ -143,3 +143,15 @@ func TestInterpret(t *testing.T) {
 		})
 	}
 }
+
+// TestStdoutSeal: once sealed, the sink drops every write, so a record
+// finished after the seal is never read; what came before stays.
+func TestStdoutSeal(t *testing.T) {
+	s := NewStdout(testNonce, 1<<20, nil)
+	_, _ = s.Write([]byte(frame(testNonce, 'S', "")))
+	s.Seal()
+	_, _ = s.Write([]byte(frame(testNonce, 'R', `1`)))
+	assert.True(t, s.Started())
+	assert.Equal(t, Record{}, s.Record())
+	assert.Positive(t, s.Dropped())
+}
