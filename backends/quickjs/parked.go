@@ -540,6 +540,7 @@ func (inst *instance) main(compiled wazero.CompiledModule) {
 		}
 	default:
 		f.Ending, f.Trap = guest.EndTrap, callErr.Error()
+		f.StackExhausted = nativeStackOverflow(callErr)
 	}
 	if inst.pool != nil && parked {
 		inst.pool.refill() // the replacement is booting before the caller's next run

@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -247,6 +248,7 @@ func (r *run) do(ctx context.Context, req spi.Request) (spi.Outcome, error) {
 		}
 	default:
 		facts.Ending, facts.Trap = guest.EndTrap, callErr.Error()
+		facts.StackExhausted = nativeStackOverflow(callErr)
 	}
 
 	return r.conclude(ctx, runCtx, facts, phase, stderr)
@@ -381,4 +383,11 @@ func (b *backend) argsFor(memoryBytes int64) []string {
 		return b.args(memoryBytes)
 	}
 	return guest.Args(memoryBytes)
+}
+
+// nativeStackOverflow reports whether err is wazero's trap for an
+// exhausted native call stack (its wasmruntime.ErrRuntimeStackOverflow,
+// which is internal: matched by its fixed text).
+func nativeStackOverflow(err error) bool {
+	return strings.HasPrefix(err.Error(), "wasm error: stack overflow")
 }

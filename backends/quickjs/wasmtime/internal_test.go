@@ -294,6 +294,7 @@ func TestFirstLine(t *testing.T) {
 		{"wasm trap: out of bounds memory access", "wasm trap: out of bounds memory access"},
 		{"error while executing at wasm backtrace:\n    0: 0x1a2b - <unknown>!js_call\n    1: 0x2b3c - <unknown>!main\n\nCaused by:\n    0: sandbank: run interrupted by the host\n\nStack backtrace:\n   0: anyhow::error::<impl anyhow::Error>::msg\n   1: wasmtime::runtime::vm::traphandlers::raise\n", "sandbank: run interrupted by the host"},
 		{"failed to compile\n\nStack backtrace:\n   0: std::backtrace::Backtrace::create\n             at /rustc/library/std/src/backtrace.rs:331:13\n", "failed to compile"},
+		{"error while executing at wasm backtrace:\n    0: qjs!dlmalloc\n    1:  0xcceb6 - qjs!malloc\nnote: using the `WASMTIME_BACKTRACE_DETAILS=1` environment variable may show more debugging information\n\nCaused by:\n    wasm trap: call stack exhausted\n", "wasm trap: call stack exhausted"},
 		{"\n\n", "no message"},
 		{strings.Repeat("x", 300), strings.Repeat("x", 200)},
 	} {

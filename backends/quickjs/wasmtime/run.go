@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -241,6 +242,7 @@ func (r *run) do(ctx context.Context, req spi.Request) (spi.Outcome, error) {
 		WallClockExpired: r.wallExpired.Load(),
 	}
 	facts.Ending, facts.ExitCode, facts.Trap = ending(callErr, runCtx.Err() != nil)
+	facts.StackExhausted = facts.Ending == guest.EndTrap && strings.Contains(callErr.Error(), "call stack exhausted")
 	if b.observe != nil {
 		b.observe(r, facts, fuelLeft)
 	}
@@ -288,6 +290,7 @@ func ending(err error, stopping bool) (guest.Ending, uint32, string) {
 	}
 	// A trap; an interruption nobody asked for (impossible: only a set
 	// flag interrupts) is read as one too.
+
 	return guest.EndTrap, 0, firstLine(err.Error())
 }
 

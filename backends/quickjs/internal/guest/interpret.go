@@ -41,6 +41,10 @@ type Facts struct {
 	// CanaryIntact is false when the stack guard found its canary
 	// overwritten: the C stack overflowed into static data.
 	CanaryIntact bool
+	// StackExhausted is true when the host runtime stopped the guest
+	// because its own (native) call stack ran out: the same overflow as a
+	// clobbered canary, caught by the host first, and read the same way.
+	StackExhausted bool
 	// MemoryRefused is true when the host refused to grow linear memory
 	// past the run's limit.
 	MemoryRefused bool
@@ -68,7 +72,7 @@ var ErrNoOutcome = errors.New("quickjs: the engine stopped before the script sta
 // script started for a reason that is neither the input's size nor a
 // memory limit (phase names the start-up phase the host was in).
 func Interpret(f Facts, phase string) (spi.Outcome, error) {
-	if !f.CanaryIntact {
+	if !f.CanaryIntact || f.StackExhausted {
 		if !f.Started {
 			// The input's own nesting overflowed the stack while being
 			// parsed: it cannot be parsed within the engine's memory.

@@ -155,3 +155,18 @@ func TestStdoutSeal(t *testing.T) {
 	assert.Equal(t, Record{}, s.Record())
 	assert.Positive(t, s.Dropped())
 }
+
+// TestStackExhaustedReadsAsAnOverflow: the host runtime's native stack
+// running out is read as the C stack overflowing: the input's size before
+// the script started, the stack overflow after.
+func TestStackExhaustedReadsAsAnOverflow(t *testing.T) {
+	f := Facts{InputRead: true, CanaryIntact: true, StackExhausted: true, Ending: EndTrap, Trap: "call stack exhausted"}
+	out, err := Interpret(f, PhaseInput)
+	require.NoError(t, err)
+	assert.Equal(t, spi.InputTooLarge(), out)
+	f.Started = true
+	out, err = Interpret(f, PhaseScript)
+	require.NoError(t, err)
+	assert.Equal(t, spi.KindThrew, out.Kind)
+	assert.Equal(t, "InternalError", out.Name)
+}
