@@ -28,9 +28,15 @@ import (
 func TestDeepInputSameVerdictOnEveryQuickJSEngine(t *testing.T) {
 	engines := map[string]spi.Backend{}
 	for name, mk := range map[string]func() (spi.Backend, error){
-		"quickjs":       func() (spi.Backend, error) { return quickjs.New(&quickjs.Options{ColdStartAllowance: 10 * time.Minute}) },
-		"quickjs-fresh": func() (spi.Backend, error) { return quickjs.New(&quickjs.Options{Mode: quickjs.ModeFresh, ColdStartAllowance: 10 * time.Minute}) },
-		"wasmtime":      func() (spi.Backend, error) { return wasmtime.New(&wasmtime.Options{ColdStartAllowance: 10 * time.Minute}) },
+		"quickjs": func() (spi.Backend, error) {
+			return quickjs.New(&quickjs.Options{ColdStartAllowance: 10 * time.Minute})
+		},
+		"quickjs-fresh": func() (spi.Backend, error) {
+			return quickjs.New(&quickjs.Options{Mode: quickjs.ModeFresh, ColdStartAllowance: 10 * time.Minute})
+		},
+		"wasmtime": func() (spi.Backend, error) {
+			return wasmtime.New(&wasmtime.Options{ColdStartAllowance: 10 * time.Minute})
+		},
 	} {
 		b, err := mk()
 		require.NoError(t, err, name)
