@@ -30,8 +30,12 @@
 //     in their insertion order and must have string keys only.
 //   - Any other result (a function, a set, a module, bytes, …), a dict key
 //     that is not a string, a value that contains itself, nesting deeper
-//     than 10,000, or a JSON text over [Options].MaxResultBytes is a thrown
-//     error naming what was wrong.
+//     than 1,000,000 (past what the default step budget can build), or a
+//     JSON text over [Options].MaxResultBytes is a thrown error naming what
+//     was wrong. A result nested deeper than 10,000 is encoded and handed
+//     over all the same: the effect refuses it with a typed output limit
+//     naming the depth, the rule for every engine. An input nested deeper
+//     than 10,000 never reaches the backend: the effect refuses it first.
 //
 // The predeclared names are Starlark's universal built-ins plus the json
 // and math modules of go.starlark.net (json.decode refuses text nested
