@@ -101,6 +101,12 @@ func Interpret(f Facts, phase string) (spi.Outcome, error) {
 		if !f.Started {
 			return spi.InputTooLarge(), nil
 		}
+	case recScriptOOM:
+		if !f.Started {
+			// The script itself did not fit in the engine's memory while
+			// being read: the memory limit, not the input's size.
+			return spi.Limited(spi.LimitMemory), nil
+		}
 	case recProtocol:
 		if f.MemoryRefused {
 			return spi.InputTooLarge(), nil

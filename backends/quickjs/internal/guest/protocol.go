@@ -138,7 +138,7 @@ type Record struct {
 func (r Record) Settled() bool { return r.Kind == recResult || r.Kind == recThrew }
 
 // Record returns the conclusive record the guest wrote, if any: the first
-// complete result, thrown, memory, input or protocol record. A result or
+// complete result, thrown, memory, input, script or protocol record. A result or
 // thrown record counts only when its length and end marker check out.
 func (s *Stdout) Record() Record {
 	s.mu.Lock()
@@ -148,7 +148,7 @@ func (s *Stdout) Record() Record {
 			return Record{Kind: k, Body: body}
 		}
 	}
-	for _, k := range []byte{recMemory, recInputOOM, recProtocol} {
+	for _, k := range []byte{recMemory, recInputOOM, recScriptOOM, recProtocol} {
 		if bytes.Contains(s.buf, s.marker(k)) {
 			return Record{Kind: k}
 		}
