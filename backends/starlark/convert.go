@@ -270,8 +270,13 @@ func (e *encoder) tooDeep() error {
 // appendFloat appends a finite f as the shortest JSON number that reads
 // back as f, spelled as JavaScript spells numbers: plain decimals from
 // 1e-6 up to 1e21, an exponent outside (1e+21, 1e-7), so that integral
-// values read as integers (2.0 is 2).
+// values read as integers (2.0 is 2, -0.0 is 0).
 func appendFloat(buf []byte, f float64) []byte {
+	if f == 0 {
+		// Negative zero too, as JavaScript writes it: "-0" would read back
+		// as the integer 0, a different value (found by FuzzConvert).
+		return append(buf, '0')
+	}
 	abs := math.Abs(f)
 	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {
 		start := len(buf)
