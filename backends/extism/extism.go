@@ -69,8 +69,10 @@ type Options struct {
 	ModuleCacheSize int
 }
 
-// backend runs Extism plugins; see the package documentation.
-type backend struct {
+// Backend runs Extism plugins; see the package documentation. Build one
+// with [New]; it is safe for concurrent use, and [Backend.Close] releases
+// the compiled modules.
+type Backend struct {
 	fn    string
 	wasi  bool
 	hosts []string
@@ -93,17 +95,17 @@ type backend struct {
 }
 
 var (
-	_ spi.Backend = (*backend)(nil)
-	_ spi.Warmer  = (*backend)(nil)
+	_ spi.Backend = (*Backend)(nil)
+	_ spi.Warmer  = (*Backend)(nil)
 )
 
 // New returns a backend that runs Extism plugins (language "wasm"). A nil
 // opts means defaults.
-func New(opts *Options) (spi.Backend, error) {
+func New(opts *Options) (*Backend, error) {
 	return newBackend(opts)
 }
 
-func newBackend(opts *Options) (*backend, error) {
+func newBackend(opts *Options) (*Backend, error) {
 	var o Options
 	if opts != nil {
 		o = *opts
@@ -128,7 +130,7 @@ func newBackend(opts *Options) (*backend, error) {
 	if len(hosts) > 0 {
 		network = spi.NetworkAllowlist
 	}
-	b := &backend{
+	b := &Backend{
 		fn:    o.FunctionName,
 		wasi:  o.EnableWASI,
 		hosts: hosts,
@@ -171,18 +173,18 @@ func checkHost(h string) error {
 	return nil
 }
 
-func (b *backend) runtimeConfig() wazero.RuntimeConfig {
+func (b *Backend) runtimeConfig() wazero.RuntimeConfig {
 	return wazero.NewRuntimeConfig().
 		WithCompilationCache(b.compilation).
 		WithCloseOnContextDone(true)
 }
 
 // Capabilities implements spi.Backend.
-func (b *backend) Capabilities() spi.Capabilities { return b.caps }
+func (b *Backend) Capabilities() spi.Capabilities { return b.caps }
 
 // Warm implements spi.Warmer: it compiles the Extism kernel into the shared
 // compilation cache, so the first run does not pay for it.
-func (b *backend) Warm(ctx context.Context) error {
+func (b *Backend) Warm(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -201,13 +203,13 @@ var emptyModule = []byte("\x00asm\x01\x00\x00\x00")
 
 // Close releases every compiled module. Runs in flight finish first;
 // Evaluate fails after Close.
-func (b *backend) Close() error {
+func (b *Backend) Close() error {
 	b.closeOnce.Do(b.modules.close)
 	return nil
 }
 
 // Evaluate implements spi.Backend.
-func (b *backend) Evaluate(ctx context.Context, req spi.Request) (spi.Outcome, error) {
+func (b *Backend) Evaluate(ctx context.Context, req spi.Request) (spi.Outcome, error) {
 	if err := ctx.Err(); err != nil {
 		return spi.Outcome{}, err
 	}
@@ -246,7 +248,7 @@ func maxPages(memoryBytes int64) uint32 {
 
 // run creates a new instance of plugin, runs it once and reports what
 // happened.
-func (b *backend) run(ctx context.Context, plugin *xt.CompiledPlugin, req spi.Request) (spi.Outcome, error) {
+func (b *Backend) run(ctx context.Context, plugin *xt.CompiledPlugin, req spi.Request) (spi.Outcome, error) {
 	mem := newBudget(uint64(req.Limits.MemoryBytes), maxPages(req.Limits.MemoryBytes))
 	// Instantiating runs the module's start function, the plugin's own
 	// code: it is charged to the wall clock, which stops it (the runtime
@@ -328,7 +330,7 @@ func (b *backend) run(ctx context.Context, plugin *xt.CompiledPlugin, req spi.Re
 }
 
 // outcome maps what a call returned to an spi.Outcome.
-func (b *backend) outcome(inst *xt.Plugin, mem *budget, rc uint32, out []byte, callErr error) spi.Outcome {
+func (b *Backend) outcome(inst *xt.Plugin, mem *budget, rc uint32, out []byte, callErr error) spi.Outcome {
 	var exit *sys.ExitError
 	if errors.As(callErr, &exit) {
 		switch exit.ExitCode() {
@@ -363,7 +365,7 @@ func (b *backend) outcome(inst *xt.Plugin, mem *budget, rc uint32, out []byte, c
 }
 
 // compile validates script and compiles it into a plugin for key.
-func (b *backend) compile(key moduleKey, script []byte) (compiled, error) {
+func (b *Backend) compile(key moduleKey, script []byte) (compiled, error) {
 	ctx := context.Background()
 	mod, err := b.inspector.CompileModule(ctx, script)
 	if err != nil {
@@ -406,7 +408,7 @@ func fixed(o spi.Outcome) compiled { return compiled{outcome: &o} }
 
 // checkModule refuses a module whose imports the host cannot satisfy or
 // that lacks the function to call.
-func (b *backend) checkModule(mod wazero.CompiledModule) *spi.Outcome {
+func (b *Backend) checkModule(mod wazero.CompiledModule) *spi.Outcome {
 	for _, f := range mod.ImportedFunctions() {
 		module, _, _ := f.Import()
 		if module == "extism:host/env" || (b.wasi && module == "wasi_snapshot_preview1") {

@@ -62,7 +62,7 @@ func TestNewOptions(t *testing.T) {
 				return
 			}
 			require.NoError(t, err)
-			defer b.(*backend).Close()
+			defer b.Close()
 			c := b.Capabilities()
 			require.NoError(t, c.Validate())
 			assert.Equal(t, spi.Capabilities{

@@ -30,8 +30,8 @@ const Language = "javascript"
 var ErrClosed = errors.New("quickjs: backend closed")
 
 var (
-	_ spi.Backend = (*backend)(nil)
-	_ spi.Warmer  = (*backend)(nil)
+	_ spi.Backend = (*Backend)(nil)
+	_ spi.Warmer  = (*Backend)(nil)
 )
 
 // processCache is the in-memory compilation cache every backend of the
@@ -39,9 +39,10 @@ var (
 // pays the compile (about a second). It lives as long as the process.
 var processCache = sync.OnceValue(wazero.NewCompilationCache)
 
-// backend runs every evaluation in a fresh or a restored instance of one
-// compiled module, in one wazero runtime.
-type backend struct {
+// Backend runs every evaluation in a fresh or a restored instance of one
+// compiled module, in one wazero runtime. Build one with [New]; it is
+// safe for concurrent use, and [Backend.Close] releases it.
+type Backend struct {
 	set    settings
 	layout guest.Layout
 	rt     wazero.Runtime
@@ -86,7 +87,7 @@ type backend struct {
 // C stack region from the embedded binary (and fails if it cannot: the
 // backend refuses to run without its stack guard) and creates the wazero
 // runtime; the module is compiled by Warm or by the first Evaluate.
-func New(opts *Options) (spi.Backend, error) {
+func New(opts *Options) (*Backend, error) {
 	set, err := opts.settings()
 	if err != nil {
 		return nil, err
@@ -120,7 +121,7 @@ func New(opts *Options) (spi.Backend, error) {
 		}
 	}
 	life, shutdown := context.WithCancel(context.Background())
-	return &backend{
+	return &Backend{
 		set:      set,
 		layout:   layout,
 		rt:       rt,
@@ -133,7 +134,7 @@ func New(opts *Options) (spi.Backend, error) {
 }
 
 // Capabilities implements spi.Backend.
-func (b *backend) Capabilities() spi.Capabilities {
+func (b *Backend) Capabilities() spi.Capabilities {
 	wc := spi.WallClockHard
 	if !b.set.closeOnDone {
 		wc = spi.WallClockSoft
@@ -152,7 +153,7 @@ func (b *backend) Capabilities() spi.Capabilities {
 // first request; in ModeParked it also boots the pool of parked instances
 // for DefaultMemoryBytes (the effect's default limit). It returns when
 // that is done or ctx is done.
-func (b *backend) Warm(ctx context.Context) error {
+func (b *Backend) Warm(ctx context.Context) error {
 	if err := b.enter(); err != nil {
 		return err
 	}
@@ -170,7 +171,7 @@ func (b *backend) Warm(ctx context.Context) error {
 
 // Close stops every run in flight, waits for them to return, and releases
 // the runtime, the compiled module and the cache. It is idempotent.
-func (b *backend) Close() error {
+func (b *Backend) Close() error {
 	b.mu.Lock()
 	if b.closed {
 		b.mu.Unlock()
@@ -190,7 +191,7 @@ func (b *backend) Close() error {
 }
 
 // enter registers a run, or fails after Close.
-func (b *backend) enter() error {
+func (b *Backend) enter() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {
@@ -203,7 +204,7 @@ func (b *backend) enter() error {
 // compiledModule returns the compiled module, compiling it on first use.
 // Compiling runs on its own goroutine, so a caller whose ctx is done stops
 // waiting while the compile goes on for the next caller.
-func (b *backend) compiledModule(ctx context.Context) (wazero.CompiledModule, error) {
+func (b *Backend) compiledModule(ctx context.Context) (wazero.CompiledModule, error) {
 	b.compileOnce.Do(func() {
 		b.runs.Add(1) // Close waits for the compile to finish
 		go func() {

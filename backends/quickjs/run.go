@@ -32,19 +32,12 @@ const (
 	phaseScript      = guest.PhaseScript
 )
 
-// StartupError reports that a run's start-up phases (which the script's
-// wall clock does not cover) took longer than the cold-start allowance.
-// It is not an outcome of the script: the effect reports it untyped, and a
-// retry may succeed. Its Phase is "compile", "instantiate", "boot" (the
-// engine starting) or "input" (reading and parsing the input).
-type StartupError = guest.StartupError
-
 // errWallClock is the cancel cause when the script's clock runs out.
 var errWallClock = errors.New("quickjs: wall clock expired")
 
 // Evaluate implements spi.Backend: a parked instance restored to its park
 // point (ModeParked) or a new module instance (ModeFresh) per call.
-func (b *backend) Evaluate(ctx context.Context, req spi.Request) (spi.Outcome, error) {
+func (b *Backend) Evaluate(ctx context.Context, req spi.Request) (spi.Outcome, error) {
 	if err := ctx.Err(); err != nil {
 		return spi.Outcome{}, err
 	}
@@ -85,7 +78,7 @@ func normalise(l spi.Limits) (spi.Limits, error) {
 
 // run is the state of one evaluation.
 type run struct {
-	b      *backend
+	b      *Backend
 	limits spi.Limits
 
 	stdout      *guest.Stdout
@@ -132,7 +125,7 @@ func (r *run) armColdStart() {
 	defer r.timersMu.Unlock()
 	allowance := r.b.set.coldStart
 	r.coldTimer = time.AfterFunc(allowance, func() {
-		r.cancel(&StartupError{Engine: "quickjs", Phase: r.getPhase(), Allowance: allowance})
+		r.cancel(&StartupError{Phase: r.getPhase(), Allowance: allowance})
 	})
 }
 
@@ -378,7 +371,7 @@ func (c *cappedBuffer) head(n int) string {
 	return string(c.buf[:min(n, len(c.buf))])
 }
 
-func (b *backend) argsFor(memoryBytes int64) []string {
+func (b *Backend) argsFor(memoryBytes int64) []string {
 	if b.args != nil {
 		return b.args(memoryBytes)
 	}

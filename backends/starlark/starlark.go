@@ -55,8 +55,9 @@ type Options struct {
 	MaxResultBytes int64
 }
 
-// backend is a Starlark interpreter per run. It holds no mutable state.
-type backend struct {
+// Backend is a Starlark interpreter per run. It holds no mutable state:
+// build one with [New] and use it from any number of goroutines.
+type Backend struct {
 	maxSteps    uint64
 	maxResult   int
 	predeclared sl.StringDict
@@ -73,11 +74,14 @@ func newTimer(d time.Duration) (<-chan time.Time, func() bool) {
 	return t.C, t.Stop
 }
 
-var _ spi.Backend = (*backend)(nil)
+var (
+	_ spi.Backend = (*Backend)(nil)
+	_ spi.Warmer  = (*Backend)(nil)
+)
 
 // New returns a Starlark backend. A nil opts means defaults; a negative
 // option is an error.
-func New(opts *Options) (spi.Backend, error) {
+func New(opts *Options) (*Backend, error) {
 	var o Options
 	if opts != nil {
 		o = *opts
@@ -98,7 +102,7 @@ func New(opts *Options) (spi.Backend, error) {
 	if maxResult > int64(^uint(0)>>2) {
 		maxResult = int64(^uint(0) >> 2)
 	}
-	return &backend{
+	return &Backend{
 		maxSteps:    uint64(o.MaxSteps),
 		maxResult:   int(maxResult),
 		predeclared: newPredeclared(),
@@ -106,10 +110,19 @@ func New(opts *Options) (spi.Backend, error) {
 	}, nil
 }
 
+// Warm implements spi.Warmer. There is nothing to prepare (the
+// interpreter compiles each script as it runs), so it only reports ctx's
+// error, if any.
+func (b *Backend) Warm(ctx context.Context) error { return ctx.Err() }
+
+// Close releases nothing (the backend holds no resources) and is
+// idempotent; Evaluate still works after it.
+func (b *Backend) Close() error { return nil }
+
 // Capabilities declares what the conformance kit proves for this backend:
 // no network, a soft wall clock, no memory bound, a step budget, and a
 // fresh thread and globals per run.
-func (b *backend) Capabilities() spi.Capabilities {
+func (b *Backend) Capabilities() spi.Capabilities {
 	return spi.Capabilities{
 		Language:    Language,
 		Network:     spi.NetworkNone,
@@ -138,7 +151,7 @@ var errLoadRefused = errors.New("load is not available: scripts may use only jso
 
 // Evaluate compiles the script, converts the input, calls main(input) on a
 // new thread with fresh globals, and encodes the result.
-func (b *backend) Evaluate(ctx context.Context, req spi.Request) (spi.Outcome, error) {
+func (b *Backend) Evaluate(ctx context.Context, req spi.Request) (spi.Outcome, error) {
 	if err := ctx.Err(); err != nil {
 		return spi.Outcome{}, err
 	}
@@ -233,7 +246,7 @@ func newThread(r *run) *sl.Thread {
 
 // run is one evaluation.
 type run struct {
-	b      *backend
+	b      *Backend
 	prog   *sl.Program
 	input  sl.Value
 	thread *sl.Thread

@@ -134,8 +134,9 @@ func TestNumbersKeepTheirKind(t *testing.T) {
 	} {
 		assert.Equal(t, want, value(t, typeOf, in), in)
 	}
-	// Floats are spelled as JavaScript spells numbers.
-	assert.Equal(t, `[2,0.1,-0,1e+21,123456789012345680000,1e-7,0.000001,4411500,-1.5e+300,5e-324]`,
+	// Floats are spelled as JavaScript spells numbers (JSON.stringify(-0) is
+	// "0": "-0" would read back as the integer 0).
+	assert.Equal(t, `[2,0.1,0,1e+21,123456789012345680000,1e-7,0.000001,4411500,-1.5e+300,5e-324]`,
 		value(t, "def main(input):\n    return [2.0, 0.1, -0.0, 1e21, 123456789012345678901.0, 1e-7, 1e-6, 4411500.0, -1.5e300, 5e-324]\n", `null`))
 }
 

@@ -92,7 +92,7 @@ func TestOutOfFuelIsReadFromTheStore(t *testing.T) {
 
 // fuelUsed runs script on b and returns its outcome and the fuel it
 // spent.
-func fuelUsed(t *testing.T, b *backend, script string) (spi.Outcome, uint64) {
+func fuelUsed(t *testing.T, b *Backend, script string) (spi.Outcome, uint64) {
 	t.Helper()
 	var mu sync.Mutex
 	var left uint64
@@ -230,7 +230,7 @@ func TestCloseStopsARun(t *testing.T) {
 	}()
 	<-started
 	time.Sleep(20 * time.Millisecond)
-	require.NoError(t, b.(*backend).Close())
+	require.NoError(t, b.Close())
 	select {
 	case err := <-done:
 		assert.ErrorIs(t, err, ErrClosed)
@@ -239,7 +239,7 @@ func TestCloseStopsARun(t *testing.T) {
 	}
 	_, err = b.Evaluate(context.Background(), spi.Request{Script: []byte(`1`), Input: []byte(`{}`)})
 	assert.ErrorIs(t, err, ErrClosed)
-	assert.NoError(t, b.(*backend).Close(), "Close is idempotent")
+	assert.NoError(t, b.Close(), "Close is idempotent")
 }
 
 func TestColdStartAllowance(t *testing.T) {

@@ -30,18 +30,11 @@ const (
 	phaseScript      = guest.PhaseScript
 )
 
-// StartupError reports that a run's start-up phases (which the script's
-// wall clock does not cover) took longer than the cold-start allowance.
-// It is not an outcome of the script: the effect reports it untyped, and a
-// retry may succeed. Its Phase is "compile", "instantiate", "boot" (the
-// engine starting) or "input" (reading and parsing the input).
-type StartupError = guest.StartupError
-
 // errWallClock is the cancel cause when the script's clock runs out.
 var errWallClock = errors.New("wasmtime: wall clock expired")
 
 // Evaluate implements spi.Backend: one new store and instance per call.
-func (b *backend) Evaluate(ctx context.Context, req spi.Request) (spi.Outcome, error) {
+func (b *Backend) Evaluate(ctx context.Context, req spi.Request) (spi.Outcome, error) {
 	if err := ctx.Err(); err != nil {
 		return spi.Outcome{}, err
 	}
@@ -79,7 +72,7 @@ func normalise(l spi.Limits) (spi.Limits, error) {
 // run is the state of one evaluation; the WASI shadows reach it through
 // the store's data.
 type run struct {
-	b      *backend
+	b      *Backend
 	limits spi.Limits
 
 	store  *wt.Store
@@ -170,7 +163,7 @@ func (r *run) do(ctx context.Context, req spi.Request) (spi.Outcome, error) {
 	}
 	r.timersMu.Lock()
 	r.coldTimer = time.AfterFunc(b.set.coldStart, func() {
-		cancel(&StartupError{Engine: "wasmtime", Phase: r.getPhase(), Allowance: b.set.coldStart})
+		cancel(&StartupError{Phase: r.getPhase(), Allowance: b.set.coldStart})
 	})
 	r.timersMu.Unlock()
 	nonce, err := guest.NewNonce()
