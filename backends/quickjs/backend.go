@@ -43,10 +43,11 @@ var processCache = sync.OnceValue(wazero.NewCompilationCache)
 // compiled module, in one wazero runtime. Build one with [New]; it is
 // safe for concurrent use, and [Backend.Close] releases it.
 type Backend struct {
-	set    settings
-	layout guest.Layout
-	rt     wazero.Runtime
-	cache  wazero.CompilationCache // nil without a cache directory
+	set       settings
+	parkedErr error // why ModeParked fell back to ModeFresh, or nil
+	layout    guest.Layout
+	rt        wazero.Runtime
+	cache     wazero.CompilationCache // nil without a cache directory
 
 	// compiled is closed when compiling finished; mod or compileErr is set.
 	compileOnce sync.Once
@@ -96,6 +97,15 @@ func New(opts *Options) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
+	var parkedErr error
+	if set.mode == ModeParked {
+		// Parked mode reads wazero's internals; check them here, once per
+		// process, so that an incompatible wazero means a fresh backend
+		// that says so, never runs that fail.
+		if parkedErr = parkedInternals(); parkedErr != nil {
+			set.mode = ModeFresh
+		}
+	}
 	cfg := wazero.NewRuntimeConfigCompiler().
 		WithDebugInfoEnabled(false). // with it on, every guest exit costs 40-45 ms
 		WithCloseOnContextDone(set.closeOnDone)
@@ -122,16 +132,29 @@ func New(opts *Options) (*Backend, error) {
 	}
 	life, shutdown := context.WithCancel(context.Background())
 	return &Backend{
-		set:      set,
-		layout:   layout,
-		rt:       rt,
-		cache:    cache,
-		compiled: make(chan struct{}),
-		life:     life,
-		shutdown: shutdown,
-		pools:    map[int64]*pool{},
+		set:       set,
+		parkedErr: parkedErr,
+		layout:    layout,
+		rt:        rt,
+		cache:     cache,
+		compiled:  make(chan struct{}),
+		life:      life,
+		shutdown:  shutdown,
+		pools:     map[int64]*pool{},
 	}, nil
 }
+
+// Mode is the mode the backend runs in: the one Options asked for, except
+// that ModeParked falls back to ModeFresh when the wazero in this build
+// lacks the internals parked mode needs (see ParkedModeError).
+func (b *Backend) Mode() Mode { return b.set.mode }
+
+// ParkedModeError is nil unless ModeParked was asked for and New fell
+// back to ModeFresh: then it says why (an error wrapping the reason the
+// check of wazero's internals failed, typically a wazero other than the
+// v1.12.0 this package was written against). Runs are correct either way;
+// fresh mode is slower per run.
+func (b *Backend) ParkedModeError() error { return b.parkedErr }
 
 // Capabilities implements spi.Backend.
 func (b *Backend) Capabilities() spi.Capabilities {

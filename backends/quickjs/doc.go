@@ -31,7 +31,11 @@
 //     0.13 ms at the median in this mode and 3.5 ms in ModeFresh; a
 //     CPU-bound script (the reshape benchmark) takes the same time in
 //     both, and a run that grows memory pays for a replacement instance,
-//     booted after it.
+//     booted after it. Parked mode reads some of wazero's internal state
+//     (written against wazero v1.12.0): New checks it with a probe module,
+//     once per process, and when a build's wazero lacks it, the backend
+//     runs in ModeFresh instead and says why ([Backend.Mode],
+//     [Backend.ParkedModeError]), rather than failing at run time.
 //   - ModeFresh (engine "quickjs-fresh"): a new module instance per run,
 //     booted inside the run.
 //
