@@ -81,13 +81,23 @@
 // value (the value of the last expression statement), returned as JSON
 // text (JSON.stringify, so toJSON methods run and non-finite numbers
 // become null). A thrown value becomes a thrown outcome with the error's
-// name and message; a syntax error is thrown with the name "SyntaxError";
+// name and message; a syntax error of the script is thrown with the name
+// "SyntaxError" and a message ending in its position, as in "unexpected
+// token in expression: ';' (line 3, column 3)";
 // a completion value JSON cannot represent (undefined, a function, a
 // symbol, a BigInt, a cycle) is thrown as a "TypeError" saying so. print
 // and console.* write to a bounded stderr that is not part of the result.
 // Promise jobs and timers never run: the engine ends as soon as the
 // completion value is written, so an async function's result is a pending
 // promise (which JSON writes as {}).
+//
+// A script too large to be read within the memory limit (12 MB under the
+// default 32 MiB: the engine holds it twice while it reads it) is the
+// memory limit, reported before it runs; the input's own size is never
+// blamed for it. A completion value nested deeper than about 3,700 levels
+// overflows the engine's C stack in JSON.stringify (a thrown
+// InternalError), so the effect's output depth limit (10,000) is never
+// what stops a QuickJS result.
 //
 // # Security considerations
 //
@@ -114,7 +124,10 @@
 //
 // Wall clock: wazero's close-on-context-done stops the guest at the
 // deadline even inside one long native call (Options.CloseOnContextDone,
-// on by default; off, the backend declares WallClock soft). The clock is
+// on by default; off, the backend declares WallClock soft). When the clock
+// runs out the run's stdout is sealed first, so a result the guest writes
+// from then on is never read: a value after the deadline is never
+// delivered. The clock is
 // armed when the guest reports that the script starts, after the engine
 // booted and parsed the input; those phases have their own bound,
 // Options.ColdStartAllowance (30 s by default), and exceeding it is a
