@@ -403,3 +403,16 @@ func TestBadInputIsAnError(t *testing.T) {
 	assert.False(t, errors.Is(err, context.Canceled))
 	assert.ErrorContains(t, err, "quickjs: the engine could not read the request payload")
 }
+
+// TestDefaultColdStartGrowsWithTheInput: the default allowance adds
+// DefaultColdStartPerInputMiB per MiB of input (parsing dominates
+// start-up); an allowance set in Options is the whole allowance.
+func TestDefaultColdStartGrowsWithTheInput(t *testing.T) {
+	def, err := (*Options)(nil).settings()
+	require.NoError(t, err)
+	assert.Equal(t, DefaultColdStartAllowance, coldStartAllowance(def, 0))
+	assert.Equal(t, DefaultColdStartAllowance+8*DefaultColdStartPerInputMiB, coldStartAllowance(def, 8<<20))
+	set, err := (&Options{ColdStartAllowance: time.Second}).settings()
+	require.NoError(t, err)
+	assert.Equal(t, time.Second, coldStartAllowance(set, 8<<20))
+}

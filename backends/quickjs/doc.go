@@ -130,8 +130,8 @@
 // delivered. The clock is
 // armed when the guest reports that the script starts, after the engine
 // booted and parsed the input; those phases have their own bound,
-// Options.ColdStartAllowance (30 s by default), and exceeding it is a
-// [*StartupError], never a limit. Waiting for the module's compile, once
+// Options.ColdStartAllowance (by default 30 s plus 4 s per MiB of input),
+// and exceeding it is a [*StartupError], never a limit. Waiting for the module's compile, once
 // per process, is not charged to the allowance either: it is bounded by
 // the caller's context, so a slow compile on a loaded machine never fails
 // a run.

@@ -790,7 +790,7 @@ func (r *run) doParked(ctx context.Context, req spi.Request) (spi.Outcome, error
 	if err != nil {
 		return r.failure(ctx, runCtx, err)
 	}
-	r.armColdStart()
+	r.armColdStart(len(req.Input))
 	nonce, err := guest.NewNonce()
 	if err != nil {
 		return spi.Outcome{}, err

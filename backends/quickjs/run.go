@@ -120,10 +120,10 @@ func (r *run) expireWallClock() {
 // is there: waiting for the compile (once per process, on a goroutine of
 // its own, seconds on a loaded machine) is bounded by the caller's context
 // only, so no run fails because a compile was slow.
-func (r *run) armColdStart() {
+func (r *run) armColdStart(inputBytes int) {
 	r.timersMu.Lock()
 	defer r.timersMu.Unlock()
-	allowance := r.b.set.coldStart
+	allowance := coldStartAllowance(r.b.set, inputBytes)
 	r.coldTimer = time.AfterFunc(allowance, func() {
 		r.cancel(&StartupError{Phase: r.getPhase(), Allowance: allowance})
 	})
@@ -167,7 +167,7 @@ func (r *run) do(ctx context.Context, req spi.Request) (spi.Outcome, error) {
 	if err != nil {
 		return r.failure(ctx, runCtx, err)
 	}
-	r.armColdStart()
+	r.armColdStart(len(req.Input))
 
 	nonce, err := guest.NewNonce()
 	if err != nil {
@@ -383,4 +383,10 @@ func (b *Backend) argsFor(memoryBytes int64) []string {
 // which is internal: matched by its fixed text).
 func nativeStackOverflow(err error) bool {
 	return strings.HasPrefix(err.Error(), "wasm error: stack overflow")
+}
+
+// coldStartAllowance is the cold-start allowance of a run whose input is
+// inputBytes long.
+func coldStartAllowance(set settings, inputBytes int) time.Duration {
+	return set.coldStart + time.Duration(float64(set.coldPerMiB)*float64(inputBytes)/(1<<20))
 }

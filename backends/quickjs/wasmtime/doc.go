@@ -38,9 +38,9 @@
 //
 //   - Wall clock (hard): the script's clock is armed when the guest
 //     reports that the script starts (start-up phases have their own
-//     bound, Options.ColdStartAllowance, 30 s by default; waiting for the
-//     once-per-process compile is bounded by the caller's context only,
-//     so a slow compile never fails a run). A record the guest writes
+//     bound, Options.ColdStartAllowance, by default 30 s plus 4 s per MiB
+//     of input; waiting for the once-per-process compile is bounded by
+//     the caller's context only, so a slow compile never fails a run). A record the guest writes
 //     after the clock ran out is never read. When it runs out, or when the
 //     caller's context is done, or on Close, the backend sets the run's
 //     stop flag and advances the engine's epoch: every running guest

@@ -162,8 +162,9 @@ func (r *run) do(ctx context.Context, req spi.Request) (spi.Outcome, error) {
 		return r.failure(ctx, runCtx, err)
 	}
 	r.timersMu.Lock()
-	r.coldTimer = time.AfterFunc(b.set.coldStart, func() {
-		cancel(&StartupError{Phase: r.getPhase(), Allowance: b.set.coldStart})
+	allowance := b.set.coldStart + time.Duration(float64(b.set.coldPerMiB)*float64(len(req.Input))/(1<<20))
+	r.coldTimer = time.AfterFunc(allowance, func() {
+		cancel(&StartupError{Phase: r.getPhase(), Allowance: allowance})
 	})
 	r.timersMu.Unlock()
 	nonce, err := guest.NewNonce()
