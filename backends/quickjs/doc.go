@@ -126,8 +126,10 @@
 // deadline even inside one long native call (Options.CloseOnContextDone,
 // on by default; off, the backend declares WallClock soft). When the clock
 // runs out the run's stdout is sealed first, so a result the guest writes
-// from then on is never read: a value after the deadline is never
-// delivered. The clock is
+// from then on is never read; and a result whose record arrived more than
+// the wall clock after the start record is the wall-clock limit even when
+// the timer had not fired yet (a loaded machine; the soft mode): a value
+// after the deadline is never delivered. The clock is
 // armed when the guest reports that the script starts, after the engine
 // booted and parsed the input; those phases have their own bound,
 // Options.ColdStartAllowance (by default 30 s plus 4 s per MiB of input),

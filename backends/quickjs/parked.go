@@ -852,5 +852,6 @@ func (r *run) doParked(ctx context.Context, req spi.Request) (spi.Outcome, error
 	}
 	f := j.facts
 	f.WallClockExpired = r.wallExpired.Load()
+	f.Late = j.stdout.Took() > r.limits.WallClock
 	return r.conclude(ctx, runCtx, f, phase, j.stderr)
 }

@@ -229,6 +229,7 @@ func (r *run) do(ctx context.Context, req spi.Request) (spi.Outcome, error) {
 		CanaryIntact:     ok && canary.Intact(back),
 		MemoryRefused:    mem.refused.Load(),
 		WallClockExpired: r.wallExpired.Load(),
+		Late:             stdout.Took() > r.limits.WallClock,
 	}
 	var exit *sys.ExitError
 	switch {

@@ -234,6 +234,7 @@ func (r *run) do(ctx context.Context, req spi.Request) (spi.Outcome, error) {
 		CanaryIntact:     canary.Intact(data[b.layout.Bottom : b.layout.Bottom+guest.CanarySize]),
 		MemoryRefused:    nearLimit(uint64(len(data)), uint64(r.limits.MemoryBytes)),
 		WallClockExpired: r.wallExpired.Load(),
+		Late:             r.stdout.Took() > r.limits.WallClock,
 	}
 	facts.Ending, facts.ExitCode, facts.Trap = ending(callErr, runCtx.Err() != nil)
 	facts.StackExhausted = facts.Ending == guest.EndTrap && strings.Contains(callErr.Error(), "call stack exhausted")

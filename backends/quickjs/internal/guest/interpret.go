@@ -50,6 +50,10 @@ type Facts struct {
 	MemoryRefused bool
 	// WallClockExpired is true when the script's own clock ran out.
 	WallClockExpired bool
+	// Late is true when the script's record arrived after its wall clock
+	// (Stdout.Took past it), whether or not the host's timer had fired
+	// by then: a value after the deadline is never delivered.
+	Late bool
 }
 
 // Messages of the outcomes the interpretation makes up itself.
@@ -79,6 +83,9 @@ func Interpret(f Facts, phase string) (spi.Outcome, error) {
 			return spi.InputTooLarge(), nil
 		}
 		return spi.Threw("InternalError", fmt.Sprintf(msgStackOverflow, ApproxMaxDepth)), nil
+	}
+	if f.Late && f.Started {
+		return spi.Limited(spi.LimitWallClock), nil
 	}
 	switch f.Record.Kind {
 	case recResult:

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 )
 
@@ -53,6 +54,8 @@ type Stdout struct {
 	dropped int64
 	started bool
 	sealed  bool
+	startAt time.Time // when the start record arrived
+	lastAt  time.Time // when the last write kept arrived
 }
 
 // NewStdout returns a sink for a run with nonce n that keeps at most limit
@@ -80,9 +83,11 @@ func (s *Stdout) Write(p []byte) (int, error) {
 		s.dropped += int64(len(p) - room)
 	}
 	s.buf = append(s.buf, keep...)
+	s.lastAt = time.Now()
 	fire := false
 	if !s.started && bytes.Contains(s.buf, s.marker(recStart)) {
 		s.started, fire = true, true
+		s.startAt = s.lastAt
 	}
 	s.mu.Unlock()
 	if fire && s.onStart != nil {
@@ -98,6 +103,18 @@ func (s *Stdout) Seal() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.sealed = true
+}
+
+// Took is how long the script ran as the stream shows it: from the start
+// record to the last write kept (the conclusive record, when there is
+// one). It is zero before the script started.
+func (s *Stdout) Took() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.started {
+		return 0
+	}
+	return s.lastAt.Sub(s.startAt)
 }
 
 // Started reports whether the start record arrived.
