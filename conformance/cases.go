@@ -771,9 +771,34 @@ func caseHostObjects(ctx context.Context, e *env) {
 	e.figure("namesSeen", float64(len(r.Names)), "names", "", 0)
 	e.figure("namesNotStandard", float64(len(extra)), "names", "==", 0)
 	if len(extra) > 0 {
-		slices.Sort(extra)
-		e.failf("the script reaches %d name(s) outside the language's standard set: %s", len(extra), clip(strings.Join(extra, ", ")))
+		e.failf("the script reaches %d name(s) outside the language's standard set: %s", len(extra), clip(groupPaths(extra)))
 	}
+}
+
+// groupPaths renders paths grouped by their first segment, sorted:
+// "console (+6 under it), print (+2 under it), sandbankHost".
+func groupPaths(paths []string) string {
+	under := map[string]int{}
+	var tops []string
+	for _, p := range paths {
+		top, _, nested := strings.Cut(p, ".")
+		if _, ok := under[top]; !ok {
+			tops = append(tops, top)
+			under[top] = 0
+		}
+		if nested {
+			under[top]++
+		}
+	}
+	slices.Sort(tops)
+	out := make([]string, len(tops))
+	for i, t := range tops {
+		out[i] = t
+		if n := under[t]; n > 0 {
+			out[i] += fmt.Sprintf(" (+%d under it)", n)
+		}
+	}
+	return strings.Join(out, ", ")
 }
 
 // declaredHostObject reports whether Options.HostObjects names n.

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/fstest"
@@ -16,6 +18,7 @@ import (
 
 	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/fixtures"
+	"github.com/sandbank/sandbank/fixtures/javascript"
 	"github.com/sandbank/sandbank/spi"
 )
 
@@ -675,7 +678,7 @@ func TestBrokenBackends(t *testing.T) {
 					return spi.OK(json.RawMessage(`{"names":["Math","sandbankHost","sandbankHost.readFile"],"nonce":"` + nonceOf(f, req) + `"}`)), nil
 				}
 			},
-			cases: []string{"host_objects"}, failed: "host_objects", reason: "outside the language's standard set: sandbankHost, sandbankHost.readFile",
+			cases: []string{"host_objects"}, failed: "host_objects", reason: "reaches 2 name(s) outside the language's standard set: sandbankHost (+1 under it)",
 		},
 		// Class 8: the fake clock is compared exactly.
 		{
@@ -1333,4 +1336,49 @@ func TestRunTakesAnyTB(t *testing.T) {
 	require.NotNil(t, rep)
 	require.Len(t, rep.Cases, 2)
 	assert.False(t, rep.Failed())
+}
+
+// flakyFS serves each file once, then fails every later read of the file
+// named fail: a fixture set that breaks in the middle of a case.
+type flakyFS struct {
+	fs.FS
+	fail  string
+	mu    sync.Mutex
+	reads map[string]int
+}
+
+func (f *flakyFS) Open(name string) (fs.File, error) {
+	f.mu.Lock()
+	f.reads[name]++
+	n := f.reads[name]
+	f.mu.Unlock()
+	if name == f.fail && n > 1 {
+		return nil, errors.New("flaky: read failed")
+	}
+	return f.FS.Open(name)
+}
+
+// TestFixtureReadFailsMidCase: a script that cannot be prepared for a run
+// fails the case with the reason, never a pass.
+func TestFixtureReadFailsMidCase(t *testing.T) {
+	for _, tc := range []struct {
+		file, caseName, reason string
+	}{
+		{"echo.js", "echo", "echo: preparing fixture echo.js: "},
+		{"fresh_per_run.js", "fresh_per_run", "fresh_per_run: preparing fresh_per_run: "},
+		{"fresh_per_run.js", "warm", "warm: preparing fresh_per_run: "},
+	} {
+		t.Run(tc.caseName, func(t *testing.T) {
+			cfg := newFakeConfig()
+			cfg.wrap = func(f *fake) spi.Backend {
+				return warmer{fake: f, warm: func(context.Context, *fake) error { return nil }}
+			}
+			set := javascript.Set()
+			set.FS = &flakyFS{FS: set.FS, fail: tc.file, reads: map[string]int{}}
+			rep := check(t, cfg, &Options{Fixtures: &set, Cases: []string{tc.caseName}})
+			got := result(t, rep, tc.caseName)
+			assert.Equal(t, StatusFail, got.Status, got.Reason)
+			assert.Contains(t, got.Reason, tc.reason)
+		})
+	}
 }
