@@ -247,7 +247,8 @@ type Options struct {
 	CloseTimeout time.Duration
 	// HostObjects lists the names beyond the language's standard set that
 	// the backend documents as provided to scripts (a discarding console,
-	// say), as host_objects reports them: a path ("console.log"), or a
+	// say), in addition to those the backend itself declares as an
+	// spi.HostObjectDeclarer, as host_objects reports them: a path ("console.log"), or a
 	// prefix ending in ".*" ("console.*") for a name and everything under
 	// it. host_objects fails every other name outside the standard set and
 	// records the declared ones it saw in its evidence.
@@ -394,11 +395,12 @@ func prepare(factory spi.Factory, opts *Options) (*kit, error) {
 		k.watchdog = DefaultWatchdog
 	}
 
-	caps, err := probeCapabilities(factory, k.closeMax)
+	caps, hostObjects, err := probeCapabilities(factory, k.closeMax)
 	if err != nil {
 		return nil, err
 	}
 	k.caps = caps
+	k.opts.HostObjects = append(slices.Clip(k.opts.HostObjects), hostObjects...)
 
 	switch {
 	case o.Fixtures != nil:
@@ -439,7 +441,7 @@ func prepare(factory spi.Factory, opts *Options) (*kit, error) {
 
 // probeCapabilities makes one backend to read its declaration, then closes
 // it.
-func probeCapabilities(factory spi.Factory, closeMax time.Duration) (caps spi.Capabilities, err error) {
+func probeCapabilities(factory spi.Factory, closeMax time.Duration) (caps spi.Capabilities, hostObjects []string, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("conformance: factory panicked: %v", r)
@@ -447,10 +449,10 @@ func probeCapabilities(factory spi.Factory, closeMax time.Duration) (caps spi.Ca
 	}()
 	b, err := factory()
 	if err != nil {
-		return spi.Capabilities{}, fmt.Errorf("conformance: factory failed: %w", err)
+		return spi.Capabilities{}, nil, fmt.Errorf("conformance: factory failed: %w", err)
 	}
 	if b == nil {
-		return spi.Capabilities{}, errors.New("conformance: factory returned a nil backend")
+		return spi.Capabilities{}, nil, errors.New("conformance: factory returned a nil backend")
 	}
 	if c, ok := b.(io.Closer); ok {
 		// A Close that hangs must not hang the kit: it is left running
@@ -459,9 +461,12 @@ func probeCapabilities(factory spi.Factory, closeMax time.Duration) (caps spi.Ca
 	}
 	caps = b.Capabilities()
 	if err := caps.Validate(); err != nil {
-		return spi.Capabilities{}, fmt.Errorf("conformance: the backend declares invalid capabilities: %w", err)
+		return spi.Capabilities{}, nil, fmt.Errorf("conformance: the backend declares invalid capabilities: %w", err)
 	}
-	return caps, nil
+	if d, ok := b.(spi.HostObjectDeclarer); ok {
+		hostObjects = slices.Clone(d.HostObjects())
+	}
+	return caps, hostObjects, nil
 }
 
 func (k *kit) report() *Report {

@@ -41,6 +41,18 @@ type ScriptSizer interface {
 	MaxScriptBytes() int
 }
 
+// HostObjectDeclarer is implemented by backends that give scripts names
+// beyond their language's standard set (a console whose output goes
+// nowhere, say). HostObjects lists them as the conformance kit's
+// host_objects case reports them: a path ("console.log"), or a prefix
+// ending in ".*" ("console.*") for a name and everything under it. The kit
+// enumerates what a script can reach and fails every name outside the
+// standard set that is not declared, so the list is a declaration the kit
+// measures, like the capabilities.
+type HostObjectDeclarer interface {
+	HostObjects() []string
+}
+
 // Factory makes a backend. Registries and the conformance kit take
 // factories so that each user (or each conformance case) gets its own
 // instance.

@@ -16,6 +16,7 @@ func TestConformance(t *testing.T) {
 	allowed := map[string]bool{
 		"runaway_native":  true, // WallClock hard or Memory
 		"allocation_bomb": true, // Memory
+		"memory_limit":    true, // Memory
 		"input_too_big":   true, // Memory
 		"cpu_budget":      true, // CPU
 		"abort_mid_run":   true, // WallClock hard

@@ -156,6 +156,12 @@ func (b *Backend) Mode() Mode { return b.set.mode }
 // fresh mode is slower per run.
 func (b *Backend) ParkedModeError() error { return b.parkedErr }
 
+// HostObjects declares what a script sees beyond ECMAScript's standard
+// globals (print and console's logging methods, whose output goes nowhere
+// a caller reads), so that the conformance kit fails anything else it
+// finds. It makes the backend an spi.HostObjectDeclarer.
+func (b *Backend) HostObjects() []string { return guest.HostObjects() }
+
 // Capabilities implements spi.Backend.
 func (b *Backend) Capabilities() spi.Capabilities {
 	wc := spi.WallClockHard

@@ -41,10 +41,11 @@ type Backend struct {
 }
 
 var (
-	_ spi.Backend     = (*Backend)(nil)
-	_ spi.Warmer      = (*Backend)(nil)
-	_ spi.ScriptSizer = (*Backend)(nil)
-	_ io.Closer       = (*Backend)(nil)
+	_ spi.Backend            = (*Backend)(nil)
+	_ spi.Warmer             = (*Backend)(nil)
+	_ spi.ScriptSizer        = (*Backend)(nil)
+	_ spi.HostObjectDeclarer = (*Backend)(nil)
+	_ io.Closer              = (*Backend)(nil)
 )
 
 // Wrap returns a backend that runs TypeScript on js, whose declared
@@ -123,6 +124,16 @@ func (b *Backend) MaxScriptBytes() int {
 		return s.MaxScriptBytes()
 	}
 	return 0
+}
+
+// HostObjects returns the inner backend's declared host objects when it is
+// an spi.HostObjectDeclarer: type stripping adds nothing a script can
+// reach.
+func (b *Backend) HostObjects() []string {
+	if d, ok := b.inner.(spi.HostObjectDeclarer); ok {
+		return d.HostObjects()
+	}
+	return nil
 }
 
 // Warm warms the inner backend when it implements spi.Warmer.

@@ -18,10 +18,13 @@ const tableWidth = 100
 // shortNames abbreviates the built-in engines' names in the matrix's
 // column heads; any other engine gets a name from abbreviate.
 var shortNames = map[string]string{
-	"quickjs":          "qjs",
-	"quickjs-fresh":    "qjs-f",
-	"quickjs-wasmtime": "qjs-wt",
-	"starlark":         "star",
+	"quickjs":             "qjs",
+	"quickjs-fresh":       "qjs-f",
+	"quickjs-wasmtime":    "qjs-wt",
+	"quickjs-ts":          "qjs-ts",
+	"quickjs-fresh-ts":    "qjsf-ts",
+	"quickjs-wasmtime-ts": "qwt-ts",
+	"starlark":            "star",
 }
 
 // maxLabel is the widest engine column head.
