@@ -20,6 +20,9 @@ type matrixRow struct {
 	Language     string                `json:"language"`
 	Capabilities spi.Capabilities      `json:"capabilities"`
 	Cases        map[string]matrixCell `json:"cases"`
+	// Proofs says, for each declared capability, which measurements proved
+	// it (conformance.Report.Proofs).
+	Proofs []conformance.Proof `json:"proofs,omitempty"`
 	// Refused is the kit's refusal (or the reason the run stopped); when
 	// it is set, Cases holds the cases that ran before it, if any.
 	Refused string `json:"refused,omitempty"`
@@ -29,6 +32,8 @@ type matrixRow struct {
 type matrixCell struct {
 	Status conformance.Status `json:"status"`
 	Reason string             `json:"reason,omitempty"`
+	// Evidence is what the case measured, with the bounds it was held to.
+	Evidence []conformance.Figure `json:"evidence,omitempty"`
 }
 
 func (r *matrixRow) failed() bool {
@@ -172,8 +177,9 @@ func (a *app) checkEngine(ctx context.Context, e registry.Entry, caseNames []str
 	rep, err := conformance.Check(ctx, e.Factory, opts)
 	if rep != nil {
 		row.Capabilities = rep.Capabilities
+		row.Proofs = rep.Proofs
 		for _, c := range rep.Cases {
-			row.Cases[c.Name] = matrixCell{Status: c.Status, Reason: oneLine(c.Reason)}
+			row.Cases[c.Name] = matrixCell{Status: c.Status, Reason: oneLine(c.Reason), Evidence: c.Evidence}
 		}
 	}
 	if err != nil {

@@ -57,11 +57,14 @@ func TestMatrixJSON(t *testing.T) {
 		Language     string                `json:"language"`
 		Capabilities spi.Capabilities      `json:"capabilities"`
 		Cases        map[string]matrixCell `json:"cases"`
+		Proofs       []conformance.Proof   `json:"proofs"`
 		Refused      string                `json:"refused"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(res.stdout), &rows), res.stdout)
 	require.Len(t, rows, 1)
 	row := rows[0]
+	assert.NotEmpty(t, row.Proofs, "the JSON says which measurements proved each declared capability")
+	assert.NotEmpty(t, row.Cases["echo"].Evidence, "a case's measured figures are in the JSON")
 	assert.Equal(t, "echo", row.Engine)
 	assert.Equal(t, "javascript", row.Language)
 	assert.Equal(t, fakebackend.Capabilities(), row.Capabilities)
