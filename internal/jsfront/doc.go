@@ -82,11 +82,15 @@
 // error is later), the script is wrapped, without the completion
 // assignment, so the engine reports the real error on the user's line;
 // otherwise it is left as it is and the engine reports its first error.
-// The same rule applies to syntax goja's parser lacks (an async generator
-// method, `await using`): such a script with top-level await is wrapped
-// without the completion value and its result is undefined; a QuickJS
-// script that needs that syntax at its top level should end with a
-// top-level await-free expression, or move the syntax into a function.
+// The same rule meets the syntax goja's parser lacks and QuickJS has
+// (import(), an async generator method, await using): in a script with
+// top-level await, such syntax at or before the first await leaves the
+// script as it is (QuickJS then refuses the await as a classic script
+// does); after it, the script is wrapped without the completion
+// assignment and its result is undefined. Inside an async function the
+// syntax is never read by the front end: `(async () => { const os = await
+// import("m"); ... })()` is a classic script whose promise the engine
+// awaits.
 //
 // # Security considerations
 //
