@@ -5,6 +5,8 @@ go 1.25.0
 require (
 	github.com/bytecodealliance/wasmtime-go/v39 v39.0.1
 	github.com/dop251/goja v0.0.0-20260917113740-793a2a65c13b
+	github.com/dustin/go-humanize v1.1.0
+	github.com/evanw/esbuild v0.28.2
 	github.com/extism/go-sdk v1.7.1
 	github.com/paralin/go-quickjs-wasi v0.11.0
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
@@ -13,12 +15,12 @@ require (
 	github.com/tetratelabs/wazero v1.12.0
 	go.starlark.net v0.0.0-20260908191801-89a6a09411d5
 	go.uber.org/goleak v1.3.0
+	golang.org/x/term v0.41.0
 )
 
 require (
 	github.com/dlclark/regexp2/v2 v2.5.2 // indirect
 	github.com/dylibso/observe-sdk/go v0.0.0-20240819160327-2d926c5d788a // indirect
-	github.com/evanw/esbuild v0.28.2 // indirect
 	github.com/go-sourcemap/sourcemap v2.1.3+incompatible // indirect
 	github.com/gobwas/glob v0.2.3 // indirect
 	github.com/google/pprof v0.0.0-20230207041349-798e818bf904 // indirect

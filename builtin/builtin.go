@@ -3,14 +3,17 @@ package builtin
 import (
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/sandbank/sandbank/backends/extism"
 	"github.com/sandbank/sandbank/backends/goja"
 	"github.com/sandbank/sandbank/backends/quickjs"
 	"github.com/sandbank/sandbank/backends/starlark"
+	"github.com/sandbank/sandbank/backends/typescript"
 	"github.com/sandbank/sandbank/fixtures"
 	jsfixtures "github.com/sandbank/sandbank/fixtures/javascript"
 	starlarkfixtures "github.com/sandbank/sandbank/fixtures/starlark"
+	tsfixtures "github.com/sandbank/sandbank/fixtures/typescript"
 	wasmfixtures "github.com/sandbank/sandbank/fixtures/wasm"
 	"github.com/sandbank/sandbank/registry"
 	"github.com/sandbank/sandbank/spi"
@@ -23,6 +26,9 @@ type engine struct {
 	description string
 	// isDefault makes the engine its language's default.
 	isDefault bool
+	// javascript marks a JavaScript engine, which is also registered as
+	// TypeScript.
+	javascript bool
 }
 
 // engines lists every built-in backend, in registration order (by name:
@@ -36,17 +42,20 @@ func engines() []engine {
 		},
 		{
 			name:        "goja",
+			javascript:  true,
 			factory:     func() (spi.Backend, error) { return goja.New(nil) },
 			description: "goja, JavaScript interpreted in Go",
 		},
 		{
 			name:        "quickjs",
+			javascript:  true,
 			factory:     func() (spi.Backend, error) { return quickjs.New(nil) },
 			description: "QuickJS compiled to WebAssembly, run by wazero, parked instances restored per run",
 			isDefault:   true,
 		},
 		{
 			name:        quickjs.EngineFresh,
+			javascript:  true,
 			factory:     func() (spi.Backend, error) { return quickjs.New(&quickjs.Options{Mode: quickjs.ModeFresh}) },
 			description: "QuickJS compiled to WebAssembly, run by wazero, a new instance per run",
 		},
@@ -60,9 +69,13 @@ func engines() []engine {
 
 // Register adds every built-in backend to r (extism, goja, quickjs,
 // quickjs-fresh — the same engine with a new instance per run — and
-// starlark; quickjs-wasmtime too in a build with cgo), and makes quickjs
-// the default engine of "javascript". Each entry's capabilities are read
-// from a backend built by the entry's own factory, which is then closed.
+// starlark; quickjs-wasmtime too in a build with cgo), and for each
+// JavaScript engine NAME a TypeScript engine NAME-ts, the same engine
+// behind package typescript. It makes quickjs the default engine of
+// "javascript" and quickjs-ts that of "typescript". Each entry's
+// capabilities are read from a backend built by the entry's own factory,
+// which is then closed; a TypeScript entry's are its JavaScript engine's
+// with the language "typescript", which is all typescript.Wrap changes.
 //
 // Register panics, like [registry.Registry.Register], when a built-in
 // backend cannot be built with default options or an engine is already
@@ -73,19 +86,70 @@ func Register(r *registry.Registry) {
 		if err != nil {
 			panic(fmt.Sprintf("builtin: engine %q: %v", e.name, err))
 		}
-		r.Register(registry.Entry{
-			Engine:       e.name,
-			Language:     caps.Language,
-			Capabilities: caps,
-			Factory:      e.factory,
-			Description:  e.description,
-		})
-		if e.isDefault {
-			if err := r.SetDefault(caps.Language, e.name); err != nil {
-				panic(fmt.Sprintf("builtin: %v", err))
-			}
+		register(r, e, caps)
+		if !e.javascript {
+			continue
+		}
+		ts := engine{
+			name:        e.name + TypeScriptSuffix,
+			factory:     typeScriptFactory(e.factory),
+			description: "TypeScript (types stripped by esbuild) on " + e.name,
+			isDefault:   e.isDefault,
+		}
+		caps.Language = typescript.Language
+		register(r, ts, caps)
+	}
+}
+
+// TypeScriptSuffix ends the name of every built-in TypeScript engine: the
+// JavaScript engine it runs on, plus this.
+const TypeScriptSuffix = "-ts"
+
+// register adds e to r with caps, and makes it its language's default
+// when it is one.
+func register(r *registry.Registry, e engine, caps spi.Capabilities) {
+	r.Register(registry.Entry{
+		Engine:       e.name,
+		Language:     caps.Language,
+		Capabilities: caps,
+		Factory:      e.factory,
+		Description:  e.description,
+	})
+	if e.isDefault {
+		if err := r.SetDefault(caps.Language, e.name); err != nil {
+			panic(fmt.Sprintf("builtin: %v", err))
 		}
 	}
+}
+
+// typeScriptFactory returns a factory of js's backends wrapped for
+// TypeScript, or nil when js is nil.
+func typeScriptFactory(js spi.Factory) spi.Factory {
+	if js == nil {
+		return nil
+	}
+	return func() (spi.Backend, error) {
+		b, err := js()
+		if err != nil {
+			return nil, err
+		}
+		return typescript.Wrap(b, nil)
+	}
+}
+
+// javaScriptEngine returns the JavaScript engine a TypeScript engine's
+// name names, and whether the name is one.
+func javaScriptEngine(name string) (string, bool) {
+	js, ok := strings.CutSuffix(name, TypeScriptSuffix)
+	if !ok {
+		return "", false
+	}
+	for _, e := range append(engines(), cgoEngines()...) {
+		if e.name == js && e.javascript {
+			return js, true
+		}
+	}
+	return "", false
 }
 
 // declaration builds a backend with factory, reads its capabilities and
@@ -108,7 +172,8 @@ func declaration(factory spi.Factory) (spi.Capabilities, error) {
 }
 
 // Fixtures returns the conformance fixture set Sandbank ships for language
-// ("javascript", "starlark" or "wasm"), and false for any other language.
+// ("javascript", "starlark", "typescript" or "wasm"), and false for any
+// other language.
 func Fixtures(language string) (*fixtures.Set, bool) {
 	switch language {
 	case "javascript":
@@ -116,6 +181,9 @@ func Fixtures(language string) (*fixtures.Set, bool) {
 		return &set, true
 	case "starlark":
 		set := starlarkfixtures.Set()
+		return &set, true
+	case "typescript":
+		set := tsfixtures.Set()
 		return &set, true
 	case "wasm":
 		set := wasmfixtures.Set()
@@ -134,6 +202,9 @@ const CPUBudgetSteps = 10_000
 // configured with a small CPU budget, for the conformance kit's cpu_budget
 // case, or nil when the engine has no CPU budget option.
 func CPUBudgetFactory(engine string) spi.Factory {
+	if js, ok := javaScriptEngine(engine); ok {
+		return typeScriptFactory(CPUBudgetFactory(js))
+	}
 	switch engine {
 	case "starlark":
 		return func() (spi.Backend, error) { return starlark.New(&starlark.Options{MaxSteps: CPUBudgetSteps}) }
@@ -149,6 +220,9 @@ func CPUBudgetFactory(engine string) spi.Factory {
 // directory must be one this process owns: a compiled module read from it
 // is trusted.
 func CacheFactory(engine, dir string) spi.Factory {
+	if js, ok := javaScriptEngine(engine); ok {
+		return typeScriptFactory(CacheFactory(js, dir))
+	}
 	switch engine {
 	case quickjs.Engine:
 		return func() (spi.Backend, error) {

@@ -16,6 +16,7 @@ const cpuBudgetFuel = 100_000
 func cgoEngines() []engine {
 	return []engine{{
 		name:        wasmtime.Engine,
+		javascript:  true,
 		factory:     func() (spi.Backend, error) { return wasmtime.New(nil) },
 		description: "QuickJS compiled to WebAssembly, run by wasmtime (cgo): faster, fuel as the CPU limit",
 	}}

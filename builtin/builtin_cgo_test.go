@@ -58,3 +58,11 @@ func TestWasmtimeCPUBudgetStopsTheLoop(t *testing.T) {
 		assert.Equal(t, conformance.StatusPass, c.Status, "%s: %s", c.Name, c.Reason)
 	}
 }
+
+func TestWasmtimeTypeScriptHasTheCPUBudget(t *testing.T) {
+	f := CPUBudgetFactory(wasmtime.Engine + TypeScriptSuffix)
+	require.NotNil(t, f)
+	caps := declared(t, f)
+	assert.Equal(t, "typescript", caps.Language)
+	assert.True(t, caps.CPU)
+}

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -14,6 +16,7 @@ import (
 	"github.com/sandbank/sandbank/backends/goja"
 	"github.com/sandbank/sandbank/backends/quickjs"
 	"github.com/sandbank/sandbank/backends/starlark"
+	"github.com/sandbank/sandbank/backends/typescript"
 	"github.com/sandbank/sandbank/conformance"
 	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/internal/fakebackend"
@@ -32,6 +35,31 @@ var direct = map[string]spi.Factory{
 	"starlark": func() (spi.Backend, error) { return starlark.New(nil) },
 	"extism":   func() (spi.Backend, error) { return extism.New(nil) },
 	"goja":     func() (spi.Backend, error) { return goja.New(nil) },
+}
+
+// withTypeScript returns names plus NAME-ts for each JavaScript engine
+// among them, sorted.
+func withTypeScript(names []string) []string {
+	out := slices.Clone(names)
+	for _, n := range names {
+		if strings.HasPrefix(n, "quickjs") || n == "goja" {
+			out = append(out, n+TypeScriptSuffix)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// directTypeScript builds the TypeScript engine over JavaScript engine js
+// the way an application would.
+func directTypeScript(js string) spi.Factory {
+	return func() (spi.Backend, error) {
+		b, err := direct[js]()
+		if err != nil {
+			return nil, err
+		}
+		return typescript.Wrap(b, nil)
+	}
 }
 
 func declared(t *testing.T, f spi.Factory) spi.Capabilities {
@@ -54,11 +82,15 @@ func TestRegister(t *testing.T) {
 	for _, e := range r.Engines() {
 		names = append(names, e.Engine)
 	}
-	assert.Equal(t, withCgoEngines([]string{"extism", "goja", "quickjs", "quickjs-fresh", "starlark"}), names, "every built-in backend is registered")
+	assert.Equal(t, withTypeScript(withCgoEngines([]string{"extism", "goja", "quickjs", "quickjs-fresh", "starlark"})), names, "every built-in backend is registered, and every JavaScript engine as TypeScript")
 
 	for _, e := range r.Engines() {
 		t.Run(e.Engine, func(t *testing.T) {
 			want, ok := direct[e.Engine]
+			if js, isTS := strings.CutSuffix(e.Engine, TypeScriptSuffix); isTS {
+				_, ok = direct[js]
+				want = directTypeScript(js)
+			}
 			require.True(t, ok, "the test knows engine %s", e.Engine)
 			assert.Equal(t, declared(t, want), e.Capabilities, "the entry carries the backend's own declaration")
 			assert.Equal(t, declared(t, e.Factory), e.Capabilities, "the entry's factory builds what the entry declares")
@@ -76,6 +108,9 @@ func TestRegister(t *testing.T) {
 	def, err := r.Default("javascript")
 	require.NoError(t, err)
 	assert.Equal(t, "quickjs", def.Engine, "quickjs is the javascript default")
+	def, err = r.Default("typescript")
+	require.NoError(t, err)
+	assert.Equal(t, "quickjs-ts", def.Engine, "quickjs-ts is the typescript default")
 }
 
 func TestRegisterTwicePanics(t *testing.T) {
@@ -91,7 +126,7 @@ func TestFixturesUnknownLanguage(t *testing.T) {
 }
 
 func TestCPUBudgetFactory(t *testing.T) {
-	for _, name := range []string{"quickjs", "quickjs-fresh", "goja", "extism", "nope"} {
+	for _, name := range []string{"quickjs", "quickjs-fresh", "goja", "extism", "nope", "quickjs-ts", "goja-ts", "starlark-ts", "-ts"} {
 		assert.Nil(t, CPUBudgetFactory(name), "%s has no CPU budget option", name)
 	}
 	f := CPUBudgetFactory("starlark")
@@ -168,7 +203,7 @@ func TestCacheFactory(t *testing.T) {
 	for _, e := range r.Engines() {
 		f := CacheFactory(e.Engine, t.TempDir())
 		switch e.Engine {
-		case "goja", "starlark", "extism":
+		case "goja", "starlark", "extism", "goja-ts":
 			assert.Nil(t, f, e.Engine)
 			continue
 		}
@@ -186,6 +221,6 @@ func TestCacheFactory(t *testing.T) {
 			}
 		}
 	}
-	assert.GreaterOrEqual(t, withCache, 2, "quickjs and quickjs-fresh")
+	assert.GreaterOrEqual(t, withCache, 4, "quickjs and quickjs-fresh, as JavaScript and as TypeScript")
 	assert.Nil(t, CacheFactory("no-such-engine", t.TempDir()))
 }

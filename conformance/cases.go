@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,6 +18,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/sandbank/sandbank/effect"
+	"github.com/sandbank/sandbank/fixtures"
 	"github.com/sandbank/sandbank/spi"
 )
 
@@ -25,6 +28,10 @@ type caseDef struct {
 	gate    func(spi.Capabilities) string // "" runs the case; otherwise the skip reason
 	scripts []string
 	run     func(ctx context.Context, e *env)
+	// proves names the capabilities the case measures ("network",
+	// "wallClock=hard", "memory", "cpu", "freshPerRun"): Report.Proofs
+	// lists its figures under each one the backend declares.
+	proves []string
 }
 
 func always(spi.Capabilities) string { return "" }
@@ -37,10 +44,10 @@ func needMemory(c spi.Capabilities) string {
 }
 
 func needNetworkNone(c spi.Capabilities) string {
-	if c.Network == spi.NetworkNone {
+	if c.Network == spi.NetworkNone || c.Network == spi.NetworkAllowlist {
 		return ""
 	}
-	return fmt.Sprintf("gated by Network none: the backend declares network %q", c.Network)
+	return fmt.Sprintf("gated by Network none or allowlist: the backend declares network %q", c.Network)
 }
 
 func needFresh(c spi.Capabilities) string {
@@ -76,37 +83,65 @@ var allCases = []*caseDef{
 	{name: "echo", gate: always, scripts: []string{"echo"}, run: caseEcho},
 	{name: "throw", gate: always, scripts: []string{"throw"}, run: caseThrow},
 	{name: "syntax_error", gate: always, scripts: []string{"syntax_error"}, run: caseSyntaxError},
-	{name: "runaway_loop", gate: always, scripts: []string{"runaway_loop"}, run: caseRunawayLoop},
-	{name: "runaway_native", gate: needHardClockOrMemory, scripts: []string{"runaway_native", "echo"}, run: caseRunawayNative},
-	{name: "allocation_bomb", gate: needMemory, scripts: []string{"allocation_bomb"}, run: caseAllocationBomb},
+	{name: "runaway_loop", gate: always, scripts: []string{"runaway_loop", "echo"}, run: caseRunawayLoop, proves: []string{"wallClock=hard"}},
+	{name: "runaway_native", gate: needHardClockOrMemory, scripts: []string{"runaway_native", "echo"}, run: caseRunawayNative, proves: []string{"wallClock=hard"}},
+	{name: "allocation_bomb", gate: needMemory, scripts: []string{"allocation_bomb"}, run: caseAllocationBomb, proves: []string{"memory"}},
+	{name: "memory_limit", gate: needMemory, scripts: []string{"memory_probe"}, run: caseMemoryLimit, proves: []string{"memory"}},
 	{name: "deep_recursion", gate: always, scripts: []string{"deep_recursion", "echo"}, run: caseDeepRecursion},
 	{name: "rich_value", gate: always, scripts: []string{"rich_value"}, run: caseRichValue},
-	{name: "no_network", gate: needNetworkNone, scripts: []string{"no_network"}, run: caseNoNetwork},
-	{name: "no_escape", gate: needNetworkNone, scripts: []string{"no_escape"}, run: caseNoEscape},
-	{name: "fresh_per_run", gate: needFresh, scripts: []string{"fresh_per_run"}, run: caseFreshPerRun},
-	{name: "cpu_budget", gate: needCPU, scripts: []string{"cpu_budget"}, run: caseCPUBudget},
-	{name: "input_too_big", gate: needMemory, scripts: []string{"input_too_big"}, run: caseInputTooBig},
+	{name: "input_contract", gate: always, scripts: []string{"echo"}, run: caseInputContract},
+	{name: "no_network", gate: needNetworkNone, scripts: []string{"no_network"}, run: caseNoNetwork, proves: []string{"network"}},
+	{name: "no_escape", gate: needNetworkNone, scripts: []string{"no_escape"}, run: caseNoEscape, proves: []string{"network"}},
+	{name: "host_objects", gate: always, run: caseHostObjects, proves: []string{"network"}},
+	{name: "fresh_per_run", gate: needFresh, scripts: []string{"fresh_per_run"}, run: caseFreshPerRun, proves: []string{"freshPerRun"}},
+	{name: "warm", gate: always, scripts: []string{"fresh_per_run", "echo"}, run: caseWarm, proves: []string{"freshPerRun"}},
+	{name: "cpu_budget", gate: needCPU, scripts: []string{"cpu_budget", "cpu_light"}, run: caseCPUBudget, proves: []string{"cpu"}},
+	{name: "input_too_big", gate: needMemory, scripts: []string{"input_too_big"}, run: caseInputTooBig, proves: []string{"memory"}},
 	{name: "abort", gate: always, scripts: []string{"abort"}, run: caseAbort},
-	{name: "abort_mid_run", gate: needHardClock, scripts: []string{"abort_mid_run"}, run: caseAbortMidRun},
+	{name: "abort_mid_run", gate: needHardClock, scripts: []string{"abort_mid_run"}, run: caseAbortMidRun, proves: []string{"wallClock=hard"}},
 	{name: "composition", gate: always, scripts: []string{"composition_throw", "composition_output"}, run: caseComposition},
 }
 
 // echoInput is the input of echo (and of the echo runs other cases make).
 var echoInput = []byte(`{"text":"echo ✓ é","n":7,"list":[1,"two",null,true,false,{"k":[]}],"empty":{}}`)
 
+// echoWith is echoInput with a "nonce" field.
+func echoWith(nonce string) []byte {
+	return append([]byte(`{"nonce":"`+nonce+`",`), echoInput[1:]...)
+}
+
+// EchoSequential and EchoConcurrent are how many runs echo makes on one
+// instance, one after another and then at once, each with its own nonce.
+const (
+	EchoSequential = 3
+	EchoConcurrent = 4
+)
+
 func caseEcho(ctx context.Context, e *env) {
 	ev, ok := e.setup(e.k.limits, nil)
 	if !ok {
 		return
 	}
-	got, err := e.eval(ctx, ev, "echo", echoInput, e.k.limits)
-	if err != nil {
-		e.failf("the result must be the input, got %s", describe(nil, err))
-		return
+	one := func(batch string, i int) {
+		in := echoWith(newNonce())
+		got, err := e.eval(ctx, ev, "echo", in, e.k.limits)
+		if err != nil {
+			e.failf("%s run %d: the result must be the input, got %s", batch, i, describe(nil, err))
+			return
+		}
+		if diff := jsonDiff(in, got); diff != "" {
+			e.failf("%s run %d: the result must equal the run's own input: %s", batch, i, diff)
+		}
 	}
-	if diff := jsonDiff(echoInput, got); diff != "" {
-		e.failf("the result must equal the input: %s", diff)
+	for i := 1; i <= EchoSequential; i++ {
+		one("sequential", i)
 	}
+	var wg sync.WaitGroup
+	for i := 1; i <= EchoConcurrent; i++ {
+		wg.Go(func() { one("concurrent", i) })
+	}
+	wg.Wait()
+	e.figure("distinctRuns", EchoSequential+EchoConcurrent, "runs", "", 0)
 }
 
 // throwText is the message throw's script raises.
@@ -139,45 +174,96 @@ func caseSyntaxError(ctx context.Context, e *env) {
 	}
 }
 
+// spiedSetup is setup with a spy between the effect and the backend, so
+// that the case times the backend's own return.
+func (e *env) spiedSetup(limits spi.Limits, tweak func(*effect.Options)) (evaluator, *spy, bool) {
+	b, ok := e.mainBackend()
+	if !ok {
+		return nil, nil, false
+	}
+	sp := newSpy(b)
+	ev, ok := e.effectFor(sp, limits, tweak)
+	return ev, sp, ok
+}
+
+// backendTook runs stem and returns what the effect produced and how long
+// the backend's own Evaluate took: the effect returns at its deadline
+// whatever the backend does, so the kit waits for the spy to see the
+// backend return, for at most deadline + the stop grace + the idle wait.
+// calls is the number of calls the spy has seen before this one.
+func (e *env) backendTook(ctx context.Context, ev evaluator, sp *spy, calls int, stem string, input []byte, limits spi.Limits, deadline time.Duration) ([]byte, error, time.Duration, bool) {
+	start := time.Now()
+	got, err := e.eval(ctx, ev, stem, input, limits)
+	end, returned := sp.waitReturned(calls+1, deadline+e.k.grace+e.k.idleWait)
+	if !returned {
+		return got, err, time.Since(start), false
+	}
+	return got, err, end.Sub(start), true
+}
+
+// warmUp runs one echo on ev, so that timings are not charged with an
+// engine's cold start.
+func (e *env) warmUp(ctx context.Context, ev evaluator, limits spi.Limits) bool {
+	in := echoWith(newNonce())
+	got, err := e.eval(ctx, ev, "echo", in, limits)
+	if err != nil {
+		e.failf("the warm-up echo on this instance failed: %s", describe(got, err))
+		return false
+	}
+	if d := jsonDiff(in, got); d != "" {
+		e.failf("the warm-up echo on this instance returned a wrong value: %s", d)
+		return false
+	}
+	return true
+}
+
 func caseRunawayLoop(ctx context.Context, e *env) {
 	limits := spi.Limits{WallClock: RunawayWallClock, MemoryBytes: e.k.limits.MemoryBytes}
-	ev, ok := e.setup(limits, nil)
-	if !ok {
+	ev, sp, ok := e.spiedSetup(limits, nil)
+	if !ok || !e.warmUp(ctx, ev, limits) {
 		return
 	}
-	got, err := e.eval(ctx, ev, "runaway_loop", []byte(`{}`), limits)
+	got, err, took, returned := e.backendTook(ctx, ev, sp, 1, "runaway_loop", []byte(`{}`), limits, RunawayWallClock)
 	if !isLimit(err, effect.LimitCPU, effect.LimitWallClock) {
 		e.failf("a loop that never ends must end in a typed limitExceeded cpu or wallClock, got %s", describe(got, err))
 	}
+	if e.k.caps.WallClock == spi.WallClockHard {
+		if !returned {
+			e.failf("the backend's own Evaluate had not returned %v after the wall clock %v (WallClock hard)", (e.k.grace + e.k.idleWait).Round(time.Millisecond), RunawayWallClock)
+			return
+		}
+		if !e.stopBound("stopAfter", took, RunawayWallClock, "a loop under a hard wall clock") {
+			return
+		}
+	}
+	e.waitIdle(ctx, "the loop's limit")
 }
 
 func caseRunawayNative(ctx context.Context, e *env) {
 	limits := spi.Limits{WallClock: RunawayWallClock, MemoryBytes: e.k.limits.MemoryBytes}
-	ev, ok := e.setup(limits, nil)
-	if !ok {
-		return
-	}
-	// A warm-up run on the same instance, so that the timing below is not
-	// charged with an engine's cold start.
-	if got, err := e.eval(ctx, ev, "echo", echoInput, limits); err != nil {
-		e.failf("the warm-up echo on this instance failed: %s", describe(got, err))
+	ev, sp, ok := e.spiedSetup(limits, nil)
+	if !ok || !e.warmUp(ctx, ev, limits) {
 		return
 	}
 	kinds := []effect.LimitKind{effect.LimitWallClock, effect.LimitMemory}
 	if e.k.caps.CPU {
 		kinds = append(kinds, effect.LimitCPU)
 	}
-	start := time.Now()
-	got, err := e.eval(ctx, ev, "runaway_native", []byte(`{}`), limits)
-	took := time.Since(start)
+	got, err, took, returned := e.backendTook(ctx, ev, sp, 1, "runaway_native", []byte(`{}`), limits, RunawayWallClock)
 	if !isLimit(err, kinds...) {
 		e.failf("one long native operation must end in a typed limit (%s), got %s", kindNames(kinds), describe(got, err))
+		if returned {
+			return
+		}
+	}
+	if !returned {
+		e.failf("the backend's own Evaluate had not returned %v after the wall clock %v", (e.k.grace + e.k.idleWait).Round(time.Millisecond), RunawayWallClock)
 		return
 	}
-	if took > RunawayWallClock+NativeGrace {
-		e.failf("the typed limit arrived after %v, past the wall clock %v plus the grace %v", took.Round(time.Millisecond), RunawayWallClock, NativeGrace)
+	if !e.stopBound("stopAfter", took, RunawayWallClock, "one long native operation") {
 		return
 	}
+	e.waitIdle(ctx, "the native operation's limit")
 	e.passf("stopped after %v", took.Round(time.Millisecond))
 }
 
@@ -191,6 +277,7 @@ func caseAllocationBomb(ctx context.Context, e *env) {
 	stop := sampleRSS()
 	got, err := e.eval(ctx, ev, "allocation_bomb", []byte(`{}`), limits)
 	growth, how := stop()
+	e.figure("hostGrowth", round1(float64(growth)/(1<<20)), "MiB", "<=", float64(bound>>20))
 	if !isLimit(err, effect.LimitMemory) {
 		e.failf("an allocation bomb must end in a typed limitExceeded memory, got %s", describe(got, err))
 	}
@@ -198,7 +285,56 @@ func caseAllocationBomb(ctx context.Context, e *env) {
 		e.failf("host memory (%s) grew by %s during the bomb, past the bound %s (4 × the memory limit + 64 MiB)", how, mib(growth), mib(bound))
 		return
 	}
+	e.waitIdle(ctx, "the memory limit")
 	e.passf("host memory (%s) grew by %s (bound %s)", how, mib(growth), mib(bound))
+}
+
+// memory_limit's figures: the probe holds MemoryUnder × the limit (must
+// succeed) and MemoryOver × the limit (must end in limitExceeded memory),
+// first under a limit MemoryLarge × the kit's, then under the kit's own,
+// on the same instance.
+const (
+	MemoryUnder = 0.5
+	MemoryOver  = 1.25
+	MemoryLarge = 4
+)
+
+func caseMemoryLimit(ctx context.Context, e *env) {
+	small := e.k.limits
+	large := spi.Limits{WallClock: small.WallClock, MemoryBytes: MemoryLarge * small.MemoryBytes}
+	ev, ok := e.setup(large, nil)
+	if !ok {
+		return
+	}
+	run := func(step string, limits spi.Limits, share float64, wantOK bool) bool {
+		n := int64(share * float64(limits.MemoryBytes))
+		got, nonce, err := e.evalNonce(ctx, ev, "memory_probe", fmt.Appendf(nil, "%d", n), limits)
+		e.figure(step+"HeldMiB", round1(float64(n)/(1<<20)), "MiB", "", 0)
+		if wantOK {
+			if err != nil {
+				e.failf("%s: holding %s under a memory limit of %s must succeed, got %s", step, mib(n), mib(limits.MemoryBytes), describe(got, err))
+				return false
+			}
+			if d := jsonDiff([]byte(`"`+nonce+`"`), got); d != "" {
+				e.failf("%s: the probe must answer its nonce: %s", step, d)
+				return false
+			}
+			return true
+		}
+		if !isLimit(err, effect.LimitMemory) {
+			e.failf("%s: holding %s (%.2f × the limit) under a memory limit of %s must end in a typed limitExceeded memory, got %s", step, mib(n), share, mib(limits.MemoryBytes), describe(got, err))
+			return false
+		}
+		return true
+	}
+	// The large limit first, then the small one on the same instance: a
+	// backend that keeps the first request's limit lets the second probe
+	// through.
+	// The case ends in a success; allocation_bomb checks that the CPU falls
+	// to idle after a memory limit.
+	_ = run("large", large, MemoryOver/MemoryLarge, true) &&
+		run("over", small, MemoryOver, false) &&
+		run("under", small, MemoryUnder, true)
 }
 
 func caseDeepRecursion(ctx context.Context, e *env) {
@@ -233,6 +369,77 @@ func caseRichValue(ctx context.Context, e *env) {
 	}
 	if diff := jsonDiff(in, got); diff != "" {
 		e.failf("the rich value must come back exactly: %s", diff)
+	}
+}
+
+// The input contract's figures.
+const (
+	ContractKeys        = 1000
+	ContractStringBytes = 256 << 10
+	ContractArrayLen    = 20_000
+)
+
+// contractInput is input_contract's input: many keys in an order that is
+// neither sorted nor insertion-hash order, a 1 MiB string of mixed
+// characters, and a long array of mixed numbers, with a nonce first.
+func contractInput(nonce string) []byte {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, `{"nonce":"%s","keys":{`, nonce)
+	for i := range ContractKeys {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		// Descending, non-numeric keys: an engine that sorts keys, or
+		// orders them by hash, changes the order.
+		fmt.Fprintf(&b, `"k%05d_%c":%d`, ContractKeys-i, 'a'+rune(i%26), i)
+	}
+	b.WriteString(`},"long":"`)
+	unit := `abc é ✓ 😀 \\ \" `
+	for b.Len() < ContractStringBytes {
+		b.WriteString(unit)
+	}
+	b.WriteString(`","array":[`)
+	for i := range ContractArrayLen {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		switch i % 4 {
+		case 0:
+			fmt.Fprintf(&b, "%d", i)
+		case 1:
+			fmt.Fprintf(&b, "-%d", i*7919)
+		case 2:
+			fmt.Fprintf(&b, "%d.5", i)
+		default:
+			b.WriteString(`"s"`)
+		}
+	}
+	b.WriteString(`],"order":{"z":1,"a":2,"m":3,"b":4}}`)
+	return b.Bytes()
+}
+
+func caseInputContract(ctx context.Context, e *env) {
+	ev, sp, ok := e.spiedSetup(e.k.limits, nil)
+	if !ok {
+		return
+	}
+	in := contractInput(newNonce())
+	e.figure("inputBytes", float64(len(in)), "bytes", "", 0)
+	got, err := e.eval(ctx, ev, "echo", in, e.k.limits)
+	if err != nil {
+		e.failf("a %d-byte input (%d keys, a %d-byte string, a %d-element array) must come back, got %s", len(in), ContractKeys, ContractStringBytes, ContractArrayLen, describe(got, err))
+		return
+	}
+	if diff := jsonDiff(in, got); diff != "" {
+		e.failf("the input must come back exactly: %s", diff)
+		return
+	}
+	// The effect canonicalises the value it returns (keys sorted), so the
+	// order is checked where it can be seen: the backend's own value
+	// against the input it was handed.
+	bin, bout := sp.last()
+	if diff := keyOrderDiff(bin, bout); diff != "" {
+		e.failf("the backend's value must keep the input's key order: %s", diff)
 	}
 }
 
@@ -328,17 +535,68 @@ func caseNoEscape(ctx context.Context, e *env) {
 	if len(r["found"]) > 0 {
 		e.failf("the escape probe obtained host capabilities: %s", strings.Join(r["found"], ", "))
 	}
-	if !bytes.Equal(clock, []byte("null")) {
-		var ms float64
-		if jerr := json.Unmarshal(clock, &ms); jerr != nil {
-			e.failf(`the escape probe's "clock" must be a number or null, got %s`, clip(string(clock)))
-			return
+	e.checkClock(clock, now)
+}
+
+// checkClock holds the probe's clock reading to the fake clock: null when
+// the set (and Options.FakeClock) name none, otherwise a reading in
+// [start, start + fixtures.ClockSlack].
+func (e *env) checkClock(clock []byte, now time.Time) {
+	if e.k.clock == nil {
+		if !bytes.Equal(clock, []byte("null")) {
+			e.failf(`the escape probe's "clock" must be null: the %s fixture set names no fake clock, got %s`, e.k.set.Language, clip(string(clock)))
 		}
-		seen := time.UnixMilli(int64(ms))
-		if d := now.Sub(seen); d < 24*time.Hour && d > -24*time.Hour {
-			e.failf("the script's clock reads %s, within 24 h of the host clock (%s): the host clock leaked", seen.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339))
-		}
+		return
 	}
+	var ms float64
+	if jerr := json.Unmarshal(clock, &ms); jerr != nil || bytes.Equal(clock, []byte("null")) {
+		e.failf(`the escape probe's "clock" must be a number (the fake clock starts at %d), got %s`, *e.k.clock, clip(string(clock)))
+		return
+	}
+	start := *e.k.clock
+	off := int64(ms) - start
+	e.figure("clockOffset", float64(off), "ms", "<=", float64(fixtures.ClockSlack))
+	if off < 0 || off > fixtures.ClockSlack || ms != float64(int64(ms)) {
+		seen := time.UnixMilli(int64(ms))
+		e.failf("the script's clock reads %s (%v ms), not the documented fake clock %s + at most %d ms (host clock %s)",
+			seen.UTC().Format(time.RFC3339Nano), clip(string(clock)), time.UnixMilli(start).UTC().Format(time.RFC3339), fixtures.ClockSlack, now.UTC().Format(time.RFC3339))
+	}
+}
+
+// freshAnswer checks one fresh_per_run answer: {"runs":1}, plus
+// "nonce": the script's nonce when the set's script carries
+// fixtures.NoncePlaceholder.
+func (e *env) freshAnswer(what string, got []byte, err error, nonce string) {
+	if err != nil {
+		e.failf("%s must answer {\"runs\":1}, got %s", what, describe(got, err))
+		return
+	}
+	var r struct {
+		Runs  *json.Number `json:"runs"`
+		Nonce *string      `json:"nonce"`
+	}
+	d := json.NewDecoder(bytes.NewReader(got))
+	d.UseNumber()
+	if d.Decode(&r) != nil || r.Runs == nil {
+		e.failf(`%s must answer {"runs": COUNT}, got %s`, what, clip(string(got)))
+		return
+	}
+	if r.Runs.String() != "1" {
+		e.failf("%s saw state from an earlier run: %s", what, clip(string(got)))
+		return
+	}
+	if e.carriesNonce("fresh_per_run") && (r.Nonce == nil || *r.Nonce != nonce) {
+		e.failf("%s must answer its script's nonce %q, got %s: the answer did not come from running this script", what, nonce, clip(string(got)))
+	}
+}
+
+// carriesNonce reports whether the set's script for stem holds
+// fixtures.NoncePlaceholder, so that its answer must carry the nonce. A
+// set whose scripts cannot hold one (a binary format) is varied by its
+// Salter only, and the nonce travels in the input where the case has one.
+func (e *env) carriesNonce(stem string) bool {
+	b, err := e.k.set.Script(stem)
+	return err == nil && bytes.Contains(b, []byte(fixtures.NoncePlaceholder))
 }
 
 func caseFreshPerRun(ctx context.Context, e *env) {
@@ -346,36 +604,214 @@ func caseFreshPerRun(ctx context.Context, e *env) {
 	if !ok {
 		return
 	}
-	check := func(batch string, i, n int, got []byte, err error) {
-		if err != nil {
-			e.failf("%s run %d of %d must answer {\"runs\":1}, got %s", batch, i, n, describe(got, err))
-			return
-		}
-		var r struct {
-			Runs *json.Number `json:"runs"`
-		}
-		d := json.NewDecoder(bytes.NewReader(got))
-		d.UseNumber()
-		if d.Decode(&r) != nil || r.Runs == nil {
-			e.failf(`%s run %d of %d must answer {"runs": COUNT}, got %s`, batch, i, n, clip(string(got)))
-			return
-		}
-		if r.Runs.String() != "1" {
-			e.failf("%s run %d of %d saw state from an earlier run: %s", batch, i, n, clip(string(got)))
-		}
+	// The sequential batch runs ONE script text (state kept per script is
+	// seen); the concurrent batch runs a distinct text each (a swapped or
+	// shared answer is seen).
+	addr, nonce, err := e.script("fresh_per_run")
+	if err != nil {
+		e.failf("preparing fresh_per_run: %v", err)
+		return
 	}
 	for i := 1; i <= FreshSequential; i++ {
-		got, err := e.eval(ctx, ev, "fresh_per_run", []byte(`{}`), e.k.limits)
-		check("sequential", i, FreshSequential, got, err)
+		got, err := e.evalAt(ctx, ev, addr, []byte(`{}`), e.k.limits)
+		e.freshAnswer(fmt.Sprintf("sequential run %d of %d", i, FreshSequential), got, err, nonce)
 	}
 	var wg sync.WaitGroup
 	for i := 1; i <= FreshConcurrent; i++ {
 		wg.Go(func() {
-			got, err := e.eval(ctx, ev, "fresh_per_run", []byte(`{}`), e.k.limits)
-			check("concurrent", i, FreshConcurrent, got, err)
+			got, n, err := e.evalNonce(ctx, ev, "fresh_per_run", []byte(`{}`), e.k.limits)
+			e.freshAnswer(fmt.Sprintf("concurrent run %d of %d", i, FreshConcurrent), got, err, n)
 		})
 	}
 	wg.Wait()
+	e.figure("freshRuns", FreshSequential+FreshConcurrent, "runs", "", 0)
+}
+
+// caseWarm calls Warm (when the backend is a spi.Warmer) twice: with a
+// context that ends after WarmDeadline, which it must honour (return
+// within WarmDeadline plus the stop grace), and with the warm timeout,
+// which it must finish within. Then the instance must still answer, and
+// answer fresh when it declares FreshPerRun.
+func caseWarm(ctx context.Context, e *env) {
+	b, ok := e.mainBackend()
+	if !ok {
+		return
+	}
+	w, isWarmer := b.(spi.Warmer)
+	if !isWarmer {
+		e.passf("the backend is not a spi.Warmer")
+		return
+	}
+	warm := func(d time.Duration) (time.Duration, error, bool) {
+		wctx, cancel := context.WithTimeout(ctx, d)
+		defer cancel()
+		done := make(chan error, 1)
+		start := time.Now()
+		go func() {
+			defer func() {
+				if r := recover(); r != nil {
+					done <- fmt.Errorf("Warm panicked: %v", r)
+				}
+			}()
+			done <- w.Warm(wctx)
+		}()
+		t := time.NewTimer(d + e.k.grace)
+		defer t.Stop()
+		select {
+		case err := <-done:
+			return time.Since(start), err, true
+		case <-t.C:
+			return time.Since(start), nil, false
+		}
+	}
+	took, _, returned := warm(WarmDeadline)
+	e.figure("warmCancelledAfter", ms(took), "ms", "<=", ms(WarmDeadline+e.k.grace))
+	if !returned {
+		e.failf("Warm with a context that ends after %v had not returned %v later: Warm must honour its context", WarmDeadline, e.k.grace)
+		return
+	}
+	took, err, returned := warm(e.k.warmMax)
+	e.figure("warmTook", ms(took), "ms", "<=", ms(e.k.warmMax+e.k.grace))
+	if !returned {
+		e.failf("Warm had not returned within %v (Options.WarmTimeout) plus the stop grace", e.k.warmMax)
+		return
+	}
+	if err != nil {
+		e.failf("Warm with %v failed: %v", e.k.warmMax, err)
+		return
+	}
+	ev, ok := e.effectFor(b, e.k.limits, nil)
+	if !ok {
+		return
+	}
+	if !e.warmUp(ctx, ev, e.k.limits) {
+		return
+	}
+	if e.k.caps.FreshPerRun {
+		addr, nonce, err := e.script("fresh_per_run")
+		if err != nil {
+			e.failf("preparing fresh_per_run: %v", err)
+			return
+		}
+		for i := 1; i <= 2; i++ {
+			got, err := e.evalAt(ctx, ev, addr, []byte(`{}`), e.k.limits)
+			e.freshAnswer(fmt.Sprintf("run %d after Warm", i), got, err, nonce)
+		}
+	}
+}
+
+// hostObjectsSkip and hostObjectsAllow are the files of a fixture set that
+// answer host_objects: a set whose language cannot enumerate what a script
+// reaches holds hostObjectsSkip (its text is the skip reason); otherwise
+// the set holds the script host_objects and hostObjectsAllow, the
+// language's standard names, one per line.
+const (
+	hostObjectsSkip  = "host_objects.skip"
+	hostObjectsAllow = "host_objects.allow"
+)
+
+// HostObjectsDepth is how deep host_objects' script walks: the globals,
+// their own properties, and theirs.
+const HostObjectsDepth = 2
+
+func caseHostObjects(ctx context.Context, e *env) {
+	if fsys := e.k.set.FS; fsys != nil {
+		if reason, err := fs.ReadFile(fsys, hostObjectsSkip); err == nil {
+			e.skipf("the %s fixture set declares: %s", e.k.set.Language, strings.TrimSpace(string(reason)))
+			return
+		}
+	}
+	allowText, err := fs.ReadFile(e.k.set.FS, hostObjectsAllow)
+	if err != nil {
+		e.failf("the %s fixture set has neither %s nor %s", e.k.set.Language, hostObjectsAllow, hostObjectsSkip)
+		return
+	}
+	allowed := map[string]bool{}
+	for _, l := range strings.Split(string(allowText), "\n") {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
+			allowed[l] = true
+		}
+	}
+	if !e.checkScripts([]string{"host_objects"}) {
+		return
+	}
+	ev, ok := e.setup(e.k.limits, nil)
+	if !ok {
+		return
+	}
+	got, nonce, err := e.evalNonce(ctx, ev, "host_objects", []byte(`{}`), e.k.limits)
+	if err != nil {
+		e.failf("the enumeration probe must finish with its report, got %s", describe(got, err))
+		return
+	}
+	var r struct {
+		Names []string `json:"names"`
+		Nonce string   `json:"nonce"`
+	}
+	if json.Unmarshal(got, &r) != nil || r.Names == nil {
+		e.failf(`the enumeration probe must return {"names": [...], "nonce": NONCE}, got %s`, clip(string(got)))
+		return
+	}
+	if r.Nonce != nonce {
+		e.failf("the enumeration probe must answer its nonce %q, got %q", nonce, clip(r.Nonce))
+		return
+	}
+	var extra []string
+	declared := 0
+	for _, n := range r.Names {
+		switch {
+		case allowed[n]:
+		case e.declaredHostObject(n):
+			declared++
+		default:
+			extra = append(extra, n)
+		}
+	}
+	e.figure("namesDeclared", float64(declared), "names", "", 0)
+	e.figure("namesSeen", float64(len(r.Names)), "names", "", 0)
+	e.figure("namesNotStandard", float64(len(extra)), "names", "==", 0)
+	if len(extra) > 0 {
+		e.failf("the script reaches %d name(s) outside the language's standard set: %s", len(extra), clip(groupPaths(extra)))
+	}
+}
+
+// groupPaths renders paths grouped by their first segment, sorted:
+// "console (+6 under it), print (+2 under it), sandbankHost".
+func groupPaths(paths []string) string {
+	under := map[string]int{}
+	var tops []string
+	for _, p := range paths {
+		top, _, nested := strings.Cut(p, ".")
+		if _, ok := under[top]; !ok {
+			tops = append(tops, top)
+			under[top] = 0
+		}
+		if nested {
+			under[top]++
+		}
+	}
+	slices.Sort(tops)
+	out := make([]string, len(tops))
+	for i, t := range tops {
+		out[i] = t
+		if n := under[t]; n > 0 {
+			out[i] += fmt.Sprintf(" (+%d under it)", n)
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
+// declaredHostObject reports whether Options.HostObjects names n.
+func (e *env) declaredHostObject(n string) bool {
+	for _, d := range e.k.opts.HostObjects {
+		if d == n {
+			return true
+		}
+		if p, ok := strings.CutSuffix(d, ".*"); ok && (n == p || strings.HasPrefix(n, p+".")) {
+			return true
+		}
+	}
+	return false
 }
 
 func caseCPUBudget(ctx context.Context, e *env) {
@@ -388,14 +824,34 @@ func caseCPUBudget(ctx context.Context, e *env) {
 		return
 	}
 	limits := spi.Limits{WallClock: CPUBudgetWallClock, MemoryBytes: e.k.limits.MemoryBytes}
-	ev, ok := e.effectFor(b, limits, nil)
+	sp := newSpy(b)
+	ev, ok := e.effectFor(sp, limits, nil)
 	if !ok {
 		return
 	}
-	got, err := e.eval(ctx, ev, "cpu_budget", []byte(`{}`), limits)
+	// A script that needs less than its budget finishes.
+	got, nonce, err := e.evalNonce(ctx, ev, "cpu_light", []byte(`{}`), limits)
+	if err != nil {
+		e.failf("a script that needs less than the small CPU budget must finish, got %s", describe(got, err))
+		return
+	}
+	if e.carriesNonce("cpu_light") {
+		if d := jsonDiff([]byte(`"`+nonce+`"`), got); d != "" {
+			e.failf("cpu_light must answer its nonce: %s", d)
+			return
+		}
+	}
+	got, err, took, returned := e.backendTook(ctx, ev, sp, 1, "cpu_budget", []byte(`{}`), limits, CPUBudgetStop)
 	if !isLimit(err, effect.LimitCPU) {
 		e.failf("a loop under a small CPU budget (wall clock %v) must end in a typed limitExceeded cpu, got %s", CPUBudgetWallClock, describe(got, err))
+		return
 	}
+	e.figure("stopAfter", ms(took), "ms", "<=", ms(CPUBudgetStop))
+	if !returned || took > CPUBudgetStop {
+		e.failf("the CPU budget stopped the loop after %v, not within %v (half the wall clock %v): a wall clock is not a CPU budget", took.Round(time.Millisecond), CPUBudgetStop, CPUBudgetWallClock)
+		return
+	}
+	e.waitIdle(ctx, "the CPU budget")
 }
 
 // bigInput is input_too_big's input: "[0,0,…,0]", InputTooBigBytes long.
@@ -503,6 +959,7 @@ func caseAbortMidRun(ctx context.Context, e *env) {
 	case <-settle.C:
 	}
 	cancel()
+	cancelled := time.Now()
 	select {
 	case r := <-done:
 		if !errors.Is(r.err, context.Canceled) || r.got != nil {
@@ -512,11 +969,21 @@ func caseAbortMidRun(ctx context.Context, e *env) {
 		e.failf("the effect did not return after the cancellation")
 		return
 	}
+	grace := time.NewTimer(e.k.grace)
+	defer grace.Stop()
 	select {
 	case <-sp.returned:
-	case <-waitCtx.Done():
-		e.failf("the backend's own Evaluate had not returned %v after the cancellation: a WallClock hard backend must stop when ctx is done", (e.k.watchdog * 3 / 4).Round(time.Millisecond))
+		took := time.Since(cancelled)
+		if end, ok := sp.waitReturned(1, 0); ok {
+			took = end.Sub(cancelled)
+		}
+		e.figure("returnedAfterCancel", ms(took), "ms", "<=", ms(e.k.grace))
+	case <-grace.C:
+		e.figure("returnedAfterCancel", ms(time.Since(cancelled)), "ms", "<=", ms(e.k.grace))
+		e.failf("the backend's own Evaluate had not returned %v (the stop grace) after the cancellation: a WallClock hard backend must stop when ctx is done", e.k.grace)
+		return
 	}
+	e.waitIdle(ctx, "the cancellation")
 }
 
 func caseComposition(ctx context.Context, e *env) {

@@ -150,3 +150,69 @@ func show(v any) string {
 	}
 	return clip(string(b))
 }
+
+// keyOrderDiff compares the order of object keys in two JSON texts that
+// hold the same value (jsonDiff already passed), reading both as token
+// streams, and describes the first object whose keys come back in another
+// order, or returns "".
+func keyOrderDiff(want, got []byte) string {
+	w, err := keySequence(want)
+	if err != nil {
+		return "the kit's own value does not tokenize: " + err.Error()
+	}
+	g, err := keySequence(got)
+	if err != nil {
+		return "the result does not tokenize: " + err.Error()
+	}
+	for i := range min(len(w), len(g)) {
+		if w[i] != g[i] {
+			return fmt.Sprintf("key %d (in document order) is %q, want %q", i, clip(g[i]), clip(w[i]))
+		}
+	}
+	if len(w) != len(g) {
+		return fmt.Sprintf("%d keys, want %d", len(g), len(w))
+	}
+	return ""
+}
+
+// keySequence lists every object key of a JSON text in document order.
+func keySequence(b []byte) ([]string, error) {
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	var keys []string
+	var walk func() error
+	walk = func() error {
+		tok, err := d.Token()
+		if err != nil {
+			return err
+		}
+		switch tok {
+		case json.Delim('{'):
+			for d.More() {
+				k, err := d.Token()
+				if err != nil {
+					return err
+				}
+				keys = append(keys, k.(string))
+				if err := walk(); err != nil {
+					return err
+				}
+			}
+			_, err = d.Token()
+			return err
+		case json.Delim('['):
+			for d.More() {
+				if err := walk(); err != nil {
+					return err
+				}
+			}
+			_, err = d.Token()
+			return err
+		}
+		return nil
+	}
+	if err := walk(); err != nil {
+		return nil, err
+	}
+	return keys, nil
+}

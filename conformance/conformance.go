@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -10,8 +11,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/stretchr/testify/assert"
 
 	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/fixtures"
@@ -47,6 +46,26 @@ type CaseResult struct {
 	Reason string `json:"reason,omitempty"`
 	// Duration is how long the case took (nanoseconds in JSON).
 	Duration time.Duration `json:"durationNs"`
+	// Evidence holds the figures the case measured (how long the backend
+	// took to stop, the CPU it burned after the limit, the host memory it
+	// grew by, …), each with the bound it was held to, so that a pass is
+	// evidence rather than a checkmark. A failing case keeps the figures
+	// measured before the failure.
+	Evidence []Figure `json:"evidence,omitempty"`
+}
+
+// Figure is one measurement a case made.
+type Figure struct {
+	// Name says what was measured ("stopAfterMs", "cpuAfterLimitMs", …).
+	Name string `json:"name"`
+	// Value is the measured figure, in Unit.
+	Value float64 `json:"value"`
+	// Unit is the figure's unit ("ms", "MiB", "runs", "keys", …).
+	Unit string `json:"unit"`
+	// Bound is the bound Value was held to, in Unit, and Rule how ("<=",
+	// ">=", "=="); an empty Rule means the figure is informative only.
+	Bound float64 `json:"bound,omitempty"`
+	Rule  string  `json:"rule,omitempty"`
 }
 
 // Report is the outcome of a kit run against one backend. Its JSON form,
@@ -64,6 +83,26 @@ type Report struct {
 	Capabilities spi.Capabilities `json:"capabilities"`
 	// Cases holds one result per case run, in run order.
 	Cases []CaseResult `json:"cases"`
+	// Proofs says, for each declared capability (keys as in
+	// CapabilityKeys: "network=none", "wallClock=hard", "memory", "cpu",
+	// "freshPerRun"), which passing cases proved it and with which
+	// measurements. A declared capability whose proving cases did not all
+	// pass (or did not run) has an entry with Proven false.
+	Proofs []Proof `json:"proofs"`
+}
+
+// Proof is the evidence behind one declared capability.
+type Proof struct {
+	// Capability is the declaration, as in CapabilityKeys.
+	Capability string `json:"capability"`
+	// Proven is true when every case that measures the capability ran and
+	// passed.
+	Proven bool `json:"proven"`
+	// By lists the measurements: "case: figure" for every figure of every
+	// passing case that measures the capability, or "case: pass" for a
+	// case whose proof is its verdict; a case that failed or did not run is
+	// listed as "case: fail" or "case: not run".
+	By []string `json:"by"`
 }
 
 // Failed reports whether any case failed.
@@ -124,6 +163,44 @@ const (
 	// FreshSequential and FreshConcurrent are fresh_per_run's batches.
 	FreshSequential = 16
 	FreshConcurrent = 8
+
+	// DefaultStopGrace is how long after its deadline (the wall clock, or
+	// the cancellation) a backend's own Evaluate may return when it
+	// declares WallClock hard, unless Options.StopGrace says otherwise. It
+	// is four times RunawayWallClock, so a backend that stops 3 s late
+	// fails while a loaded 2-core machine's scheduling delay does not.
+	DefaultStopGrace = NativeGrace
+	// DefaultIdleWait bounds how long the kit waits, after a case ended in
+	// a limit or a cancellation, for the process's CPU use to fall to idle
+	// (Options.IdleWait). See IdleWindow.
+	DefaultIdleWait = 3 * time.Second
+	// IdleWindow, IdleSpan and IdleShare define idle: IdleSpan
+	// consecutive windows of IdleWindow in which the whole process used at
+	// most IdleShare of one core together (user plus system CPU time from
+	// getrusage). The kit measures windows until the process is idle or
+	// the idle wait passed. A script still running after its limit uses a
+	// share of a core over any three windows (about half of one on a
+	// 2-core machine at load 4, a fifth at load 10, though a single window
+	// may see none of it); an idle process next to nothing (0.1 %
+	// measured), whatever the load of the other core.
+	IdleWindow = 100 * time.Millisecond
+	IdleSpan   = 3
+	IdleShare  = 0.05
+	// DefaultWarmTimeout bounds a backend's Warm (Options.WarmTimeout); the
+	// warm case also calls Warm with a context that ends after WarmDeadline
+	// and requires it to return within WarmDeadline plus the stop grace.
+	DefaultWarmTimeout = 30 * time.Second
+	WarmDeadline       = 50 * time.Millisecond
+	// DefaultCloseTimeout bounds each backend's Close (Options.CloseTimeout):
+	// a Close still running after it fails the case instead of hanging the
+	// kit.
+	DefaultCloseTimeout = 10 * time.Second
+	// CPUBudgetStop is how long the small-budget backend may take to stop
+	// cpu_budget's loop, its own start-up on that run included: half of
+	// CPUBudgetWallClock, so that a wall clock relabelled "cpu" fails,
+	// while a real budget (quickjs-wasmtime measured 960 ms at load 11,
+	// most of it the run's instantiation) has a fivefold margin.
+	CPUBudgetStop = CPUBudgetWallClock / 2
 )
 
 // Options configure a kit run. A nil *Options means defaults.
@@ -158,6 +235,27 @@ type Options struct {
 	// Cases optionally selects a subset, run in CaseNames order. Nil means
 	// every case; an unknown name is a refusal.
 	Cases []string
+	// StopGrace is how long past its deadline a WallClock hard backend's
+	// Evaluate may return. Zero means DefaultStopGrace.
+	StopGrace time.Duration
+	// IdleWait bounds the wait for CPU to fall to idle after a limit or a
+	// cancellation. Zero means DefaultIdleWait.
+	IdleWait time.Duration
+	// WarmTimeout bounds Warm. Zero means DefaultWarmTimeout.
+	WarmTimeout time.Duration
+	// CloseTimeout bounds each Close. Zero means DefaultCloseTimeout.
+	CloseTimeout time.Duration
+	// HostObjects lists the names beyond the language's standard set that
+	// the backend documents as provided to scripts (a discarding console,
+	// say), as host_objects reports them: a path ("console.log"), or a
+	// prefix ending in ".*" ("console.*") for a name and everything under
+	// it. host_objects fails every other name outside the standard set and
+	// records the declared ones it saw in its evidence.
+	HostObjects []string
+	// FakeClock, when set, overrides the fixture set's Clock: the fake
+	// clock's start in milliseconds since the Unix epoch, for a backend that
+	// documents another fake clock than its language's set.
+	FakeClock *int64
 }
 
 // CaseNames returns every case, in run order.
@@ -199,45 +297,52 @@ func Check(ctx context.Context, factory spi.Factory, opts *Options) (*Report, er
 		if k.opts.Progress != nil {
 			k.opts.Progress(c.name, i+1, len(k.cases))
 		}
-		res, env := k.runCase(ctx, c)
-		if env != nil {
-			env.close()
-		}
-		rep.Cases = append(rep.Cases, res)
+		rep.Cases = append(rep.Cases, k.runCase(ctx, c))
 	}
+	rep.Proofs = proofs(k.caps, rep.Cases)
 	return rep, nil
 }
 
-// Run runs the kit from a test: one subtest per case (t.Run(case)), a
-// testify assertion per failure, t.Skip with the reason for a gated case,
-// and t.Cleanup closing the case's backends. A refusal fails t at once with
-// its message. It returns the report.
-func Run(t *testing.T, factory spi.Factory, opts *Options) *Report {
-	t.Helper()
+// Run runs the kit from a test. When tb is a *testing.T (or anything with
+// the same Run method) each case is a subtest (t.Run(case)) that fails
+// with the case's reason, or skips with it for a gated case; any other
+// testing.TB (a *testing.B, a *testing.F) gets one Errorf per failing case.
+// Run calls tb.Helper, so a failure points at the caller's test. A refusal
+// fails tb at once with its message. It returns the report.
+func Run(tb testing.TB, factory spi.Factory, opts *Options) *Report {
+	tb.Helper()
 	k, err := prepare(factory, opts)
 	if err != nil {
-		t.Fatal(err.Error())
+		tb.Fatal(err.Error())
 		return nil
 	}
 	rep := k.report()
+	t, subtests := tb.(*testing.T)
 	for i, c := range k.cases {
 		if k.opts.Progress != nil {
 			k.opts.Progress(c.name, i+1, len(k.cases))
 		}
-		t.Run(c.name, func(t *testing.T) {
-			res, env := k.runCase(t.Context(), c)
-			if env != nil {
-				t.Cleanup(env.close)
+		if !subtests {
+			res := k.runCase(context.Background(), c)
+			rep.Cases = append(rep.Cases, res)
+			if res.Status == StatusFail {
+				tb.Errorf("conformance case %s failed: %s", c.name, res.Reason)
 			}
+			continue
+		}
+		t.Run(c.name, func(t *testing.T) {
+			t.Helper()
+			res := k.runCase(t.Context(), c)
 			rep.Cases = append(rep.Cases, res)
 			switch res.Status {
 			case StatusSkip:
 				t.Skip(res.Reason)
 			case StatusFail:
-				assert.Fail(t, "conformance case "+c.name+" failed", res.Reason)
+				t.Errorf("conformance case %s failed: %s", c.name, res.Reason)
 			}
 		})
 	}
+	rep.Proofs = proofs(k.caps, rep.Cases)
 	return rep
 }
 
@@ -250,6 +355,11 @@ type kit struct {
 	opts     Options
 	limits   spi.Limits
 	watchdog time.Duration
+	grace    time.Duration // StopGrace
+	idleWait time.Duration
+	warmMax  time.Duration
+	closeMax time.Duration
+	clock    *int64 // the expected fake clock; nil: no clock
 	cases    []*caseDef
 	newEval  func(effect.ScriptReader, spi.Backend, *effect.Options) (evaluator, error)
 }
@@ -266,9 +376,14 @@ func prepare(factory spi.Factory, opts *Options) (*kit, error) {
 	if k.cpu == nil {
 		k.cpu = factory
 	}
-	if k.limits.WallClock < 0 || k.limits.MemoryBytes < 0 || k.watchdog < 0 {
-		return nil, errors.New("conformance: negative limit or watchdog")
+	if k.limits.WallClock < 0 || k.limits.MemoryBytes < 0 || k.watchdog < 0 ||
+		o.StopGrace < 0 || o.IdleWait < 0 || o.WarmTimeout < 0 || o.CloseTimeout < 0 {
+		return nil, errors.New("conformance: negative limit, watchdog or bound")
 	}
+	k.grace = cmp.Or(o.StopGrace, DefaultStopGrace)
+	k.idleWait = cmp.Or(o.IdleWait, DefaultIdleWait)
+	k.warmMax = cmp.Or(o.WarmTimeout, DefaultWarmTimeout)
+	k.closeMax = cmp.Or(o.CloseTimeout, DefaultCloseTimeout)
 	if k.limits.WallClock == 0 {
 		k.limits.WallClock = DefaultWallClock
 	}
@@ -279,7 +394,7 @@ func prepare(factory spi.Factory, opts *Options) (*kit, error) {
 		k.watchdog = DefaultWatchdog
 	}
 
-	caps, err := probeCapabilities(factory)
+	caps, err := probeCapabilities(factory, k.closeMax)
 	if err != nil {
 		return nil, err
 	}
@@ -298,6 +413,11 @@ func prepare(factory spi.Factory, opts *Options) (*kit, error) {
 		k.set = javascript.Set()
 	default:
 		return nil, fmt.Errorf("conformance: no fixtures for language %q; pass Options.Fixtures", caps.Language)
+	}
+
+	k.clock = k.set.Clock
+	if o.FakeClock != nil {
+		k.clock = o.FakeClock
 	}
 
 	if o.Cases == nil {
@@ -319,7 +439,7 @@ func prepare(factory spi.Factory, opts *Options) (*kit, error) {
 
 // probeCapabilities makes one backend to read its declaration, then closes
 // it.
-func probeCapabilities(factory spi.Factory) (caps spi.Capabilities, err error) {
+func probeCapabilities(factory spi.Factory, closeMax time.Duration) (caps spi.Capabilities, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("conformance: factory panicked: %v", r)
@@ -333,7 +453,9 @@ func probeCapabilities(factory spi.Factory) (caps spi.Capabilities, err error) {
 		return spi.Capabilities{}, errors.New("conformance: factory returned a nil backend")
 	}
 	if c, ok := b.(io.Closer); ok {
-		defer c.Close()
+		// A Close that hangs must not hang the kit: it is left running
+		// after closeMax, and shows in every case.
+		defer closeWithin(c, closeMax)
 	}
 	caps = b.Capabilities()
 	if err := caps.Validate(); err != nil {
@@ -346,14 +468,14 @@ func (k *kit) report() *Report {
 	return &Report{Language: k.caps.Language, Capabilities: k.caps, Cases: make([]CaseResult, 0, len(k.cases))}
 }
 
-// runCase runs one case under the watchdog. The returned env (nil for a
-// skip) must be closed by the caller.
-func (k *kit) runCase(ctx context.Context, c *caseDef) (CaseResult, *env) {
+// runCase runs one case under the watchdog, then closes every backend the
+// case made, each within the close timeout.
+func (k *kit) runCase(ctx context.Context, c *caseDef) CaseResult {
 	start := time.Now()
 	res := CaseResult{Name: c.name}
 	if reason := c.gate(k.caps); reason != "" {
 		res.Status, res.Reason = StatusSkip, reason
-		return res, nil
+		return res
 	}
 	e := newEnv(k, c.name)
 	caseCtx, cancel := context.WithTimeout(ctx, k.watchdog)
@@ -367,7 +489,7 @@ func (k *kit) runCase(ctx context.Context, c *caseDef) (CaseResult, *env) {
 				e.failf("the case panicked: %v", r)
 			}
 		}()
-		if !e.loadScripts(c.scripts) {
+		if !e.checkScripts(c.scripts) {
 			return
 		}
 		c.run(caseCtx, e)
@@ -380,8 +502,13 @@ func (k *kit) runCase(ctx context.Context, c *caseDef) (CaseResult, *env) {
 	case <-caseCtx.Done():
 		timedOut = ctx.Err() == nil
 	}
-	fails, pass := e.finish()
+	e.closeAll()
+	fails, pass, figures := e.finish()
+	e.mu.Lock()
+	skip := e.skip
+	e.mu.Unlock()
 	res.Duration = time.Since(start)
+	res.Evidence = figures
 	switch {
 	case timedOut:
 		res.Status = StatusFail
@@ -395,11 +522,14 @@ func (k *kit) runCase(ctx context.Context, c *caseDef) (CaseResult, *env) {
 	case len(fails) > 0:
 		res.Status = StatusFail
 		res.Reason = strings.Join(fails, "; ")
+	case skip != "":
+		res.Status = StatusSkip
+		res.Reason = skip
 	default:
 		res.Status = StatusPass
 		res.Reason = pass
 	}
-	return res, e
+	return res
 }
 
 // env is one case's world: its store, its backends, its findings.
@@ -407,18 +537,19 @@ type env struct {
 	k     *kit
 	name  string
 	store *effect.MemoryStore
-	addrs map[string]effect.Address
 
 	mu       sync.Mutex
 	fails    []string
 	pass     string
+	figures  []Figure
+	skip     string
 	finished bool
 	closers  []io.Closer
 	closed   bool
 }
 
 func newEnv(k *kit, name string) *env {
-	return &env{k: k, name: name, store: effect.NewMemoryStore(), addrs: map[string]effect.Address{}}
+	return &env{k: k, name: name, store: effect.NewMemoryStore()}
 }
 
 // failf records a broken rule. The text is prefixed with the case name.
@@ -438,6 +569,17 @@ func (e *env) passf(format string, args ...any) {
 	e.pass = fmt.Sprintf(format, args...)
 }
 
+// figure records a measurement. A non-empty rule says how value was held
+// to bound.
+func (e *env) figure(name string, value float64, unit string, rule string, bound float64) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.finished {
+		return
+	}
+	e.figures = append(e.figures, Figure{Name: name, Value: value, Unit: unit, Rule: rule, Bound: bound})
+}
+
 func (e *env) failed() bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -446,41 +588,70 @@ func (e *env) failed() bool {
 
 // finish freezes the findings: a goroutine the watchdog left behind can no
 // longer change them.
-func (e *env) finish() ([]string, string) {
+func (e *env) finish() ([]string, string, []Figure) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.finished = true
-	return slices.Clone(e.fails), e.pass
+	return slices.Clone(e.fails), e.pass, slices.Clone(e.figures)
 }
 
-// close closes every backend the case made. A backend made afterwards (by
-// a goroutine the watchdog left behind) is closed at once.
-func (e *env) close() {
+// closeAll closes every backend the case made, each within the close
+// timeout: a Close that does not return in time fails the case (it is left
+// running). A backend made afterwards (by a goroutine the watchdog left
+// behind) is closed at once, in the background.
+func (e *env) closeAll() {
 	e.mu.Lock()
 	cs := e.closers
 	e.closers, e.closed = nil, true
 	e.mu.Unlock()
 	for _, c := range cs {
-		_ = c.Close()
+		if !closeWithin(c, e.k.closeMax) {
+			e.failf("Close did not return within %v (Options.CloseTimeout)", e.k.closeMax)
+		}
 	}
 }
 
-// loadScripts puts the named fixture scripts in the case's store.
-func (e *env) loadScripts(stems []string) bool {
+// closeWithin closes c and reports whether Close returned (or panicked)
+// within d; a Close still running after d is left behind.
+func closeWithin(c io.Closer, d time.Duration) bool {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer func() { _ = recover() }()
+		_ = c.Close()
+	}()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-done:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+// checkScripts fails the case when the fixture set lacks one of its
+// scripts.
+func (e *env) checkScripts(stems []string) bool {
 	for _, stem := range stems {
-		b, err := e.k.set.Script(stem)
-		if err != nil {
+		if _, err := e.k.set.Script(stem); err != nil {
 			e.failf("the %s fixture set has no script %s%s (%v)", e.k.set.Language, stem, e.k.set.Ext, err)
 			return false
 		}
-		addr, err := e.store.Put(b)
-		if err != nil {
-			e.failf("storing fixture %s%s: %v", stem, e.k.set.Ext, err)
-			return false
-		}
-		e.addrs[stem] = addr
 	}
 	return true
+}
+
+// script stores stem's script varied with a fresh nonce and returns its
+// address and the nonce.
+func (e *env) script(stem string) (effect.Address, string, error) {
+	nonce := newNonce()
+	b, err := e.k.set.Prepare(stem, nonce)
+	if err != nil {
+		return "", "", err
+	}
+	addr, err := e.store.Put(b)
+	return addr, nonce, err
 }
 
 // backend makes a fresh backend with f and registers it for closing. It
@@ -514,7 +685,7 @@ func (e *env) track(b spi.Backend) {
 	e.mu.Lock()
 	if e.closed {
 		e.mu.Unlock()
-		_ = c.Close()
+		go c.Close()
 		return
 	}
 	e.closers = append(e.closers, c)
@@ -565,9 +736,27 @@ func (e *env) mainBackend() (spi.Backend, bool) {
 	return b, true
 }
 
-// eval runs the fixture stem with input (JSON text) under limits.
+// eval runs the fixture stem, varied with a fresh nonce, with input (JSON
+// text) under limits.
 func (e *env) eval(ctx context.Context, ev evaluator, stem string, input []byte, limits spi.Limits) ([]byte, error) {
-	return ev.Evaluate(ctx, effect.Call{Script: e.addrs[stem], Input: rawJSON(input), Limits: limits})
+	got, _, err := e.evalNonce(ctx, ev, stem, input, limits)
+	return got, err
+}
+
+// evalNonce is eval, also returning the nonce the script was varied with.
+func (e *env) evalNonce(ctx context.Context, ev evaluator, stem string, input []byte, limits spi.Limits) ([]byte, string, error) {
+	addr, nonce, err := e.script(stem)
+	if err != nil {
+		e.failf("preparing fixture %s%s: %v", stem, e.k.set.Ext, err)
+		return nil, nonce, err
+	}
+	got, err := ev.Evaluate(ctx, effect.Call{Script: addr, Input: rawJSON(input), Limits: limits})
+	return got, nonce, err
+}
+
+// evalAt runs the script already stored at addr.
+func (e *env) evalAt(ctx context.Context, ev evaluator, addr effect.Address, input []byte, limits spi.Limits) ([]byte, error) {
+	return ev.Evaluate(ctx, effect.Call{Script: addr, Input: rawJSON(input), Limits: limits})
 }
 
 // evaluator is what the kit needs of an effect. It exists so that the
@@ -592,4 +781,11 @@ var newEvaluator = func(s effect.ScriptReader, b spi.Backend, o *effect.Options)
 		return nil, err
 	}
 	return effectEvaluator{eff}, nil
+}
+
+// skipf marks the case skipped with a reason a fixture set declared.
+func (e *env) skipf(format string, args ...any) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.skip = fmt.Sprintf(format, args...)
 }

@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io/fs"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/fstest"
@@ -15,6 +18,7 @@ import (
 
 	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/fixtures"
+	"github.com/sandbank/sandbank/fixtures/javascript"
 	"github.com/sandbank/sandbank/spi"
 )
 
@@ -99,6 +103,38 @@ func TestReportJSON(t *testing.T) {
 	cpu := cases[1].(map[string]any)
 	assert.Equal(t, "skip", cpu["status"])
 	assert.Contains(t, cpu["reason"], "gated by CPU")
+	ev := echo["evidence"].([]any)[0].(map[string]any)
+	assert.Equal(t, "distinctRuns", ev["name"])
+	assert.InDelta(t, EchoSequential+EchoConcurrent, ev["value"], 0)
+	proofs := back["proofs"].([]any)
+	require.Len(t, proofs, 4, "network=none, wallClock=hard, memory, freshPerRun (CPU is not declared)")
+	assert.Equal(t, false, proofs[0].(map[string]any)["proven"], "its cases did not run")
+}
+
+// TestProofs: every declared capability has a proof entry naming the
+// figures that proved it; a case that failed or did not run leaves it
+// unproven.
+func TestProofs(t *testing.T) {
+	cfg := newFakeConfig()
+	rep := check(t, cfg, &Options{CPUBudget: smallBudget(), Cases: []string{"runaway_loop", "cpu_budget", "no_escape"}})
+	byCap := map[string]Proof{}
+	for _, p := range rep.Proofs {
+		byCap[p.Capability] = p
+	}
+	assert.Equal(t, []string{"network=none", "wallClock=hard", "memory", "cpu", "freshPerRun"}, CapabilityKeys(cfg.caps))
+	require.Len(t, byCap, 5)
+	assert.False(t, byCap["wallClock=hard"].Proven, "runaway_native and abort_mid_run did not run: %v", byCap["wallClock=hard"].By)
+	assert.Contains(t, byCap["wallClock=hard"].By, "runaway_native: not run")
+	assert.Contains(t, strings.Join(byCap["wallClock=hard"].By, "|"), "runaway_loop: stopAfter=")
+	assert.Contains(t, strings.Join(byCap["cpu"].By, "|"), "cpu_budget: stopAfter=")
+	assert.True(t, byCap["cpu"].Proven, byCap["cpu"].By)
+	assert.False(t, byCap["memory"].Proven)
+
+	full := check(t, newFakeConfig(), &Options{CPUBudget: smallBudget()})
+	for _, p := range full.Proofs {
+		assert.True(t, p.Proven, "%s: %v", p.Capability, p.By)
+		assert.NotEmpty(t, p.By, p.Capability)
+	}
 }
 
 // TestGates: the weakest honest declaration skips every gated case with
@@ -111,8 +147,9 @@ func TestGates(t *testing.T) {
 	want := map[string]string{
 		"runaway_native":  "WallClock hard or Memory",
 		"allocation_bomb": "Memory",
-		"no_network":      "Network none",
-		"no_escape":       "Network none",
+		"memory_limit":    "Memory",
+		"no_network":      "Network none or allowlist",
+		"no_escape":       "Network none or allowlist",
 		"fresh_per_run":   "FreshPerRun",
 		"cpu_budget":      "CPU",
 		"input_too_big":   "Memory",
@@ -178,14 +215,14 @@ func TestBrokenBackends(t *testing.T) {
 			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
 				c.override["echo"] = returns(`{"text":"echo ✓ é","n":8}`)
 			},
-			cases: []string{"echo"}, failed: "echo", reason: `echo: the result must equal the input: at $: key "empty" is missing`,
+			cases: []string{"echo"}, failed: "echo", reason: `echo: sequential run 1: the result must equal the run's own input: at $: key "empty" is missing`,
 		},
 		{
 			name: "echo fails",
 			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
 				c.override["echo"] = outcome(spi.Threw("Error", "nope"))
 			},
-			cases: []string{"echo"}, failed: "echo", reason: "echo: the result must be the input, got typed scriptError",
+			cases: []string{"echo"}, failed: "echo", reason: "echo: sequential run 1: the result must be the input, got typed scriptError",
 		},
 		{
 			name:  "throw returns a value",
@@ -223,7 +260,7 @@ func TestBrokenBackends(t *testing.T) {
 			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
 				c.override["runaway_native"] = sleepThen(RunawayWallClock+NativeGrace+200*time.Millisecond, spi.Limited(spi.LimitWallClock))
 			},
-			cases: []string{"runaway_native"}, failed: "runaway_native", reason: "past the wall clock 250ms plus the grace 1s",
+			cases: []string{"runaway_native"}, failed: "runaway_native", reason: "past 250ms plus the stop grace 1s",
 		},
 		{
 			name: "native operation: warm-up echo fails",
@@ -231,6 +268,13 @@ func TestBrokenBackends(t *testing.T) {
 				c.override["echo"] = outcome(spi.Infrastructure("cold"))
 			},
 			cases: []string{"runaway_native"}, failed: "runaway_native", reason: "the warm-up echo on this instance failed",
+		},
+		{
+			name: "native operation: warm-up echo returns a wrong value",
+			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
+				c.override["echo"] = returns(`{}`)
+			},
+			cases: []string{"runaway_native"}, failed: "runaway_native", reason: "the warm-up echo on this instance returned a wrong value",
 		},
 		{
 			name: "declares Memory but the bomb runs to completion",
@@ -344,14 +388,14 @@ func TestBrokenBackends(t *testing.T) {
 		{
 			name:  "escape probe sees the host clock",
 			setup: func(_ *testing.T, c *fakeConfig, _ *Options) { c.override["no_escape"] = leakedClock },
-			cases: []string{"no_escape"}, failed: "no_escape", reason: "the host clock leaked",
+			cases: []string{"no_escape"}, failed: "no_escape", reason: "not the documented fake clock 2000-01-01T00:00:00Z + at most 1000 ms",
 		},
 		{
 			name: "escape probe clock not a number",
 			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
 				c.override["no_escape"] = returns(`{"found":[],"clock":"now"}`)
 			},
-			cases: []string{"no_escape"}, failed: "no_escape", reason: `"clock" must be a number or null`,
+			cases: []string{"no_escape"}, failed: "no_escape", reason: `"clock" must be a number (the fake clock starts at 946684800000)`,
 		},
 		{
 			name: "escape probe report malformed",
@@ -427,9 +471,9 @@ func TestBrokenBackends(t *testing.T) {
 				release := make(chan struct{})
 				t.Cleanup(func() { close(release) })
 				c.override["abort_mid_run"] = blockUntil(release, spi.Limited(spi.LimitWallClock))
-				o.Watchdog = time.Second
+				o.Watchdog = 3 * time.Second
 			},
-			cases: []string{"abort_mid_run"}, failed: "abort_mid_run", reason: "the backend's own Evaluate had not returned",
+			cases: []string{"abort_mid_run"}, failed: "abort_mid_run", reason: "the backend's own Evaluate had not returned 1s (the stop grace) after the cancellation",
 		},
 		{
 			name: "abort_mid_run ends before the cancellation",
@@ -458,6 +502,340 @@ func TestBrokenBackends(t *testing.T) {
 				c.override["composition_output"] = returns(`"x"`)
 			},
 			cases: []string{"composition"}, failed: "composition", reason: "must end in a typed limitExceeded output, got a value",
+		},
+		// Issue 16, class 1: a hard wall clock is timed.
+		{
+			name: "hard wall clock: the loop stops 3 s late",
+			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
+				c.override["runaway_loop"] = sleepThen(3*time.Second, spi.Limited(spi.LimitWallClock))
+			},
+			cases: []string{"runaway_loop"}, failed: "runaway_loop", reason: "a loop under a hard wall clock: the backend's own Evaluate returned after 3",
+		},
+		{
+			name: "hard wall clock: Evaluate returns 3 s after the cancellation",
+			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
+				c.override["abort_mid_run"] = lateAfterCancel(3 * time.Second)
+			},
+			cases: []string{"abort_mid_run"}, failed: "abort_mid_run", reason: "had not returned 1s (the stop grace) after the cancellation",
+		},
+		{
+			name: "hard wall clock: the native operation never returns",
+			setup: func(t *testing.T, c *fakeConfig, o *Options) {
+				release := make(chan struct{})
+				t.Cleanup(func() { close(release) })
+				c.override["runaway_native"] = blockUntil(release, spi.Limited(spi.LimitWallClock))
+				grace := 100 * time.Millisecond // the effect gives up on the backend early
+				o.Effect.BackendGrace = &grace
+			},
+			cases: []string{"runaway_native"}, failed: "runaway_native", reason: "the backend's own Evaluate had not returned 4s after the wall clock 250ms",
+		},
+		{
+			name: "hard wall clock: the loop never returns",
+			setup: func(t *testing.T, c *fakeConfig, o *Options) {
+				release := make(chan struct{})
+				t.Cleanup(func() { close(release) })
+				c.override["runaway_loop"] = blockUntil(release, spi.Limited(spi.LimitWallClock))
+				grace := 100 * time.Millisecond // the effect gives up on the backend early
+				o.Effect.BackendGrace = &grace
+			},
+			cases: []string{"runaway_loop"}, failed: "runaway_loop", reason: "the backend's own Evaluate had not returned 4s after the wall clock 250ms (WallClock hard)",
+		},
+		// Class 2: CPU falls to idle after a limit or a cancellation.
+		{
+			name: "the loop's limit is reported while the engine keeps burning CPU",
+			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
+				c.override["runaway_loop"] = burnAfter(spi.Limited(spi.LimitWallClock))
+			},
+			cases: []string{"runaway_loop"}, failed: "runaway_loop", reason: "the engine kept running after Evaluate returned",
+		},
+		{
+			name: "the memory limit is reported while the engine keeps burning CPU",
+			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
+				c.override["allocation_bomb"] = burnAfter(spi.Limited(spi.LimitMemory))
+			},
+			cases: []string{"allocation_bomb"}, failed: "allocation_bomb", reason: "the engine kept running after Evaluate returned",
+		},
+		// Class 3: a CPU budget is timed, and a light script finishes.
+		{
+			name: "declares CPU but relabels its wall clock",
+			setup: func(_ *testing.T, _ *fakeConfig, o *Options) {
+				c := newFakeConfig()
+				c.override["cpu_budget"] = func(ctx context.Context, _ *fake, req spi.Request) (spi.Outcome, error) {
+					t := time.NewTimer(req.Limits.WallClock - 100*time.Millisecond)
+					defer t.Stop()
+					select {
+					case <-t.C:
+						return spi.Limited(spi.LimitCPU), nil
+					case <-ctx.Done():
+						return spi.Outcome{}, ctx.Err()
+					}
+				}
+				o.CPUBudget = c.factory()
+			},
+			cases: []string{"cpu_budget"}, failed: "cpu_budget", reason: "a wall clock is not a CPU budget",
+		},
+		{
+			name: "the CPU budget stops a script that needs less",
+			setup: func(_ *testing.T, _ *fakeConfig, o *Options) {
+				c := newFakeConfig()
+				c.cpuBudget = 20 * time.Millisecond
+				c.override["cpu_light"] = outcome(spi.Limited(spi.LimitCPU))
+				o.CPUBudget = c.factory()
+			},
+			cases: []string{"cpu_budget"}, failed: "cpu_budget", reason: "a script that needs less than the small CPU budget must finish",
+		},
+		// Class 4: memory just over and under, and a small limit after a large one.
+		{
+			name: "caps memory at twice the limit",
+			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
+				c.override["memory_probe"] = memoryProbe(2, false)
+			},
+			cases: []string{"memory_limit"}, failed: "memory_limit", reason: "over: holding 40.0 MiB (1.25 × the limit) under a memory limit of 32.0 MiB must end in a typed limitExceeded memory",
+		},
+		{
+			name: "keeps the first request's memory limit",
+			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
+				c.override["memory_probe"] = memoryProbe(1, true)
+			},
+			cases: []string{"memory_limit"}, failed: "memory_limit", reason: "over: holding 40.0 MiB",
+		},
+		{
+			name: "caps memory far below the limit",
+			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
+				c.override["memory_probe"] = memoryProbe(0.25, false)
+			},
+			cases: []string{"memory_limit"}, failed: "memory_limit", reason: "must succeed",
+		},
+		// Class 5: the input contract.
+		{
+			name: "the input's keys come back sorted",
+			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
+				c.override["echo"] = sortedEcho
+			},
+			cases: []string{"input_contract"}, failed: "input_contract", reason: "the backend's value must keep the input's key order",
+		},
+		{
+			name: "a large input fails",
+			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
+				c.override["echo"] = func(_ context.Context, _ *fake, req spi.Request) (spi.Outcome, error) {
+					if len(req.Input) > 100_000 {
+						return spi.Limited(spi.LimitMemory), nil
+					}
+					return spi.OK(req.Input), nil
+				}
+			},
+			cases: []string{"input_contract"}, failed: "input_contract", reason: "must come back, got typed limitExceeded memory",
+		},
+		{
+			name: "long strings are cut",
+			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
+				c.override["echo"] = func(_ context.Context, _ *fake, req spi.Request) (spi.Outcome, error) {
+					var m map[string]json.RawMessage
+					if err := json.Unmarshal(req.Input, &m); err != nil {
+						return spi.Outcome{}, err
+					}
+					m["long"] = json.RawMessage(`"abc"`)
+					b, _ := json.Marshal(m)
+					return spi.OK(b), nil
+				}
+			},
+			cases: []string{"input_contract"}, failed: "input_contract", reason: "at $.long: want the string",
+		},
+		// Class 6: every run has its own nonce.
+		{
+			name: "answers every echo with the first answer",
+			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
+				c.override["echo"] = func() behavior {
+					cache := cachedEcho()
+					return func(ctx context.Context, f *fake, req spi.Request) (spi.Outcome, error) { return cache(ctx, f, req) }
+				}()
+			},
+			cases: []string{"echo"}, failed: "echo", reason: "sequential run 2: the result must equal the run's own input: at $.nonce",
+		},
+		{
+			name: "swaps answers between concurrent runs",
+			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
+				c.override["echo"] = swappedEcho()
+			},
+			cases: []string{"echo"}, failed: "echo", reason: "the result must equal the run's own input: at $.nonce",
+		},
+		{
+			name: "concurrent fresh runs share one answer",
+			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
+				var first atomic.Value
+				c.override["fresh_per_run"] = func(_ context.Context, f *fake, req spi.Request) (spi.Outcome, error) {
+					first.CompareAndSwap(nil, nonceOf(f, req))
+					return spi.OK(json.RawMessage(`{"runs":1,"nonce":"` + first.Load().(string) + `"}`)), nil
+				}
+			},
+			cases: []string{"fresh_per_run"}, failed: "fresh_per_run", reason: "concurrent run",
+		},
+		// Class 7: host objects are enumerated.
+		{
+			name: "a host object among the globals",
+			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
+				c.override["host_objects"] = func(_ context.Context, f *fake, req spi.Request) (spi.Outcome, error) {
+					return spi.OK(json.RawMessage(`{"names":["Math","sandbankHost","sandbankHost.readFile"],"nonce":"` + nonceOf(f, req) + `"}`)), nil
+				}
+			},
+			cases: []string{"host_objects"}, failed: "host_objects", reason: "reaches 2 name(s) outside the language's standard set: sandbankHost (+1 under it)",
+		},
+		// Class 8: the fake clock is compared exactly.
+		{
+			name: "the clock reads host seconds",
+			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
+				c.override["no_escape"] = func(context.Context, *fake, spi.Request) (spi.Outcome, error) {
+					return spi.OK(json.RawMessage(fmt.Sprintf(`{"found":[],"clock":%d}`, time.Now().Unix()))), nil
+				}
+			},
+			cases: []string{"no_escape"}, failed: "no_escape", reason: "not the documented fake clock",
+		},
+		{
+			name: "the clock is the fake epoch plus the host's uptime",
+			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
+				c.override["no_escape"] = returns(fmt.Sprintf(`{"found":[],"clock":%d}`, int64(946684800000)+3_600_000))
+			},
+			cases: []string{"no_escape"}, failed: "no_escape", reason: "not the documented fake clock",
+		},
+		// Class 9: allowlist, Warm and Close.
+		{
+			name: "declares Network allowlist but reaches the canary",
+			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
+				c.caps.Network = spi.NetworkAllowlist
+				c.override["no_network"] = reachCanary
+			},
+			cases: []string{"no_network"}, failed: "no_network", reason: "the loopback canary saw 1 request(s)",
+		},
+		{
+			name: "runs share state after Warm",
+			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
+				c.wrap = func(f *fake) spi.Backend {
+					return warmer{fake: f, warm: func(context.Context, *fake) error { f.warmed.Store(true); return nil }}
+				}
+				c.override["fresh_per_run"] = func(ctx context.Context, f *fake, req spi.Request) (spi.Outcome, error) {
+					if f.warmed.Load() {
+						return spi.OK(json.RawMessage(fmt.Sprintf(`{"runs":%d,"nonce":"%s"}`, f.runs.Add(1), nonceOf(f, req)))), nil
+					}
+					return goodBehaviors["fresh_per_run"](ctx, f, req)
+				}
+			},
+			cases: []string{"warm"}, failed: "warm", reason: "run 2 after Warm saw state from an earlier run",
+		},
+		{
+			name: "Warm ignores its context",
+			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
+				c.wrap = func(f *fake) spi.Backend {
+					return warmer{fake: f, warm: func(context.Context, *fake) error { time.Sleep(3 * time.Second); return nil }}
+				}
+			},
+			cases: []string{"warm"}, failed: "warm", reason: "Warm must honour its context",
+		},
+		{
+			name: "Close hangs",
+			setup: func(t *testing.T, c *fakeConfig, o *Options) {
+				release := make(chan struct{})
+				t.Cleanup(func() { close(release) })
+				c.wrap = func(f *fake) spi.Backend { return hangingClose{fake: f, release: release} }
+				o.CloseTimeout = 200 * time.Millisecond
+			},
+			cases: []string{"echo"}, failed: "echo", reason: "echo: Close did not return within 200ms (Options.CloseTimeout)",
+		},
+		{
+			name: "Warm ignores a long context",
+			setup: func(_ *testing.T, c *fakeConfig, o *Options) {
+				c.wrap = func(f *fake) spi.Backend {
+					return warmer{fake: f, warm: func(ctx context.Context, _ *fake) error {
+						if d, ok := ctx.Deadline(); ok && time.Until(d) < 100*time.Millisecond {
+							<-ctx.Done()
+							return ctx.Err()
+						}
+						time.Sleep(3 * time.Second)
+						return nil
+					}}
+				}
+				o.WarmTimeout = 200 * time.Millisecond
+				o.StopGrace = 200 * time.Millisecond
+			},
+			cases: []string{"warm"}, failed: "warm", reason: "Warm had not returned within 200ms (Options.WarmTimeout)",
+		},
+		{
+			name: "Warm fails",
+			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
+				c.wrap = func(f *fake) spi.Backend {
+					return warmer{fake: f, warm: func(context.Context, *fake) error { return errors.New("no pool") }}
+				}
+			},
+			cases: []string{"warm"}, failed: "warm", reason: "failed: no pool",
+		},
+		{
+			name: "the enumeration probe fails",
+			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
+				c.override["host_objects"] = outcome(spi.Threw("TypeError", "no Reflect"))
+			},
+			cases: []string{"host_objects"}, failed: "host_objects", reason: "the enumeration probe must finish with its report, got typed scriptError",
+		},
+		{
+			name: "the enumeration probe's report is malformed",
+			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
+				c.override["host_objects"] = returns(`{"found":[]}`)
+			},
+			cases: []string{"host_objects"}, failed: "host_objects", reason: `must return {"names": [...], "nonce": NONCE}`,
+		},
+		{
+			name: "the enumeration probe answers from a table",
+			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
+				c.override["host_objects"] = returns(`{"names":["Math"],"nonce":"0000000000000000"}`)
+			},
+			cases: []string{"host_objects"}, failed: "host_objects", reason: "the enumeration probe must answer its nonce",
+		},
+		{
+			name: "cpu_light answers from a table",
+			setup: func(_ *testing.T, _ *fakeConfig, o *Options) {
+				c := newFakeConfig()
+				c.cpuBudget = 20 * time.Millisecond
+				c.override["cpu_light"] = returns(`"__SANDBANK_NONCE"`)
+				o.CPUBudget = c.factory()
+			},
+			cases: []string{"cpu_budget"}, failed: "cpu_budget", reason: "cpu_light must answer its nonce",
+		},
+		{
+			name: "a clock where the set names none",
+			setup: func(_ *testing.T, c *fakeConfig, o *Options) {
+				set := c.set
+				set.Clock = nil
+				c.set = set
+				o.Fixtures = &set
+			},
+			cases: []string{"no_escape"}, failed: "no_escape", reason: `"clock" must be null: the javascript fixture set names no fake clock`,
+		},
+		// Class 10: a backend that recognises fixtures instead of running them.
+		{
+			name: "answers fresh_per_run from a table of expected values",
+			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
+				c.override["fresh_per_run"] = returns(`{"runs":1}`)
+			},
+			cases: []string{"fresh_per_run"}, failed: "fresh_per_run", reason: "must answer its script's nonce",
+		},
+		{
+			name: "answers the memory probe from a table of expected values",
+			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
+				c.override["memory_probe"] = func(_ context.Context, _ *fake, req spi.Request) (spi.Outcome, error) {
+					var n int64
+					_ = json.Unmarshal(req.Input, &n)
+					if n > req.Limits.MemoryBytes {
+						return spi.Limited(spi.LimitMemory), nil
+					}
+					return spi.OK(json.RawMessage(`"__SANDBANK_NONCE"`)), nil
+				}
+			},
+			cases: []string{"memory_limit"}, failed: "memory_limit", reason: "the probe must answer its nonce",
+		},
+		{
+			name: "recognises the published fixtures by their hash",
+			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
+				c.set.Salt = nil // this fake knows only the unsalted templates
+			},
+			cases: []string{"echo"}, failed: "echo", reason: "got typed scriptError",
 		},
 		{
 			name: "backend hangs: the watchdog fires",
@@ -718,7 +1096,7 @@ func TestRefusals(t *testing.T) {
 			return c.factory()
 		}(), nil, "conformance: the backend declares invalid capabilities"},
 		{"unknown case", newFakeConfig().factory(), &Options{Cases: []string{"echo", "telepathy"}}, `conformance: unknown case "telepathy"`},
-		{"negative watchdog", newFakeConfig().factory(), &Options{Watchdog: -1}, "conformance: negative limit or watchdog"},
+		{"negative watchdog", newFakeConfig().factory(), &Options{Watchdog: -1}, "conformance: negative limit, watchdog or bound"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rep, err := Check(context.Background(), tc.factory, tc.opts)
@@ -738,7 +1116,8 @@ func TestMissingScriptFailsTheCase(t *testing.T) {
 	cfg.caps.Language = "toy"
 	cfg.set = set
 	cfg.override["echo"] = echoBehavior
-	rep := check(t, cfg, &Options{Fixtures: &set, Cases: []string{"echo", "throw", "composition"}})
+	rep := check(t, cfg, &Options{Fixtures: &set, Cases: []string{"echo", "throw", "host_objects", "composition"}})
+	assert.Contains(t, result(t, rep, "host_objects").Reason, "host_objects: the toy fixture set has neither host_objects.allow nor host_objects.skip")
 	assert.Equal(t, StatusPass, result(t, rep, "echo").Status, result(t, rep, "echo").Reason)
 	assert.Equal(t, StatusFail, result(t, rep, "throw").Status)
 	assert.Contains(t, result(t, rep, "throw").Reason, "throw: the toy fixture set has no script throw.toy")
@@ -798,9 +1177,9 @@ func TestCheckStopsWhenCancelled(t *testing.T) {
 func TestCaseNames(t *testing.T) {
 	names := CaseNames()
 	assert.Equal(t, []string{
-		"echo", "throw", "syntax_error", "runaway_loop", "runaway_native", "allocation_bomb",
-		"deep_recursion", "rich_value", "no_network", "no_escape", "fresh_per_run", "cpu_budget",
-		"input_too_big", "abort", "abort_mid_run", "composition",
+		"echo", "throw", "syntax_error", "runaway_loop", "runaway_native", "allocation_bomb", "memory_limit",
+		"deep_recursion", "rich_value", "input_contract", "no_network", "no_escape", "host_objects",
+		"fresh_per_run", "warm", "cpu_budget", "input_too_big", "abort", "abort_mid_run", "composition",
 	}, names)
 	names[0] = "changed"
 	assert.Equal(t, "echo", CaseNames()[0], "CaseNames returns a copy")
@@ -942,4 +1321,64 @@ func TestNoNetworkRefusalByAbort(t *testing.T) {
 	c := result(t, rep, "no_network")
 	assert.Equal(t, StatusPass, c.Status, c.Reason)
 	assert.Contains(t, c.Reason, "refused the request by aborting the probe")
+}
+
+// TestRunTakesAnyTB: Run accepts a testing.TB that is not a *testing.T
+// (here a *testing.B) and runs every case without subtests.
+func TestRunTakesAnyTB(t *testing.T) {
+	var rep *Report
+	testing.Benchmark(func(b *testing.B) {
+		if rep != nil {
+			return
+		}
+		rep = Run(b, newFakeConfig().factory(), &Options{Cases: []string{"echo", "throw"}})
+	})
+	require.NotNil(t, rep)
+	require.Len(t, rep.Cases, 2)
+	assert.False(t, rep.Failed())
+}
+
+// flakyFS serves each file once, then fails every later read of the file
+// named fail: a fixture set that breaks in the middle of a case.
+type flakyFS struct {
+	fs.FS
+	fail  string
+	mu    sync.Mutex
+	reads map[string]int
+}
+
+func (f *flakyFS) Open(name string) (fs.File, error) {
+	f.mu.Lock()
+	f.reads[name]++
+	n := f.reads[name]
+	f.mu.Unlock()
+	if name == f.fail && n > 1 {
+		return nil, errors.New("flaky: read failed")
+	}
+	return f.FS.Open(name)
+}
+
+// TestFixtureReadFailsMidCase: a script that cannot be prepared for a run
+// fails the case with the reason, never a pass.
+func TestFixtureReadFailsMidCase(t *testing.T) {
+	for _, tc := range []struct {
+		file, caseName, reason string
+	}{
+		{"echo.js", "echo", "echo: preparing fixture echo.js: "},
+		{"fresh_per_run.js", "fresh_per_run", "fresh_per_run: preparing fresh_per_run: "},
+		{"fresh_per_run.js", "warm", "warm: preparing fresh_per_run: "},
+	} {
+		t.Run(tc.caseName, func(t *testing.T) {
+			cfg := newFakeConfig()
+			cfg.wrap = func(f *fake) spi.Backend {
+				return warmer{fake: f, warm: func(context.Context, *fake) error { return nil }}
+			}
+			set := javascript.Set()
+			set.FS = &flakyFS{FS: set.FS, fail: tc.file, reads: map[string]int{}}
+			rep := check(t, cfg, &Options{Fixtures: &set, Cases: []string{tc.caseName}})
+			got := result(t, rep, tc.caseName)
+			assert.Equal(t, StatusFail, got.Status, got.Reason)
+			assert.Contains(t, got.Reason, tc.reason)
+		})
+	}
 }

@@ -18,31 +18,53 @@
 // over an effect.MemoryStore. A case checks a declaration only when the
 // backend makes it; otherwise it is skipped with the capability named.
 //
-//	echo            the input round-trips as the result
+//	echo            3 runs in sequence and 4 at once, each its own input
+//	                (with its own nonce), come back exactly
 //	throw           typed scriptError whose message holds the thrown text
 //	syntax_error    typed scriptError
 //	runaway_loop    typed limitExceeded cpu or wallClock (wall clock
-//	                RunawayWallClock); finishing inside the watchdog is the
-//	                proof
+//	                RunawayWallClock); with WallClock hard the backend's own
+//	                Evaluate returns within it + StopGrace; CPU falls to idle
 //	runaway_native  (WallClock hard or Memory) one long native operation
 //	                ends in a typed limit (wallClock, memory, or cpu when
-//	                CPU is declared) within RunawayWallClock + NativeGrace,
-//	                timed after a warm-up echo on the same instance
-//	allocation_bomb (Memory) typed limitExceeded memory, and the host's
-//	                memory grows by at most 4 × the memory limit + 64 MiB
+//	                CPU is declared) and Evaluate returns within
+//	                RunawayWallClock + StopGrace, timed after a warm-up
+//	                echo on the same instance; CPU falls to idle
+//	allocation_bomb (Memory) typed limitExceeded memory, the host's memory
+//	                grows by at most 4 × the memory limit + 64 MiB; CPU
+//	                falls to idle
+//	memory_limit    (Memory) on one instance: MemoryOver × the limit held
+//	                under MemoryLarge × the limit succeeds, then under the
+//	                limit fails with limitExceeded memory, then MemoryUnder
+//	                × the limit succeeds
 //	deep_recursion  typed scriptError or limitExceeded, never untyped; then
 //	                an echo on the SAME instance succeeds
 //	rich_value      astral characters, escapes, 2^31+1, ±(2^53-1), -42,
 //	                3.25, 1e-7 and nesting 100 deep come back exactly
-//	no_network      (Network none) a loopback canary sees no request and
-//	                the probe reports nothing reached, or the engine aborts
-//	                the probe with a typed error naming the refused address
-//	no_escape       (Network none) the probe finds no host capability and
-//	                its clock is null or not within 24 h of the host's
-//	fresh_per_run   (FreshPerRun) 16 runs in sequence, then 8 at once, all
-//	                answer {"runs":1}
-//	cpu_budget      (CPU) a loop under Options.CPUBudget's small budget with
-//	                a CPUBudgetWallClock wall clock ends in limitExceeded cpu
+//	input_contract  many keys, a long string and a long array come back
+//	                exactly, and the backend's own value keeps key order
+//	no_network      (Network none or allowlist) a loopback canary sees no
+//	                request and the probe reports nothing reached, or the
+//	                engine aborts the probe with a typed error naming the
+//	                refused address
+//	no_escape       (Network none or allowlist) the probe finds no host
+//	                capability and its clock reads the documented fake
+//	                clock (fixtures.Set.Clock or Options.FakeClock, within
+//	                fixtures.ClockSlack), or null when there is none
+//	host_objects    every name the script reaches, two levels deep, is in
+//	                the set's standard list or Options.HostObjects (skipped
+//	                with the set's reason where the language cannot
+//	                enumerate)
+//	fresh_per_run   (FreshPerRun) 16 runs of one script text in sequence,
+//	                then 8 distinct texts at once, all answer {"runs":1}
+//	                with their own nonce
+//	warm            Warm honours a context that ends after WarmDeadline,
+//	                finishes within WarmTimeout, and runs after it answer
+//	                (fresh, when FreshPerRun)
+//	cpu_budget      (CPU) under Options.CPUBudget's small budget a light
+//	                script finishes, and a loop with a CPUBudgetWallClock
+//	                wall clock ends in limitExceeded cpu within
+//	                CPUBudgetStop; CPU falls to idle
 //	input_too_big   (Memory) a 12 MB "[0,0,…]" under a 16 MiB memory limit
 //	                ends in typed inputTooLarge reported by the backend
 //	                (Failure.Limit is the memory limit, not the byte ceiling)
@@ -51,20 +73,29 @@
 //	abort_mid_run   (WallClock hard) a loop with a 30 s wall clock is
 //	                cancelled AbortSettle after the backend was called (it
 //	                must still be running then): the effect yields
-//	                context.Canceled AND the backend's own Evaluate returns,
-//	                inside the watchdog
+//	                context.Canceled AND the backend's own Evaluate returns
+//	                within StopGrace; CPU falls to idle
 //	composition     an over-100,000-character thrown message with a lone
 //	                surrogate arrives as a scriptError of at most
 //	                effect.MaxTextUnits UTF-16 units (plus MarkerAllowance
 //	                for the marker), valid UTF-8; a 2 MB output under a
 //	                1 MiB MaxOutputBytes ends in limitExceeded output
 //
+// Every script is varied per run (fixtures.Set.Prepare: the nonce
+// placeholder replaced, the set's salt appended), so a backend that
+// recognises fixtures by their hash recognises nothing, and the answers
+// that must carry the nonce cannot be looked up. Each case records the
+// figures it measured in CaseResult.Evidence, and Report.Proofs lists, per
+// declared capability, the figures that proved it; docs/backend-authors.md
+// explains each measurement and its margin.
+//
 // # Notes
 //
 // The factory is called once up front to read the declaration, then once
 // per case (cpu_budget uses Options.CPUBudget when set), so cases never
 // share an instance unless the backend shares state itself. Every instance
-// is closed (io.Closer) when its case ends; under [Run], by t.Cleanup.
+// is closed (io.Closer) when its case ends, each Close within
+// Options.CloseTimeout (a Close still running fails the case).
 //
 // For every case the kit sets effect.Options.AllowNetwork exactly when the
 // backend declares a network other than none, AllowReusedEnvironment
@@ -91,8 +122,14 @@
 // 9007199254740991 does not equal 9007199254740992), strings are compared
 // after unescaping, and object keys as sets.
 //
-// runaway_native's bound (RunawayWallClock + NativeGrace) is the only
-// timing the kit asserts. Every other "in time" is the watchdog.
+// The timings the kit asserts are a hard clock's stop (deadline +
+// StopGrace, default 1 s), the CPU budget's stop (half of its wall
+// clock), Warm's return under a cancelled context, and the fall to idle
+// (IdleSpan windows of IdleWindow under IdleShare of a core, within
+// IdleWait). Each margin is wide against its deadline, so a loaded 2-core
+// machine passes and a backend seconds late does not. Every other "in
+// time" is the watchdog; a Close still running after CloseTimeout fails
+// its case.
 //
 // # Security considerations
 //

@@ -1,48 +1,71 @@
-package conformance
+package conformance_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 
+	"github.com/sandbank/sandbank/conformance"
 	"github.com/sandbank/sandbank/spi"
 )
 
 func ExampleCaseNames() {
-	fmt.Println(strings.Join(CaseNames(), " "))
+	fmt.Println(strings.Join(conformance.CaseNames(), " "))
 	// Output:
-	// echo throw syntax_error runaway_loop runaway_native allocation_bomb deep_recursion rich_value no_network no_escape fresh_per_run cpu_budget input_too_big abort abort_mid_run composition
+	// echo throw syntax_error runaway_loop runaway_native allocation_bomb memory_limit deep_recursion rich_value input_contract no_network no_escape host_objects fresh_per_run warm cpu_budget input_too_big abort abort_mid_run composition
 }
 
-// ExampleCheck runs the kit against a backend that declares a soft wall
-// clock and no memory or CPU limit: the cases those declarations gate are
-// skipped, with the reason.
-func ExampleCheck() {
-	cfg := newFakeConfig() // a well-behaved fake backend, for the example
-	cfg.caps = spi.Capabilities{Language: "javascript", Network: spi.NetworkNone, WallClock: spi.WallClockSoft, FreshPerRun: true}
+// echoBackend answers every script with its input: it passes the echo
+// cases and nothing that needs the script to run.
+type echoBackend struct{}
 
-	report, err := Check(context.Background(), cfg.factory(), &Options{
-		Cases: []string{"echo", "rich_value", "allocation_bomb", "abort_mid_run"},
-	})
+func (echoBackend) Capabilities() spi.Capabilities {
+	return spi.Capabilities{Language: "javascript", Network: spi.NetworkNone, WallClock: spi.WallClockSoft, FreshPerRun: true}
+}
+
+func (echoBackend) Evaluate(_ context.Context, req spi.Request) (spi.Outcome, error) {
+	return spi.OK(json.RawMessage(req.Input)), nil
+}
+
+// ExampleCheck runs a few cases against a backend that declares a soft
+// wall clock and no memory or CPU limit: the cases those declarations gate
+// are skipped with the reason, and a case the backend cannot honestly pass
+// fails with the rule it broke.
+func ExampleCheck() {
+	report, err := conformance.Check(context.Background(), func() (spi.Backend, error) { return echoBackend{}, nil },
+		&conformance.Options{Cases: []string{"echo", "throw", "allocation_bomb", "abort_mid_run"}})
 	if err != nil {
 		fmt.Println("refused:", err)
 		return
 	}
 	for _, c := range report.Cases {
-		fmt.Println(strings.TrimSpace(fmt.Sprintf("%-15s %s %s", c.Name, c.Status, c.Reason)))
+		fmt.Printf("%-15s %s\n", c.Name, c.Status)
 	}
 	fmt.Println("failed:", report.Failed())
-
-	_, err = Check(context.Background(), func() (spi.Backend, error) {
-		cfg.caps.Language = "cobol"
-		return cfg.factory()()
-	}, nil)
-	fmt.Println(err)
+	for _, p := range report.Proofs {
+		fmt.Println("proof of", p.Capability, "proven:", p.Proven)
+	}
 	// Output:
 	// echo            pass
-	// allocation_bomb skip gated by Memory: the backend does not declare that it enforces the memory limit
-	// rich_value      pass
-	// abort_mid_run   skip gated by WallClock hard: the backend declares wall clock "soft", which cannot preempt a running script
-	// failed: false
-	// conformance: no fixtures for language "cobol"; pass Options.Fixtures
+	// throw           fail
+	// allocation_bomb skip
+	// abort_mid_run   skip
+	// failed: true
+	// proof of network=none proven: false
+	// proof of freshPerRun proven: false
+}
+
+func ExampleCapabilityKeys() {
+	caps := spi.Capabilities{Language: "javascript", Network: spi.NetworkNone, WallClock: spi.WallClockHard, Memory: true, FreshPerRun: true}
+	fmt.Println(conformance.CapabilityKeys(caps))
+	// Output:
+	// [network=none wallClock=hard memory freshPerRun]
+}
+
+func ExampleFigure_String() {
+	f := conformance.Figure{Name: "stopAfter", Value: 251.3, Unit: "ms", Rule: "<=", Bound: 1250}
+	fmt.Println(f)
+	// Output:
+	// stopAfter=251.3 ms (<= 1250)
 }

@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -11,6 +12,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -35,19 +37,25 @@ type fakeConfig struct {
 	cpuBudget time.Duration       // > 0: runaway loops end in limit cpu after it
 	override  map[string]behavior // per fixture stem, replacing the good behaviour
 
+	wrap         func(*fake) spi.Backend // optional: what the factory returns around the instance
 	made, closed atomic.Int64
 	shared       atomic.Int64 // state a broken backend keeps across instances
 	inflight     atomic.Int64
 }
 
-// fake is one instance. It recognises each fixture script by its hash and
-// acts out the behaviour a well-behaved engine would show.
+// fake is one instance. It "runs" each fixture script the way an engine
+// would have to: it reads the nonce from the script's salt, puts the
+// placeholder back, recognises the template by its hash, and acts out the
+// behaviour a well-behaved engine would show, answering the nonce where
+// the script would.
 type fake struct {
-	cfg     *fakeConfig
-	stems   map[[32]byte]string
-	runs    atomic.Int64 // state a broken backend keeps across runs
-	closed  atomic.Bool
-	crashed atomic.Bool
+	cfg        *fakeConfig
+	stems      map[[32]byte]string
+	runs       atomic.Int64 // state a broken backend keeps across runs
+	firstLimit atomic.Int64 // the first memory limit seen (a sticky backend keeps it)
+	closed     atomic.Bool
+	crashed    atomic.Bool
+	warmed     atomic.Bool
 }
 
 var (
@@ -85,6 +93,9 @@ func (c *fakeConfig) factory() spi.Factory {
 			}
 			f.stems[sha256.Sum256(b)] = stem
 		}
+		if c.wrap != nil {
+			return c.wrap(f), nil
+		}
 		return f, nil
 	}
 }
@@ -102,7 +113,7 @@ func (f *fake) Evaluate(ctx context.Context, req spi.Request) (spi.Outcome, erro
 	if f.crashed.Load() {
 		return spi.Outcome{}, errors.New("fake: engine crashed")
 	}
-	stem, ok := f.stems[sha256.Sum256(req.Script)]
+	stem, _, ok := f.parse(req.Script)
 	if !ok {
 		return spi.Threw("SyntaxError", "fake: unknown script"), nil
 	}
@@ -113,6 +124,65 @@ func (f *fake) Evaluate(ctx context.Context, req spi.Request) (spi.Outcome, erro
 		return b(ctx, f, req)
 	}
 	return spi.Infrastructure("fake: no behaviour for " + stem), nil
+}
+
+// parse recognises a script the kit prepared: the template's stem and the
+// nonce it was varied with.
+func (f *fake) parse(script []byte) (stem, nonce string, ok bool) {
+	if stem, ok := f.stems[sha256.Sum256(script)]; ok {
+		return stem, "", true // an unsalted set
+	}
+	salt := f.cfg.set.Salt
+	for _, cut := range []int{0, 1} {
+		end := len(script) - cut
+		if end < fixtures.NonceLen {
+			continue
+		}
+		n := string(script[end-fixtures.NonceLen : end])
+		if !fixtures.ValidNonce(n) || salt == nil {
+			continue
+		}
+		suffix := salt(nil, n)
+		if !bytes.HasSuffix(script, suffix) {
+			continue
+		}
+		body := bytes.ReplaceAll(script[:len(script)-len(suffix)], []byte(n), []byte(fixtures.NoncePlaceholder))
+		if stem, ok := f.stems[sha256.Sum256(body)]; ok {
+			return stem, n, true
+		}
+	}
+	return "", "", false
+}
+
+// nonceOf is the nonce req's script was varied with.
+func nonceOf(f *fake, req spi.Request) string {
+	_, n, _ := f.parse(req.Script)
+	return n
+}
+
+// returnsNonce answers the script's nonce as a JSON string.
+func returnsNonce(_ context.Context, f *fake, req spi.Request) (spi.Outcome, error) {
+	return spi.OK(json.RawMessage(`"` + nonceOf(f, req) + `"`)), nil
+}
+
+// memoryProbe holds the bytes the input asks for against the memory
+// limit, as an engine with an exact cap would (factor scales the cap).
+func memoryProbe(factor float64, sticky bool) behavior {
+	return func(ctx context.Context, f *fake, req spi.Request) (spi.Outcome, error) {
+		var n int64
+		if err := json.Unmarshal(req.Input, &n); err != nil {
+			return spi.Threw("TypeError", "fake: bad input"), nil
+		}
+		limit := req.Limits.MemoryBytes
+		if sticky {
+			f.firstLimit.CompareAndSwap(0, limit)
+			limit = f.firstLimit.Load()
+		}
+		if float64(n) > factor*float64(limit)*0.9 {
+			return spi.Limited(spi.LimitMemory), nil
+		}
+		return returnsNonce(ctx, f, req)
+	}
 }
 
 func echoBehavior(_ context.Context, _ *fake, req spi.Request) (spi.Outcome, error) {
@@ -173,8 +243,15 @@ var goodBehaviors = map[string]behavior{
 	"allocation_bomb": outcome(spi.Limited(spi.LimitMemory)),
 	"deep_recursion":  outcome(spi.Threw("RangeError", "Maximum call stack size exceeded")),
 	"no_network":      returns(`{"tried":["fetch","XMLHttpRequest","WebSocket"],"reached":[]}`),
-	"no_escape":       returns(`{"found":[],"clock":0}`),
-	"fresh_per_run":   returns(`{"runs":1}`),
+	"no_escape":       returns(`{"found":[],"clock":946684800003}`),
+	"fresh_per_run": func(_ context.Context, f *fake, req spi.Request) (spi.Outcome, error) {
+		return spi.OK(json.RawMessage(`{"runs":1,"nonce":"` + nonceOf(f, req) + `"}`)), nil
+	},
+	"memory_probe": memoryProbe(1, false),
+	"cpu_light":    returnsNonce,
+	"host_objects": func(_ context.Context, f *fake, req spi.Request) (spi.Outcome, error) {
+		return spi.OK(json.RawMessage(`{"names":["Math","Math.abs","input","JSON","JSON.parse"],"nonce":"` + nonceOf(f, req) + `"}`)), nil
+	},
 	"input_too_big": func(_ context.Context, _ *fake, req spi.Request) (spi.Outcome, error) {
 		// An engine's values take far more room than their JSON text.
 		if int64(len(req.Input))*4 > req.Limits.MemoryBytes {
@@ -270,32 +347,30 @@ func crashAfter(o spi.Outcome) behavior {
 // brokenEvaluator puts a deliberately broken effect in front of the real
 // one, to prove that the kit's effect-side assertions can fail.
 type brokenEvaluator struct {
-	inner evaluator
-	stems map[effect.Address]string
-	wrap  func(ctx context.Context, stem string, run func(context.Context) ([]byte, error)) ([]byte, error)
+	inner   evaluator
+	scripts effect.ScriptReader
+	parser  *fake
+	wrap    func(ctx context.Context, stem string, run func(context.Context) ([]byte, error)) ([]byte, error)
 }
 
 func (b *brokenEvaluator) Evaluate(ctx context.Context, call effect.Call) ([]byte, error) {
-	return b.wrap(ctx, b.stems[call.Script], func(c context.Context) ([]byte, error) { return b.inner.Evaluate(c, call) })
+	src, _ := b.scripts.ReadScript(context.Background(), call.Script)
+	stem, _, _ := b.parser.parse(src)
+	return b.wrap(ctx, stem, func(c context.Context) ([]byte, error) { return b.inner.Evaluate(c, call) })
 }
 
 // withBrokenEffect makes every case of t run through a broken effect.
 func withBrokenEffect(t *testing.T, wrap func(ctx context.Context, stem string, run func(context.Context) ([]byte, error)) ([]byte, error)) {
 	t.Helper()
-	set := javascript.Set()
-	stems := map[effect.Address]string{}
-	for _, stem := range set.Cases() {
-		b, err := set.Script(stem)
-		require.NoError(t, err)
-		stems[effect.AddressOf(b)] = stem
-	}
+	parser, err := newFakeConfig().factory()()
+	require.NoError(t, err)
 	orig := newEvaluator
 	newEvaluator = func(s effect.ScriptReader, b spi.Backend, o *effect.Options) (evaluator, error) {
 		ev, err := orig(s, b, o)
 		if err != nil {
 			return nil, err
 		}
-		return &brokenEvaluator{inner: ev, stems: stems, wrap: wrap}, nil
+		return &brokenEvaluator{inner: ev, scripts: s, parser: parser.(*fake), wrap: wrap}, nil
 	}
 	t.Cleanup(func() { newEvaluator = orig })
 }
@@ -315,3 +390,98 @@ func refuseNetwork(fixed string) behavior {
 		return spi.Threw("trap", "HTTP request to '"+in.URL+"' is not allowed"), nil
 	}
 }
+
+// burnAfter acts out o and leaves a goroutine burning CPU until the
+// instance is closed: an engine that reports the limit while it keeps
+// running.
+func burnAfter(o spi.Outcome) behavior {
+	return func(_ context.Context, f *fake, _ spi.Request) (spi.Outcome, error) {
+		go func() {
+			x := 0
+			for !f.closed.Load() {
+				for i := 0; i < 1_000_000; i++ {
+					x += i
+				}
+			}
+			_ = x
+		}()
+		return o, nil
+	}
+}
+
+// lateAfterCancel waits for ctx to end and returns d later.
+func lateAfterCancel(d time.Duration) behavior {
+	return func(ctx context.Context, _ *fake, _ spi.Request) (spi.Outcome, error) {
+		<-ctx.Done()
+		time.Sleep(d)
+		return spi.Outcome{}, ctx.Err()
+	}
+}
+
+// sortedEcho echoes the input with its object keys sorted (a backend that
+// round-trips the input through a Go map).
+func sortedEcho(_ context.Context, _ *fake, req spi.Request) (spi.Outcome, error) {
+	var v any
+	d := json.NewDecoder(bytes.NewReader(req.Input))
+	d.UseNumber()
+	if err := d.Decode(&v); err != nil {
+		return spi.Outcome{}, err
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return spi.Outcome{}, err
+	}
+	return spi.OK(b), nil
+}
+
+// cachedEcho answers every echo on an instance with the first answer it
+// gave: a result cache keyed by something other than the request.
+func cachedEcho() behavior {
+	var mu sync.Mutex
+	var first json.RawMessage
+	return func(_ context.Context, _ *fake, req spi.Request) (spi.Outcome, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if first == nil {
+			first = append(json.RawMessage(nil), req.Input...)
+		}
+		return spi.OK(first), nil
+	}
+}
+
+// swappedEcho answers each overlapping echo with the input of the request
+// that came before it: responses swapped between concurrent requests.
+func swappedEcho() behavior {
+	var mu sync.Mutex
+	var prev json.RawMessage
+	return func(_ context.Context, _ *fake, req spi.Request) (spi.Outcome, error) {
+		time.Sleep(5 * time.Millisecond)
+		mu.Lock()
+		defer mu.Unlock()
+		out := prev
+		prev = append(json.RawMessage(nil), req.Input...)
+		if out == nil {
+			out = prev
+		}
+		return spi.OK(out), nil
+	}
+}
+
+// hangingClose is a fake whose Close blocks until release is closed.
+type hangingClose struct {
+	*fake
+	release <-chan struct{}
+}
+
+func (h hangingClose) Close() error {
+	<-h.release
+	return h.fake.Close()
+}
+
+// warmer is a fake with a Warm method that does what warm says.
+type warmer struct {
+	*fake
+	warm func(ctx context.Context, f *fake) error
+}
+
+func (w warmer) Warm(ctx context.Context) error { return w.warm(ctx, w.fake) }

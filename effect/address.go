@@ -3,15 +3,15 @@ package effect
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 )
 
 // addressPrefix starts every content address.
 const addressPrefix = "sha256:"
 
 // errMalformedAddress is the fixed error of ParseAddress. The text it was
-// given is not echoed: an address field may hold anything.
-var errMalformedAddress = errors.New(`effect: malformed script address (want "sha256:" and 64 lower-case hex digits)`)
+// given is not echoed: an address field may hold anything. It matches
+// ErrInvalidAddress (and so ErrInvalidCall).
+var errMalformedAddress = invalid(ErrInvalidAddress, `effect: malformed script address (want "sha256:" and 64 lower-case hex digits)`)
 
 // AddressOf returns the content address of b: "sha256:" followed by the
 // lower-case hex SHA-256 digest of b.
@@ -29,7 +29,8 @@ func addressOfSum(sum [sha256.Size]byte) Address {
 
 // ParseAddress checks that s is a well-formed content address: "sha256:"
 // followed by exactly 64 lower-case hex digits. Upper-case digits are
-// refused, so that one script has exactly one address.
+// refused, so that one script has exactly one address. The error matches
+// ErrInvalidAddress.
 func ParseAddress(s string) (Address, error) {
 	if len(s) != len(addressPrefix)+2*sha256.Size || s[:len(addressPrefix)] != addressPrefix {
 		return "", errMalformedAddress

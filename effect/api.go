@@ -25,12 +25,30 @@ const DefaultMaxInputBytes = DefaultMemoryBytes
 // JSON text, 4 MiB.
 const DefaultMaxOutputBytes int64 = 4 << 20
 
+// DefaultMaxScriptBytes is the default ceiling on a script's size, 16 MiB:
+// scripts include Extism wasm plugins, which are commonly a few MiB, so the
+// bound leaves room for them while keeping a run by source, or a damaged
+// store, from handing an engine an unbounded blob.
+const DefaultMaxScriptBytes int64 = 16 << 20
+
 // DefaultWallClock is the default wall-clock limit of an evaluation.
 const DefaultWallClock = 5 * time.Second
 
 // DefaultBackendGrace is how long past the wall clock the effect waits for
 // a backend before it gives up on it.
 const DefaultBackendGrace = 60 * time.Second
+
+// DefaultMaxAbandoned is the default cap on abandoned backend calls per
+// Effect (see Options.MaxAbandoned).
+const DefaultMaxAbandoned = 64
+
+// DefaultCloseTimeout is how long Close waits for the backend's Close by
+// default.
+const DefaultCloseTimeout = 30 * time.Second
+
+// DefaultWarmTimeout is the default deadline of Warm: long enough for a
+// cold wasm compile on a loaded machine.
+const DefaultWarmTimeout = 60 * time.Second
 
 // MaxTextUnits bounds every text that comes from a script or a backend, in
 // UTF-16 code units. A text cut at the bound ends with the marker
@@ -53,19 +71,50 @@ type Options struct {
 	// the first is checked before the value is decoded, so an oversized
 	// value is refused without parsing it.
 	MaxOutputBytes int64
+	// MaxScriptBytes bounds a script's size, whether it comes from the
+	// call's Source or from the store: a larger script is the typed
+	// failure scriptTooLarge, before the backend is called. Zero means
+	// DefaultMaxScriptBytes. A backend that is an spi.ScriptSizer with a
+	// smaller bound lowers it to that bound.
+	MaxScriptBytes int64
 	// BackendGrace is how long past the wall clock the effect waits for the
 	// backend to settle. Nil means DefaultBackendGrace; it must be >= 0.
 	BackendGrace *time.Duration
+	// MaxAbandoned caps the calls the effect gave up on (a backend past the
+	// deadline or the caller's cancellation, a script reader past the
+	// caller's cancellation) that have not returned yet: each holds a
+	// goroutine, which cannot be killed. While that many
+	// are outstanding, Evaluate and Warm refuse new work with an error
+	// matching ErrOverloaded (retryable); a late return frees its slot.
+	// Zero means DefaultMaxAbandoned; it must be >= 0.
+	MaxAbandoned int
+	// CloseTimeout bounds how long Close waits for the backend's Close;
+	// past it Close returns a retryable error and leaves the backend's
+	// Close running. Zero means DefaultCloseTimeout; it must be >= 0.
+	CloseTimeout time.Duration
+	// WarmTimeout is Warm's own deadline, on top of its context's; past it
+	// Warm returns a retryable error. Zero means DefaultWarmTimeout; it
+	// must be >= 0.
+	WarmTimeout time.Duration
 	// AllowNetwork accepts a backend whose Network is not NetworkNone.
 	AllowNetwork bool
 	// AllowReusedEnvironment accepts a backend whose FreshPerRun is false.
 	AllowReusedEnvironment bool
 }
 
-// Call is one evaluation request.
+// Call is one evaluation request. It names the script by Script, carries it
+// as Source, or both.
 type Call struct {
-	// Script is the content address of the script ("sha256:<64 hex>").
+	// Script is the content address of the script ("sha256:<64 hex>"),
+	// read from the effect's ScriptReader when Source is nil.
 	Script Address
+	// Source, when not nil, is the script itself: the effect copies and
+	// hashes it and runs it exactly as if it had been stored under its
+	// address, without reading or writing the store. When Script is also
+	// set, Source must hash to it (else ErrInvalidSource). A call with
+	// neither is ErrInvalidSource. An empty, non-nil Source is the empty
+	// script.
+	Source []byte
 	// Input is the script's input: any value encoding/json can marshal, or
 	// a json.RawMessage taken as is once validated.
 	Input any
@@ -88,6 +137,7 @@ const (
 	CodeLimitExceeded
 	CodeScriptError
 	CodeShapeMismatch
+	CodeScriptTooLarge
 )
 
 var codeNames = [...]string{
@@ -97,10 +147,11 @@ var codeNames = [...]string{
 	CodeLimitExceeded:        "limitExceeded",
 	CodeScriptError:          "scriptError",
 	CodeShapeMismatch:        "shapeMismatch",
+	CodeScriptTooLarge:       "scriptTooLarge",
 }
 
 // Valid reports whether c is one of the defined codes.
-func (c Code) Valid() bool { return c >= CodeInputNotSerializable && c <= CodeShapeMismatch }
+func (c Code) Valid() bool { return c >= CodeInputNotSerializable && c <= CodeScriptTooLarge }
 
 // String returns the code's name, such as "limitExceeded".
 func (c Code) String() string {
@@ -110,30 +161,68 @@ func (c Code) String() string {
 	return codeNames[c]
 }
 
-// LimitKind names the limit a limitExceeded failure hit. The zero value is
-// invalid.
+// LimitKind names a limit of a typed failure. The zero value is invalid;
+// values are never renumbered.
+//
+// It is a superset of spi.LimitKind: the kinds a backend reports (cpu,
+// memory, wallClock) have the same names and the same numbers here, and
+// [LimitKindOf] converts one to the other. The effect adds the limits it
+// enforces itself: output (the result's size or depth) and input (the
+// input ceiling). Compare a Failure's Kind with these constants, never with
+// spi's.
 type LimitKind int
 
 // The limit kinds of a typed failure.
 const (
+	// LimitCPU: a CPU or step budget ran out (spi.LimitCPU).
 	LimitCPU LimitKind = iota + 1
+	// LimitMemory: the memory limit was reached (spi.LimitMemory); for
+	// inputTooLarge, the input did not fit in the engine's memory while
+	// being parsed.
 	LimitMemory
+	// LimitWallClock: the wall clock ran out (spi.LimitWallClock).
 	LimitWallClock
+	// LimitOutput: the result exceeded MaxOutputBytes or MaxOutputDepth.
+	// The effect's own limit; no spi kind.
 	LimitOutput
+	// LimitInput: the input exceeded MaxInputBytes and was refused before
+	// the run (inputTooLarge only). The effect's own limit; no spi kind.
+	LimitInput
 )
 
-var limitNames = [...]string{LimitCPU: "cpu", LimitMemory: "memory", LimitWallClock: "wallClock", LimitOutput: "output"}
+var limitNames = [...]string{LimitCPU: "cpu", LimitMemory: "memory", LimitWallClock: "wallClock", LimitOutput: "output", LimitInput: "input"}
 
 // Valid reports whether k is one of the defined limit kinds.
-func (k LimitKind) Valid() bool { return k >= LimitCPU && k <= LimitOutput }
+func (k LimitKind) Valid() bool { return k >= LimitCPU && k <= LimitInput }
 
-// String returns "cpu", "memory", "wallClock" or "output".
+// String returns "cpu", "memory", "wallClock", "output" or "input".
 func (k LimitKind) String() string {
 	if !k.Valid() {
 		return fmt.Sprintf("LimitKind(%d)", int(k))
 	}
 	return limitNames[k]
 }
+
+// LimitKindOf returns the effect's kind for a backend's kind: the one of
+// the same name. It reports false for a kind outside spi's set.
+func LimitKindOf(k spi.LimitKind) (LimitKind, bool) {
+	switch k {
+	case spi.LimitCPU:
+		return LimitCPU, true
+	case spi.LimitMemory:
+		return LimitMemory, true
+	case spi.LimitWallClock:
+		return LimitWallClock, true
+	default:
+		return 0, false
+	}
+}
+
+// MaxOutputDepth is the deepest nesting of arrays and objects a result may
+// have. A deeper result is limitExceeded (output), on every engine: the
+// effect checks the depth before anything parses the value (encoding/json
+// itself refuses text nested past this depth).
+const MaxOutputDepth = 10000
 
 // Sentinels, one per code: every *Failure unwraps to the sentinel of its
 // code, so errors.Is(err, effect.ErrLimitExceeded) works.
@@ -144,28 +233,31 @@ var (
 	ErrLimitExceeded        = errors.New("effect: limit exceeded")
 	ErrScriptError          = errors.New("effect: script error")
 	ErrShapeMismatch        = errors.New("effect: shape mismatch")
+	ErrScriptTooLarge       = errors.New("effect: script too large")
 )
 
-// ErrClosed is returned by calls on an Effect after Close.
-var ErrClosed = errors.New("effect: closed")
-
-// Failure is a typed failure: the script's own outcome (or the caller's
-// input), not retryable. Match it with errors.As, or a code's sentinel with
+// Failure is a typed failure: the script's own outcome (or the size or
+// encoding of what the caller handed it), not retryable. Match it with errors.As, or a code's sentinel with
 // errors.Is.
 type Failure struct {
 	Code Code
-	// Kind is the limit hit (CodeLimitExceeded).
+	// Kind is the limit hit (CodeLimitExceeded), or what the input did not
+	// fit in (CodeInputTooLarge): LimitInput, the input ceiling
+	// (MaxInputBytes), before the run; LimitMemory, the engine's memory
+	// while parsing the input.
 	Kind LimitKind
 	// Name and Message describe the error (CodeScriptError), bounded and
 	// storable.
 	Name    string
 	Message string
 	// Reason says why (CodeInputNotSerializable; CodeShapeMismatch: the
-	// first violation), bounded.
+	// first violation; CodeLimitExceeded, when the effect can say more
+	// than the kind: the output depth limit), bounded.
 	Reason string
 	// Bytes and Limit size the input (CodeInputTooLarge): Limit is
 	// MaxInputBytes when the input was refused before the run, or the
-	// memory limit when it did not fit while being parsed.
+	// memory limit when it did not fit while being parsed. For
+	// CodeScriptTooLarge they size the script against MaxScriptBytes.
 	Bytes int64
 	Limit int64
 	// Script is the missing script's address (CodeScriptMissing).

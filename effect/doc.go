@@ -9,15 +9,32 @@
 // backend. Backends (package spi) stay small because of this: they report what
 // happened, and the effect decides what it means.
 //
-// Typed failures (a *[Failure], matched with errors.As or a code's sentinel
-// with errors.Is) are the script's own doing, or the caller's input, and are
-// not worth retrying. Every other error is untyped and retryable (see
-// [Retryable]). A cancelled context always yields the context's error,
-// unwrapped.
+// # Errors
 //
-// Scripts are addressed by content ("sha256:<64 hex>", see [AddressOf]).
-// [MemoryStore] and [DirStore] are two [ScriptReader] implementations; any
-// other store reports a missing script with an error matching fs.ErrNotExist.
+// Every error is of one of three kinds:
+//
+//   - a typed failure, a *[Failure] (matched with errors.As, or a code's
+//     sentinel such as [ErrLimitExceeded] with errors.Is): what the script
+//     did, or the size or encoding of what it was handed. Not retryable.
+//   - an invalid call, matching [ErrInvalidCall] with errors.Is: the
+//     caller's own mistake (limits above the ceiling, an invalid shape, a
+//     malformed address, a call with no script or a Source that does not
+//     hash to its Script, a call after Close). Each case has its own
+//     sentinel ([ErrInvalidLimits], [ErrInvalidShape], [ErrInvalidAddress],
+//     [ErrInvalidSource], [ErrClosed]). Not retryable.
+//   - infrastructure: everything else (a backend or store that failed, a
+//     backend that did not settle). [Retryable] is true.
+//
+// A cancelled context always yields the context's error, unwrapped;
+// context.Canceled is not retryable, the caller's own deadline is.
+//
+// Scripts are addressed by content ("sha256:<64 hex>", see [AddressOf]), or
+// carried by the call itself ([Call].Source), which runs exactly as if the
+// script had been stored. Either way a script is bounded by
+// [Options].MaxScriptBytes (default [DefaultMaxScriptBytes]).
+// [MemoryStore] (bounded, least recently used evicted) and [DirStore] are two
+// [ScriptReader] implementations; any other store reports a missing script
+// with an error matching fs.ErrNotExist.
 //
 // # Results
 //
@@ -37,7 +54,9 @@
 //     later. [Effect.Idempotent] derives from that snapshot.
 //   - Script integrity: the bytes handed to the backend are the bytes whose
 //     SHA-256 is the address; a tampered store yields an untyped error, never
-//     a run. [DirStore] also verifies on read.
+//     a run. [DirStore] also verifies on read, reads only regular files (a
+//     FIFO, a device or a symbolic link at a script's path is refused
+//     without blocking) and never reads past its size bound.
 //   - Bounded cost before any work: the input is serialised and measured
 //     (MaxInputBytes) before the script is read or the backend called; the
 //     output is measured before it is decoded.
@@ -54,7 +73,12 @@
 //     [Options].BackendGrace (default [DefaultBackendGrace]) the effect
 //     returns without it. A goroutine cannot be killed, so a backend that
 //     ignores its context keeps running in the background; an engine that
-//     cannot be preempted declares spi.WallClockSoft.
+//     cannot be preempted declares spi.WallClockSoft. Such abandoned calls
+//     are counted ([Effect.Abandoned]) and capped ([Options].MaxAbandoned):
+//     past the cap new calls fail with [ErrOverloaded] until late returns
+//     free their slots. Warm and Close have deadlines of their own.
+//   - A result nested deeper than [MaxOutputDepth] is limitExceeded
+//     (output) on every engine, refused before anything parses it.
 //   - A shape (JSON Schema) is compiled with every external reference
 //     refused: a schema cannot make the effect read a file or reach the
 //     network.

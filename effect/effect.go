@@ -26,7 +26,13 @@ type Effect struct {
 	limits    spi.Limits // the ceiling, and the default for a call
 	maxInput  int64
 	maxOutput int64
+	maxScript int64
 	grace     time.Duration
+
+	maxAbandoned int
+	closeTimeout time.Duration
+	warmTimeout  time.Duration
+	abandoned    atomic.Int64 // backend calls given up on, not yet returned
 
 	shapes shapeCache
 
@@ -40,14 +46,18 @@ type Effect struct {
 // them and keeps a frozen copy; it refuses a backend that declares network
 // access or reused environments unless the options allow it.
 //
-// New refuses a nil scripts or backend, negative limits or sizes, and a
-// negative BackendGrace, each with a clear error.
+// New refuses a nil scripts or backend, negative limits or sizes, a
+// negative BackendGrace, and a backend the options do not accept, each
+// with a clear error matching ErrInvalidCall (negative limits and sizes:
+// ErrInvalidLimits). A backend whose capabilities are invalid, or whose
+// Capabilities method panics, is a retryable error: the backend is broken,
+// not the call.
 func New(scripts ScriptReader, backend spi.Backend, opts *Options) (*Effect, error) {
 	if scripts == nil {
-		return nil, errors.New("effect: nil script reader")
+		return nil, invalid(ErrInvalidCall, "effect: nil script reader")
 	}
 	if backend == nil {
-		return nil, errors.New("effect: nil backend")
+		return nil, invalid(ErrInvalidCall, "effect: nil backend")
 	}
 	var o Options
 	if opts != nil {
@@ -59,19 +69,41 @@ func New(scripts ScriptReader, backend spi.Backend, opts *Options) (*Effect, err
 		limits:    o.Limits,
 		maxInput:  o.MaxInputBytes,
 		maxOutput: o.MaxOutputBytes,
+		maxScript: o.MaxScriptBytes,
 		grace:     DefaultBackendGrace,
+
+		maxAbandoned: o.MaxAbandoned,
+		closeTimeout: o.CloseTimeout,
+		warmTimeout:  o.WarmTimeout,
 	}
 	switch {
 	case o.Limits.WallClock < 0:
-		return nil, errors.New("effect: options: negative wall clock limit")
+		return nil, invalid(ErrInvalidLimits, "effect: options: negative wall clock limit")
 	case o.Limits.MemoryBytes < 0:
-		return nil, errors.New("effect: options: negative memory limit")
+		return nil, invalid(ErrInvalidLimits, "effect: options: negative memory limit")
 	case o.MaxInputBytes < 0:
-		return nil, errors.New("effect: options: negative MaxInputBytes")
+		return nil, invalid(ErrInvalidLimits, "effect: options: negative MaxInputBytes")
 	case o.MaxOutputBytes < 0:
-		return nil, errors.New("effect: options: negative MaxOutputBytes")
+		return nil, invalid(ErrInvalidLimits, "effect: options: negative MaxOutputBytes")
+	case o.MaxScriptBytes < 0:
+		return nil, invalid(ErrInvalidLimits, "effect: options: negative MaxScriptBytes")
 	case o.BackendGrace != nil && *o.BackendGrace < 0:
-		return nil, errors.New("effect: options: negative BackendGrace")
+		return nil, invalid(ErrInvalidLimits, "effect: options: negative BackendGrace")
+	case o.MaxAbandoned < 0:
+		return nil, invalid(ErrInvalidLimits, "effect: options: negative MaxAbandoned")
+	case o.CloseTimeout < 0:
+		return nil, invalid(ErrInvalidLimits, "effect: options: negative CloseTimeout")
+	case o.WarmTimeout < 0:
+		return nil, invalid(ErrInvalidLimits, "effect: options: negative WarmTimeout")
+	}
+	if e.maxAbandoned == 0 {
+		e.maxAbandoned = DefaultMaxAbandoned
+	}
+	if e.closeTimeout == 0 {
+		e.closeTimeout = DefaultCloseTimeout
+	}
+	if e.warmTimeout == 0 {
+		e.warmTimeout = DefaultWarmTimeout
 	}
 	if e.limits.WallClock == 0 {
 		e.limits.WallClock = DefaultWallClock
@@ -85,6 +117,9 @@ func New(scripts ScriptReader, backend spi.Backend, opts *Options) (*Effect, err
 	if e.maxOutput == 0 {
 		e.maxOutput = DefaultMaxOutputBytes
 	}
+	if e.maxScript == 0 {
+		e.maxScript = DefaultMaxScriptBytes
+	}
 	if o.BackendGrace != nil {
 		e.grace = *o.BackendGrace
 	}
@@ -93,22 +128,22 @@ func New(scripts ScriptReader, backend spi.Backend, opts *Options) (*Effect, err
 	if err != nil {
 		return nil, err
 	}
+	if n := readScriptBound(backend); n > 0 && n < e.maxScript {
+		e.maxScript = n
+	}
 	if err := caps.Validate(); err != nil {
 		return nil, fmt.Errorf("effect: backend capabilities: %w", err)
 	}
 	if caps.Network != spi.NetworkNone && !o.AllowNetwork {
-		return nil, fmt.Errorf("effect: backend declares network %s; set Options.AllowNetwork to accept it", caps.Network)
+		return nil, invalid(ErrInvalidCall, "effect: backend declares network "+caps.Network.String()+"; set Options.AllowNetwork to accept it")
 	}
 	if !caps.FreshPerRun && !o.AllowReusedEnvironment {
-		return nil, errors.New("effect: backend reuses its environment across runs; set Options.AllowReusedEnvironment to accept it")
+		return nil, invalid(ErrInvalidCall, "effect: backend reuses its environment across runs; set Options.AllowReusedEnvironment to accept it")
 	}
 	caps.Language = boundText(caps.Language)
 	e.caps = caps
 	return e, nil
 }
-
-// errNotNew is returned by an Effect that New did not make.
-var errNotNew = errors.New("effect: Effect not made by New")
 
 // readCapabilities calls backend.Capabilities once, recovering a panic (a
 // typed nil backend, a broken implementation) into an error.
@@ -119,6 +154,21 @@ func readCapabilities(backend spi.Backend) (caps spi.Capabilities, err error) {
 		}
 	}()
 	return backend.Capabilities(), nil
+}
+
+// readScriptBound returns the largest script the backend takes, when it
+// is an spi.ScriptSizer, and 0 otherwise or when MaxScriptBytes panics.
+func readScriptBound(backend spi.Backend) (n int64) {
+	sizer, ok := backend.(spi.ScriptSizer)
+	if !ok {
+		return 0
+	}
+	defer func() {
+		if recover() != nil {
+			n = 0
+		}
+	}()
+	return int64(sizer.MaxScriptBytes())
 }
 
 // Capabilities returns the frozen, validated copy of the backend's
@@ -132,23 +182,33 @@ func (e *Effect) Idempotent() bool {
 	return e.caps.Network == spi.NetworkNone && e.caps.FreshPerRun
 }
 
-// Evaluate runs the script named by call.Script with call.Input, in the
-// order the design gives, and returns the result as canonical JSON text:
+// Evaluate runs the script named by call.Script (or carried as
+// call.Source) with call.Input, in the order the design gives, and returns
+// the result as canonical JSON text:
 //
-//  1. the call's limits and shape are checked (untyped errors), then the
-//     input is serialised and bounded (typed inputNotSerializable,
-//     inputTooLarge) before the script is read or the backend called;
-//  2. the script is read by address (malformed: untyped; not found: typed
-//     scriptMissing; bytes that do not hash to the address: untyped); a
-//     reader other than a *MemoryStore is raced against ctx, like the
-//     backend;
+//  1. the call itself is checked: its limits, its shape, and that it names
+//     a script (a well-formed Script, a Source, or both); a mistake is an
+//     invalid call (ErrInvalidCall and its case's sentinel). Then the input
+//     is serialised and bounded (typed inputNotSerializable,
+//     inputTooLarge) before the script is read or the backend called.
+//     While Options.MaxAbandoned earlier calls are abandoned and still
+//     running, the call is refused here with ErrOverloaded (retryable);
+//  2. the script: a Source is bounded (typed scriptTooLarge), copied and
+//     hashed, and must hash to Script when both are set (else
+//     ErrInvalidSource); the store is not consulted. Otherwise the script
+//     is read by address (not found: typed scriptMissing; bytes that do
+//     not hash to the address: untyped) and bounded (typed
+//     scriptTooLarge); a reader other than a *MemoryStore is raced against
+//     ctx, like the backend;
 //  3. the backend is called with a context cancelled on ctx's cancellation
 //     or after the wall clock plus BackendGrace, and raced against both: a
 //     backend that does not return loses, a panic becomes an untyped error;
 //  4. when ctx is done, ctx.Err() is returned as is, whatever the backend
 //     did;
-//  5. the outcome is validated and mapped (Limit: limitExceeded; Threw:
-//     scriptError; InputTooLarge: inputTooLarge with the memory limit;
+//  5. the outcome is validated and mapped (OK: a value nested deeper than
+//     MaxOutputDepth is limitExceeded (output), checked before the text
+//     is parsed; Limit: limitExceeded; Threw: scriptError; InputTooLarge:
+//     inputTooLarge with Kind LimitMemory and the memory limit;
 //     Infrastructure and anything malformed: untyped);
 //  6. a result over MaxOutputBytes is limitExceeded (output);
 //  7. a result that does not satisfy call.Shape is shapeMismatch;
@@ -160,13 +220,15 @@ func (e *Effect) Idempotent() bool {
 // newline. The same value yields the same bytes on every run. They are a
 // fresh copy that the caller owns.
 //
-// A typed failure is a *Failure; every other error is untyped and
-// retryable (see Retryable). All text that came from the script, the
+// An error is of one of three kinds: a typed failure (a *Failure, the
+// script's own outcome), an invalid call (errors.Is(err, ErrInvalidCall),
+// the caller's mistake), or infrastructure, retryable (see Retryable). A
+// done ctx yields ctx.Err() as is. All text that came from the script, the
 // backend or the script reader is bounded to MaxTextUnits UTF-16 units and
 // made storable.
 func (e *Effect) Evaluate(ctx context.Context, call Call) (json.RawMessage, error) {
 	if ctx == nil {
-		return nil, errors.New("effect: nil context")
+		return nil, errNilContext
 	}
 	out, err := e.evaluate(ctx, call)
 	// 4. Cancellation wins over everything, on every path.
@@ -199,20 +261,37 @@ func (e *Effect) evaluate(ctx context.Context, call Call) (json.RawMessage, erro
 			return nil, err
 		}
 	}
+	if call.Source == nil && call.Script == "" {
+		return nil, errNoScript
+	}
+	var addr Address
+	if call.Script != "" {
+		if addr, err = ParseAddress(string(call.Script)); err != nil {
+			return nil, err
+		}
+	}
 	input, err := encodeInput(call.Input)
 	if err != nil {
 		return nil, err
 	}
 	if int64(len(input)) > e.maxInput {
-		return nil, &Failure{Code: CodeInputTooLarge, Bytes: int64(len(input)), Limit: e.maxInput}
+		return nil, &Failure{Code: CodeInputTooLarge, Kind: LimitInput, Bytes: int64(len(input)), Limit: e.maxInput}
 	}
 
-	// 2. The script, by content address.
-	addr, err := ParseAddress(string(call.Script))
-	if err != nil {
-		return nil, err
+	// Before any goroutine is started for the call: refused while too many
+	// earlier ones were abandoned. The cap is checked, not reserved: calls
+	// already in flight may still be abandoned past it.
+	if e.overloaded() {
+		return nil, errOverloaded
 	}
-	script, err := e.readScript(ctx, addr)
+
+	// 2. The script: carried by the call, or read by content address.
+	var script []byte
+	if call.Source != nil {
+		script, err = e.sourceScript(call.Source, addr)
+	} else {
+		script, err = e.readScript(ctx, addr)
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -241,10 +320,10 @@ func (e *Effect) evaluate(ctx context.Context, call Call) (json.RawMessage, erro
 // fields take the effect's, negative or higher ones are refused.
 func (e *Effect) callLimits(l spi.Limits) (spi.Limits, error) {
 	if l.WallClock < 0 || l.MemoryBytes < 0 {
-		return spi.Limits{}, errors.New("effect: call limits must not be negative")
+		return spi.Limits{}, errNegativeLimits
 	}
 	if l.WallClock > e.limits.WallClock || l.MemoryBytes > e.limits.MemoryBytes {
-		return spi.Limits{}, errors.New("effect: call limits exceed the effect's ceiling")
+		return spi.Limits{}, errLimitsAboveCeiling
 	}
 	if l.WallClock == 0 {
 		l.WallClock = e.limits.WallClock
@@ -253,6 +332,27 @@ func (e *Effect) callLimits(l spi.Limits) (spi.Limits, error) {
 		l.MemoryBytes = e.limits.MemoryBytes
 	}
 	return l, nil
+}
+
+// The invalid calls of step 1.
+var (
+	errNegativeLimits     = invalid(ErrInvalidLimits, "effect: call limits must not be negative")
+	errLimitsAboveCeiling = invalid(ErrInvalidLimits, "effect: call limits exceed the effect's ceiling")
+	errNoScript           = invalid(ErrInvalidSource, "effect: a call needs a Script address, a Source, or both")
+	errSourceMismatch     = invalid(ErrInvalidSource, "effect: the call's Source does not hash to its Script address")
+)
+
+// sourceScript bounds, copies and hashes a call's Source; when the call
+// also names a Script (addr is not empty), the Source must hash to it.
+func (e *Effect) sourceScript(src []byte, addr Address) ([]byte, error) {
+	if int64(len(src)) > e.maxScript {
+		return nil, &Failure{Code: CodeScriptTooLarge, Bytes: int64(len(src)), Limit: e.maxScript}
+	}
+	script := append(make([]byte, 0, len(src)), src...)
+	if addr != "" && !addr.matches(script) {
+		return nil, errSourceMismatch
+	}
+	return script, nil
 }
 
 // encodeInput serialises the caller's input. A json.RawMessage is checked
@@ -299,6 +399,9 @@ func (e *Effect) readScript(ctx context.Context, addr Address) ([]byte, error) {
 		}
 		return nil, foreignError("effect: reading script: ", err)
 	}
+	if int64(len(script)) > e.maxScript {
+		return nil, &Failure{Code: CodeScriptTooLarge, Bytes: int64(len(script)), Limit: e.maxScript}
+	}
 	if !addr.matches(script) {
 		return nil, errors.New("effect: script bytes do not match their content address")
 	}
@@ -317,7 +420,9 @@ type scriptRead struct {
 // the caller's cancellation. A panic in the reader is recovered.
 func (e *Effect) raceRead(ctx context.Context, addr Address) ([]byte, error) {
 	ch := make(chan scriptRead, 1)
+	j := e.newJob()
 	go func() {
+		defer j.finish()
 		defer func() {
 			if r := recover(); r != nil {
 				ch <- scriptRead{panicked: true}
@@ -333,6 +438,7 @@ func (e *Effect) raceRead(ctx context.Context, addr Address) ([]byte, error) {
 		}
 		return r.script, r.err
 	case <-ctx.Done():
+		j.abandon()
 		return nil, ctx.Err()
 	}
 }
@@ -368,7 +474,9 @@ func (e *Effect) callBackend(ctx context.Context, req spi.Request) (spi.Outcome,
 	defer cancel()
 
 	ch := make(chan settled, 1)
+	j := e.newJob()
 	go func() {
+		defer j.finish()
 		defer func() {
 			if r := recover(); r != nil {
 				ch <- settled{panicked: true, err: panicError(r)}
@@ -390,6 +498,7 @@ func (e *Effect) callBackend(ctx context.Context, req spi.Request) (spi.Outcome,
 		}
 		return s.out, nil
 	case <-bctx.Done():
+		j.abandon()
 		return spi.Outcome{}, &untypedError{msg: "effect: backend did not settle within " + d.String()}
 	}
 }
@@ -424,27 +533,25 @@ func (e *Effect) mapOutcome(out spi.Outcome, input []byte, limits spi.Limits) ([
 	switch out.Kind {
 	case spi.KindOK:
 		v := out.Value
+		// The depth first: json.Valid refuses text nested past its own
+		// limit, which would make a deep result an untyped error.
+		if tooDeep(v, MaxOutputDepth) {
+			return nil, outputTooDeep()
+		}
 		if len(v) == 0 || !json.Valid(v) {
 			return nil, errors.New("effect: backend returned an OK outcome without a valid JSON value")
 		}
 		return v, nil
 	case spi.KindLimit:
-		var k LimitKind
-		switch out.Limit {
-		case spi.LimitCPU:
-			k = LimitCPU
-		case spi.LimitMemory:
-			k = LimitMemory
-		case spi.LimitWallClock:
-			k = LimitWallClock
-		default:
+		k, ok := LimitKindOf(out.Limit)
+		if !ok {
 			return nil, errors.New("effect: backend returned a limit outcome with an invalid limit kind " + strconv.Itoa(int(out.Limit)))
 		}
 		return nil, &Failure{Code: CodeLimitExceeded, Kind: k}
 	case spi.KindThrew:
 		return nil, &Failure{Code: CodeScriptError, Name: boundText(out.Name), Message: boundText(out.Message)}
 	case spi.KindInputTooLarge:
-		return nil, &Failure{Code: CodeInputTooLarge, Bytes: int64(len(input)), Limit: limits.MemoryBytes}
+		return nil, &Failure{Code: CodeInputTooLarge, Kind: LimitMemory, Bytes: int64(len(input)), Limit: limits.MemoryBytes}
 	case spi.KindInfrastructure:
 		return nil, &untypedError{msg: "effect: backend infrastructure failure: " + boundText(out.Message)}
 	default:
@@ -480,12 +587,13 @@ func (e *Effect) finish(value []byte, shape *compiledShape) (json.RawMessage, er
 }
 
 // Warm asks the backend to prepare, when it implements spi.Warmer; it
-// returns nil at once otherwise. Warm is raced against ctx like Evaluate
-// (without a deadline of its own: bound it with ctx), a panic is recovered
-// and error text is bounded.
+// returns nil at once otherwise. Warm is raced against ctx and against its
+// own deadline, Options.WarmTimeout (default DefaultWarmTimeout): past it
+// Warm returns a retryable error and leaves the backend's Warm running,
+// counted in Abandoned. A panic is recovered and error text is bounded.
 func (e *Effect) Warm(ctx context.Context) error {
 	if ctx == nil {
-		return errors.New("effect: nil context")
+		return errNilContext
 	}
 	if e.backend == nil {
 		return errNotNew
@@ -500,36 +608,36 @@ func (e *Effect) Warm(ctx context.Context) error {
 	if !ok {
 		return nil
 	}
-	wctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	ch := make(chan error, 1)
-	go func() {
-		defer func() {
-			if r := recover(); r != nil {
-				ch <- errBackendPanicked
-			}
-		}()
-		ch <- w.Warm(wctx)
-	}()
-	select {
-	case err := <-ch:
-		if cerr := ctx.Err(); cerr != nil {
-			return cerr
-		}
-		if err != nil {
-			return foreignError("effect: backend warm-up failed: ", err)
-		}
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
+	if e.overloaded() {
+		return errOverloaded
 	}
+	wctx, cancel := context.WithTimeout(ctx, e.warmTimeout)
+	defer cancel()
+	err, returned := e.runBounded(wctx, 0, func() error { return w.Warm(wctx) })
+	if cerr := ctx.Err(); cerr != nil {
+		return cerr
+	}
+	switch {
+	case !returned || wctx.Err() != nil:
+		// Past the deadline, whether the backend returned its context's
+		// error or did not return at all.
+		return &untypedError{msg: "effect: backend warm-up did not finish within " + e.warmTimeout.String()}
+	case err == errBackendPanicked:
+		return err
+	case err != nil:
+		return foreignError("effect: backend warm-up failed: ", err)
+	}
+	return nil
 }
 
 // Close closes the backend when it is an io.Closer, once; later calls
 // return the first call's result. Evaluate and Warm after Close fail with
 // ErrClosed. Close does not wait for evaluations in flight (a backend that
 // never returns cannot be waited for): a backend must tolerate Close while
-// an Evaluate is running.
+// an Evaluate is running. Close waits for the backend's Close at most
+// Options.CloseTimeout (default DefaultCloseTimeout); past it, Close
+// returns a retryable error and leaves the backend's Close running,
+// counted in Abandoned.
 func (e *Effect) Close() error {
 	e.closeOnce.Do(func() {
 		e.closed.Store(true)
@@ -537,16 +645,15 @@ func (e *Effect) Close() error {
 		if !ok {
 			return
 		}
-		func() {
-			defer func() {
-				if r := recover(); r != nil {
-					e.closeErr = errBackendPanicked
-				}
-			}()
-			if err := c.Close(); err != nil {
-				e.closeErr = foreignError("effect: closing backend: ", err)
-			}
-		}()
+		err, returned := e.runBounded(context.Background(), e.closeTimeout, c.Close)
+		switch {
+		case !returned:
+			e.closeErr = &untypedError{msg: "effect: closing backend did not finish within " + e.closeTimeout.String()}
+		case err == errBackendPanicked:
+			e.closeErr = err
+		case err != nil:
+			e.closeErr = foreignError("effect: closing backend: ", err)
+		}
 	})
 	return e.closeErr
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -41,7 +42,11 @@ func TestNewRefusals(t *testing.T) {
 		{"negative memory", good, &Options{Limits: spi.Limits{MemoryBytes: -1}}, "negative memory"},
 		{"negative max input", good, &Options{MaxInputBytes: -1}, "negative MaxInputBytes"},
 		{"negative max output", good, &Options{MaxOutputBytes: -1}, "negative MaxOutputBytes"},
+		{"negative max script", good, &Options{MaxScriptBytes: -1}, "negative MaxScriptBytes"},
 		{"negative grace", good, &Options{BackendGrace: &neg}, "negative BackendGrace"},
+		{"negative max abandoned", good, &Options{MaxAbandoned: -1}, "negative MaxAbandoned"},
+		{"negative close timeout", good, &Options{CloseTimeout: -1}, "negative CloseTimeout"},
+		{"negative warm timeout", good, &Options{WarmTimeout: -1}, "negative WarmTimeout"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -50,15 +55,27 @@ func TestNewRefusals(t *testing.T) {
 			assert.Nil(t, e)
 			assert.Contains(t, err.Error(), tc.errText)
 			assert.Regexp(t, "^effect: ", err.Error())
+			switch {
+			case strings.Contains(tc.errText, "negative"):
+				requireInvalid(t, err, ErrInvalidLimits)
+			case strings.Contains(tc.errText, "Allow"):
+				requireInvalid(t, err, ErrInvalidCall) // the options refuse this backend
+			default:
+				// The backend's declaration is broken: not the caller's doing.
+				assert.NotErrorIs(t, err, ErrInvalidCall)
+				assert.True(t, Retryable(err))
+			}
 		})
 	}
 	t.Run("nil reader", func(t *testing.T) {
 		_, err := New(nil, fakebackend.New(good, nil), nil)
 		assert.EqualError(t, err, "effect: nil script reader")
+		requireInvalid(t, err, ErrInvalidCall)
 	})
 	t.Run("nil backend", func(t *testing.T) {
 		_, err := New(NewMemoryStore(), nil, nil)
 		assert.EqualError(t, err, "effect: nil backend")
+		requireInvalid(t, err, ErrInvalidCall)
 	})
 	t.Run("typed nil backend", func(t *testing.T) {
 		var fb *fakebackend.Backend
@@ -155,7 +172,7 @@ func TestCallLimits(t *testing.T) {
 			f := newFixture(t, fakebackend.Echo(), opts)
 			_, err := f.e.Evaluate(context.Background(), Call{Script: f.addr, Input: 1, Limits: tc.limits})
 			if tc.errText != "" {
-				requireUntyped(t, err)
+				requireInvalid(t, err, ErrInvalidLimits)
 				assert.EqualError(t, err, tc.errText)
 				f.untouched(t)
 				return
@@ -187,8 +204,9 @@ func TestClose(t *testing.T) {
 	assert.Equal(t, 1, f.fb.Counts().Closes, "the backend is closed once")
 
 	_, err := f.call(context.Background(), 1)
-	assert.ErrorIs(t, err, ErrClosed)
-	assert.ErrorIs(t, f.e.Warm(context.Background()), ErrClosed)
+	requireInvalid(t, err, ErrClosed)
+	assert.EqualError(t, err, "effect: closed")
+	requireInvalid(t, f.e.Warm(context.Background()), ErrClosed)
 	f.untouched(t)
 
 	t.Run("not a closer", func(t *testing.T) {
@@ -290,8 +308,11 @@ func TestNilContext(t *testing.T) {
 	//nolint:staticcheck // a nil context is exactly what is tested
 	_, err := f.e.Evaluate(nil, Call{Script: f.addr})
 	assert.EqualError(t, err, "effect: nil context")
+	requireInvalid(t, err, ErrInvalidCall)
 	//nolint:staticcheck
-	assert.EqualError(t, f.e.Warm(nil), "effect: nil context")
+	err = f.e.Warm(nil)
+	assert.EqualError(t, err, "effect: nil context")
+	requireInvalid(t, err, ErrInvalidCall)
 	f.untouched(t)
 }
 
@@ -299,7 +320,10 @@ func TestZeroEffect(t *testing.T) {
 	var e Effect
 	_, err := e.Evaluate(context.Background(), Call{})
 	assert.EqualError(t, err, "effect: Effect not made by New")
-	assert.EqualError(t, e.Warm(context.Background()), "effect: Effect not made by New")
+	requireInvalid(t, err, ErrInvalidCall)
+	err = e.Warm(context.Background())
+	assert.EqualError(t, err, "effect: Effect not made by New")
+	requireInvalid(t, err, ErrInvalidCall)
 	assert.NoError(t, e.Close())
 }
 

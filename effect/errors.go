@@ -5,6 +5,12 @@ import (
 	"errors"
 )
 
+// ErrOverloaded is matched (with errors.Is) by the error of a call refused
+// because Options.MaxAbandoned backend calls have been abandoned and have
+// not returned yet. It is infrastructure: retryable, once the backend
+// returns (see Effect.Abandoned).
+var ErrOverloaded = errors.New("effect: overloaded")
+
 // untypedError is an untyped (retryable) error carrying bounded text and,
 // optionally, the original error it came from.
 type untypedError struct {
@@ -19,8 +25,9 @@ func (e *untypedError) Unwrap() error { return e.cause }
 // an untyped error whose text is prefix followed by the original text,
 // bounded and scrubbed. The original stays reachable with errors.Is and
 // errors.As (so a backend's own error type remains matchable), except when
-// it is or wraps a *Failure (only the effect decides what a script did, so
-// a typed failure from a backend must not surface as one) or a context
+// it is or wraps a *Failure or ErrInvalidCall (only the effect decides what
+// a script did or whether a call was valid, so a backend cannot make its
+// error non-retryable that way) or a context
 // error (the caller's own cancellation is reported separately, as
 // ctx.Err(); a context error from elsewhere must not read as the caller's).
 // Inspecting the error is guarded: an Error, Is or As method that panics
@@ -41,7 +48,7 @@ func keepCause(err error) (ok bool) {
 		}
 	}()
 	var f *Failure
-	if errors.As(err, &f) {
+	if errors.As(err, &f) || errors.Is(err, ErrInvalidCall) {
 		return false
 	}
 	return !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)

@@ -91,3 +91,52 @@ func ExampleEffect_Evaluate_cancellation() {
 	fmt.Println(err == context.DeadlineExceeded, errors.Is(err, context.DeadlineExceeded))
 	// Output: true true
 }
+
+// A call can carry the script itself instead of its address: the effect
+// hashes it and runs it as if it had been stored, without touching the
+// store. With both, Source must hash to Script.
+func ExampleCall_source() {
+	e, _ := effect.New(effect.NewMemoryStore(), doubler{}, nil)
+	defer e.Close()
+
+	src := []byte("({n: input.n * 2, input: input.n})")
+	out, err := e.Evaluate(context.Background(), effect.Call{Source: src, Input: map[string]int{"n": 2}})
+	fmt.Println(string(out), err)
+
+	_, err = e.Evaluate(context.Background(), effect.Call{Script: effect.AddressOf([]byte("other")), Source: src})
+	fmt.Println(errors.Is(err, effect.ErrInvalidSource), errors.Is(err, effect.ErrInvalidCall))
+	// Output:
+	// {"input":2,"n":4} <nil>
+	// true true
+}
+
+// Every error falls in one of three kinds: the script's typed failure, the
+// caller's invalid call, or infrastructure worth retrying.
+func ExampleErrInvalidCall() {
+	e, _ := effect.New(effect.NewMemoryStore(), doubler{}, &effect.Options{
+		Limits: spi.Limits{WallClock: time.Second},
+	})
+	defer e.Close()
+
+	calls := []effect.Call{
+		{Source: []byte("..."), Input: map[string]int{"n": -1}},
+		{Source: []byte("..."), Limits: spi.Limits{WallClock: time.Hour}},
+		{Script: "sha256:not-an-address"},
+	}
+	for _, call := range calls {
+		_, err := e.Evaluate(context.Background(), call)
+		var f *effect.Failure
+		switch {
+		case errors.As(err, &f):
+			fmt.Println("typed:", f.Code)
+		case errors.Is(err, effect.ErrInvalidCall):
+			fmt.Println("invalid call:", err, "| limits:", errors.Is(err, effect.ErrInvalidLimits))
+		case effect.Retryable(err):
+			fmt.Println("retry:", err)
+		}
+	}
+	// Output:
+	// typed: scriptError
+	// invalid call: effect: call limits exceed the effect's ceiling | limits: true
+	// invalid call: effect: malformed script address (want "sha256:" and 64 lower-case hex digits) | limits: false
+}

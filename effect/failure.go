@@ -10,8 +10,11 @@ import (
 
 // Error implements error. The text starts with "effect:", has fixed
 // wording and never echoes script source: "effect: limitExceeded (memory)",
-// "effect: scriptError: TypeError: boom", "effect: inputTooLarge (40 bytes,
-// limit 32)", "effect: scriptMissing (sha256:…)", "effect:
+// "effect: limitExceeded (output): <reason>", "effect: scriptError:
+// TypeError: boom", "effect: inputTooLarge (40 bytes of input, over the
+// input ceiling of 32 bytes)" (or "… did not fit in the engine's memory
+// limit of 32 bytes while being parsed)"), "effect: scriptTooLarge (40 bytes, limit 32)", "effect:
+// scriptMissing (sha256:…)", "effect:
 // inputNotSerializable: <reason>", "effect: shapeMismatch: <first
 // violation>".
 func (f *Failure) Error() string {
@@ -19,10 +22,23 @@ func (f *Failure) Error() string {
 	case CodeInputNotSerializable:
 		return "effect: inputNotSerializable: " + f.Reason
 	case CodeInputTooLarge:
-		return "effect: inputTooLarge (" + strconv.FormatInt(f.Bytes, 10) + " bytes, limit " + strconv.FormatInt(f.Limit, 10) + ")"
+		n, limit := strconv.FormatInt(f.Bytes, 10), strconv.FormatInt(f.Limit, 10)
+		switch f.Kind {
+		case LimitInput:
+			return "effect: inputTooLarge (" + n + " bytes of input, over the input ceiling of " + limit + " bytes)"
+		case LimitMemory:
+			return "effect: inputTooLarge (" + n + " bytes of input did not fit in the engine's memory limit of " + limit + " bytes while being parsed)"
+		default:
+			return "effect: inputTooLarge (" + n + " bytes, limit " + limit + ")"
+		}
+	case CodeScriptTooLarge:
+		return "effect: scriptTooLarge (" + strconv.FormatInt(f.Bytes, 10) + " bytes, limit " + strconv.FormatInt(f.Limit, 10) + ")"
 	case CodeScriptMissing:
 		return "effect: scriptMissing (" + string(f.Script) + ")"
 	case CodeLimitExceeded:
+		if f.Reason != "" {
+			return "effect: limitExceeded (" + f.Kind.String() + "): " + f.Reason
+		}
 		return "effect: limitExceeded (" + f.Kind.String() + ")"
 	case CodeScriptError:
 		if f.Name == "" {
@@ -51,6 +67,8 @@ func (f *Failure) Unwrap() error {
 		return ErrScriptError
 	case CodeShapeMismatch:
 		return ErrShapeMismatch
+	case CodeScriptTooLarge:
+		return ErrScriptTooLarge
 	default:
 		return nil
 	}
@@ -84,6 +102,11 @@ func (f *Failure) MarshalJSON() ([]byte, error) {
 		w.Reason = &f.Reason
 	case CodeInputTooLarge:
 		w.Bytes, w.Limit = &f.Bytes, &f.Limit
+		if f.Kind.Valid() {
+			w.Kind = f.Kind.String()
+		}
+	case CodeScriptTooLarge:
+		w.Bytes, w.Limit = &f.Bytes, &f.Limit
 	case CodeScriptMissing:
 		w.Script = string(f.Script)
 	case CodeLimitExceeded:
@@ -91,17 +114,23 @@ func (f *Failure) MarshalJSON() ([]byte, error) {
 			return nil, fmt.Errorf("effect: cannot encode a failure with invalid limit kind %d", int(f.Kind))
 		}
 		w.Kind = f.Kind.String()
+		if f.Reason != "" {
+			w.Reason = &f.Reason
+		}
 	case CodeScriptError:
 		w.Name, w.Message = f.Name, &f.Message
 	}
 	return json.Marshal(w)
 }
 
-// Retryable reports whether err is worth retrying: true for untyped
-// errors, false for nil, for a *Failure (the script's own outcome or the
-// caller's input: a retry gives the same answer) and for context.Canceled
-// (the caller gave up). A context.DeadlineExceeded of the caller's own
-// deadline is retryable: more time may help.
+// Retryable reports whether err is worth retrying. It is false for nil,
+// for a *Failure (the script's own outcome: a retry gives the same
+// answer), for an invalid call (errors.Is(err, ErrInvalidCall): the same
+// call fails the same way) and for context.Canceled (the caller gave up).
+// It is true for everything else, which is infrastructure: a backend or a
+// store that failed, a backend that did not settle, and a
+// context.DeadlineExceeded of the caller's own deadline (more time may
+// help).
 func Retryable(err error) bool {
 	if err == nil {
 		return false
@@ -110,5 +139,5 @@ func Retryable(err error) bool {
 	if errors.As(err, &f) {
 		return false
 	}
-	return !errors.Is(err, context.Canceled)
+	return !errors.Is(err, ErrInvalidCall) && !errors.Is(err, context.Canceled)
 }

@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/sandbank/sandbank/spi"
 )
 
 func TestFailureErrorAndJSON(t *testing.T) {
@@ -23,6 +25,16 @@ func TestFailureErrorAndJSON(t *testing.T) {
 			"effect: inputNotSerializable: json: unsupported value: NaN", `{"code":"inputNotSerializable","reason":"json: unsupported value: NaN"}`},
 		{Failure{Code: CodeInputTooLarge, Bytes: 40, Limit: 32}, ErrInputTooLarge,
 			"effect: inputTooLarge (40 bytes, limit 32)", `{"code":"inputTooLarge","bytes":40,"limit":32}`},
+		{Failure{Code: CodeInputTooLarge, Kind: LimitInput, Bytes: 40, Limit: 32}, ErrInputTooLarge,
+			"effect: inputTooLarge (40 bytes of input, over the input ceiling of 32 bytes)",
+			`{"code":"inputTooLarge","kind":"input","bytes":40,"limit":32}`},
+		{Failure{Code: CodeInputTooLarge, Kind: LimitMemory, Bytes: 40, Limit: 32}, ErrInputTooLarge,
+			"effect: inputTooLarge (40 bytes of input did not fit in the engine's memory limit of 32 bytes while being parsed)",
+			`{"code":"inputTooLarge","kind":"memory","bytes":40,"limit":32}`},
+		{Failure{Code: CodeLimitExceeded, Kind: LimitOutput, Reason: "too deep"}, ErrLimitExceeded,
+			"effect: limitExceeded (output): too deep", `{"code":"limitExceeded","kind":"output","reason":"too deep"}`},
+		{Failure{Code: CodeScriptTooLarge, Bytes: 40, Limit: 32}, ErrScriptTooLarge,
+			"effect: scriptTooLarge (40 bytes, limit 32)", `{"code":"scriptTooLarge","bytes":40,"limit":32}`},
 		{Failure{Code: CodeScriptMissing, Script: addr}, ErrScriptMissing,
 			"effect: scriptMissing (" + string(addr) + ")", `{"code":"scriptMissing","script":"` + string(addr) + `"}`},
 		{Failure{Code: CodeLimitExceeded, Kind: LimitMemory}, ErrLimitExceeded,
@@ -48,7 +60,7 @@ func TestFailureErrorAndJSON(t *testing.T) {
 			var got *Failure
 			require.ErrorAs(t, err, &got)
 			assert.Same(t, &f, got)
-			for _, other := range []error{ErrInputNotSerializable, ErrInputTooLarge, ErrScriptMissing, ErrLimitExceeded, ErrScriptError, ErrShapeMismatch} {
+			for _, other := range []error{ErrInputNotSerializable, ErrInputTooLarge, ErrScriptMissing, ErrLimitExceeded, ErrScriptError, ErrShapeMismatch, ErrScriptTooLarge, ErrInvalidCall} {
 				if other != tc.sentinel {
 					assert.NotErrorIs(t, err, other)
 				}
@@ -76,9 +88,36 @@ func TestEnumStrings(t *testing.T) {
 	assert.Equal(t, "Code(0)", Code(0).String())
 	assert.False(t, Code(0).Valid())
 	assert.Equal(t, "shapeMismatch", CodeShapeMismatch.String())
+	assert.Equal(t, Code(7), CodeScriptTooLarge, "codes are appended, never renumbered")
+	assert.Equal(t, "scriptTooLarge", CodeScriptTooLarge.String())
+	assert.Equal(t, "Code(8)", Code(8).String())
 	assert.Equal(t, "LimitKind(0)", LimitKind(0).String())
-	assert.Equal(t, "LimitKind(5)", LimitKind(5).String())
+	assert.Equal(t, "LimitKind(6)", LimitKind(6).String())
+	assert.Equal(t, "input", LimitInput.String())
 	assert.Equal(t, "wallClock", LimitWallClock.String())
+}
+
+// TestLimitKindOf pins the relationship of the two LimitKind types: every
+// spi kind maps to the effect kind of the same name (and number), and
+// nothing else maps.
+func TestLimitKindOf(t *testing.T) {
+	n := 0
+	for k := spi.LimitKind(-1); k < 20; k++ {
+		got, ok := LimitKindOf(k)
+		if !k.Valid() {
+			assert.False(t, ok, "spi kind %d is invalid", int(k))
+			assert.Zero(t, got)
+			continue
+		}
+		n++
+		require.True(t, ok, "spi kind %s has no effect kind", k)
+		assert.Equal(t, k.String(), got.String(), "same name")
+		assert.Equal(t, int(k), int(got), "same number")
+	}
+	assert.Equal(t, 3, n, "spi's set grew: map the new kind in LimitKindOf")
+	for _, k := range []LimitKind{LimitOutput, LimitInput} {
+		assert.False(t, spi.LimitKind(k).Valid(), "%s is the effect's own kind", k)
+	}
 }
 
 func TestRetryable(t *testing.T) {
@@ -95,7 +134,13 @@ func TestRetryable(t *testing.T) {
 		{"wrapped canceled", fmt.Errorf("x: %w", context.Canceled), false},
 		{"caller deadline", context.DeadlineExceeded, true},
 		{"untyped", errors.New("effect: backend failed"), true},
-		{"closed", ErrClosed, true},
+		{"closed", ErrClosed, false},
+		{"invalid call", ErrInvalidCall, false},
+		{"invalid limits", ErrInvalidLimits, false},
+		{"wrapped invalid shape", fmt.Errorf("x: %w", ErrInvalidShape), false},
+		{"invalid address", ErrInvalidAddress, false},
+		{"invalid source", ErrInvalidSource, false},
+		{"script too large", &Failure{Code: CodeScriptTooLarge, Bytes: 2, Limit: 1}, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -82,6 +82,8 @@ func TestRule1InputTooLarge(t *testing.T) {
 			assert.ErrorIs(t, err, ErrInputTooLarge)
 			assert.Equal(t, tc.bytes, fail.Bytes)
 			assert.Equal(t, int64(21), fail.Limit)
+			assert.Equal(t, LimitInput, fail.Kind, "refused by the input ceiling, before the run")
+			assert.Contains(t, err.Error(), "input ceiling")
 			f.untouched(t)
 		})
 	}
@@ -98,12 +100,13 @@ func TestRule1InputTooLarge(t *testing.T) {
 }
 
 func TestRule1InputBeforeScript(t *testing.T) {
-	// A call with a bad input AND a missing script reports the input.
+	// A call with a bad input AND a missing script reports the input; a
+	// malformed address is a mistake in the call itself, checked first.
 	f := newFixture(t, fakebackend.Echo(), nil)
 	_, err := f.e.Evaluate(context.Background(), Call{Script: AddressOf([]byte("absent")), Input: make(chan int)})
 	requireFailure(t, err, CodeInputNotSerializable)
 	_, err = f.e.Evaluate(context.Background(), Call{Script: "not an address", Input: math.NaN()})
-	requireFailure(t, err, CodeInputNotSerializable)
+	requireInvalid(t, err, ErrInvalidAddress)
 	f.untouched(t)
 }
 
@@ -140,7 +143,12 @@ func TestRule2MalformedAddress(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			f := newFixture(t, fakebackend.Echo(), nil)
 			_, err := f.e.Evaluate(context.Background(), Call{Script: Address(addr), Input: 1})
-			requireUntyped(t, err)
+			if addr == "" {
+				requireInvalid(t, err, ErrInvalidSource) // no script at all
+				f.untouched(t)
+				return
+			}
+			requireInvalid(t, err, ErrInvalidAddress)
 			assert.Contains(t, err.Error(), "effect: malformed script address")
 			assert.NotContains(t, err.Error(), "SECRET")
 			f.untouched(t)
@@ -445,7 +453,7 @@ func TestRule5Outcomes(t *testing.T) {
 			want: Failure{Code: CodeScriptError, Name: "TypeError", Message: "x is not a function"}},
 		{name: "threw without name", out: spi.Threw("", "boom"), code: CodeScriptError, want: Failure{Code: CodeScriptError, Message: "boom"}},
 		{name: "input too large", out: spi.InputTooLarge(), code: CodeInputTooLarge,
-			want: Failure{Code: CodeInputTooLarge, Bytes: 7, Limit: 1000}},
+			want: Failure{Code: CodeInputTooLarge, Kind: LimitMemory, Bytes: 7, Limit: 1000}},
 		{name: "infrastructure", out: spi.Infrastructure("engine crashed"), errText: "effect: backend infrastructure failure: engine crashed"},
 	}
 	for _, tc := range cases {
@@ -640,7 +648,7 @@ func TestRule7InvalidShape(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			f := newFixture(t, fakebackend.Echo(), nil)
 			_, err := f.e.Evaluate(context.Background(), Call{Script: f.addr, Input: 1, Shape: json.RawMessage(schema)})
-			requireUntyped(t, err)
+			requireInvalid(t, err, ErrInvalidShape)
 			assert.Contains(t, err.Error(), "effect: invalid shape")
 			assert.NotContains(t, err.Error(), "root:")
 			f.untouched(t)
@@ -655,7 +663,7 @@ func TestRule7ShapeLoadsNothing(t *testing.T) {
 	require.NoError(t, os.WriteFile(path, []byte(`{"type":"number"}`), 0o600))
 	f := newFixture(t, fakebackend.Return(okOutcome(`1`)), nil)
 	_, err := f.e.Evaluate(context.Background(), Call{Script: f.addr, Shape: json.RawMessage(`{"$ref":"file://` + filepath.ToSlash(path) + `"}`)})
-	requireUntyped(t, err)
+	requireInvalid(t, err, ErrInvalidShape)
 	assert.Contains(t, err.Error(), "effect: invalid shape")
 	assert.Zero(t, f.fb.Calls())
 }

@@ -78,21 +78,21 @@ func (refuseLoader) Load(string) (any, error) {
 func compileShape(schema []byte) (s *compiledShape, err error) {
 	defer func() {
 		if recover() != nil {
-			s, err = nil, errors.New("effect: invalid shape (the JSON Schema could not be compiled)")
+			s, err = nil, invalid(ErrInvalidShape, "effect: invalid shape (the JSON Schema could not be compiled)")
 		}
 	}()
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(schema))
 	if err != nil {
-		return nil, errors.New("effect: invalid shape (not JSON text)")
+		return nil, invalid(ErrInvalidShape, "effect: invalid shape (not JSON text)")
 	}
 	c := jsonschema.NewCompiler()
 	c.UseLoader(refuseLoader{})
 	if err := c.AddResource(shapeResource, doc); err != nil {
-		return nil, errors.New("effect: invalid shape: " + boundText(err.Error()))
+		return nil, invalid(ErrInvalidShape, "effect: invalid shape: "+boundText(errorText(err)))
 	}
 	sch, err := c.Compile(shapeResource)
 	if err != nil {
-		return nil, errors.New("effect: invalid shape: " + boundText(err.Error()))
+		return nil, invalid(ErrInvalidShape, "effect: invalid shape: "+boundText(errorText(err)))
 	}
 	return &compiledShape{schema: sch}, nil
 }

@@ -47,6 +47,12 @@ func (k OutcomeKind) String() string {
 
 // LimitKind names the guard that stopped a script. The zero value is
 // invalid; values are never renumbered.
+//
+// It is the backend's vocabulary only. Package effect's LimitKind, which a
+// typed failure carries, is a superset: the same names with the same
+// numbers, plus the limits the effect enforces itself (output, input);
+// effect.LimitKindOf converts. Application code compares with effect's
+// constants.
 type LimitKind int
 
 // The limit kinds a backend may report.

@@ -31,6 +31,16 @@ type Warmer interface {
 	Warm(ctx context.Context) error
 }
 
+// ScriptSizer is implemented by backends whose engine cannot take a script
+// past some size (a parser that recurses on the Go stack, say). The effect
+// reads MaxScriptBytes once, when it is made, and refuses a larger script
+// with its typed scriptTooLarge failure before the backend is called, so
+// that every engine reports an oversized script the same way. A value of
+// zero or less means the backend sets no bound of its own.
+type ScriptSizer interface {
+	MaxScriptBytes() int
+}
+
 // Factory makes a backend. Registries and the conformance kit take
 // factories so that each user (or each conformance case) gets its own
 // instance.

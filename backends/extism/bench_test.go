@@ -62,13 +62,13 @@ func BenchmarkCompileOnce(b *testing.B) {
 			if err != nil || o.Kind != spi.KindOK {
 				b.Fatal(o, err)
 			}
-			_ = backend.(interface{ Close() error }).Close()
+			_ = backend.Close()
 		}
 	})
 	b.Run("shared-code", func(b *testing.B) {
 		backend, err := extism.New(nil)
 		require.NoError(b, err)
-		defer backend.(interface{ Close() error }).Close()
+		defer backend.Close()
 		mem := effect.DefaultMemoryBytes
 		b.ReportAllocs()
 		for b.Loop() {

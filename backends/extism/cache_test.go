@@ -17,7 +17,7 @@ import (
 )
 
 // countCompiles wraps the backend's compile step with a counter.
-func countCompiles(b *backend) *atomic.Int64 {
+func countCompiles(b *Backend) *atomic.Int64 {
 	var n atomic.Int64
 	inner := b.modules.compile
 	b.modules.compile = func(key moduleKey, script []byte) (compiled, error) {

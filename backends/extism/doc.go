@@ -27,7 +27,10 @@
 //     but "extism:host/env" (and "wasi_snapshot_preview1" when WASI is
 //     enabled), an import the host does not provide, or no suitable "run"
 //     export: Threw with name "CompileError".
-//   - output that is not JSON text: Threw with name "OutputError".
+//   - output that is not JSON text: Threw with name "OutputError". Text
+//     nested deeper than encoding/json's 10,000 levels is JSON text all
+//     the same: it is OK here, and the effect refuses it with a typed
+//     output limit naming the depth, as it does for every engine.
 //   - the wall clock running out: Limit wallClock.
 //   - a failure (any of the above but OK) after the memory budget refused a
 //     grow or while a memory is at its cap, or a module whose declared
@@ -39,12 +42,18 @@
 // Limits.WallClock is always given to the SDK as the instance's timeout
 // (without one the SDK ignores the context) and the runtimes close modules
 // when their context is done, so a run is preempted at the deadline, inside
-// any loop, and Evaluate returns promptly on cancellation. The SDK arms the
-// clock when the call starts: compiling and instantiating are not charged
-// to the script, and the input is copied into the Extism kernel's memory
-// once before the clock starts (the SDK copies it again, a bounded memcpy,
-// inside it). An HTTP request made through the host function carries the
-// run's context, so it is cut off at the deadline too.
+// any loop, and Evaluate returns promptly on cancellation. Compiling is not
+// charged to the script. Instantiating is: it runs the module's start
+// function (the plugin's own code), under the wall clock, and a start
+// function that runs past it is the wall-clock limit; the SDK then arms
+// what is left of the clock when the call starts, and that covers the
+// runtime initialisers the SDK calls first (_initialize, hs_init). The
+// input is copied into the Extism kernel's memory once before the call,
+// off the clock (the SDK copies it again, a bounded memcpy, inside it). A
+// call that ended after its wall clock never delivers its value, even
+// when the timer lost the race. An HTTP request made through the host
+// function carries the run's context, so it is cut off at the deadline
+// too.
 //
 // Limits.MemoryBytes is always given to the SDK as the memory cap in pages
 // (each linear memory is capped by wazero) and, in addition, enforced as ONE

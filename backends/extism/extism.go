@@ -3,7 +3,6 @@ package extism
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -70,8 +69,10 @@ type Options struct {
 	ModuleCacheSize int
 }
 
-// backend runs Extism plugins; see the package documentation.
-type backend struct {
+// Backend runs Extism plugins; see the package documentation. Build one
+// with [New]; it is safe for concurrent use, and [Backend.Close] releases
+// the compiled modules.
+type Backend struct {
 	fn    string
 	wasi  bool
 	hosts []string
@@ -88,20 +89,23 @@ type backend struct {
 	// the wall clock is armed.
 	afterCompile     func()
 	afterInstantiate func()
+	// now is the clock the wall clock is measured with (time.Now; tests
+	// replace it).
+	now func() time.Time
 }
 
 var (
-	_ spi.Backend = (*backend)(nil)
-	_ spi.Warmer  = (*backend)(nil)
+	_ spi.Backend = (*Backend)(nil)
+	_ spi.Warmer  = (*Backend)(nil)
 )
 
 // New returns a backend that runs Extism plugins (language "wasm"). A nil
 // opts means defaults.
-func New(opts *Options) (spi.Backend, error) {
+func New(opts *Options) (*Backend, error) {
 	return newBackend(opts)
 }
 
-func newBackend(opts *Options) (*backend, error) {
+func newBackend(opts *Options) (*Backend, error) {
 	var o Options
 	if opts != nil {
 		o = *opts
@@ -126,7 +130,7 @@ func newBackend(opts *Options) (*backend, error) {
 	if len(hosts) > 0 {
 		network = spi.NetworkAllowlist
 	}
-	b := &backend{
+	b := &Backend{
 		fn:    o.FunctionName,
 		wasi:  o.EnableWASI,
 		hosts: hosts,
@@ -139,6 +143,7 @@ func newBackend(opts *Options) (*backend, error) {
 			FreshPerRun: true,
 		},
 		compilation: wazero.NewCompilationCache(),
+		now:         time.Now,
 	}
 	// The inspector is configured like the plugins' runtimes (wazero's
 	// cache key covers the termination checks), so the machine code it
@@ -168,18 +173,18 @@ func checkHost(h string) error {
 	return nil
 }
 
-func (b *backend) runtimeConfig() wazero.RuntimeConfig {
+func (b *Backend) runtimeConfig() wazero.RuntimeConfig {
 	return wazero.NewRuntimeConfig().
 		WithCompilationCache(b.compilation).
 		WithCloseOnContextDone(true)
 }
 
 // Capabilities implements spi.Backend.
-func (b *backend) Capabilities() spi.Capabilities { return b.caps }
+func (b *Backend) Capabilities() spi.Capabilities { return b.caps }
 
 // Warm implements spi.Warmer: it compiles the Extism kernel into the shared
 // compilation cache, so the first run does not pay for it.
-func (b *backend) Warm(ctx context.Context) error {
+func (b *Backend) Warm(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -198,13 +203,13 @@ var emptyModule = []byte("\x00asm\x01\x00\x00\x00")
 
 // Close releases every compiled module. Runs in flight finish first;
 // Evaluate fails after Close.
-func (b *backend) Close() error {
+func (b *Backend) Close() error {
 	b.closeOnce.Do(b.modules.close)
 	return nil
 }
 
 // Evaluate implements spi.Backend.
-func (b *backend) Evaluate(ctx context.Context, req spi.Request) (spi.Outcome, error) {
+func (b *Backend) Evaluate(ctx context.Context, req spi.Request) (spi.Outcome, error) {
 	if err := ctx.Err(); err != nil {
 		return spi.Outcome{}, err
 	}
@@ -243,15 +248,27 @@ func maxPages(memoryBytes int64) uint32 {
 
 // run creates a new instance of plugin, runs it once and reports what
 // happened.
-func (b *backend) run(ctx context.Context, plugin *xt.CompiledPlugin, req spi.Request) (spi.Outcome, error) {
+func (b *Backend) run(ctx context.Context, plugin *xt.CompiledPlugin, req spi.Request) (spi.Outcome, error) {
 	mem := newBudget(uint64(req.Limits.MemoryBytes), maxPages(req.Limits.MemoryBytes))
-	inst, err := plugin.Instance(experimental.WithMemoryAllocator(ctx, mem), xt.PluginInstanceConfig{
+	// Instantiating runs the module's start function, the plugin's own
+	// code: it is charged to the wall clock, which stops it (the runtime
+	// closes a module whose context is done), and what it used is taken
+	// off the clock of the call.
+	clockStart := b.now()
+	instCtx, cancelInst := context.WithTimeout(ctx, req.Limits.WallClock)
+	inst, err := plugin.Instance(experimental.WithMemoryAllocator(instCtx, mem), xt.PluginInstanceConfig{
 		// No arguments, environment, directories or host clocks.
 		ModuleConfig: wazero.NewModuleConfig(),
 	})
+	instExpired := errors.Is(instCtx.Err(), context.DeadlineExceeded)
+	cancelInst()
+	used := b.now().Sub(clockStart)
 	if err != nil {
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return spi.Outcome{}, ctxErr
+		}
+		if instExpired {
+			return spi.Limited(spi.LimitWallClock), nil
 		}
 		if mem.overflowed() {
 			return spi.Limited(spi.LimitMemory), nil
@@ -259,6 +276,9 @@ func (b *backend) run(ctx context.Context, plugin *xt.CompiledPlugin, req spi.Re
 		return spi.Threw(NameCompileError, "extism: the module cannot be instantiated: "+firstLine(err.Error())), nil
 	}
 	defer inst.Close(context.Background())
+	if instExpired || used >= req.Limits.WallClock {
+		return spi.Limited(spi.LimitWallClock), nil
+	}
 	inst.SetLogger(func(xt.LogLevel, string) {})
 	if mem.overflowed() {
 		return spi.Limited(spi.LimitMemory), nil
@@ -288,18 +308,29 @@ func (b *backend) run(ctx context.Context, plugin *xt.CompiledPlugin, req spi.Re
 	}
 	mem.clearRefused()
 
-	// The SDK arms the wall clock here, at call time: compiling and
-	// instantiating are not charged to the script.
-	inst.Timeout = req.Limits.WallClock
+	// The SDK arms the rest of the wall clock here, at call time (it also
+	// covers a runtime's initialiser, _initialize or hs_init, which the
+	// SDK calls first): compiling and seeding the input are not charged
+	// to the script.
+	remaining := req.Limits.WallClock - used
+	inst.Timeout = remaining
+	callStart := b.now()
 	rc, out, callErr := inst.CallWithContext(ctx, b.fn, req.Input)
+	late := b.now().Sub(callStart) > remaining
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return spi.Outcome{}, ctxErr
 	}
-	return b.outcome(inst, mem, rc, out, callErr), nil
+	o := b.outcome(inst, mem, rc, out, callErr)
+	if late && o.Kind != spi.KindLimit {
+		// The call ended after its wall clock (the timer lost the race on
+		// a busy machine): its value, or its error, is never delivered.
+		return spi.Limited(spi.LimitWallClock), nil
+	}
+	return o, nil
 }
 
 // outcome maps what a call returned to an spi.Outcome.
-func (b *backend) outcome(inst *xt.Plugin, mem *budget, rc uint32, out []byte, callErr error) spi.Outcome {
+func (b *Backend) outcome(inst *xt.Plugin, mem *budget, rc uint32, out []byte, callErr error) spi.Outcome {
 	var exit *sys.ExitError
 	if errors.As(callErr, &exit) {
 		switch exit.ExitCode() {
@@ -311,7 +342,8 @@ func (b *backend) outcome(inst *xt.Plugin, mem *budget, rc uint32, out []byte, c
 			return spi.Infrastructure("extism: the engine cancelled the run")
 		}
 	}
-	failed := callErr != nil || rc != 0 || !json.Valid(out)
+	valid := isJSONText(out)
+	failed := callErr != nil || rc != 0 || !valid
 	if failed && (mem.wasRefused() || mem.atCap()) {
 		return spi.Limited(spi.LimitMemory)
 	}
@@ -326,14 +358,14 @@ func (b *backend) outcome(inst *xt.Plugin, mem *budget, rc uint32, out []byte, c
 		return spi.Threw("", message)
 	case rc != 0:
 		return spi.Threw("", fmt.Sprintf("extism: the plugin returned code %d without an error message", rc))
-	case !json.Valid(out):
+	case !valid:
 		return spi.Threw(NameOutputError, "extism: the plugin output is not JSON text")
 	}
 	return spi.OK(out)
 }
 
 // compile validates script and compiles it into a plugin for key.
-func (b *backend) compile(key moduleKey, script []byte) (compiled, error) {
+func (b *Backend) compile(key moduleKey, script []byte) (compiled, error) {
 	ctx := context.Background()
 	mod, err := b.inspector.CompileModule(ctx, script)
 	if err != nil {
@@ -376,7 +408,7 @@ func fixed(o spi.Outcome) compiled { return compiled{outcome: &o} }
 
 // checkModule refuses a module whose imports the host cannot satisfy or
 // that lacks the function to call.
-func (b *backend) checkModule(mod wazero.CompiledModule) *spi.Outcome {
+func (b *Backend) checkModule(mod wazero.CompiledModule) *spi.Outcome {
 	for _, f := range mod.ImportedFunctions() {
 		module, _, _ := f.Import()
 		if module == "extism:host/env" || (b.wasi && module == "wasi_snapshot_preview1") {

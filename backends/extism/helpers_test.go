@@ -34,7 +34,7 @@ func testdata(t testing.TB, name string) []byte {
 }
 
 // newTestBackend returns a backend closed at the end of the test.
-func newTestBackend(t testing.TB, opts *Options) *backend {
+func newTestBackend(t testing.TB, opts *Options) *Backend {
 	t.Helper()
 	b, err := newBackend(opts)
 	require.NoError(t, err)
@@ -43,7 +43,7 @@ func newTestBackend(t testing.TB, opts *Options) *backend {
 }
 
 // eval runs script with input under limits.
-func eval(t testing.TB, b *backend, script []byte, input string, limits spi.Limits) (spi.Outcome, error) {
+func eval(t testing.TB, b *Backend, script []byte, input string, limits spi.Limits) (spi.Outcome, error) {
 	t.Helper()
 	return b.Evaluate(context.Background(), spi.Request{Script: script, Input: json.RawMessage(input), Limits: limits})
 }

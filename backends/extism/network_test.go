@@ -50,7 +50,7 @@ func TestAllowlistEndToEnd(t *testing.T) {
 
 	b, err := New(&Options{AllowedHosts: []string{"127.0.0.1"}})
 	require.NoError(t, err)
-	defer b.(*backend).Close()
+	defer b.Close()
 	scripts := effect.NewMemoryStore()
 	probe, err := scripts.Put(fixture(t, "no_network"))
 	require.NoError(t, err)

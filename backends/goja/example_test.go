@@ -45,3 +45,15 @@ func ExampleNew() {
 	// true effect: limitExceeded (wallClock)
 	// ["2000-01-01T00:00:00.000Z",false]
 }
+
+// A caller that bounds scripts itself can bound them by the backend's
+// limit too, so an oversized script fails the same way on every engine.
+func ExampleBackend_MaxScriptBytes() {
+	backend, err := goja.New(&goja.Options{MaxScriptBytes: 64 << 10})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(backend.MaxScriptBytes())
+	// Output:
+	// 65536
+}

@@ -53,11 +53,15 @@ type Options struct {
 	// (including the input) and the depth of Array.prototype.flat.
 	// Default DefaultMaxNesting.
 	MaxNesting int
-	// MaxScriptBytes bounds the script's size. Default
-	// DefaultMaxScriptBytes.
+	// MaxScriptBytes bounds the script's size in bytes, and the size in
+	// UTF-16 units of every source the script has parsed at run time
+	// (eval, the function constructors, RegExp). Default
+	// DefaultMaxScriptBytes, which is also its ceiling: see the package
+	// doc's Security considerations.
 	MaxScriptBytes int
 	// MaxScriptNesting bounds the bracket nesting of the script's source
-	// text. Default DefaultMaxScriptNesting.
+	// text and of every source parsed at run time. Default
+	// DefaultMaxScriptNesting.
 	MaxScriptNesting int
 }
 
@@ -76,9 +80,9 @@ const (
 	ceilingScriptNesting = 10000
 )
 
-// backend is the goja engine behind spi.Backend. It holds only its
+// Backend is the goja engine, an spi.Backend. It holds only its
 // settings: every Evaluate builds a new goja.Runtime.
-type backend struct {
+type Backend struct {
 	maxCallStack     int
 	maxNesting       int
 	maxScriptBytes   int
@@ -93,16 +97,19 @@ func newTimer(d time.Duration) (<-chan time.Time, func() bool) {
 	return t.C, t.Stop
 }
 
-var _ spi.Backend = (*backend)(nil)
+var (
+	_ spi.Backend     = (*Backend)(nil)
+	_ spi.ScriptSizer = (*Backend)(nil)
+)
 
 // New returns a goja backend. It fails when an option is negative or above
 // its ceiling.
-func New(opts *Options) (spi.Backend, error) {
+func New(opts *Options) (*Backend, error) {
 	var o Options
 	if opts != nil {
 		o = *opts
 	}
-	b := &backend{
+	b := &Backend{
 		maxCallStack:     DefaultMaxCallStackSize,
 		maxNesting:       DefaultMaxNesting,
 		maxScriptBytes:   DefaultMaxScriptBytes,
@@ -130,10 +137,18 @@ func New(opts *Options) (spi.Backend, error) {
 	return b, nil
 }
 
+// MaxScriptBytes returns the largest script Evaluate runs, in bytes: it
+// makes the backend an spi.ScriptSizer, so package effect refuses a larger
+// script with its typed scriptTooLarge before goja sees it, as it does on
+// every engine. (Called directly, without the effect, a larger script is a
+// thrown SyntaxError.) The limit exists because goja's parser recurses on
+// the Go stack (see the package doc).
+func (b *Backend) MaxScriptBytes() int { return b.maxScriptBytes }
+
 // Capabilities declares what the conformance kit proves for goja: no
 // network, a soft wall clock (a native built-in runs to completion), no
 // memory limit, no CPU budget, and a fresh runtime per run.
-func (b *backend) Capabilities() spi.Capabilities {
+func (b *Backend) Capabilities() spi.Capabilities {
 	return spi.Capabilities{
 		Language:    Language,
 		Network:     spi.NetworkNone,
@@ -146,7 +161,7 @@ func (b *backend) Capabilities() spi.Capabilities {
 
 // Evaluate runs req.Script in a new goja runtime with the global input set
 // to the parsed req.Input, and reports the completion value as JSON text.
-func (b *backend) Evaluate(ctx context.Context, req spi.Request) (spi.Outcome, error) {
+func (b *Backend) Evaluate(ctx context.Context, req spi.Request) (spi.Outcome, error) {
 	if err := ctx.Err(); err != nil {
 		return spi.Outcome{}, err
 	}

@@ -12,7 +12,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
 	"github.com/sandbank/sandbank/backends/goja"
 	"github.com/sandbank/sandbank/spi"
@@ -41,14 +40,6 @@ func eval(t testing.TB, b spi.Backend, script, input string, limits spi.Limits) 
 	out, err := b.Evaluate(context.Background(), spi.Request{Script: []byte(script), Input: json.RawMessage(input), Limits: limits})
 	require.NoError(t, err)
 	return out
-}
-
-// noLeak fails the test when a goroutine started during it is still
-// running: a run that was told to stop must really stop.
-func noLeak(t *testing.T) {
-	t.Helper()
-	opt := goleak.IgnoreCurrent()
-	t.Cleanup(func() { goleak.VerifyNone(t, opt) })
 }
 
 func TestNewValidatesOptions(t *testing.T) {

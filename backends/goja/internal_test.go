@@ -56,13 +56,13 @@ func TestJSONNesting(t *testing.T) {
 func TestEnginePanicIsInfrastructure(t *testing.T) {
 	b, err := New(nil)
 	require.NoError(t, err)
-	r, err := b.(*backend).newRun(spi.Request{Script: []byte("1"), Input: []byte("null")})
+	r, err := b.newRun(spi.Request{Script: []byte("1"), Input: []byte("null")})
 	require.NoError(t, err)
-	r.parse = func(js.Value, ...js.Value) (js.Value, error) { panic("engine bug") }
+	r.decode = func() (js.Value, error) { panic("engine bug") }
 	assert.Equal(t, spi.Infrastructure("goja: the engine panicked"), r.exec())
 
 	// A panic inside the script's run (in a native function goja calls).
-	r, err = b.(*backend).newRun(spi.Request{Script: []byte("boom()"), Input: []byte("null")})
+	r, err = b.newRun(spi.Request{Script: []byte("boom()"), Input: []byte("null")})
 	require.NoError(t, err)
 	require.NoError(t, r.rt.Set("boom", func(js.FunctionCall) js.Value { panic("engine bug") }))
 	assert.Equal(t, spi.Infrastructure("goja: the engine panicked"), r.exec())
@@ -72,9 +72,8 @@ func TestEnginePanicIsInfrastructure(t *testing.T) {
 // clock never delivers its value, even when the timer did not fire first
 // (here it never fires, as on a machine too busy to run it in time).
 func TestLateValueIsTheWallClockLimit(t *testing.T) {
-	nb, err := New(nil)
+	b, err := New(nil)
 	require.NoError(t, err)
-	b := nb.(*backend)
 	b.timer = func(time.Duration) (<-chan time.Time, func() bool) { return nil, func() bool { return true } }
 	slow := []byte(`var s = ""; for (var i = 0; i < 200; i++) s = "x".repeat(1e5) + i; s.length`)
 	out, err := b.Evaluate(context.Background(), spi.Request{Script: slow, Input: []byte("null"), Limits: spi.Limits{WallClock: time.Nanosecond}})

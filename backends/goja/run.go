@@ -11,6 +11,7 @@ import (
 	"time"
 
 	js "github.com/dop251/goja"
+	"github.com/dop251/goja/parser"
 
 	"github.com/sandbank/sandbank/spi"
 )
@@ -64,8 +65,9 @@ type run struct {
 	started chan struct{} // closed as the script starts
 	cause   atomic.Int32
 
-	parse     js.Callable // the original JSON.parse
-	stringify js.Callable // the original JSON.stringify
+	decode    func() (js.Value, error) // converts the input (input.go)
+	parse     js.Callable              // the original JSON.parse
+	stringify js.Callable              // the original JSON.stringify
 	describe  js.Callable
 	driver    js.Callable
 	replacer  js.Value // checks for a stop between values while stringifying
@@ -73,7 +75,7 @@ type run struct {
 
 // newRun builds the runtime of one evaluation: clock, randomness, call
 // depth, the input's guard, a console that writes nowhere.
-func (b *backend) newRun(req spi.Request) (*run, error) {
+func (b *Backend) newRun(req spi.Request) (*run, error) {
 	rt := js.New()
 	r := &run{rt: rt, script: string(req.Script), input: string(req.Input), started: make(chan struct{})}
 	if len(req.Input) == 0 {
@@ -90,6 +92,9 @@ func (b *backend) newRun(req spi.Request) (*run, error) {
 	rt.SetRandSource(rng.Float64)
 	rt.SetMaxCallStackSize(b.maxCallStack)
 
+	r.decode = func() (js.Value, error) {
+		return decodeJSON(rt, r.input, func() bool { return r.cause.Load() != causeNone })
+	}
 	var err error
 	jsonObj := rt.Get("JSON").ToObject(rt)
 	if r.parse, err = callable(jsonObj.Get("parse")); err != nil {
@@ -121,6 +126,12 @@ func (b *backend) newRun(req spi.Request) (*run, error) {
 	if err := b.installGuards(r); err != nil {
 		return nil, err
 	}
+	if err := b.guardSources(r); err != nil {
+		return nil, err
+	}
+	// A source map comment must not make the parser read a host file
+	// (goja's default loader reads any path named in the comment).
+	rt.SetParserOptions(parser.WithDisableSourceMaps)
 	installConsole(rt)
 	return r, nil
 }
@@ -136,7 +147,7 @@ func callable(v js.Value) (js.Callable, error) {
 
 // installGuards replaces JSON.parse and Array.prototype.flat with versions
 // that refuse nesting deeper than the backend's MaxNesting (see guard.go).
-func (b *backend) installGuards(r *run) error {
+func (b *Backend) installGuards(r *run) error {
 	rt := r.rt
 	rangeError := rt.Get("RangeError")
 	isArray, err := callable(rt.Get("Array").ToObject(rt).Get("isArray"))
@@ -239,7 +250,7 @@ func (r *run) stop(cause int32) bool {
 	return true
 }
 
-// exec parses the input, runs the script and serialises its completion
+// exec converts the input, runs the script and serialises its completion
 // value, on the calling goroutine. A panic in goja is recovered into an
 // infrastructure outcome.
 func (r *run) exec() (out spi.Outcome) {
@@ -248,7 +259,7 @@ func (r *run) exec() (out spi.Outcome) {
 			out = r.settle(spi.Infrastructure("goja: the engine panicked"))
 		}
 	}()
-	in, err := r.parse(js.Undefined(), r.rt.ToValue(r.input))
+	in, err := r.decode()
 	if err != nil {
 		if r.cause.Load() != causeNone {
 			return r.stopped()
@@ -264,10 +275,9 @@ func (r *run) exec() (out spi.Outcome) {
 		return r.stopped()
 	}
 
-	prog, err := js.Compile(scriptName, r.script, false)
+	prog, err := compileScript(r.script)
 	if err != nil {
-		var re *js.CompilerReferenceError
-		if errors.As(err, &re) {
+		if re, ok := err.(*js.CompilerReferenceError); ok {
 			return r.settle(spi.Threw("ReferenceError", strings.TrimPrefix(re.Error(), "ReferenceError: ")))
 		}
 		return r.settle(spi.Threw("SyntaxError", strings.TrimPrefix(err.Error(), "SyntaxError: ")))
@@ -301,19 +311,47 @@ func (r *run) exec() (out spi.Outcome) {
 	return r.result(value, text, textErr)
 }
 
+// compileScript parses and compiles the script, with source maps off.
+func compileScript(src string) (*js.Program, error) {
+	ast, err := js.Parse(scriptName, src, parser.WithDisableSourceMaps)
+	if err != nil {
+		return nil, err
+	}
+	return js.CompileAST(ast, false)
+}
+
 // finished reports whether err is the interrupt that drops the promise
 // jobs once the script's value is serialised.
 func finished(err error) bool {
-	var ie *js.InterruptedError
-	return errors.As(err, &ie) && ie.Value() == errFinished
+	ie, ok := err.(*js.InterruptedError)
+	return ok && ie.Value() == errFinished
+}
+
+// The errors goja returns from running a script. Only these three types
+// are looked at, by type, never through errors.As: a *js.Exception's
+// Unwrap tests the thrown value with instanceof, which runs the script's
+// proxy traps, and panics on a revoked proxy.
+func asException(err error) (*js.Exception, bool) {
+	ex, ok := err.(*js.Exception)
+	return ex, ok
+}
+
+func isInterrupt(err error) bool {
+	_, ok := err.(*js.InterruptedError)
+	return ok
+}
+
+func isStackOverflow(err error) bool {
+	_, ok := err.(*js.StackOverflowError)
+	return ok
 }
 
 // result maps the serialised completion value.
 func (r *run) result(v, j js.Value, err error) spi.Outcome {
 	const prefix = "the completion value cannot be represented as JSON: "
 	if err != nil {
-		var ex *js.Exception
-		if !errors.As(err, &ex) || isUncatchable(err) {
+		ex, ok := asException(err)
+		if !ok {
 			return r.failed(err)
 		}
 		_, msg := r.describeValue(ex.Value())
@@ -350,28 +388,20 @@ func isSymbol(v js.Value) bool {
 	return ok
 }
 
-func isUncatchable(err error) bool {
-	var ie *js.InterruptedError
-	var so *js.StackOverflowError
-	return errors.As(err, &ie) || errors.As(err, &so)
-}
-
 // failed maps an error from goja: a stop, a stack overflow, or a thrown
 // value (a syntax error is thrown as a SyntaxError object).
 func (r *run) failed(err error) spi.Outcome {
 	if r.cause.Load() != causeNone && r.cause.Load() != causeDone {
 		return r.stopped()
 	}
-	var so *js.StackOverflowError
-	var ie *js.InterruptedError
-	var ex *js.Exception
+	ex, isEx := asException(err)
 	switch {
-	case errors.As(err, &so):
+	case isStackOverflow(err):
 		return r.settle(spi.Threw("RangeError", "Maximum call stack size exceeded"))
-	case errors.As(err, &ie):
+	case isInterrupt(err):
 		// Only this backend interrupts, and only after recording a cause.
 		return r.settle(spi.Infrastructure("goja: interrupted without a cause"))
-	case errors.As(err, &ex):
+	case isEx:
 		name, msg := r.describeValue(ex.Value())
 		if r.cause.Load() != causeNone && r.cause.Load() != causeDone {
 			return r.stopped() // reading the error ran until the clock expired

@@ -30,8 +30,8 @@ const Language = "javascript"
 var ErrClosed = errors.New("quickjs: backend closed")
 
 var (
-	_ spi.Backend = (*backend)(nil)
-	_ spi.Warmer  = (*backend)(nil)
+	_ spi.Backend = (*Backend)(nil)
+	_ spi.Warmer  = (*Backend)(nil)
 )
 
 // processCache is the in-memory compilation cache every backend of the
@@ -39,13 +39,15 @@ var (
 // pays the compile (about a second). It lives as long as the process.
 var processCache = sync.OnceValue(wazero.NewCompilationCache)
 
-// backend runs every evaluation in a fresh or a restored instance of one
-// compiled module, in one wazero runtime.
-type backend struct {
-	set    settings
-	layout guest.Layout
-	rt     wazero.Runtime
-	cache  wazero.CompilationCache // nil without a cache directory
+// Backend runs every evaluation in a fresh or a restored instance of one
+// compiled module, in one wazero runtime. Build one with [New]; it is
+// safe for concurrent use, and [Backend.Close] releases it.
+type Backend struct {
+	set       settings
+	parkedErr error // why ModeParked fell back to ModeFresh, or nil
+	layout    guest.Layout
+	rt        wazero.Runtime
+	cache     wazero.CompilationCache // nil without a cache directory
 
 	// compiled is closed when compiling finished; mod or compileErr is set.
 	compileOnce sync.Once
@@ -72,6 +74,9 @@ type backend struct {
 	// sees the facts of every run that reached the guest.
 	args    func(memoryBytes int64) []string
 	observe func(guest.Facts)
+	// beforeWrite, nil in production, sees every write to a run's stdout
+	// before the sink does, with the run's wall-clock expiry.
+	beforeWrite func(p []byte, expireWallClock func())
 	// Parked mode's test hooks, nil in production: onRun sees the
 	// instance a run got; restored sees an instance restored to its park
 	// point, just before the run's canary and input are written.
@@ -83,7 +88,7 @@ type backend struct {
 // C stack region from the embedded binary (and fails if it cannot: the
 // backend refuses to run without its stack guard) and creates the wazero
 // runtime; the module is compiled by Warm or by the first Evaluate.
-func New(opts *Options) (spi.Backend, error) {
+func New(opts *Options) (*Backend, error) {
 	set, err := opts.settings()
 	if err != nil {
 		return nil, err
@@ -91,6 +96,15 @@ func New(opts *Options) (spi.Backend, error) {
 	layout, err := guest.ParseLayout(quickjswasi.QuickJSWASM)
 	if err != nil {
 		return nil, err
+	}
+	var parkedErr error
+	if set.mode == ModeParked {
+		// Parked mode reads wazero's internals; check them here, once per
+		// process, so that an incompatible wazero means a fresh backend
+		// that says so, never runs that fail.
+		if parkedErr = parkedInternals(); parkedErr != nil {
+			set.mode = ModeFresh
+		}
 	}
 	cfg := wazero.NewRuntimeConfigCompiler().
 		WithDebugInfoEnabled(false). // with it on, every guest exit costs 40-45 ms
@@ -117,20 +131,33 @@ func New(opts *Options) (spi.Backend, error) {
 		}
 	}
 	life, shutdown := context.WithCancel(context.Background())
-	return &backend{
-		set:      set,
-		layout:   layout,
-		rt:       rt,
-		cache:    cache,
-		compiled: make(chan struct{}),
-		life:     life,
-		shutdown: shutdown,
-		pools:    map[int64]*pool{},
+	return &Backend{
+		set:       set,
+		parkedErr: parkedErr,
+		layout:    layout,
+		rt:        rt,
+		cache:     cache,
+		compiled:  make(chan struct{}),
+		life:      life,
+		shutdown:  shutdown,
+		pools:     map[int64]*pool{},
 	}, nil
 }
 
+// Mode is the mode the backend runs in: the one Options asked for, except
+// that ModeParked falls back to ModeFresh when the wazero in this build
+// lacks the internals parked mode needs (see ParkedModeError).
+func (b *Backend) Mode() Mode { return b.set.mode }
+
+// ParkedModeError is nil unless ModeParked was asked for and New fell
+// back to ModeFresh: then it says why (an error wrapping the reason the
+// check of wazero's internals failed, typically a wazero other than the
+// v1.12.0 this package was written against). Runs are correct either way;
+// fresh mode is slower per run.
+func (b *Backend) ParkedModeError() error { return b.parkedErr }
+
 // Capabilities implements spi.Backend.
-func (b *backend) Capabilities() spi.Capabilities {
+func (b *Backend) Capabilities() spi.Capabilities {
 	wc := spi.WallClockHard
 	if !b.set.closeOnDone {
 		wc = spi.WallClockSoft
@@ -149,7 +176,7 @@ func (b *backend) Capabilities() spi.Capabilities {
 // first request; in ModeParked it also boots the pool of parked instances
 // for DefaultMemoryBytes (the effect's default limit). It returns when
 // that is done or ctx is done.
-func (b *backend) Warm(ctx context.Context) error {
+func (b *Backend) Warm(ctx context.Context) error {
 	if err := b.enter(); err != nil {
 		return err
 	}
@@ -167,7 +194,7 @@ func (b *backend) Warm(ctx context.Context) error {
 
 // Close stops every run in flight, waits for them to return, and releases
 // the runtime, the compiled module and the cache. It is idempotent.
-func (b *backend) Close() error {
+func (b *Backend) Close() error {
 	b.mu.Lock()
 	if b.closed {
 		b.mu.Unlock()
@@ -187,7 +214,7 @@ func (b *backend) Close() error {
 }
 
 // enter registers a run, or fails after Close.
-func (b *backend) enter() error {
+func (b *Backend) enter() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {
@@ -200,7 +227,7 @@ func (b *backend) enter() error {
 // compiledModule returns the compiled module, compiling it on first use.
 // Compiling runs on its own goroutine, so a caller whose ctx is done stops
 // waiting while the compile goes on for the next caller.
-func (b *backend) compiledModule(ctx context.Context) (wazero.CompiledModule, error) {
+func (b *Backend) compiledModule(ctx context.Context) (wazero.CompiledModule, error) {
 	b.compileOnce.Do(func() {
 		b.runs.Add(1) // Close waits for the compile to finish
 		go func() {

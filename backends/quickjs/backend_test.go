@@ -61,7 +61,10 @@ func TestScriptContract(t *testing.T) {
 		{"thrown number", `throw 42`, "", spi.Threw("", "42")},
 		{"thrown object", `throw {name: "Custom", message: "m"}`, "", spi.Threw("Custom", "m")},
 		{"thrown null-prototype object", `throw Object.create(null)`, "", spi.Threw("", "")},
-		{"syntax error", "var x = {;", "", spi.Threw("SyntaxError", "invalid property name")},
+		{"syntax error", "var x = {;", "", spi.Threw("SyntaxError", "invalid property name (line 1, column 8)")},
+		{"syntax error on line 3", "1;\n2;\n  let = ;", "", spi.Threw("SyntaxError", "unexpected token in expression: ';' (line 3, column 3)")},
+		{"syntax error of an inner eval has no position", "(0, eval)('let = ;')", "", spi.Threw("SyntaxError", "unexpected token in expression: ';'")},
+		{"a thrown SyntaxError has no position", "throw new SyntaxError('mine')", "", spi.Threw("SyntaxError", "mine")},
 		{"undefined", "undefined", "", spi.Threw("TypeError", "the completion value cannot be represented as JSON: it is undefined")},
 		{"empty script", "", "", spi.Threw("TypeError", "the completion value cannot be represented as JSON: it is undefined")},
 		{"function", "(function () {})", "", spi.Threw("TypeError", "the completion value cannot be represented as JSON: it is a function")},
@@ -329,7 +332,9 @@ func TestStartupIsNotChargedToTheWallClock(t *testing.T) {
 	}
 	sb.WriteString("]")
 	facts := make(chan guest.Facts, 1)
-	own := newBackend(t, nil)
+	// A generous allowance: this test is about the wall clock, not about
+	// how fast a loaded machine parses the input.
+	own := newBackend(t, &Options{ColdStartAllowance: 10 * time.Minute})
 	own.observe = func(f guest.Facts) { facts <- f }
 	start := time.Now()
 	out := eval(t, own, "input.length", sb.String(), spi.Limits{WallClock: 100 * time.Millisecond, MemoryBytes: 256 << 20})
@@ -397,4 +402,17 @@ func TestBadInputIsAnError(t *testing.T) {
 	require.Error(t, err)
 	assert.False(t, errors.Is(err, context.Canceled))
 	assert.ErrorContains(t, err, "quickjs: the engine could not read the request payload")
+}
+
+// TestDefaultColdStartGrowsWithTheInput: the default allowance adds
+// DefaultColdStartPerInputMiB per MiB of input (parsing dominates
+// start-up); an allowance set in Options is the whole allowance.
+func TestDefaultColdStartGrowsWithTheInput(t *testing.T) {
+	def, err := (*Options)(nil).settings()
+	require.NoError(t, err)
+	assert.Equal(t, DefaultColdStartAllowance, coldStartAllowance(def, 0))
+	assert.Equal(t, DefaultColdStartAllowance+8*DefaultColdStartPerInputMiB, coldStartAllowance(def, 8<<20))
+	set, err := (&Options{ColdStartAllowance: time.Second}).settings()
+	require.NoError(t, err)
+	assert.Equal(t, time.Second, coldStartAllowance(set, 8<<20))
 }

@@ -76,7 +76,7 @@ type result struct {
 	err string
 }
 
-func runCase(t *testing.T, b *backend, c corpusCase) result {
+func runCase(t *testing.T, b *Backend, c corpusCase) result {
 	t.Helper()
 	input := c.input
 	if input == "" {

@@ -31,7 +31,11 @@
 //     0.13 ms at the median in this mode and 3.5 ms in ModeFresh; a
 //     CPU-bound script (the reshape benchmark) takes the same time in
 //     both, and a run that grows memory pays for a replacement instance,
-//     booted after it.
+//     booted after it. Parked mode reads some of wazero's internal state
+//     (written against wazero v1.12.0): New checks it with a probe module,
+//     once per process, and when a build's wazero lacks it, the backend
+//     runs in ModeFresh instead and says why ([Backend.Mode],
+//     [Backend.ParkedModeError]), rather than failing at run time.
 //   - ModeFresh (engine "quickjs-fresh"): a new module instance per run,
 //     booted inside the run.
 //
@@ -77,13 +81,23 @@
 // value (the value of the last expression statement), returned as JSON
 // text (JSON.stringify, so toJSON methods run and non-finite numbers
 // become null). A thrown value becomes a thrown outcome with the error's
-// name and message; a syntax error is thrown with the name "SyntaxError";
+// name and message; a syntax error of the script is thrown with the name
+// "SyntaxError" and a message ending in its position, as in "unexpected
+// token in expression: ';' (line 3, column 3)";
 // a completion value JSON cannot represent (undefined, a function, a
 // symbol, a BigInt, a cycle) is thrown as a "TypeError" saying so. print
 // and console.* write to a bounded stderr that is not part of the result.
 // Promise jobs and timers never run: the engine ends as soon as the
 // completion value is written, so an async function's result is a pending
 // promise (which JSON writes as {}).
+//
+// A script too large to be read within the memory limit (12 MB under the
+// default 32 MiB: the engine holds it twice while it reads it) is the
+// memory limit, reported before it runs; the input's own size is never
+// blamed for it. A completion value nested deeper than about 3,700 levels
+// overflows the engine's C stack in JSON.stringify (a thrown
+// InternalError), so the effect's output depth limit (10,000) is never
+// what stops a QuickJS result.
 //
 // # Security considerations
 //
@@ -110,11 +124,19 @@
 //
 // Wall clock: wazero's close-on-context-done stops the guest at the
 // deadline even inside one long native call (Options.CloseOnContextDone,
-// on by default; off, the backend declares WallClock soft). The clock is
+// on by default; off, the backend declares WallClock soft). When the clock
+// runs out the run's stdout is sealed first, so a result the guest writes
+// from then on is never read; and a result whose record arrived more than
+// the wall clock after the start record is the wall-clock limit even when
+// the timer had not fired yet (a loaded machine; the soft mode): a value
+// after the deadline is never delivered. The clock is
 // armed when the guest reports that the script starts, after the engine
 // booted and parsed the input; those phases have their own bound,
-// Options.ColdStartAllowance, and exceeding it is a [*StartupError],
-// never a limit.
+// Options.ColdStartAllowance (by default 30 s plus 4 s per MiB of input),
+// and exceeding it is a [*StartupError], never a limit. Waiting for the module's compile, once
+// per process, is not charged to the allowance either: it is bounded by
+// the caller's context, so a slow compile on a loaded machine never fails
+// a run.
 //
 // The C stack: this build has no stack check and a 64 KiB C stack that
 // sits directly above the static data, so a deep recursion silently

@@ -69,3 +69,30 @@ func ExampleOptions_mode() {
 	// 1 <nil>
 	// 1 <nil>
 }
+
+// The mode a backend runs in: parked unless the wazero in this build lacks
+// the internals parked mode reads, in which case New falls back to fresh
+// mode and says why.
+func ExampleBackend_Mode() {
+	backend, err := quickjs.New(nil)
+	if err != nil {
+		panic(err)
+	}
+	defer backend.Close()
+	fmt.Println(backend.Mode(), backend.ParkedModeError())
+	// Output:
+	// parked <nil>
+}
+
+// A start-up that overruns the cold-start allowance is a *StartupError
+// naming the phase: untyped and retryable, never a limit of the script.
+// Match it with errors.As.
+func ExampleStartupError() {
+	var err error = &quickjs.StartupError{Phase: "input", Allowance: 30 * time.Second}
+	var se *quickjs.StartupError
+	fmt.Println(errors.As(err, &se), se.Phase)
+	fmt.Println(err)
+	// Output:
+	// true input
+	// quickjs: start-up phase "input" exceeded the cold-start allowance of 30s
+}

@@ -20,8 +20,8 @@ import (
 func TestMain(m *testing.M) {
 	b, err := New(&Options{ColdStartAllowance: 10 * time.Minute})
 	if err == nil {
-		err = b.(spi.Warmer).Warm(context.Background())
-		_ = b.(*backend).Close()
+		err = b.Warm(context.Background())
+		_ = b.Close()
 	}
 	if err != nil {
 		panic(err)
@@ -33,17 +33,15 @@ func TestMain(m *testing.M) {
 // compiles the module once.
 var (
 	sharedOnce sync.Once
-	sharedB    *backend
+	sharedB    *Backend
 	sharedErr  error
 )
 
-func shared(t testing.TB) *backend {
+func shared(t testing.TB) *Backend {
 	t.Helper()
 	sharedOnce.Do(func() {
-		var b spi.Backend
-		b, sharedErr = New(nil)
+		sharedB, sharedErr = New(nil)
 		if sharedErr == nil {
-			sharedB = b.(*backend)
 			sharedErr = sharedB.Warm(context.Background())
 		}
 	})
@@ -52,18 +50,18 @@ func shared(t testing.TB) *backend {
 }
 
 // newBackend returns a backend of its own, closed when the test ends.
-func newBackend(t testing.TB, opts *Options) *backend {
+func newBackend(t testing.TB, opts *Options) *Backend {
 	t.Helper()
 	b, err := New(opts)
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = b.(*backend).Close() })
-	return b.(*backend)
+	t.Cleanup(func() { _ = b.Close() })
+	return b
 }
 
 // withWrapper returns a backend of its own whose guest runs wrapper
 // instead of the real one (to reach paths a real script cannot), and
 // which shares the compiled module of nothing: it compiles its own.
-func withWrapper(t testing.TB, wrapper string) *backend {
+func withWrapper(t testing.TB, wrapper string) *Backend {
 	t.Helper()
 	b := newBackend(t, nil)
 	b.args = func(mem int64) []string {
@@ -82,7 +80,7 @@ func patchWrapper(t testing.TB, old, new string) string {
 	return strings.Replace(guest.Wrapper, old, new, 1)
 }
 
-func eval(t testing.TB, b *backend, script, input string, limits spi.Limits) spi.Outcome {
+func eval(t testing.TB, b *Backend, script, input string, limits spi.Limits) spi.Outcome {
 	t.Helper()
 	if input == "" {
 		input = "null"

@@ -112,7 +112,7 @@ func instanceOf(ctx context.Context) *instance {
 
 // pool keeps up to size parked instances for one memory limit.
 type pool struct {
-	b           *backend
+	b           *Backend
 	memoryBytes int64
 	size        int
 
@@ -162,7 +162,7 @@ func (p *pool) await(ctx context.Context) *instance {
 
 // poolFor returns the pool of a memory limit, or nil when too many limits
 // have a pool already.
-func (b *backend) poolFor(memoryBytes int64) *pool {
+func (b *Backend) poolFor(memoryBytes int64) *pool {
 	b.poolsMu.Lock()
 	defer b.poolsMu.Unlock()
 	if p, ok := b.pools[memoryBytes]; ok {
@@ -245,7 +245,7 @@ func (p *pool) refill() []*instance {
 
 // settled reports whether the pool has no instance booting and holds
 // every live instance of the backend idle (for tests).
-func (b *backend) settled() bool {
+func (b *Backend) settled() bool {
 	b.poolsMu.Lock()
 	defer b.poolsMu.Unlock()
 	idle := 0
@@ -367,7 +367,7 @@ func (j *job) finish() (stopped bool) {
 
 // instance is one parked QuickJS instance, owned by its goroutine.
 type instance struct {
-	b           *backend
+	b           *Backend
 	pool        *pool // nil for a one-shot instance
 	memoryBytes int64
 	background  bool // booted by refill, not yet parked (guarded by pool.mu)
@@ -407,7 +407,7 @@ type instance struct {
 
 // startInstance starts an instance on a goroutine of its own, running j
 // (nil for a background boot), or returns nil after Close.
-func (b *backend) startInstance(p *pool, memoryBytes int64, j *job, compiled wazero.CompiledModule) *instance {
+func (b *Backend) startInstance(p *pool, memoryBytes int64, j *job, compiled wazero.CompiledModule) *instance {
 	b.mu.Lock()
 	if b.closed {
 		b.mu.Unlock()
@@ -451,6 +451,9 @@ func (w writer) Write(p []byte) (int, error) {
 	switch {
 	case j == nil:
 	case w.stdout:
+		if w.inst.b.beforeWrite != nil {
+			w.inst.b.beforeWrite(p, j.r.expireWallClock)
+		}
 		return j.stdout.Write(p)
 	default:
 		return j.stderr.Write(p)
@@ -537,6 +540,7 @@ func (inst *instance) main(compiled wazero.CompiledModule) {
 		}
 	default:
 		f.Ending, f.Trap = guest.EndTrap, callErr.Error()
+		f.StackExhausted = nativeStackOverflow(callErr)
 	}
 	if inst.pool != nil && parked {
 		inst.pool.refill() // the replacement is booting before the caller's next run
@@ -786,6 +790,7 @@ func (r *run) doParked(ctx context.Context, req spi.Request) (spi.Outcome, error
 	if err != nil {
 		return r.failure(ctx, runCtx, err)
 	}
+	r.armColdStart(len(req.Input))
 	nonce, err := guest.NewNonce()
 	if err != nil {
 		return spi.Outcome{}, err
@@ -802,6 +807,7 @@ func (r *run) doParked(ctx context.Context, req spi.Request) (spi.Outcome, error
 		stderr:  &cappedBuffer{limit: b.set.maxStderrBytes},
 		done:    make(chan struct{}),
 	}
+	r.stdout = j.stdout
 	stopJob := context.AfterFunc(runCtx, func() { j.stop(context.Cause(runCtx)) })
 	defer stopJob()
 
@@ -846,5 +852,6 @@ func (r *run) doParked(ctx context.Context, req spi.Request) (spi.Outcome, error
 	}
 	f := j.facts
 	f.WallClockExpired = r.wallExpired.Load()
+	f.Late = j.stdout.Took() > r.limits.WallClock
 	return r.conclude(ctx, runCtx, f, phase, j.stderr)
 }

@@ -106,7 +106,7 @@ func TestParkedInstanceIsDiscarded(t *testing.T) {
 		{name: "table changed", script: `input`, table: true, want: spi.KindOK, discards: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var b *backend
+			var b *Backend
 			if tc.wrapper != nil {
 				b = newBackend(t, &Options{Mode: ModeParked, PoolSize: 1})
 				w := tc.wrapper(t)

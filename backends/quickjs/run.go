@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -31,19 +32,12 @@ const (
 	phaseScript      = guest.PhaseScript
 )
 
-// StartupError reports that a run's start-up phases (which the script's
-// wall clock does not cover) took longer than the cold-start allowance.
-// It is not an outcome of the script: the effect reports it untyped, and a
-// retry may succeed. Its Phase is "compile", "instantiate", "boot" (the
-// engine starting) or "input" (reading and parsing the input).
-type StartupError = guest.StartupError
-
 // errWallClock is the cancel cause when the script's clock runs out.
 var errWallClock = errors.New("quickjs: wall clock expired")
 
 // Evaluate implements spi.Backend: a parked instance restored to its park
 // point (ModeParked) or a new module instance (ModeFresh) per call.
-func (b *backend) Evaluate(ctx context.Context, req spi.Request) (spi.Outcome, error) {
+func (b *Backend) Evaluate(ctx context.Context, req spi.Request) (spi.Outcome, error) {
 	if err := ctx.Err(); err != nil {
 		return spi.Outcome{}, err
 	}
@@ -84,9 +78,10 @@ func normalise(l spi.Limits) (spi.Limits, error) {
 
 // run is the state of one evaluation.
 type run struct {
-	b      *backend
+	b      *Backend
 	limits spi.Limits
 
+	stdout      *guest.Stdout
 	cancel      context.CancelCauseFunc
 	phase       atomic.Value // string
 	coldTimer   *time.Timer
@@ -108,25 +103,47 @@ func (r *run) scriptStarts() {
 		return // the allowance already ran out; the run is being stopped
 	}
 	r.setPhase(phaseScript)
-	r.wallTimer = time.AfterFunc(r.limits.WallClock, func() {
-		r.wallExpired.Store(true)
-		r.cancel(errWallClock)
+	r.wallTimer = time.AfterFunc(r.limits.WallClock, r.expireWallClock)
+}
+
+// expireWallClock ends the script's wall clock: the run's stdout is sealed
+// first, so a record the guest writes from now on is never read (a value
+// after the deadline is never delivered, even when the guest finishes
+// writing it before it is stopped), then the run is stopped.
+func (r *run) expireWallClock() {
+	r.stdout.Seal()
+	r.wallExpired.Store(true)
+	r.cancel(errWallClock)
+}
+
+// armColdStart starts the cold-start allowance, once the compiled module
+// is there: waiting for the compile (once per process, on a goroutine of
+// its own, seconds on a loaded machine) is bounded by the caller's context
+// only, so no run fails because a compile was slow.
+func (r *run) armColdStart(inputBytes int) {
+	r.timersMu.Lock()
+	defer r.timersMu.Unlock()
+	allowance := coldStartAllowance(r.b.set, inputBytes)
+	r.coldTimer = time.AfterFunc(allowance, func() {
+		r.cancel(&StartupError{Phase: r.getPhase(), Allowance: allowance})
 	})
 }
 
 func (r *run) stopTimers() {
 	r.timersMu.Lock()
 	defer r.timersMu.Unlock()
-	r.coldTimer.Stop()
+	if r.coldTimer != nil {
+		r.coldTimer.Stop()
+	}
 	if r.wallTimer != nil {
 		r.wallTimer.Stop()
 	}
 }
 
 // start opens a run in either mode: its context, cancelled when the
-// backend closes or the cold-start allowance runs out (naming the phase),
-// with the phase set to compile. The caller must call end when the run is
-// over.
+// backend closes or (once armColdStart armed it) the cold-start allowance
+// runs out, naming the phase; the phase is set to compile. The caller must
+// call end when the run is over.
 func (r *run) start(ctx context.Context) (runCtx context.Context, end func()) {
 	b := r.b
 	runCtx, cancel := context.WithCancelCause(ctx)
@@ -134,11 +151,6 @@ func (r *run) start(ctx context.Context) (runCtx context.Context, end func()) {
 	stopLife := context.AfterFunc(b.life, func() { cancel(ErrClosed) })
 
 	r.setPhase(phaseCompile)
-	r.timersMu.Lock()
-	r.coldTimer = time.AfterFunc(b.set.coldStart, func() {
-		cancel(&StartupError{Engine: "quickjs", Phase: r.getPhase(), Allowance: b.set.coldStart})
-	})
-	r.timersMu.Unlock()
 	return runCtx, func() {
 		r.stopTimers()
 		stopLife()
@@ -155,6 +167,7 @@ func (r *run) do(ctx context.Context, req spi.Request) (spi.Outcome, error) {
 	if err != nil {
 		return r.failure(ctx, runCtx, err)
 	}
+	r.armColdStart(len(req.Input))
 
 	nonce, err := guest.NewNonce()
 	if err != nil {
@@ -165,6 +178,7 @@ func (r *run) do(ctx context.Context, req spi.Request) (spi.Outcome, error) {
 		return spi.Outcome{}, err
 	}
 	stdout := guest.NewStdout(nonce, stdoutLimit(r.limits.MemoryBytes), r.scriptStarts)
+	r.stdout = stdout
 	stderr := &cappedBuffer{limit: b.set.maxStderrBytes}
 	var inputRead atomic.Bool
 	stdin := &phaseReader{r: bytes.NewReader(guest.Payload(nonce, req.Script, req.Input)), first: func() {
@@ -177,7 +191,7 @@ func (r *run) do(ctx context.Context, req spi.Request) (spi.Outcome, error) {
 		WithName(""). // anonymous: any number of instances side by side
 		WithArgs(b.argsFor(r.limits.MemoryBytes)...).
 		WithStdin(stdin).
-		WithStdout(stdout).
+		WithStdout(r.stdoutWriter(stdout)).
 		WithStderr(stderr).
 		WithStartFunctions(). // _start is called below, after the canary is set
 		WithWalltime(fakeWalltime(), sys.ClockResolution(time.Millisecond)).
@@ -215,6 +229,7 @@ func (r *run) do(ctx context.Context, req spi.Request) (spi.Outcome, error) {
 		CanaryIntact:     ok && canary.Intact(back),
 		MemoryRefused:    mem.refused.Load(),
 		WallClockExpired: r.wallExpired.Load(),
+		Late:             stdout.Took() > r.limits.WallClock,
 	}
 	var exit *sys.ExitError
 	switch {
@@ -227,6 +242,7 @@ func (r *run) do(ctx context.Context, req spi.Request) (spi.Outcome, error) {
 		}
 	default:
 		facts.Ending, facts.Trap = guest.EndTrap, callErr.Error()
+		facts.StackExhausted = nativeStackOverflow(callErr)
 	}
 
 	return r.conclude(ctx, runCtx, facts, phase, stderr)
@@ -301,6 +317,26 @@ func fakeNanotime() sys.Nanotime {
 	return func() int64 { return (n.Add(1) - 1) * int64(time.Millisecond) }
 }
 
+// stdoutWriter is what the guest's stdout writes to: the run's sink, seen
+// first by the backend's beforeWrite test hook when it is set.
+func (r *run) stdoutWriter(s *guest.Stdout) io.Writer {
+	if r.b.beforeWrite == nil {
+		return s
+	}
+	return hookedWriter{s, func(p []byte) { r.b.beforeWrite(p, r.expireWallClock) }}
+}
+
+// hookedWriter calls before ahead of every write to w.
+type hookedWriter struct {
+	w      io.Writer
+	before func([]byte)
+}
+
+func (h hookedWriter) Write(p []byte) (int, error) {
+	h.before(p)
+	return h.w.Write(p)
+}
+
 // phaseReader calls first before the guest's first read of stdin.
 type phaseReader struct {
 	r     io.Reader
@@ -336,9 +372,22 @@ func (c *cappedBuffer) head(n int) string {
 	return string(c.buf[:min(n, len(c.buf))])
 }
 
-func (b *backend) argsFor(memoryBytes int64) []string {
+func (b *Backend) argsFor(memoryBytes int64) []string {
 	if b.args != nil {
 		return b.args(memoryBytes)
 	}
 	return guest.Args(memoryBytes)
+}
+
+// nativeStackOverflow reports whether err is wazero's trap for an
+// exhausted native call stack (its wasmruntime.ErrRuntimeStackOverflow,
+// which is internal: matched by its fixed text).
+func nativeStackOverflow(err error) bool {
+	return strings.HasPrefix(err.Error(), "wasm error: stack overflow")
+}
+
+// coldStartAllowance is the cold-start allowance of a run whose input is
+// inputBytes long.
+func coldStartAllowance(set settings, inputBytes int) time.Duration {
+	return set.coldStart + time.Duration(float64(set.coldPerMiB)*float64(inputBytes)/(1<<20))
 }

@@ -65,7 +65,7 @@ func TestParkedSoak(t *testing.T) {
 	goroutines := runtime.NumGoroutine()
 	b, err := New(&Options{Mode: ModeParked})
 	require.NoError(t, err)
-	be := b.(*backend)
+	be := b
 	require.NoError(t, be.Warm(t.Context()))
 
 	var wrong atomic.Int64

@@ -16,10 +16,15 @@ package quickjs
 //     contents at the park point.
 //
 // wazero is pinned at v1.12.0 (go.mod). TestWazeroInternals fails loudly
-// when go.mod names another version or any of this changes; at run time,
-// a parked instance whose snapshot or module does not have the shapes
-// below never parks, and its run fails with errInternals (untyped), never
-// with a wrong result.
+// when go.mod names another version or any of this changes. In a
+// consumer's build, where minimal version selection may pick a newer
+// wazero, New runs a probe module through these functions first
+// (internals_probe.go) and falls back to ModeFresh, saying why
+// (Backend.ParkedModeError), when they do not find what they expect.
+// Should a shape change escape the probe, a parked instance whose
+// snapshot or module does not have the shapes below still never parks,
+// and its run fails with errInternals (untyped), never with a wrong
+// result.
 
 import (
 	"errors"

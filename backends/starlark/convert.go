@@ -16,10 +16,18 @@ import (
 	sl "go.starlark.net/starlark"
 )
 
-// maxDepth bounds the nesting of values converted in either direction. It
-// is the nesting limit of encoding/json, so every result this backend
-// encodes can be decoded again by the effect.
+// maxDepth bounds the nesting of the input (and of json.decode's text):
+// encoding/json's nesting limit, which the effect's input check applies
+// too.
 const maxDepth = 10000
+
+// maxResultDepth bounds the nesting of a result while it is encoded, to
+// keep the encoder's recursion within the goroutine stack. A result nested
+// deeper than the effect accepts (10,000) is encoded all the same and
+// handed over as text: the effect refuses it with a typed output limit
+// naming the depth, the rule for every engine. 1,000,000 is far past what
+// the default step budget can build (a level costs a few steps).
+const maxResultDepth = 1_000_000
 
 // errInputSyntax marks input that is not one JSON value.
 var errInputSyntax = errors.New("starlark: input is not a single JSON value")
@@ -197,7 +205,7 @@ func (e *encoder) value(v sl.Value, depth int) error {
 		e.buf = append(e.buf, ']')
 		delete(e.visiting, x)
 	case sl.Tuple:
-		if depth >= maxDepth {
+		if depth >= maxResultDepth {
 			return e.tooDeep()
 		}
 		e.buf = append(e.buf, '[')
@@ -242,7 +250,7 @@ func (e *encoder) value(v sl.Value, depth int) error {
 // enter records a mutable container on the current path, refusing cycles
 // and excessive depth.
 func (e *encoder) enter(c any, depth int) error {
-	if depth >= maxDepth {
+	if depth >= maxResultDepth {
 		return e.tooDeep()
 	}
 	if e.visiting == nil {
@@ -256,14 +264,19 @@ func (e *encoder) enter(c any, depth int) error {
 }
 
 func (e *encoder) tooDeep() error {
-	return &encodeError{fmt.Sprintf("result nests deeper than %d", maxDepth)}
+	return &encodeError{fmt.Sprintf("result nests deeper than %d", maxResultDepth)}
 }
 
 // appendFloat appends a finite f as the shortest JSON number that reads
 // back as f, spelled as JavaScript spells numbers: plain decimals from
 // 1e-6 up to 1e21, an exponent outside (1e+21, 1e-7), so that integral
-// values read as integers (2.0 is 2).
+// values read as integers (2.0 is 2, -0.0 is 0).
 func appendFloat(buf []byte, f float64) []byte {
+	if f == 0 {
+		// Negative zero too, as JavaScript writes it: "-0" would read back
+		// as the integer 0, a different value (found by FuzzConvert).
+		return append(buf, '0')
+	}
 	abs := math.Abs(f)
 	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {
 		start := len(buf)

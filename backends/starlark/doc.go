@@ -30,8 +30,12 @@
 //     in their insertion order and must have string keys only.
 //   - Any other result (a function, a set, a module, bytes, …), a dict key
 //     that is not a string, a value that contains itself, nesting deeper
-//     than 10,000, or a JSON text over [Options].MaxResultBytes is a thrown
-//     error naming what was wrong.
+//     than 1,000,000 (past what the default step budget can build), or a
+//     JSON text over [Options].MaxResultBytes is a thrown error naming what
+//     was wrong. A result nested deeper than 10,000 is encoded and handed
+//     over all the same: the effect refuses it with a typed output limit
+//     naming the depth, the rule for every engine. An input nested deeper
+//     than 10,000 never reaches the backend: the effect refuses it first.
 //
 // The predeclared names are Starlark's universal built-ins plus the json
 // and math modules of go.starlark.net (json.decode refuses text nested
@@ -71,6 +75,16 @@
 //     enforced, and the InputTooLarge outcome is never reported. Run this
 //     backend only where the process can afford that, or behind a memory
 //     bound of its own (a container, a separate process).
+//   - One native allocation stops the whole process. A built-in call that
+//     allocates a huge value at once (def main(input): return
+//     len([0] * 100000000), one step, 1.6 GB of list) holds up every other
+//     goroutine of the process while the Go runtime allocates and clears
+//     it: measured at 5.6 s with about 1.5 GiB taken from the system on an
+//     idle 2-core machine, and 21 s with 3.9 GB of RSS on a loaded one
+//     (issue 14). The wall clock cannot help while the world is stopped;
+//     what it guarantees is that the value is never delivered: a run that
+//     ended after its wall clock is the wall-clock limit, whichever of the
+//     timer and the run Evaluate hears from first.
 //   - CPU true: the step budget ([Options].MaxSteps) bounds interpreted
 //     work. It does not bound work inside one built-in call (see above),
 //     and some built-ins take time quadratic in what a script can build

@@ -70,3 +70,15 @@ func ExampleNew() {
 	// scriptError fail no rows
 	// limitExceeded cpu
 }
+
+// A Starlark backend holds no resources: Warm has nothing to prepare and
+// Close nothing to release, so either may be called at any time.
+func ExampleBackend_Close() {
+	backend, err := starlark.New(nil)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(backend.Warm(context.Background()), backend.Close())
+	// Output:
+	// <nil> <nil>
+}

@@ -17,11 +17,11 @@ import (
 // that stands for one long native operation: it returns only when release
 // is closed. It tells started when it is entered and finished when it
 // returns.
-func blockingBackend(t *testing.T) (b *backend, started, release, finished chan struct{}) {
+func blockingBackend(t *testing.T) (b *Backend, started, release, finished chan struct{}) {
 	t.Helper()
 	sb, err := New(nil)
 	require.NoError(t, err)
-	b = sb.(*backend)
+	b = sb
 	started, release, finished = make(chan struct{}), make(chan struct{}), make(chan struct{})
 	b.predeclared = sl.StringDict{
 		"block": sl.NewBuiltin("block", func(*sl.Thread, *sl.Builtin, sl.Tuple, []sl.Tuple) (sl.Value, error) {
@@ -76,7 +76,7 @@ func TestWallClockReturnsDuringALongBuiltin(t *testing.T) {
 func TestPanicIsInfrastructure(t *testing.T) {
 	sb, err := New(nil)
 	require.NoError(t, err)
-	b := sb.(*backend)
+	b := sb
 	b.predeclared = sl.StringDict{
 		"boom": sl.NewBuiltin("boom", func(*sl.Thread, *sl.Builtin, sl.Tuple, []sl.Tuple) (sl.Value, error) {
 			panic("boom")
@@ -92,7 +92,7 @@ func TestPanicIsInfrastructure(t *testing.T) {
 func TestLoadHookRefuses(t *testing.T) {
 	_, prog, err := sl.SourceProgramOptions(fileOptions, scriptName, "load(\"x.star\", \"y\")\n", sl.StringDict{}.Has)
 	require.NoError(t, err)
-	r := &run{b: &backend{maxSteps: 1000, maxResult: 1 << 20}, prog: prog, input: sl.None}
+	r := &run{b: &Backend{maxSteps: 1000, maxResult: 1 << 20}, prog: prog, input: sl.None}
 	r.thread = newThread(r)
 	out := r.exec()
 	assert.Equal(t, spi.KindThrew, out.Kind)
@@ -115,6 +115,31 @@ func TestLateValueIsTheWallClockLimit(t *testing.T) {
 	b2.timer = b.timer
 	close(release2)
 	out, err = b2.Evaluate(context.Background(), spi.Request{Script: []byte(blockScript), Input: json.RawMessage(`null`), Limits: spi.Limits{WallClock: time.Hour}})
+	require.NoError(t, err)
+	assert.Equal(t, spi.OK(json.RawMessage(`1`)), out)
+}
+
+// TestLateValueAfterTheTimerFiredIsTheWallClockLimit: the timer fires after
+// the run has ended but before Evaluate has its value (as when one huge
+// allocation stopped the world past the deadline, issue 14): the value is
+// late and is never delivered. The unbuffered timer channel makes the
+// order certain: afterRun's send completes only when Evaluate's select has
+// taken the timer branch.
+func TestLateValueAfterTheTimerFiredIsTheWallClockLimit(t *testing.T) {
+	sb, err := New(nil)
+	require.NoError(t, err)
+	b := sb
+	fire := make(chan time.Time)
+	b.timer = func(time.Duration) (<-chan time.Time, func() bool) { return fire, func() bool { return true } }
+	b.afterRun = func() { fire <- time.Now() }
+	out, err := b.Evaluate(context.Background(), spi.Request{Script: []byte("def main(input):\n    return 1\n"), Input: json.RawMessage(`null`), Limits: spi.Limits{WallClock: time.Nanosecond}})
+	require.NoError(t, err)
+	assert.Equal(t, spi.Limited(spi.LimitWallClock), out)
+
+	// A run that ended within its clock still delivers its value when the
+	// timer fires before Evaluate has it.
+	b.timer = func(time.Duration) (<-chan time.Time, func() bool) { return fire, func() bool { return true } }
+	out, err = b.Evaluate(context.Background(), spi.Request{Script: []byte("def main(input):\n    return 1\n"), Input: json.RawMessage(`null`), Limits: spi.Limits{WallClock: time.Hour}})
 	require.NoError(t, err)
 	assert.Equal(t, spi.OK(json.RawMessage(`1`)), out)
 }

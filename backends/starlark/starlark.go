@@ -55,13 +55,17 @@ type Options struct {
 	MaxResultBytes int64
 }
 
-// backend is a Starlark interpreter per run. It holds no mutable state.
-type backend struct {
+// Backend is a Starlark interpreter per run. It holds no mutable state:
+// build one with [New] and use it from any number of goroutines.
+type Backend struct {
 	maxSteps    uint64
 	maxResult   int
 	predeclared sl.StringDict
 	// timer arms the wall clock (time.NewTimer; tests replace it).
 	timer func(time.Duration) (<-chan time.Time, func() bool)
+	// afterRun, when set (tests only), is called when a run has ended and
+	// before Evaluate learns it.
+	afterRun func()
 }
 
 // newTimer is the backend's wall-clock timer.
@@ -70,11 +74,14 @@ func newTimer(d time.Duration) (<-chan time.Time, func() bool) {
 	return t.C, t.Stop
 }
 
-var _ spi.Backend = (*backend)(nil)
+var (
+	_ spi.Backend = (*Backend)(nil)
+	_ spi.Warmer  = (*Backend)(nil)
+)
 
 // New returns a Starlark backend. A nil opts means defaults; a negative
 // option is an error.
-func New(opts *Options) (spi.Backend, error) {
+func New(opts *Options) (*Backend, error) {
 	var o Options
 	if opts != nil {
 		o = *opts
@@ -95,7 +102,7 @@ func New(opts *Options) (spi.Backend, error) {
 	if maxResult > int64(^uint(0)>>2) {
 		maxResult = int64(^uint(0) >> 2)
 	}
-	return &backend{
+	return &Backend{
 		maxSteps:    uint64(o.MaxSteps),
 		maxResult:   int(maxResult),
 		predeclared: newPredeclared(),
@@ -103,10 +110,19 @@ func New(opts *Options) (spi.Backend, error) {
 	}, nil
 }
 
+// Warm implements spi.Warmer. There is nothing to prepare (the
+// interpreter compiles each script as it runs), so it only reports ctx's
+// error, if any.
+func (b *Backend) Warm(ctx context.Context) error { return ctx.Err() }
+
+// Close releases nothing (the backend holds no resources) and is
+// idempotent; Evaluate still works after it.
+func (b *Backend) Close() error { return nil }
+
 // Capabilities declares what the conformance kit proves for this backend:
 // no network, a soft wall clock, no memory bound, a step budget, and a
 // fresh thread and globals per run.
-func (b *backend) Capabilities() spi.Capabilities {
+func (b *Backend) Capabilities() spi.Capabilities {
 	return spi.Capabilities{
 		Language:    Language,
 		Network:     spi.NetworkNone,
@@ -135,7 +151,7 @@ var errLoadRefused = errors.New("load is not available: scripts may use only jso
 
 // Evaluate compiles the script, converts the input, calls main(input) on a
 // new thread with fresh globals, and encodes the result.
-func (b *backend) Evaluate(ctx context.Context, req spi.Request) (spi.Outcome, error) {
+func (b *Backend) Evaluate(ctx context.Context, req spi.Request) (spi.Outcome, error) {
 	if err := ctx.Err(); err != nil {
 		return spi.Outcome{}, err
 	}
@@ -163,18 +179,34 @@ func (b *backend) Evaluate(ctx context.Context, req spi.Request) (spi.Outcome, e
 		defer stop()
 		expired = c
 	}
-	done := make(chan spi.Outcome, 1)
-	go func() { done <- r.exec() }()
+	type ended struct {
+		out     spi.Outcome
+		elapsed time.Duration // from the start to the end of the run
+	}
+	done := make(chan ended, 1)
+	go func() {
+		out := r.exec()
+		e := ended{out, time.Since(start)}
+		if b.afterRun != nil {
+			b.afterRun()
+		}
+		done <- e
+	}()
 
+	// Every value goes through late: whichever branch sees the run end, a
+	// value the script produced after its wall clock is never delivered.
+	late := func(e ended) spi.Outcome {
+		if req.Limits.WallClock > 0 && e.elapsed > req.Limits.WallClock && e.out.Kind != spi.KindLimit {
+			return spi.Limited(spi.LimitWallClock)
+		}
+		return e.out
+	}
 	select {
-	case out := <-done:
+	case e := <-done:
 		// A run that outlived its wall clock (one long built-in call, and
 		// the timer lost the race on a busy machine) never delivers its
 		// value: the clock is a limit, whoever noticed first.
-		if req.Limits.WallClock > 0 && time.Since(start) > req.Limits.WallClock && out.Kind != spi.KindLimit {
-			return spi.Limited(spi.LimitWallClock), nil
-		}
-		return out, nil
+		return late(e), nil
 	case <-expired:
 		if r.cause.CompareAndSwap(causeNone, causeWall) {
 			// The interpreter stops at its next step; a long built-in
@@ -182,13 +214,15 @@ func (b *backend) Evaluate(ctx context.Context, req spi.Request) (spi.Outcome, e
 			r.thread.Cancel("wall clock expired")
 			return spi.Limited(spi.LimitWallClock), nil
 		}
-		return <-done, nil // the run ended first and is delivering
+		// The run ended first and is delivering; the timer fired, so the
+		// value is late unless it settled within the clock.
+		return late(<-done), nil
 	case <-ctx.Done():
 		if r.cause.CompareAndSwap(causeNone, causeCtx) {
 			r.thread.Cancel("cancelled")
 			return spi.Outcome{}, ctx.Err()
 		}
-		return <-done, nil
+		return late(<-done), nil
 	}
 }
 
@@ -212,7 +246,7 @@ func newThread(r *run) *sl.Thread {
 
 // run is one evaluation.
 type run struct {
-	b      *backend
+	b      *Backend
 	prog   *sl.Program
 	input  sl.Value
 	thread *sl.Thread

@@ -62,7 +62,7 @@ func BenchmarkEcho(b *testing.B) {
 		b.Run(lang, func(b *testing.B) {
 			js, err := goja.New(nil)
 			require.NoError(b, err)
-			backend := js
+			var backend spi.Backend = js
 			if lang == "typescript" {
 				backend, err = typescript.Wrap(js, nil)
 				require.NoError(b, err)

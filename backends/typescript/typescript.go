@@ -41,9 +41,10 @@ type Backend struct {
 }
 
 var (
-	_ spi.Backend = (*Backend)(nil)
-	_ spi.Warmer  = (*Backend)(nil)
-	_ io.Closer   = (*Backend)(nil)
+	_ spi.Backend     = (*Backend)(nil)
+	_ spi.Warmer      = (*Backend)(nil)
+	_ spi.ScriptSizer = (*Backend)(nil)
+	_ io.Closer       = (*Backend)(nil)
 )
 
 // Wrap returns a backend that runs TypeScript on js, whose declared
@@ -110,6 +111,18 @@ func (b *Backend) javascript(script []byte) ([]byte, *spi.Outcome) {
 		b.cache.put(key, js)
 	}
 	return js, failure
+}
+
+// MaxScriptBytes returns the inner backend's script bound when it is an
+// spi.ScriptSizer, and 0 (no bound of its own) otherwise. It bounds the
+// TypeScript source: type stripping only shortens a script, but for enums
+// and namespaces, whose JavaScript is a little longer than their
+// declaration.
+func (b *Backend) MaxScriptBytes() int {
+	if s, ok := b.inner.(spi.ScriptSizer); ok {
+		return s.MaxScriptBytes()
+	}
+	return 0
 }
 
 // Warm warms the inner backend when it implements spi.Warmer.

@@ -218,3 +218,15 @@ func TestCapabilitiesAreTheInnerBackendsWithTheLanguageTypeScript(t *testing.T) 
 	want.Language = typescript.Language
 	assert.Equal(t, want, ts.Capabilities())
 }
+
+func TestTheInnerBackendsScriptBoundIsKept(t *testing.T) {
+	js, err := goja.New(nil)
+	require.NoError(t, err)
+	ts, err := typescript.Wrap(js, nil)
+	require.NoError(t, err)
+	assert.Equal(t, js.MaxScriptBytes(), ts.MaxScriptBytes())
+	var rec recorder
+	ts, err = typescript.Wrap(&rec, nil)
+	require.NoError(t, err)
+	assert.Zero(t, ts.MaxScriptBytes(), "no bound of its own")
+}

@@ -212,6 +212,7 @@ Exit status 1 when a run failed or a reshape value differed.`,
 	}
 	f := cmd.Flags()
 	f.StringArrayVar(&o.engines, "engine", nil, "measure only engine `NAME` (repeatable)")
+	_ = cmd.RegisterFlagCompletionFunc("engine", a.completeEngines)
 	f.IntVar(&o.runs, "runs", o.runs, "measured rounds `N` (echo runs 10 times per round)")
 	f.IntVar(&o.coldRuns, "cold-runs", o.coldRuns, "new processes `N` per engine and cache mode for the cold figures")
 	f.DurationVar(&o.throughput, "throughput-time", o.throughput, "how long each throughput measurement runs")
@@ -353,9 +354,9 @@ func selectEngines(reg *registry.Registry, names []string) ([]registry.Entry, er
 	}
 	var out []registry.Entry
 	for _, name := range names {
-		e, err := reg.Lookup(name)
+		e, err := lookupEngine(reg, name)
 		if err != nil {
-			return nil, usagef("%v", err)
+			return nil, err
 		}
 		if !slices.ContainsFunc(out, func(x registry.Entry) bool { return x.Engine == name }) {
 			out = append(out, e)
@@ -593,7 +594,7 @@ func (e *benchEngine) measureThroughput(ctx context.Context, d time.Duration) *t
 }
 
 // reshapesPerSecond starts workers that run reshape until d has passed
-// and returns completed runs per second of the elapsed time (until the
+// (each at least once) and returns completed runs per second of the elapsed time (until the
 // last worker finished its last run).
 func (e *benchEngine) reshapesPerSecond(ctx context.Context, workers int, d time.Duration) (float64, error) {
 	var (
@@ -608,7 +609,10 @@ func (e *benchEngine) reshapesPerSecond(ctx context.Context, workers int, d time
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for time.Now().Before(end) && ctx.Err() == nil {
+			// Every worker completes at least one run, even one that
+			// starts after end on a loaded machine: a figure is never 0
+			// because a goroutine was scheduled late.
+			for first := true; ctx.Err() == nil && (first || time.Now().Before(end)); first = false {
 				_, err := e.eff.Evaluate(ctx, effect.Call{Script: e.reshape, Input: json.RawMessage("null"), Limits: defaultLimits})
 				if err != nil {
 					errOnce.Do(func() { firstErr = err })

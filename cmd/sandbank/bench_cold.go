@@ -74,9 +74,9 @@ func (a *app) benchCold(ctx context.Context, engine, cacheDir string) error {
 	if err != nil {
 		return err
 	}
-	entry, err := reg.Lookup(engine)
+	entry, err := lookupEngine(reg, engine)
 	if err != nil {
-		return usagef("%v", err)
+		return err
 	}
 	factory := entry.Factory
 	if cacheDir != "" {

@@ -31,6 +31,14 @@ const childEnv = "SANDBANK_BENCH_TEST_CHILD"
 const fakeCacheEnv = "SANDBANK_BENCH_TEST_FAKE_CACHE"
 
 func TestMain(m *testing.M) {
+	if os.Getenv(fakeChildEnv) == "1" {
+		a := &app{
+			stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr,
+			newRegistry: fakeRegistry(&recorder{}, childDirective),
+			fixtures:    func(string) (*fixtures.Set, bool) { return nil, false },
+		}
+		os.Exit(a.execute(os.Args[1:]))
+	}
 	if os.Getenv(childEnv) == "1" {
 		switch os.Getenv(fakeCacheEnv) {
 		case "1":

@@ -2,7 +2,7 @@ package main
 
 import (
 	"fmt"
-	"text/tabwriter"
+	"io"
 
 	"github.com/spf13/cobra"
 
@@ -56,14 +56,7 @@ With --json, stdout is one JSON array:
 				}
 				return a.printJSON(rows)
 			}
-			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ENGINE\tLANGUAGE\tDEFAULT\tNETWORK\tWALLCLOCK\tMEMORY\tCPU\tFRESH\tDESCRIPTION")
-			for _, r := range rows {
-				c := r.Capabilities
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Engine, r.Language, yesNo(r.Default),
-					c.Network, c.WallClock, yesNo(c.Memory), yesNo(c.CPU), yesNo(c.FreshPerRun), r.Description)
-			}
-			return tw.Flush()
+			return printEngines(a.stdout, rows)
 		}),
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON array on stdout")
@@ -75,4 +68,31 @@ func yesNo(b bool) string {
 		return "yes"
 	}
 	return "no"
+}
+
+// printEngines writes the engines as a table that fits tableWidth, the
+// descriptions after it.
+func printEngines(w io.Writer, rows []engineJSON) error {
+	tw := newTable(w)
+	fmt.Fprintln(tw, "ENGINE\tLANGUAGE\tDEFAULT\tNETWORK\tWALLCLOCK\tMEMORY\tCPU\tFRESH")
+	for _, r := range rows {
+		c := r.Capabilities
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Engine, r.Language, yesNo(r.Default),
+			c.Network, c.WallClock, yesNo(c.Memory), yesNo(c.CPU), yesNo(c.FreshPerRun))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	first := true
+	for _, r := range rows {
+		if r.Description == "" {
+			continue
+		}
+		if first {
+			fmt.Fprintln(w)
+			first = false
+		}
+		writeWrapped(w, r.Engine+": ", r.Description)
+	}
+	return nil
 }

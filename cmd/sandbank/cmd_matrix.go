@@ -3,11 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
-	"os/signal"
 	"slices"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -54,21 +51,28 @@ func (a *app) matrixCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "matrix [--engine NAME]... [--json]",
 		Short: "Run the conformance kit on every engine and print the verified matrix",
-		Long: `matrix runs the conformance kit against every registered engine (or the
+		Long: fmt.Sprintf(`matrix runs the conformance kit against every registered engine (or the
 ones named with --engine), each with its language's fixture set, through
-the Sandbank effect, and prints the verified matrix: one row per engine
-with its declared capabilities and, per case, pass, FAIL or skip. The
-reason of every FAIL and skip follows the table.
+the Sandbank effect, and prints the verified matrix: one column per engine
+(abbreviated, with a legend), one row per declared capability and per
+case, each pass, FAIL or skip. The reason of every FAIL and skip follows
+the table, then a summary line ("84 pass, 12 skip (declared), 0 fail").
+The output fits 100 columns.
 
-Progress ("[quickjs 3/17] runaway_loop") goes to stderr; the table, or
-with --json one JSON array, goes to stdout:
+The kit's %d cases:
+  %s
+
+Progress ("[quickjs 3/%d] runaway_loop") goes to stderr: on a terminal one
+line updated in place, otherwise one line per case. The table, or with
+--json one JSON array, goes to stdout:
   [{"engine":"quickjs","language":"javascript","capabilities":{...},
     "cases":{"echo":{"status":"pass"},
              "cpu_budget":{"status":"skip","reason":"..."}}}]
 An engine the kit refuses to run (no fixtures for its language, a
 declaration it cannot accept) carries "refused" with the reason.
 
-Exit status 1 when any case fails or any engine is refused, else 0.`,
+Exit status 1 when any case fails or any engine is refused, 130/143 when
+SIGINT/SIGTERM stops it, else 0.`, len(conformance.CaseNames()), wrapList(conformance.CaseNames()), len(conformance.CaseNames())),
 		Example: `  sandbank matrix
   sandbank matrix --engine quickjs --engine goja
   sandbank matrix --json > matrix.json
@@ -82,6 +86,8 @@ Exit status 1 when any case fails or any engine is refused, else 0.`,
 	f.StringArrayVar(&engines, "engine", nil, "run only engine `NAME` (repeatable)")
 	f.StringArrayVar(&cases, "case", nil, "run only case `NAME` (repeatable; see the column names)")
 	f.BoolVar(&asJSON, "json", false, "print one JSON array on stdout")
+	_ = cmd.RegisterFlagCompletionFunc("engine", a.completeEngines)
+	_ = cmd.RegisterFlagCompletionFunc("case", completeCases)
 	return cmd
 }
 
@@ -105,9 +111,9 @@ func (a *app) matrix(ctx context.Context, engineNames, caseNames []string, asJSO
 		entries = reg.Engines()
 	} else {
 		for _, name := range engineNames {
-			e, err := reg.Lookup(name)
+			e, err := lookupEngine(reg, name)
 			if err != nil {
-				return usagef("%v", err)
+				return err
 			}
 			if !slices.ContainsFunc(entries, func(x registry.Entry) bool { return x.Engine == name }) {
 				entries = append(entries, e)
@@ -115,27 +121,30 @@ func (a *app) matrix(ctx context.Context, engineNames, caseNames []string, asJSO
 		}
 	}
 
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt)
+	ctx, stop := cancelOnSignal(ctx)
 	defer stop()
 
+	prog := &progress{w: a.stderr, tty: a.isTerminal != nil && a.isTerminal(a.stderr)}
 	rows := make([]*matrixRow, 0, len(entries))
 	failed := 0
 	for _, e := range entries {
-		row := a.checkEngine(ctx, e, caseNames)
+		row := a.checkEngine(ctx, e, caseNames, prog)
 		if row.failed() {
 			failed++
 		}
 		rows = append(rows, row)
+		if err := signalled(ctx, ctx.Err()); err != nil {
+			prog.clear()
+			return err
+		}
 	}
+	prog.clear()
 
 	if asJSON {
 		if err := a.printJSON(rows); err != nil {
 			return err
 		}
-	} else if err := printMatrix(a, rows, columns); err != nil {
+	} else if err := printMatrix(a.stdout, rows, matrixColumns(columns, rows)); err != nil {
 		return untyped(err)
 	}
 	if failed > 0 {
@@ -145,13 +154,11 @@ func (a *app) matrix(ctx context.Context, engineNames, caseNames []string, asJSO
 }
 
 // checkEngine runs the kit on one engine.
-func (a *app) checkEngine(ctx context.Context, e registry.Entry, caseNames []string) *matrixRow {
+func (a *app) checkEngine(ctx context.Context, e registry.Entry, caseNames []string, prog *progress) *matrixRow {
 	row := &matrixRow{Engine: e.Engine, Language: e.Language, Capabilities: e.Capabilities, Cases: map[string]matrixCell{}}
 	opts := &conformance.Options{
-		Cases: caseNames,
-		Progress: func(name string, i, n int) {
-			fmt.Fprintf(a.stderr, "[%s %d/%d] %s\n", e.Engine, i, n, name)
-		},
+		Cases:    caseNames,
+		Progress: func(name string, i, n int) { prog.step(e.Engine, name, i, n) },
 	}
 	if set, ok := a.fixtures(e.Language); ok {
 		opts.Fixtures = set
@@ -171,55 +178,9 @@ func (a *app) checkEngine(ctx context.Context, e registry.Entry, caseNames []str
 	}
 	if err != nil {
 		row.Refused = oneLine(err.Error())
-		fmt.Fprintf(a.stderr, "[%s] refused: %s\n", e.Engine, row.Refused)
+		prog.note("[%s] refused: %s", e.Engine, row.Refused)
 	}
 	return row
-}
-
-// printMatrix writes the table, then the reason of every FAIL, skip and
-// refusal.
-func printMatrix(a *app, rows []*matrixRow, columns []string) error {
-	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprint(tw, "ENGINE\tLANGUAGE\tNETWORK\tWALLCLOCK\tMEMORY\tCPU\tFRESH")
-	for _, c := range columns {
-		fmt.Fprint(tw, "\t", c)
-	}
-	fmt.Fprintln(tw)
-	for _, r := range rows {
-		c := r.Capabilities
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s", r.Engine, r.Language, c.Network, c.WallClock,
-			yesNo(c.Memory), yesNo(c.CPU), yesNo(c.FreshPerRun))
-		for _, name := range columns {
-			fmt.Fprint(tw, "\t", cellText(r, name))
-		}
-		fmt.Fprintln(tw)
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-
-	var reasons [][3]string
-	for _, r := range rows {
-		if r.Refused != "" {
-			reasons = append(reasons, [3]string{r.Engine, "(refused)", r.Refused})
-		}
-		for _, name := range columns {
-			cell, ok := r.Cases[name]
-			if ok && cell.Status != conformance.StatusPass {
-				reasons = append(reasons, [3]string{r.Engine, name, cellText(r, name) + ": " + shorten(cell.Reason)})
-			}
-		}
-	}
-	if len(reasons) == 0 {
-		return nil
-	}
-	fmt.Fprintln(a.stdout)
-	fmt.Fprintln(a.stdout, "Reasons:")
-	tw = tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-	for _, r := range reasons {
-		fmt.Fprintf(tw, "  %s\t%s\t%s\n", r[0], r[1], r[2])
-	}
-	return tw.Flush()
 }
 
 // cellText is a case's cell: pass, FAIL, skip, or "-" when it did not run.
@@ -245,4 +206,27 @@ func shorten(s string) string {
 		return s
 	}
 	return string(r[:maxReasonRunes]) + "… (see --json)"
+}
+
+// wrapList joins names with ", ", breaking lines at about 72 columns
+// with a two-space indent, for help texts.
+func wrapList(names []string) string {
+	var b strings.Builder
+	col := 2
+	for i, n := range names {
+		if i > 0 {
+			b.WriteString(",")
+			col++
+			if col+len(n)+1 > 72 {
+				b.WriteString("\n  ")
+				col = 2
+			} else {
+				b.WriteString(" ")
+				col++
+			}
+		}
+		b.WriteString(n)
+		col += len(n)
+	}
+	return b.String()
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"time"
 
@@ -26,6 +25,7 @@ const maxFileBytes = 256 << 20
 var extLanguages = map[string]string{
 	".js":   "javascript",
 	".star": "starlark",
+	".ts":   "typescript",
 	".wasm": "wasm",
 }
 
@@ -37,6 +37,8 @@ type runOptions struct {
 	json               bool
 	allowNetwork       bool
 	allowReusedRuntime bool
+	cacheDir           string
+	noCache            bool
 }
 
 func (a *app) runCommand() *cobra.Command {
@@ -44,33 +46,49 @@ func (a *app) runCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "run [flags] SCRIPT|-",
 		Short: "Run one script through the effect and print its value",
-		Long: `run stores SCRIPT in a content-addressed store (a temporary directory
-removed at exit, unless --store names one), evaluates it through the
-Sandbank effect on the chosen engine and prints the result value as JSON.
+		Long: `run evaluates SCRIPT through the Sandbank effect on the chosen engine
+and prints the result value as JSON. The script travels with the call
+(the effect names it by its content address and writes it nowhere);
+with --store DIR it is kept in that content-addressed store first and
+run from there.
 
 The engine is --engine, or the default engine of --lang, or the default
 engine of the language the script's extension names (.js javascript,
-.star starlark, .wasm wasm). With SCRIPT "-" the script is read from
-standard input and --lang or --engine is required.
+.ts typescript, .star starlark, .wasm wasm). With SCRIPT "-" the script
+is read from standard input and --lang or --engine is required.
 
 The input is --input (JSON text) or the contents of --input-file; without
 either the script's input is null. Invalid JSON input is a usage error,
 found before any engine is built.
 
-Exit codes:
-  0   the script returned a value (printed on stdout)
-  2   a typed failure, the script's own doing: scriptError, limitExceeded
-      (cpu, memory, wallClock, output), inputTooLarge, shapeMismatch
-  1   an untyped error (the engine failed, the run was cancelled); retrying
-      may help
-  64  a usage error: bad flags, unreadable files, unknown engine or
-      language, invalid JSON input, an engine refused without its opt-in
+Compiled modules are cached in the user cache directory's sandbank/
+(--cache-dir DIR elsewhere, --no-cache for none), so only the first run
+of a QuickJS engine compiles it; a damaged cache entry is recompiled.
 
-With --json, stdout is exactly one JSON object for exit codes 0, 1 and 2:
+Exit codes, from one classification of the error:
+  0    the script returned a value (printed on stdout)
+  2    a typed failure, the script's own doing: scriptError, limitExceeded
+       (cpu, memory, wallClock, output), inputTooLarge, scriptTooLarge,
+       shapeMismatch; not retryable
+  64   an invalid request: bad flags, unreadable files, unknown engine or
+       language, invalid JSON input, an invalid --shape, an engine refused
+       without its opt-in; not retryable
+  1    infrastructure: the engine failed; retrying may help
+  130  cancelled by SIGINT (143: by SIGTERM); not retried by itself
+
+With --json, stdout is exactly one JSON object for every code but 64:
   {"ok":true,"value":...}
   {"ok":false,"code":"limitExceeded","kind":"memory",...}
   {"ok":false,"error":"...","retryable":true}
-Usage errors print one line on stderr and nothing on stdout.`,
+where "retryable" is true exactly for exit code 1. An invalid request
+prints one line on stderr and nothing on stdout.
+
+Telling a typed failure from a crash: the Go runtime also exits 2 when
+the process dies of a fatal error. A typed failure is exit code 2 AND,
+with --json, its {"ok":false,"code":...} object on stdout, written after
+the engine is closed, as the last thing the run does; a crash writes
+nothing on stdout (its "fatal error:" or "panic:" text goes to stderr).
+If the object cannot be written, the run exits 1, never 2.`,
 		Example: `  sandbank run hello.js
   sandbank run --input '{"name":"Ada"}' greet.star
   sandbank run --engine goja --timeout 500ms --memory 16MiB loop.js
@@ -86,50 +104,72 @@ Usage errors print one line on stderr and nothing on stdout.`,
 	f.StringVar(&o.engine, "engine", "", "engine `NAME` (see 'sandbank engines')")
 	f.StringVar(&o.lang, "lang", "", "script `LANGUAGE`; runs the language's default engine")
 	f.StringVar(&o.input, "input", "", "the script's input as `JSON` text (default null)")
-	f.StringVar(&o.inputFile, "input-file", "", "read the script's input (JSON text) from `FILE`")
-	f.StringVar(&o.memory, "memory", "", "memory limit `SIZE`, such as 32MiB, 1GB or a number of bytes (default 32MiB)")
+	f.StringVar(&o.inputFile, "input-file", "", "read the script's input (JSON text) from `FILE` (\"-\": standard input)")
+	f.StringVar(&o.memory, "memory", "", "memory limit `SIZE`: 32MiB, 32 MiB or 32mib (2^20 bytes each), 32MB or 32mb (10^6), or bytes (default 32MiB)")
 	f.StringVar(&o.timeout, "timeout", "", "wall-clock limit `DURATION`, such as 2s or 500ms (default 5s)")
 	f.StringVar(&o.shape, "shape", "", "JSON Schema `FILE` the result must satisfy")
 	f.StringVar(&o.store, "store", "", "keep the script in the content-addressed store in `DIR`")
 	f.BoolVar(&o.json, "json", false, "print exactly one JSON object on stdout")
 	f.BoolVar(&o.allowNetwork, "allow-network", false, "accept an engine that declares network access")
 	f.BoolVar(&o.allowReusedRuntime, "allow-reused-environment", false, "accept an engine that reuses its environment between runs")
+	_ = cmd.RegisterFlagCompletionFunc("engine", a.completeEngines)
+	_ = cmd.RegisterFlagCompletionFunc("lang", a.completeLanguages)
+	f.StringVar(&o.cacheDir, "cache-dir", "", "keep compiled modules in `DIR` (default: the user cache directory's sandbank/)")
+	f.BoolVar(&o.noCache, "no-cache", false, "compile the engine's module afresh, with no compiled-module cache")
 	return cmd
 }
 
-// runScript is "sandbank run": every usage check first, then the engine.
+// runScript is "sandbank run": the run, cancelled by SIGINT or SIGTERM,
+// then its report.
 func (a *app) runScript(ctx context.Context, o *runOptions, script string) error {
+	ctx, stop := cancelOnSignal(ctx)
+	defer stop()
+	value, err := a.evaluate(ctx, o, script)
+	return a.report(o, value, err)
+}
+
+// evaluate checks every flag first, then builds the engine and runs the
+// script.
+func (a *app) evaluate(ctx context.Context, o *runOptions, script string) (json.RawMessage, error) {
 	var limits spi.Limits
 	if o.memory != "" {
 		n, err := parseBytes(o.memory)
 		if err != nil {
-			return usagef("--memory: %v", err)
+			return nil, usagef("--memory: %v", err)
 		}
 		limits.MemoryBytes = n
 	}
 	if o.timeout != "" {
 		d, err := time.ParseDuration(o.timeout)
 		if err != nil || d <= 0 {
-			return usagef("--timeout: invalid duration %q (want a positive duration such as 2s or 500ms)", o.timeout)
+			return nil, usagef("--timeout: invalid duration %q (want a positive duration such as 2s or 500ms)", o.timeout)
 		}
 		limits.WallClock = d
 	}
 	input := json.RawMessage("null")
 	switch {
 	case o.input != "" && o.inputFile != "":
-		return usagef("--input and --input-file cannot be used together")
+		return nil, usagef("--input and --input-file cannot be used together")
 	case o.input != "":
-		if !json.Valid([]byte(o.input)) {
-			return usagef("--input is not valid JSON")
+		if err := checkJSON([]byte(o.input)); err != nil {
+			return nil, usagef("--input: %v", err)
 		}
 		input = json.RawMessage(o.input)
+	case o.inputFile == "-" && script == "-":
+		return nil, usagef("the script and --input-file cannot both be standard input")
 	case o.inputFile != "":
-		b, err := readFileBounded(o.inputFile)
-		if err != nil {
-			return usagef("--input-file: %v", err)
+		var b []byte
+		var err error
+		if o.inputFile == "-" {
+			b, err = readBounded(a.stdin, "the input on standard input")
+		} else {
+			b, err = readFileBounded(o.inputFile)
 		}
-		if !json.Valid(b) {
-			return usagef("--input-file %s is not valid JSON", o.inputFile)
+		if err != nil {
+			return nil, usagef("--input-file: %v", err)
+		}
+		if err := checkJSON(b); err != nil {
+			return nil, usagef("--input-file %s: %v", o.inputFile, err)
 		}
 		input = b
 	}
@@ -138,10 +178,10 @@ func (a *app) runScript(ctx context.Context, o *runOptions, script string) error
 	if o.shape != "" {
 		b, err := readFileBounded(o.shape)
 		if err != nil {
-			return usagef("--shape: %v", err)
+			return nil, usagef("--shape: %v", err)
 		}
-		if !json.Valid(b) {
-			return usagef("--shape %s is not valid JSON", o.shape)
+		if err := checkJSON(b); err != nil {
+			return nil, usagef("--shape %s: %v", o.shape, err)
 		}
 		shape = b
 	}
@@ -149,68 +189,65 @@ func (a *app) runScript(ctx context.Context, o *runOptions, script string) error
 	var src []byte
 	if script == "-" {
 		if o.engine == "" && o.lang == "" {
-			return usagef("reading the script from standard input needs --lang or --engine")
+			return nil, usagef("reading the script from standard input needs --lang or --engine")
 		}
-		b, err := io.ReadAll(io.LimitReader(a.stdin, maxFileBytes+1))
+		b, err := readBounded(a.stdin, "the script on standard input")
 		if err != nil {
-			return usagef("reading the script from standard input: %v", err)
-		}
-		if len(b) > maxFileBytes {
-			return usagef("the script on standard input is larger than %d bytes", maxFileBytes)
+			return nil, usagef("reading the script from standard input: %v", err)
 		}
 		src = b
 	} else {
 		b, err := readFileBounded(script)
 		if err != nil {
-			return usagef("cannot read script: %v", err)
+			return nil, usagef("cannot read script: %v", err)
 		}
 		src = b
 	}
 
 	reg, err := a.registry()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	entry, err := chooseEngine(reg, o, script)
 	if err != nil {
-		return err
+		return nil, err
 	}
 
-	var store interface {
-		effect.ScriptReader
-		Put([]byte) (effect.Address, error)
-	}
+	// Without --store the script travels with the call (Call.Source):
+	// the effect hashes it and names it by its address, and nothing is
+	// written anywhere.
+	var store effect.ScriptReader = effect.NewMemoryStore()
+	call := effect.Call{Input: input, Shape: shape}
 	if o.store != "" {
 		s, err := effect.NewDirStore(o.store)
 		if err != nil {
-			return usagef("--store: %v", err)
+			return nil, usagef("--store: %v", err)
 		}
-		store = s
+		addr, err := s.Put(src)
+		if err != nil {
+			return nil, untyped(fmt.Errorf("storing the script: %w", err))
+		}
+		store, call.Script = s, addr
 	} else {
-		dir, err := os.MkdirTemp("", "sandbank-run-*")
-		if err != nil {
-			return untyped(fmt.Errorf("creating a temporary store: %w", err))
-		}
-		defer os.RemoveAll(dir)
-		s, err := effect.NewDirStore(dir)
-		if err != nil {
-			return untyped(err)
-		}
-		store = s
-	}
-	addr, err := store.Put(src)
-	if err != nil {
-		return untyped(fmt.Errorf("storing the script: %w", err))
+		call.Source = src
 	}
 
-	backend, err := entry.Factory()
+	factory, cacheDir, err := a.engineFactory(entry, o)
 	if err != nil {
-		return a.reportUntyped(o, fmt.Errorf("engine %s: %w", entry.Engine, err))
+		return nil, err
 	}
-	caps := backend.Capabilities()
-	if refusal := refuse(caps, o); refusal != nil {
+	if cacheDir != "" {
+		// Seal what the engine wrote to the cache once the run is over
+		// (deferred before eff.Close, so it runs after it).
+		defer sealCache(cacheDir)
+	}
+	backend, err := factory()
+	if err != nil {
+		return nil, fmt.Errorf("engine %s: %w", entry.Engine, err)
+	}
+	if refusal := refuse(backend.Capabilities(), o); refusal != nil {
 		closeBackend(backend)
-		return refusal
+		return nil, refusal
 	}
 	eff, err := effect.New(store, backend, &effect.Options{
 		Limits:                 limits,
@@ -219,16 +256,21 @@ func (a *app) runScript(ctx context.Context, o *runOptions, script string) error
 	})
 	if err != nil {
 		closeBackend(backend)
-		return a.reportUntyped(o, err)
+		return nil, err
 	}
 	defer eff.Close()
+	value, err := eff.Evaluate(ctx, call)
+	return value, signalled(ctx, err)
+}
 
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt)
-	defer stop()
-	value, err := eff.Evaluate(ctx, effect.Call{Script: addr, Input: input, Shape: shape})
+// report prints the outcome of run: the value, or the error as classify
+// sees it. With --json stdout gets exactly one object for every exit code
+// but 64: {"ok":true,"value":…}; a typed failure's {"ok":false,"code":…};
+// or {"ok":false,"error":…,"retryable":…} where retryable is true exactly
+// for exit code 1. A usage error is one line on stderr only. report runs
+// after the engine is closed, so that a typed failure's object is the
+// last thing the process does.
+func (a *app) report(o *runOptions, value json.RawMessage, err error) error {
 	if err == nil {
 		if o.json {
 			return a.printJSON(struct {
@@ -236,38 +278,88 @@ func (a *app) runScript(ctx context.Context, o *runOptions, script string) error
 				Value json.RawMessage `json:"value"`
 			}{true, value})
 		}
-		_, err := fmt.Fprintf(a.stdout, "%s\n", value)
-		return err
-	}
-	var failure *effect.Failure
-	if errors.As(err, &failure) {
-		if o.json {
-			b, merr := json.Marshal(failure)
-			if merr != nil || len(b) < 2 || b[0] != '{' {
-				return untyped(fmt.Errorf("encoding the failure: %v", merr))
-			}
-			out := []byte(`{"ok":false`)
-			if len(b) > 2 {
-				out = append(out, ',')
-			}
-			out = append(out, b[1:]...)
-			if _, werr := fmt.Fprintf(a.stdout, "%s\n", out); werr != nil {
-				return untyped(werr)
-			}
-			return &exitError{code: exitFailure, err: failure, quiet: true}
+		if _, err := fmt.Fprintf(a.stdout, "%s\n", value); err != nil {
+			return untyped(err)
 		}
-		return &exitError{code: exitFailure, err: failure}
+		return nil
 	}
-	return a.reportUntyped(o, err)
+	code, retryable := classify(err)
+	if !o.json || code == exitUsage {
+		return &exitError{code: code, err: err}
+	}
+	var out []byte
+	var failure *effect.Failure
+	if code == exitFailure && errors.As(err, &failure) {
+		b, merr := json.Marshal(failure)
+		if merr != nil || len(b) < 2 || b[0] != '{' {
+			return untyped(fmt.Errorf("encoding the failure: %v", merr))
+		}
+		out = []byte(`{"ok":false`)
+		if len(b) > 2 {
+			out = append(out, ',')
+		}
+		out = append(out, b[1:]...)
+	} else {
+		b, merr := json.Marshal(struct {
+			OK        bool   `json:"ok"`
+			Error     string `json:"error"`
+			Retryable bool   `json:"retryable"`
+		}{false, oneLine(err.Error()), retryable})
+		if merr != nil {
+			return untyped(merr)
+		}
+		out = b
+	}
+	if _, werr := fmt.Fprintf(a.stdout, "%s\n", out); werr != nil {
+		// Without its object on stdout, a typed failure must not exit 2:
+		// the object is what tells it from a crash.
+		return untyped(fmt.Errorf("writing the result: %w (after: %v)", werr, err))
+	}
+	return &exitError{code: code, err: err, quiet: true}
+}
+
+// engineFactory returns the factory run builds the engine with: the
+// entry's own, or the same engine with its compiled-module cache in
+// --cache-dir or the default cache directory. cacheDir is the cache
+// directory in use, or "" for none (--no-cache, an engine without a
+// cache option, or a default directory that cannot be used, which is
+// reported on stderr and costs only time). An unusable --cache-dir is a
+// usage error.
+func (a *app) engineFactory(entry registry.Entry, o *runOptions) (f spi.Factory, cacheDir string, err error) {
+	if o.noCache && o.cacheDir != "" {
+		return nil, "", usagef("--cache-dir and --no-cache cannot be used together")
+	}
+	if o.noCache || a.cacheFactory == nil {
+		return entry.Factory, "", nil
+	}
+	dir, explicit := o.cacheDir, o.cacheDir != ""
+	if !explicit {
+		if dir = defaultCacheDir(); dir == "" {
+			return entry.Factory, "", nil
+		}
+	}
+	cached := a.cacheFactory(entry.Engine, dir)
+	if cached == nil {
+		return entry.Factory, "", nil
+	}
+	if err := prepareCacheDir(dir); err != nil {
+		if explicit {
+			return nil, "", usagef("--cache-dir: %v", err)
+		}
+		fmt.Fprintf(a.stderr, "sandbank: warning: running without the compiled-module cache: %s\n", oneLine(err.Error()))
+		return entry.Factory, "", nil
+	}
+	checkCache(dir)
+	return cached, dir, nil
 }
 
 // chooseEngine resolves --engine, --lang or the script's extension to a
 // registered engine. Every failure is a usage error.
 func chooseEngine(reg *registry.Registry, o *runOptions, script string) (registry.Entry, error) {
 	if o.engine != "" {
-		e, err := reg.Lookup(o.engine)
+		e, err := lookupEngine(reg, o.engine)
 		if err != nil {
-			return registry.Entry{}, usagef("%v", err)
+			return registry.Entry{}, err
 		}
 		if o.lang != "" && o.lang != e.Language {
 			return registry.Entry{}, usagef("engine %s runs %s, not %s", e.Engine, e.Language, o.lang)
@@ -279,13 +371,13 @@ func chooseEngine(reg *registry.Registry, o *runOptions, script string) (registr
 		ext := filepath.Ext(script)
 		l, ok := extLanguages[ext]
 		if !ok {
-			return registry.Entry{}, usagef("cannot tell the language of %q from its extension (.js, .star, .wasm); pass --lang or --engine", filepath.Base(script))
+			return registry.Entry{}, usagef("cannot tell the language of %q from its extension (.js, .ts, .star, .wasm); pass --lang or --engine", filepath.Base(script))
 		}
 		lang = l
 	}
-	e, err := reg.Default(lang)
+	e, err := defaultEngine(reg, lang)
 	if err != nil {
-		return registry.Entry{}, usagef("%v", err)
+		return registry.Entry{}, err
 	}
 	return e, nil
 }
@@ -300,23 +392,6 @@ func refuse(caps spi.Capabilities, o *runOptions) error {
 		return usagef("engine reuses its environment between runs; pass --allow-reused-environment to accept it")
 	}
 	return nil
-}
-
-// reportUntyped reports an untyped error: as the JSON object with --json,
-// else as a line on stderr.
-func (a *app) reportUntyped(o *runOptions, err error) error {
-	if !o.json {
-		return untyped(err)
-	}
-	perr := a.printJSON(struct {
-		OK        bool   `json:"ok"`
-		Error     string `json:"error"`
-		Retryable bool   `json:"retryable"`
-	}{false, oneLine(err.Error()), effect.Retryable(err)})
-	if perr != nil {
-		return perr
-	}
-	return &exitError{code: exitUntyped, err: err, quiet: true}
 }
 
 func (a *app) printJSON(v any) error {
@@ -341,12 +416,5 @@ func readFileBounded(name string) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxFileBytes+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(b) > maxFileBytes {
-		return nil, fmt.Errorf("%s is larger than %d bytes", name, maxFileBytes)
-	}
-	return b, nil
+	return readBounded(f, name)
 }

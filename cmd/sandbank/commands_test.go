@@ -5,6 +5,7 @@ import (
 	"go/format"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"strings"
 	"testing"
@@ -21,8 +22,8 @@ func TestEngines(t *testing.T) {
 	res := cli(a, "", "engines")
 	require.Equal(t, exitOK, res.code, res.stderr)
 	lines := strings.Split(strings.TrimRight(res.stdout, "\n"), "\n")
-	require.Len(t, lines, 5, res.stdout)
-	assert.Equal(t, []string{"ENGINE", "LANGUAGE", "DEFAULT", "NETWORK", "WALLCLOCK", "MEMORY", "CPU", "FRESH", "DESCRIPTION"}, strings.Fields(lines[0]))
+	require.Len(t, lines, 5, res.stdout, "no descriptions for the fakes")
+	assert.Equal(t, []string{"ENGINE", "LANGUAGE", "DEFAULT", "NETWORK", "WALLCLOCK", "MEMORY", "CPU", "FRESH"}, strings.Fields(lines[0]))
 	assert.Equal(t, []string{"fake", "javascript", "yes", "none", "hard", "yes", "yes", "yes"}, strings.Fields(lines[1]))
 	assert.Equal(t, []string{"fakebroken", "javascript", "no", "none", "hard", "yes", "yes", "yes"}, strings.Fields(lines[2]))
 	assert.Equal(t, []string{"fakeopen", "javascript", "no", "open", "hard", "yes", "yes", "no"}, strings.Fields(lines[3]))
@@ -46,11 +47,97 @@ func TestVersion(t *testing.T) {
 	a, _ := fakeApp(t)
 	res := cli(a, "", "version")
 	require.Equal(t, exitOK, res.code, res.stderr)
-	assert.Equal(t, "sandbank (devel)\nspi "+spi.Version+"\n", res.stdout, "a test binary is a development build")
+	lines := strings.Split(res.stdout, "\n")
+	require.GreaterOrEqual(t, len(lines), 3, res.stdout)
+	assert.Equal(t, "sandbank (devel)", lines[0], "a test binary is a development build")
+	assert.Equal(t, "spi "+spi.Version, lines[1])
+	assert.Regexp(t, `^go1\.\d+\S* \w+/\w+, cgo (on|off)$`, lines[2])
+
+	res = cli(a, "", "--version")
+	require.Equal(t, exitOK, res.code, res.stderr)
+	assert.Equal(t, "sandbank (devel)\n", res.stdout)
+
+	res = cli(a, "", "version", "--json")
+	require.Equal(t, exitOK, res.code, res.stderr)
+	var v versionJSON
+	require.NoError(t, json.Unmarshal([]byte(res.stdout), &v), res.stdout)
+	assert.Equal(t, runtime.Version(), v.Go)
+	assert.Equal(t, buildHasCgo, v.Cgo)
+	assert.Equal(t, spi.Version, v.SPI)
 
 	assert.Equal(t, "(devel)", moduleVersion(nil, false))
 	assert.Equal(t, "(devel)", moduleVersion(&debug.BuildInfo{}, true))
 	assert.Equal(t, "v1.2.3", moduleVersion(&debug.BuildInfo{Main: debug.Module{Version: "v1.2.3"}}, true))
+	stamped := buildVersion(&debug.BuildInfo{Main: debug.Module{Version: "v1.2.3"}, Settings: []debug.BuildSetting{
+		{Key: "vcs.revision", Value: "abc123"}, {Key: "vcs.time", Value: "2026-12-01T00:00:00Z"}, {Key: "vcs.modified", Value: "true"},
+	}}, true)
+	assert.Equal(t, "abc123", stamped.Commit)
+	assert.Equal(t, "2026-12-01T00:00:00Z", stamped.CommitTime)
+	assert.True(t, stamped.Modified)
+	assert.Equal(t, "v1.2.3", stamped.Version)
+}
+
+func TestCompletion(t *testing.T) {
+	for _, shell := range []string{"bash", "zsh", "fish"} {
+		a, _ := fakeApp(t)
+		res := cli(a, "", "completion", shell)
+		assert.Equal(t, exitOK, res.code, res.stderr)
+		assert.Contains(t, res.stdout, "sandbank", shell)
+	}
+	a, _ := fakeApp(t)
+	res := cli(a, "", "__complete", "run", "--engine", "")
+	require.Equal(t, exitOK, res.code, res.stderr)
+	assert.Contains(t, res.stdout, "fake\tjavascript\n")
+	assert.Contains(t, res.stdout, "fakestar\tstarlark\n")
+
+	res = cli(a, "", "__complete", "run", "--lang", "")
+	require.Equal(t, exitOK, res.code, res.stderr)
+	assert.Contains(t, res.stdout, "javascript\n")
+	assert.Contains(t, res.stdout, "starlark\n")
+
+	res = cli(a, "", "__complete", "matrix", "--engine", "fakes")
+	require.Equal(t, exitOK, res.code, res.stderr)
+	assert.Contains(t, res.stdout, "fakestar")
+
+	res = cli(a, "", "__complete", "matrix", "--case", "")
+	require.Equal(t, exitOK, res.code, res.stderr)
+	assert.Contains(t, res.stdout, "runaway_loop\n")
+}
+
+// TestCobraErrorsAreOneReadableLine: cobra's suggestions are folded into
+// the line, not mangled into "; ; Did you mean this?; \trun;".
+func TestCobraErrorsAreOneReadableLine(t *testing.T) {
+	a, _ := fakeApp(t)
+	res := cli(a, "", "runn", "x.js")
+	assert.Equal(t, exitUsage, res.code)
+	assertOneLine(t, res.stderr)
+	assert.Equal(t, `sandbank: unknown command "runn" for "sandbank" (did you mean "run"?) (see 'sandbank --help')`+"\n", res.stderr)
+	assert.NotContains(t, res.stderr, "; ;")
+	assert.NotContains(t, res.stderr, "\t")
+
+	assert.Equal(t, `unknown command "x" for "y" (did you mean "a" or "b"?)`,
+		formatCobraError("unknown command \"x\" for \"y\"\n\nDid you mean this?\n\ta\n\tb\n"))
+	assert.Equal(t, `required flag(s) "language" not set`, formatCobraError(`required flag(s) "language" not set`))
+}
+
+// TestEngineNotInThisBuild: a cgo engine asked for in a build without
+// cgo says so, instead of the registry's "forgotten registration?".
+func TestEngineNotInThisBuild(t *testing.T) {
+	a, _ := fakeApp(t)
+	reg, err := a.newRegistry()
+	require.NoError(t, err)
+	err = unknownEngine(reg, "quickjs-wasmtime", false)
+	assert.Contains(t, err.Error(), `engine "quickjs-wasmtime" is not in this build: it needs cgo`)
+	err = unknownEngine(reg, "nope", false)
+	assert.Equal(t, `unknown engine "nope" (engines: fake, fakebroken, fakeopen, fakestar; see 'sandbank engines')`, err.Error())
+	assert.NotContains(t, err.Error(), "forgotten registration")
+
+	res := cli(a, "", "run", "--engine", "quickjs-wasmtime", script(t, "x.js", "value 1"))
+	assert.Equal(t, exitUsage, res.code)
+	assertOneLine(t, res.stderr)
+	if !buildHasCgo {
+		assert.Contains(t, res.stderr, "is not in this build: it needs cgo")
+	}
 }
 
 func TestHelpForEveryCommand(t *testing.T) {

@@ -3,14 +3,15 @@
 // through the effect, prints the verified conformance matrix of every
 // built-in engine, lists the engines, and scaffolds a new backend package.
 //
-//	sandbank run [--engine NAME | --lang LANG] [--input JSON | --input-file FILE]
+//	sandbank run [--engine NAME | --lang LANG] [--input JSON | --input-file FILE|-]
 //	             [--memory 32MiB] [--timeout 2s] [--shape SCHEMA.json] [--store DIR]
-//	             [--json] SCRIPT|-
+//	             [--cache-dir DIR | --no-cache] [--json] SCRIPT|-
 //	sandbank matrix [--engine NAME]... [--case NAME]... [--json]
 //	sandbank engines [--json]
 //	sandbank bench [--engine NAME]... [--runs N] [--json]
 //	sandbank new backend NAME --language LANG [--dir DIR]
-//	sandbank version
+//	sandbank version [--json]
+//	sandbank completion bash|zsh|fish|powershell
 //
 // Every built-in backend is registered explicitly by package builtin; no
 // package registers itself in an init function. Run "sandbank COMMAND
@@ -18,25 +19,53 @@
 //
 // # Exit codes
 //
-//	0   success: run printed a value; matrix had no FAIL and no refusal
-//	1   an untyped error (the engine failed, the run was cancelled; a retry
-//	    may help), or a matrix with a FAIL or a refused engine
-//	2   run: a typed failure, the script's own doing (scriptError,
-//	    limitExceeded, inputTooLarge, shapeMismatch)
-//	64  a usage error: bad flags or arguments, unreadable files, an unknown
-//	    engine or language, invalid JSON input, an engine the effect refuses
-//	    without an opt-in flag
+// One classification of the error gives both the exit code and, with
+// --json, its "retryable" field, so the two never disagree:
+//
+//	0    success: run printed a value; matrix had no FAIL and no refusal
+//	1    infrastructure (the engine failed; a retry may help; "retryable":
+//	     true), or a matrix with a FAIL or a refused engine
+//	2    run: a typed failure, the script's own doing (scriptError,
+//	     limitExceeded, inputTooLarge, scriptTooLarge, shapeMismatch); not
+//	     retryable
+//	64   an invalid request, not retryable: bad flags or arguments,
+//	     unreadable files, an unknown engine or language, invalid JSON
+//	     input, and every effect.ErrInvalidCall (an invalid --shape, …);
+//	     an engine the effect refuses without an opt-in flag
+//	130  cancelled by SIGINT; 143 by SIGTERM (run and matrix stop the run
+//	     and report it; not retryable)
 //
 // Errors are one line on stderr, starting with "sandbank: ", never a Go
-// stack trace. With run --json, stdout is exactly one JSON object for exit
-// codes 0, 1 and 2: {"ok":true,"value":…}, {"ok":false,"code":…,…} (the
-// effect's failure) or {"ok":false,"error":…,"retryable":…}; a usage error
-// prints nothing on stdout.
+// stack trace. With run --json, stdout is exactly one JSON object for
+// every exit code but 64: {"ok":true,"value":…}, {"ok":false,"code":…,…}
+// (the effect's failure) or {"ok":false,"error":…,"retryable":…}; an
+// invalid request prints nothing on stdout.
 //
-// Two typed failures cannot come from the command line: scriptMissing (run
-// stores the script before it evaluates it) and inputNotSerializable (the
-// input is JSON text, and invalid JSON is a usage error found before any
-// engine is built).
+// # Telling a typed failure from a crash
+//
+// The Go runtime exits 2 when a process dies of a fatal error (a stack
+// overflow, a concurrent map write), the same code as a typed failure.
+// The proof of a typed failure is its object: with --json, exit code 2
+// AND a {"ok":false,"code":…} object on stdout. run prints it after the
+// engine is closed, as the last thing it does; a crash prints nothing on
+// stdout (its "fatal error:" or "panic:" report goes to stderr), and a
+// typed failure whose object cannot be written exits 1, not 2.
+//
+// # Compiled-module cache
+//
+// run keeps the compiled QuickJS module in os.UserCacheDir()/sandbank
+// (--cache-dir DIR elsewhere, --no-cache for none), so that only the
+// first run of an engine compiles it (seconds) and later ones take about
+// a tenth of a second. Entries are written atomically, so concurrent
+// processes share the directory; a damaged entry is recompiled: wasmtime's
+// entries carry their own SHA-256, and run seals each wazero entry with a
+// SHA-256 sidecar file, checked before the engine reads the directory.
+//
+// Two typed failures cannot come from the command line: scriptMissing
+// (run passes the script with the call, or stores it first with --store)
+// and inputNotSerializable (the input is JSON text, and invalid JSON is a
+// usage error, reported at its line and column, found before any engine
+// is built).
 //
 // # Security considerations
 //
@@ -47,4 +76,9 @@
 // declaration says it does not enforce a limit (see "sandbank engines")
 // does not enforce it from the command line either. Files read by the
 // command line (script, input, schema) are bounded to 256 MiB.
+//
+// A compiled module read from the cache directory runs as machine code:
+// run refuses a --cache-dir that others can write or that belongs to
+// another user, and runs without the cache (saying so on stderr) when the
+// default directory is such a one.
 package main

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -16,14 +17,6 @@ import (
 	"github.com/sandbank/sandbank/spi"
 )
 
-// Exit codes. They are part of the command line's contract (see doc.go).
-const (
-	exitOK      = 0  // a value, or a command that succeeded
-	exitUntyped = 1  // an untyped (retryable) error, or a failing matrix
-	exitFailure = 2  // a typed failure: the script's own doing
-	exitUsage   = 64 // a usage error: bad flags, unreadable files, unknown engines, invalid JSON input
-)
-
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
@@ -32,12 +25,14 @@ func main() {
 // returns the process exit code. Tests call it with captured streams.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	a := &app{
-		stdin:       stdin,
-		stdout:      stdout,
-		stderr:      stderr,
-		newRegistry: builtinRegistry,
-		fixtures:    builtin.Fixtures,
-		cpuBudget:   builtin.CPUBudgetFactory,
+		stdin:        stdin,
+		stdout:       stdout,
+		stderr:       stderr,
+		newRegistry:  builtinRegistry,
+		fixtures:     builtin.Fixtures,
+		cpuBudget:    builtin.CPUBudgetFactory,
+		cacheFactory: builtin.CacheFactory,
+		isTerminal:   isTerminal,
 	}
 	return a.execute(args)
 }
@@ -56,6 +51,12 @@ type app struct {
 	fixtures func(language string) (*fixtures.Set, bool)
 	// cpuBudget returns a small-budget factory of an engine, or nil.
 	cpuBudget func(engine string) spi.Factory
+	// cacheFactory returns a factory of an engine with its compiled-module
+	// cache in dir, or nil when the engine has none. Nil: no cache.
+	cacheFactory func(engine, dir string) spi.Factory
+	// isTerminal reports whether a stream is a terminal (the matrix then
+	// shows one progress line updated in place). Nil: never.
+	isTerminal func(io.Writer) bool
 	// matrixOptions, when set, adjusts the conformance options of each
 	// engine's matrix run (tests shorten the watchdog with it).
 	matrixOptions func(*conformance.Options)
@@ -123,7 +124,7 @@ func (a *app) execute(args []string) (code int) {
 		if cmd != nil {
 			path = cmd.CommandPath()
 		}
-		ee = &exitError{code: exitUsage, err: fmt.Errorf("%w (see '%s --help')", err, path)}
+		ee = &exitError{code: exitUsage, err: fmt.Errorf("%s (see '%s --help')", formatCobraError(err.Error()), path)}
 	}
 	if !ee.quiet {
 		fmt.Fprintf(a.stderr, "sandbank: %s\n", oneLine(ee.err.Error()))
@@ -139,8 +140,10 @@ func (a *app) rootCommand() *cobra.Command {
 WebAssembly) through the Sandbank effect, prints the verified conformance
 matrix of every built-in engine, and scaffolds new backends.
 
-Exit codes: 0 success; 1 untyped error (or a failing matrix); 2 typed
-failure (the script's own doing); 64 usage error.`,
+Exit codes: 0 success; 1 infrastructure, retryable (or a failing
+matrix); 2 typed failure (the script's own doing; with run --json its
+object on stdout tells it from a crash, which Go also exits 2 on); 64
+invalid request; 130/143 cancelled by SIGINT/SIGTERM.`,
 		Example: `  sandbank matrix
   sandbank run --input '{"n":2}' script.js
   sandbank engines
@@ -148,7 +151,8 @@ failure (the script's own doing); 64 usage error.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.CompletionOptions.DisableDefaultCmd = true
+	root.Version = moduleVersion(debug.ReadBuildInfo())
+	root.SetVersionTemplate("sandbank {{.Version}}\n")
 	root.AddCommand(
 		a.runCommand(),
 		a.matrixCommand(),
@@ -161,8 +165,8 @@ failure (the script's own doing); 64 usage error.`,
 	return root
 }
 
-// wrap makes every error a command returns carry an exit code: errors
-// without one are untyped (exit 1).
+// wrap makes every error a command returns carry its exit code, from
+// classify, so that execute can tell them from cobra's own errors.
 func wrap(f func(cmd *cobra.Command, args []string) error) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, args []string) error {
 		err := f(cmd, args)
@@ -173,7 +177,8 @@ func wrap(f func(cmd *cobra.Command, args []string) error) func(*cobra.Command, 
 		if errors.As(err, &ee) {
 			return err
 		}
-		return untyped(err)
+		code, _ := classify(err)
+		return &exitError{code: code, err: err}
 	}
 }
 

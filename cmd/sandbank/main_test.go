@@ -85,31 +85,38 @@ type recorder struct{ last *fakebackend.Backend }
 func fakeApp(t *testing.T) (*app, *recorder) {
 	t.Helper()
 	rec := &recorder{}
+	return &app{
+		newRegistry: fakeRegistry(rec, directive),
+		fixtures:    func(string) (*fixtures.Set, bool) { return nil, false },
+		cpuBudget:   func(string) spi.Factory { return nil },
+	}, rec
+}
+
+// fakeRegistry returns the registry builder of fakeApp, whose engines run
+// script as their directive interpreter.
+func fakeRegistry(rec *recorder, script fakebackend.Behavior) func() (*registry.Registry, error) {
 	open := fakebackend.Capabilities()
 	open.Network, open.FreshPerRun = spi.NetworkOpen, false
 	star := fakebackend.Capabilities()
 	star.Language = "starlark"
-	a := &app{
-		newRegistry: func() (*registry.Registry, error) {
-			r := new(registry.Registry)
-			r.Register(registry.Entry{Engine: "fake", Language: "javascript", Capabilities: fakebackend.Capabilities(),
-				Factory: func() (spi.Backend, error) {
-					rec.last = fakebackend.New(fakebackend.Capabilities(), directive)
-					return rec.last, nil
-				}})
-			r.Register(registry.Entry{Engine: "fakeopen", Language: "javascript", Capabilities: open,
-				Factory: func() (spi.Backend, error) { return fakebackend.New(open, directive), nil }})
-			r.Register(registry.Entry{Engine: "fakebroken", Language: "javascript", Capabilities: fakebackend.Capabilities(),
-				Factory: func() (spi.Backend, error) { return nil, errors.New("fake: cannot start") }})
-			r.Register(registry.Entry{Engine: "fakestar", Language: "starlark", Capabilities: star,
-				Factory: func() (spi.Backend, error) { return fakebackend.New(star, directive), nil }})
-			require.NoError(t, r.SetDefault("javascript", "fake"))
-			return r, nil
-		},
-		fixtures:  func(string) (*fixtures.Set, bool) { return nil, false },
-		cpuBudget: func(string) spi.Factory { return nil },
+	return func() (*registry.Registry, error) {
+		r := new(registry.Registry)
+		r.Register(registry.Entry{Engine: "fake", Language: "javascript", Capabilities: fakebackend.Capabilities(),
+			Factory: func() (spi.Backend, error) {
+				rec.last = fakebackend.New(fakebackend.Capabilities(), script)
+				return rec.last, nil
+			}})
+		r.Register(registry.Entry{Engine: "fakeopen", Language: "javascript", Capabilities: open,
+			Factory: func() (spi.Backend, error) { return fakebackend.New(open, script), nil }})
+		r.Register(registry.Entry{Engine: "fakebroken", Language: "javascript", Capabilities: fakebackend.Capabilities(),
+			Factory: func() (spi.Backend, error) { return nil, errors.New("fake: cannot start") }})
+		r.Register(registry.Entry{Engine: "fakestar", Language: "starlark", Capabilities: star,
+			Factory: func() (spi.Backend, error) { return fakebackend.New(star, script), nil }})
+		if err := r.SetDefault("javascript", "fake"); err != nil {
+			return nil, err
+		}
+		return r, nil
 	}
-	return a, rec
 }
 
 // script writes a script file and returns its path.
@@ -189,7 +196,7 @@ func TestRunStore(t *testing.T) {
 	require.Equal(t, exitOK, res.code, res.stderr)
 	left, err := os.ReadDir(tmp)
 	require.NoError(t, err)
-	assert.Empty(t, left, "without --store the temporary store is removed at exit")
+	assert.Empty(t, left, "without --store nothing is written")
 }
 
 func TestRunTypedFailures(t *testing.T) {
@@ -206,8 +213,9 @@ func TestRunTypedFailures(t *testing.T) {
 		{"limitExceeded memory", "limit memory", []string{"--memory", "1MiB"}, `{"ok":false,"code":"limitExceeded","kind":"memory"}`},
 		{"limitExceeded cpu", "limit cpu", nil, `{"ok":false,"code":"limitExceeded","kind":"cpu"}`},
 		{"limitExceeded output", "big 4194400", nil, `{"ok":false,"code":"limitExceeded","kind":"output"}`},
-		{"inputTooLarge while parsing", "toolarge", []string{"--memory", "1MiB", "--input", "[1]"}, `{"ok":false,"code":"inputTooLarge","bytes":3,"limit":1048576}`},
-		{"inputTooLarge before the run", "echo", []string{"--input-file", bigInput}, `{"ok":false,"code":"inputTooLarge","bytes":34603010,"limit":33554432}`},
+		{"inputTooLarge while parsing", "toolarge", []string{"--memory", "1MiB", "--input", "[1]"}, `{"ok":false,"code":"inputTooLarge","kind":"memory","bytes":3,"limit":1048576}`},
+		{"inputTooLarge before the run", "echo", []string{"--input-file", bigInput}, `{"ok":false,"code":"inputTooLarge","kind":"input","bytes":34603010,"limit":33554432}`},
+		{"scriptTooLarge", "value 1" + strings.Repeat(" ", 16<<20), nil, `{"ok":false,"code":"scriptTooLarge","bytes":16777223,"limit":16777216}`},
 		{"shapeMismatch", "value 42", []string{"--shape", shapeFile}, ""},
 		// scriptMissing cannot happen from the command line: run stores
 		// the script before it evaluates it. inputNotSerializable cannot
@@ -299,13 +307,13 @@ func TestRunUsageErrors(t *testing.T) {
 		{"engine and language disagree", "", []string{"run", "--engine", "fake", "--lang", "starlark", js}, "runs javascript, not starlark"},
 		{"unknown extension", "", []string{"run", script(t, "s.py", "value 1")}, "cannot tell the language"},
 		{"stdin without language", "value 1", []string{"run", "-"}, "needs --lang or --engine"},
-		{"invalid JSON input", "", []string{"run", "--input", "{nope", js}, "--input is not valid JSON"},
-		{"invalid JSON input file", "", []string{"run", "--input-file", notJSON, js}, "is not valid JSON"},
+		{"invalid JSON input", "", []string{"run", "--input", "{nope", js}, "--input: invalid JSON at line 1, column 2"},
+		{"invalid JSON input file", "", []string{"run", "--input-file", notJSON, js}, "invalid JSON at line 1, column 2"},
 		{"missing input file", "", []string{"run", "--input-file", filepath.Join(dir, "none.json"), js}, "--input-file"},
 		{"both inputs", "", []string{"run", "--input", "1", "--input-file", notJSON, js}, "cannot be used together"},
 		{"memory without number", "", []string{"run", "--memory", "MiB", js}, "--memory"},
 		{"memory unknown unit", "", []string{"run", "--memory", "32MB2", js}, "--memory"},
-		{"memory fraction", "", []string{"run", "--memory", "1.5GiB", js}, "--memory"},
+		{"memory unit only", "", []string{"run", "--memory", " MiB", js}, "--memory"},
 		{"memory zero", "", []string{"run", "--memory", "0", js}, "--memory"},
 		{"memory negative", "", []string{"run", "--memory", "-1", js}, "--memory"},
 		{"memory overflow", "", []string{"run", "--memory", "9999999999999GiB", js}, "--memory"},
@@ -339,6 +347,9 @@ func TestParseBytes(t *testing.T) {
 	good := map[string]int64{
 		"1": 1, "1048576": 1 << 20, "512B": 512, "32MiB": 32 << 20, "1GiB": 1 << 30, "4KiB": 4096,
 		"1GB": 1e9, "2MB": 2e6, "3KB": 3000, "1TiB": 1 << 40,
+		// As people type them: case, spaces, fractions, thousands.
+		"32mb": 32e6, "32 MiB": 32 << 20, "32mib": 32 << 20, "32 MB": 32e6, "1.5MiB": 3 << 19,
+		"1,048,576": 1 << 20, " 16MiB ": 16 << 20, "2k": 2000,
 	}
 	for in, want := range good {
 		got, err := parseBytes(in)
@@ -346,7 +357,7 @@ func TestParseBytes(t *testing.T) {
 			assert.Equal(t, want, got, in)
 		}
 	}
-	for _, in := range []string{"", "MiB", "0", "-1", "1.5MiB", "32mb", "1 GiB x", "9223372036854775808", "8589934592GiB", "0x10"} {
+	for _, in := range []string{"", "MiB", "0", "-1", "+1", "32parsecs", "1 GiB x", "9223372036854775808", "8589934592GiB", "0x10"} {
 		_, err := parseBytes(in)
 		assert.Error(t, err, in)
 	}

@@ -25,13 +25,14 @@ const Language = "javascript"
 var ErrClosed = errors.New("wasmtime: backend closed")
 
 var (
-	_ spi.Backend = (*backend)(nil)
-	_ spi.Warmer  = (*backend)(nil)
+	_ spi.Backend = (*Backend)(nil)
+	_ spi.Warmer  = (*Backend)(nil)
 )
 
-// backend runs every evaluation in a new store and instance of one
-// compiled module, shared by every backend of the process.
-type backend struct {
+// Backend runs every evaluation in a new store and instance of one
+// compiled module, shared by every backend of the process. Build one with
+// [New]; it is safe for concurrent use, and [Backend.Close] releases it.
+type Backend struct {
 	set    settings
 	layout guest.Layout
 	rt     *runtimeState
@@ -46,6 +47,9 @@ type backend struct {
 	// observe, nil in production, sees every run that reached the
 	// guest: its facts and the fuel it had left.
 	observe func(r *run, f guest.Facts, fuelLeft uint64)
+	// beforeWrite, nil in production, sees every write to a run's stdout
+	// before the sink does, with the run's wall-clock expiry.
+	beforeWrite func(p []byte, expireWallClock func())
 }
 
 // New returns a QuickJS-on-wasmtime backend. A nil opts means defaults.
@@ -53,7 +57,7 @@ type backend struct {
 // cannot: the backend refuses to run without its stack guard) and sets up
 // the process-wide wasmtime engine; the module is compiled by Warm or by
 // the first Evaluate, once per process.
-func New(opts *Options) (spi.Backend, error) {
+func New(opts *Options) (*Backend, error) {
 	set, err := opts.settings()
 	if err != nil {
 		return nil, err
@@ -67,11 +71,11 @@ func New(opts *Options) (spi.Backend, error) {
 		return nil, err
 	}
 	life, shutdown := context.WithCancel(context.Background())
-	return &backend{set: set, layout: layout, rt: rt, life: life, shutdown: shutdown}, nil
+	return &Backend{set: set, layout: layout, rt: rt, life: life, shutdown: shutdown}, nil
 }
 
 // Capabilities implements spi.Backend.
-func (b *backend) Capabilities() spi.Capabilities {
+func (b *Backend) Capabilities() spi.Capabilities {
 	return spi.Capabilities{
 		Language:    Language,
 		Network:     spi.NetworkNone,
@@ -84,7 +88,7 @@ func (b *backend) Capabilities() spi.Capabilities {
 
 // Warm compiles the module (or loads it from the cache directory) ahead
 // of the first request. It returns when that finished or ctx is done.
-func (b *backend) Warm(ctx context.Context) error {
+func (b *Backend) Warm(ctx context.Context) error {
 	if err := b.enter(); err != nil {
 		return err
 	}
@@ -96,7 +100,7 @@ func (b *backend) Warm(ctx context.Context) error {
 // Close stops every run in flight and waits for them to return. The
 // compiled module and the engine are process-wide and stay for the next
 // backend. Close is idempotent.
-func (b *backend) Close() error {
+func (b *Backend) Close() error {
 	b.mu.Lock()
 	if b.closed {
 		b.mu.Unlock()
@@ -110,7 +114,7 @@ func (b *backend) Close() error {
 }
 
 // enter registers a run, or fails after Close.
-func (b *backend) enter() error {
+func (b *Backend) enter() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {
@@ -123,7 +127,7 @@ func (b *backend) enter() error {
 // module returns the compiled module, waiting for the process-wide
 // compile; a caller whose ctx is done stops waiting while the compile
 // goes on for the next caller.
-func (b *backend) module(ctx context.Context) (*wt.Module, error) {
+func (b *Backend) module(ctx context.Context) (*wt.Module, error) {
 	m := moduleFor(b.rt, b.set.cacheDir)
 	select {
 	case <-m.done:

@@ -22,10 +22,10 @@ func benchBackend(b *testing.B) spi.Backend {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := be.(spi.Warmer).Warm(context.Background()); err != nil {
+	if err := be.Warm(context.Background()); err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() { _ = be.(interface{ Close() error }).Close() })
+	b.Cleanup(func() { _ = be.Close() })
 	return be
 }
 

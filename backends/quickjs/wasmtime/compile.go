@@ -26,6 +26,13 @@ const engineConfig = "cranelift;opt=speed;epoch-interruption;consume-fuel"
 // part of the cache key.
 const bindingModule = "github.com/bytecodealliance/wasmtime-go/v39"
 
+// maxWasmStack is the native stack wasm code may use: 2 MiB. The deepest
+// recursion the guest's 64 KiB C stack allows (parsing JSON nested 3,688
+// deep, about 18 bytes of C stack and 190 bytes of native stack a level)
+// needs about 700 KiB of it; 2 MiB is nearly three times that, and a
+// quarter of the 8 MiB native stack of the threads Go runs cgo calls on.
+const maxWasmStack = 2 << 20
+
 // runtimeState is the process-wide wasmtime engine and linker. The engine
 // is configured once (Cranelift, epoch interruption, fuel); every backend
 // of the process shares it, so the module is compiled once per process.
@@ -41,6 +48,13 @@ var processRuntime = sync.OnceValues(func() (*runtimeState, error) {
 	cfg.SetEpochInterruption(true)
 	cfg.SetConsumeFuel(true)
 	cfg.SetParallelCompilation(true)
+	// Room for the guest's own C stack, which lives in linear memory and
+	// is guarded by its canary, to overflow before wasmtime's native one:
+	// with the default 512 KiB, parsing an input nested about 2,700 deep
+	// exhausted the native stack first (a trap in whatever frame was
+	// running), where the wazero engines overflow the C stack at 3,688
+	// and say inputTooLarge. See maxWasmStack.
+	cfg.SetMaxWasmStack(maxWasmStack)
 	eng := wt.NewEngineWithConfig(cfg)
 	linker, err := newLinker(eng)
 	if err != nil {

@@ -38,7 +38,10 @@
 //
 //   - Wall clock (hard): the script's clock is armed when the guest
 //     reports that the script starts (start-up phases have their own
-//     bound, Options.ColdStartAllowance). When it runs out, or when the
+//     bound, Options.ColdStartAllowance, by default 30 s plus 4 s per MiB
+//     of input; waiting for the once-per-process compile is bounded by
+//     the caller's context only, so a slow compile never fails a run). A record the guest writes
+//     after the clock ran out is never read. When it runs out, or when the
 //     caller's context is done, or on Close, the backend sets the run's
 //     stop flag and advances the engine's epoch: every running guest
 //     checks its own flag in an epoch-deadline callback and only the
@@ -60,7 +63,13 @@
 //     limit (or 1 MiB) is read as the memory limit.
 //   - The C stack: the same guard as package quickjs (a random canary at
 //     the bottom of the stack region derived from the binary); plain
-//     recursion of about 200 frames fits.
+//     recursion of about 200 frames fits. wasmtime's own native stack for
+//     wasm code is raised to 2 MiB (its default, 512 KiB, ran out while
+//     parsing an input nested 2,700 deep), so that the guest's C stack,
+//     the same on every QuickJS engine, is the bound that binds first: an
+//     input nested past it (3,688 arrays deep on this build) is
+//     inputTooLarge here as on wazero. Should the native stack run out all
+//     the same, the trap is read as that overflow, never untyped.
 //
 // # Security considerations
 //

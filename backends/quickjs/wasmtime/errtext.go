@@ -40,7 +40,10 @@ func backtraceLine(t string) bool {
 		return false
 	}
 	rest := strings.TrimSpace(t[i+1:])
-	return rest == "" || strings.HasPrefix(rest, "0x") || strings.Contains(rest, "::") || strings.Contains(rest, "<unknown>")
+	// A frame without an offset names its function as module!function
+	// ("0: qjs!dlmalloc").
+	return rest == "" || strings.HasPrefix(rest, "0x") || strings.Contains(rest, "::") || strings.Contains(rest, "<unknown>") ||
+		(strings.Contains(rest, "!") && !strings.Contains(rest, " "))
 }
 
 // stripNumber removes a cause's "N: " prefix.

@@ -21,8 +21,8 @@ import (
 func TestMain(m *testing.M) {
 	b, err := New(&Options{ColdStartAllowance: 10 * time.Minute})
 	if err == nil {
-		err = b.(spi.Warmer).Warm(context.Background())
-		_ = b.(*backend).Close()
+		err = b.Warm(context.Background())
+		_ = b.Close()
 	}
 	if err != nil {
 		panic(err)
@@ -32,29 +32,29 @@ func TestMain(m *testing.M) {
 
 var (
 	sharedOnce sync.Once
-	sharedB    *backend
+	sharedB    *Backend
 )
 
 // shared is one backend for the tests that do not need their own.
-func shared(t testing.TB) *backend {
+func shared(t testing.TB) *Backend {
 	t.Helper()
 	sharedOnce.Do(func() {
 		b, err := New(nil)
 		require.NoError(t, err)
-		sharedB = b.(*backend)
+		sharedB = b
 	})
 	return sharedB
 }
 
-func newBackend(t testing.TB, o *Options) *backend {
+func newBackend(t testing.TB, o *Options) *Backend {
 	t.Helper()
 	b, err := New(o)
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = b.(*backend).Close() })
-	return b.(*backend)
+	t.Cleanup(func() { _ = b.Close() })
+	return b
 }
 
-func eval(t testing.TB, b *backend, script, input string, l spi.Limits) (spi.Outcome, error) {
+func eval(t testing.TB, b *Backend, script, input string, l spi.Limits) (spi.Outcome, error) {
 	t.Helper()
 	if input == "" {
 		input = "{}"

@@ -92,7 +92,7 @@ func TestOutOfFuelIsReadFromTheStore(t *testing.T) {
 
 // fuelUsed runs script on b and returns its outcome and the fuel it
 // spent.
-func fuelUsed(t *testing.T, b *backend, script string) (spi.Outcome, uint64) {
+func fuelUsed(t *testing.T, b *Backend, script string) (spi.Outcome, uint64) {
 	t.Helper()
 	var mu sync.Mutex
 	var left uint64
@@ -230,7 +230,7 @@ func TestCloseStopsARun(t *testing.T) {
 	}()
 	<-started
 	time.Sleep(20 * time.Millisecond)
-	require.NoError(t, b.(*backend).Close())
+	require.NoError(t, b.Close())
 	select {
 	case err := <-done:
 		assert.ErrorIs(t, err, ErrClosed)
@@ -239,7 +239,7 @@ func TestCloseStopsARun(t *testing.T) {
 	}
 	_, err = b.Evaluate(context.Background(), spi.Request{Script: []byte(`1`), Input: []byte(`{}`)})
 	assert.ErrorIs(t, err, ErrClosed)
-	assert.NoError(t, b.(*backend).Close(), "Close is idempotent")
+	assert.NoError(t, b.Close(), "Close is idempotent")
 }
 
 func TestColdStartAllowance(t *testing.T) {
@@ -294,6 +294,7 @@ func TestFirstLine(t *testing.T) {
 		{"wasm trap: out of bounds memory access", "wasm trap: out of bounds memory access"},
 		{"error while executing at wasm backtrace:\n    0: 0x1a2b - <unknown>!js_call\n    1: 0x2b3c - <unknown>!main\n\nCaused by:\n    0: sandbank: run interrupted by the host\n\nStack backtrace:\n   0: anyhow::error::<impl anyhow::Error>::msg\n   1: wasmtime::runtime::vm::traphandlers::raise\n", "sandbank: run interrupted by the host"},
 		{"failed to compile\n\nStack backtrace:\n   0: std::backtrace::Backtrace::create\n             at /rustc/library/std/src/backtrace.rs:331:13\n", "failed to compile"},
+		{"error while executing at wasm backtrace:\n    0: qjs!dlmalloc\n    1:  0xcceb6 - qjs!malloc\nnote: using the `WASMTIME_BACKTRACE_DETAILS=1` environment variable may show more debugging information\n\nCaused by:\n    wasm trap: call stack exhausted\n", "wasm trap: call stack exhausted"},
 		{"\n\n", "no message"},
 		{strings.Repeat("x", 300), strings.Repeat("x", 200)},
 	} {

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -29,18 +30,11 @@ const (
 	phaseScript      = guest.PhaseScript
 )
 
-// StartupError reports that a run's start-up phases (which the script's
-// wall clock does not cover) took longer than the cold-start allowance.
-// It is not an outcome of the script: the effect reports it untyped, and a
-// retry may succeed. Its Phase is "compile", "instantiate", "boot" (the
-// engine starting) or "input" (reading and parsing the input).
-type StartupError = guest.StartupError
-
 // errWallClock is the cancel cause when the script's clock runs out.
 var errWallClock = errors.New("wasmtime: wall clock expired")
 
 // Evaluate implements spi.Backend: one new store and instance per call.
-func (b *backend) Evaluate(ctx context.Context, req spi.Request) (spi.Outcome, error) {
+func (b *Backend) Evaluate(ctx context.Context, req spi.Request) (spi.Outcome, error) {
 	if err := ctx.Err(); err != nil {
 		return spi.Outcome{}, err
 	}
@@ -78,7 +72,7 @@ func normalise(l spi.Limits) (spi.Limits, error) {
 // run is the state of one evaluation; the WASI shadows reach it through
 // the store's data.
 type run struct {
-	b      *backend
+	b      *Backend
 	limits spi.Limits
 
 	store  *wt.Store
@@ -124,16 +118,25 @@ func (r *run) scriptStarts() {
 	}
 	r.setPhase(phaseScript)
 	r.fuelErr = r.store.SetFuel(r.b.set.fuel)
-	r.wallTimer = time.AfterFunc(r.limits.WallClock, func() {
-		r.wallExpired.Store(true)
-		r.cancel(errWallClock)
-	})
+	r.wallTimer = time.AfterFunc(r.limits.WallClock, r.expireWallClock)
+}
+
+// expireWallClock ends the script's wall clock: the run's stdout is sealed
+// first, so a record the guest writes from now on is never read (a value
+// after the deadline is never delivered, even when the guest finishes
+// writing it before it is stopped), then the run is stopped.
+func (r *run) expireWallClock() {
+	r.stdout.Seal()
+	r.wallExpired.Store(true)
+	r.cancel(errWallClock)
 }
 
 func (r *run) stopTimers() {
 	r.timersMu.Lock()
 	defer r.timersMu.Unlock()
-	r.coldTimer.Stop()
+	if r.coldTimer != nil {
+		r.coldTimer.Stop()
+	}
 	if r.wallTimer != nil {
 		r.wallTimer.Stop()
 	}
@@ -148,17 +151,22 @@ func (r *run) do(ctx context.Context, req spi.Request) (spi.Outcome, error) {
 	defer stopLife()
 
 	r.setPhase(phaseCompile)
-	r.timersMu.Lock()
-	r.coldTimer = time.AfterFunc(b.set.coldStart, func() {
-		cancel(&StartupError{Engine: "wasmtime", Phase: r.getPhase(), Allowance: b.set.coldStart})
-	})
-	r.timersMu.Unlock()
 	defer r.stopTimers()
 
+	// Waiting for the compile (once per process, on a goroutine of its
+	// own, seconds on a loaded machine) is bounded by the caller's context
+	// only; the cold-start allowance starts once the module is there, so
+	// no run fails because a compile was slow.
 	mod, err := b.module(runCtx)
 	if err != nil {
 		return r.failure(ctx, runCtx, err)
 	}
+	r.timersMu.Lock()
+	allowance := b.set.coldStart + time.Duration(float64(b.set.coldPerMiB)*float64(len(req.Input))/(1<<20))
+	r.coldTimer = time.AfterFunc(allowance, func() {
+		cancel(&StartupError{Phase: r.getPhase(), Allowance: allowance})
+	})
+	r.timersMu.Unlock()
 	nonce, err := guest.NewNonce()
 	if err != nil {
 		return spi.Outcome{}, err
@@ -226,8 +234,10 @@ func (r *run) do(ctx context.Context, req spi.Request) (spi.Outcome, error) {
 		CanaryIntact:     canary.Intact(data[b.layout.Bottom : b.layout.Bottom+guest.CanarySize]),
 		MemoryRefused:    nearLimit(uint64(len(data)), uint64(r.limits.MemoryBytes)),
 		WallClockExpired: r.wallExpired.Load(),
+		Late:             r.stdout.Took() > r.limits.WallClock,
 	}
 	facts.Ending, facts.ExitCode, facts.Trap = ending(callErr, runCtx.Err() != nil)
+	facts.StackExhausted = facts.Ending == guest.EndTrap && strings.Contains(callErr.Error(), "call stack exhausted")
 	if b.observe != nil {
 		b.observe(r, facts, fuelLeft)
 	}
@@ -275,6 +285,7 @@ func ending(err error, stopping bool) (guest.Ending, uint32, string) {
 	}
 	// A trap; an interruption nobody asked for (impossible: only a set
 	// flag interrupts) is read as one too.
+
 	return guest.EndTrap, 0, firstLine(err.Error())
 }
 

@@ -7,14 +7,16 @@
 //
 //   - [Wrapper] is the JavaScript the engine evaluates with -e. It reads a
 //     [Payload] from stdin (a per-run nonce, the script, the caller's
-//     input), removes the argument globals, parses the input in a phase of
-//     its own, redirects print and console to stderr, signals "script
+//     input), removes the argument globals, reads the script and then
+//     parses the input in phases of their own (an out-of-memory in either
+//     is a record of its own, so the host can say which did not fit), redirects print and console to stderr, signals "script
 //     starts" with a framed record, runs the script as an indirect eval
 //     and writes one framed record with the result.
 //   - [Stdout] is the host's bounded stdout sink: it finds the framed
 //     records (which only a holder of the nonce can write) and calls back
 //     when the script starts, so the host can arm the script's wall clock
-//     at that moment and not before.
+//     at that moment and not before. The host seals it when that clock
+//     runs out, so a record finished later is never read.
 //   - [Layout] derives the C stack region from the module binary itself
 //     and [Canary] guards it: this build has no stack check, so a deep
 //     recursion silently overwrites static data below the stack.

@@ -41,11 +41,19 @@ type Facts struct {
 	// CanaryIntact is false when the stack guard found its canary
 	// overwritten: the C stack overflowed into static data.
 	CanaryIntact bool
+	// StackExhausted is true when the host runtime stopped the guest
+	// because its own (native) call stack ran out: the same overflow as a
+	// clobbered canary, caught by the host first, and read the same way.
+	StackExhausted bool
 	// MemoryRefused is true when the host refused to grow linear memory
 	// past the run's limit.
 	MemoryRefused bool
 	// WallClockExpired is true when the script's own clock ran out.
 	WallClockExpired bool
+	// Late is true when the script's record arrived after its wall clock
+	// (Stdout.Took past it), whether or not the host's timer had fired
+	// by then: a value after the deadline is never delivered.
+	Late bool
 }
 
 // Messages of the outcomes the interpretation makes up itself.
@@ -68,13 +76,16 @@ var ErrNoOutcome = errors.New("quickjs: the engine stopped before the script sta
 // script started for a reason that is neither the input's size nor a
 // memory limit (phase names the start-up phase the host was in).
 func Interpret(f Facts, phase string) (spi.Outcome, error) {
-	if !f.CanaryIntact {
+	if !f.CanaryIntact || f.StackExhausted {
 		if !f.Started {
 			// The input's own nesting overflowed the stack while being
 			// parsed: it cannot be parsed within the engine's memory.
 			return spi.InputTooLarge(), nil
 		}
 		return spi.Threw("InternalError", fmt.Sprintf(msgStackOverflow, ApproxMaxDepth)), nil
+	}
+	if f.Late && f.Started {
+		return spi.Limited(spi.LimitWallClock), nil
 	}
 	switch f.Record.Kind {
 	case recResult:
@@ -96,6 +107,12 @@ func Interpret(f Facts, phase string) (spi.Outcome, error) {
 	case recInputOOM:
 		if !f.Started {
 			return spi.InputTooLarge(), nil
+		}
+	case recScriptOOM:
+		if !f.Started {
+			// The script itself did not fit in the engine's memory while
+			// being read: the memory limit, not the input's size.
+			return spi.Limited(spi.LimitMemory), nil
 		}
 	case recProtocol:
 		if f.MemoryRefused {

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 )
 
@@ -52,6 +53,9 @@ type Stdout struct {
 	buf     []byte
 	dropped int64
 	started bool
+	sealed  bool
+	startAt time.Time // when the start record arrived
+	lastAt  time.Time // when the last write kept arrived
 }
 
 // NewStdout returns a sink for a run with nonce n that keeps at most limit
@@ -64,6 +68,11 @@ func NewStdout(n Nonce, limit int, onStart func()) *Stdout {
 // (an over-limit stream is visible to the host as a missing record).
 func (s *Stdout) Write(p []byte) (int, error) {
 	s.mu.Lock()
+	if s.sealed {
+		s.dropped += int64(len(p))
+		s.mu.Unlock()
+		return len(p), nil
+	}
 	room := s.limit - len(s.buf)
 	if room < 0 {
 		room = 0
@@ -74,15 +83,38 @@ func (s *Stdout) Write(p []byte) (int, error) {
 		s.dropped += int64(len(p) - room)
 	}
 	s.buf = append(s.buf, keep...)
+	s.lastAt = time.Now()
 	fire := false
 	if !s.started && bytes.Contains(s.buf, s.marker(recStart)) {
 		s.started, fire = true, true
+		s.startAt = s.lastAt
 	}
 	s.mu.Unlock()
 	if fire && s.onStart != nil {
 		s.onStart()
 	}
 	return len(p), nil
+}
+
+// Seal drops every later write. The host seals the sink when the script's
+// wall clock runs out, so that a record the guest finishes writing after
+// its deadline is never read: a late value is never delivered.
+func (s *Stdout) Seal() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sealed = true
+}
+
+// Took is how long the script ran as the stream shows it: from the start
+// record to the last write kept (the conclusive record, when there is
+// one). It is zero before the script started.
+func (s *Stdout) Took() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.started {
+		return 0
+	}
+	return s.lastAt.Sub(s.startAt)
 }
 
 // Started reports whether the start record arrived.
@@ -123,7 +155,7 @@ type Record struct {
 func (r Record) Settled() bool { return r.Kind == recResult || r.Kind == recThrew }
 
 // Record returns the conclusive record the guest wrote, if any: the first
-// complete result, thrown, memory, input or protocol record. A result or
+// complete result, thrown, memory, input, script or protocol record. A result or
 // thrown record counts only when its length and end marker check out.
 func (s *Stdout) Record() Record {
 	s.mu.Lock()
@@ -133,7 +165,7 @@ func (s *Stdout) Record() Record {
 			return Record{Kind: k, Body: body}
 		}
 	}
-	for _, k := range []byte{recMemory, recInputOOM, recProtocol} {
+	for _, k := range []byte{recMemory, recInputOOM, recScriptOOM, recProtocol} {
 		if bytes.Contains(s.buf, s.marker(k)) {
 			return Record{Kind: k}
 		}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -113,6 +114,8 @@ func TestInterpret(t *testing.T) {
 	}{
 		{"result", ok(Facts{Record: result, Started: true, Ending: EndExit}), spi.OK(json.RawMessage(`1`))},
 		{"result, then the clock ran out", ok(Facts{Record: result, Started: true, Ending: EndKilled, WallClockExpired: true}), spi.OK(json.RawMessage(`1`))},
+		{"a late result is the wall clock, even when the timer never fired", ok(Facts{Record: result, Started: true, Ending: EndExit, Late: true}), spi.Limited(spi.LimitWallClock)},
+		{"a late thrown record too", ok(Facts{Record: Record{Kind: recThrew, Body: []byte(`["E","m"]`)}, Started: true, Late: true}), spi.Limited(spi.LimitWallClock)},
 		{"clobbered canary beats a result", Facts{Record: result, Started: true, Ending: EndExit}, spi.Threw("InternalError", "stack overflow: the engine's C stack is exhausted (QuickJS on WASI has no stack check; recursion deeper than about 200 JavaScript frames overflows it)")},
 		{"clobbered canary while parsing the input", Facts{Ending: EndTrap}, spi.InputTooLarge()},
 		{"thrown", ok(Facts{Record: Record{Kind: recThrew, Body: []byte(`["TypeError","bad"]`)}, Started: true}), spi.Threw("TypeError", "bad")},
@@ -142,4 +145,48 @@ func TestInterpret(t *testing.T) {
 			assert.Error(t, err)
 		})
 	}
+}
+
+// TestStdoutSeal: once sealed, the sink drops every write, so a record
+// finished after the seal is never read; what came before stays.
+func TestStdoutSeal(t *testing.T) {
+	s := NewStdout(testNonce, 1<<20, nil)
+	_, _ = s.Write([]byte(frame(testNonce, 'S', "")))
+	s.Seal()
+	_, _ = s.Write([]byte(frame(testNonce, 'R', `1`)))
+	assert.True(t, s.Started())
+	assert.Equal(t, Record{}, s.Record())
+	assert.Positive(t, s.Dropped())
+}
+
+// TestStackExhaustedReadsAsAnOverflow: the host runtime's native stack
+// running out is read as the C stack overflowing: the input's size before
+// the script started, the stack overflow after.
+func TestStackExhaustedReadsAsAnOverflow(t *testing.T) {
+	f := Facts{InputRead: true, CanaryIntact: true, StackExhausted: true, Ending: EndTrap, Trap: "call stack exhausted"}
+	out, err := Interpret(f, PhaseInput)
+	require.NoError(t, err)
+	assert.Equal(t, spi.InputTooLarge(), out)
+	f.Started = true
+	out, err = Interpret(f, PhaseScript)
+	require.NoError(t, err)
+	assert.Equal(t, spi.KindThrew, out.Kind)
+	assert.Equal(t, "InternalError", out.Name)
+}
+
+// TestStdoutTook: the script's time as the stream shows it runs from the
+// start record to the last write kept, and is zero before the start.
+func TestStdoutTook(t *testing.T) {
+	s := NewStdout(testNonce, 1<<20, nil)
+	_, _ = s.Write([]byte("noise"))
+	assert.Zero(t, s.Took())
+	_, _ = s.Write([]byte(frame(testNonce, 'S', "")))
+	time.Sleep(20 * time.Millisecond)
+	_, _ = s.Write([]byte(frame(testNonce, 'R', `1`)))
+	assert.GreaterOrEqual(t, s.Took(), 20*time.Millisecond)
+	took := s.Took()
+	s.Seal()
+	time.Sleep(time.Millisecond)
+	_, _ = s.Write([]byte("after the seal"))
+	assert.Equal(t, took, s.Took(), "a write dropped after the seal does not count")
 }

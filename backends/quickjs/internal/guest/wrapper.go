@@ -4,12 +4,13 @@ import "strconv"
 
 // Record kinds: the letter that follows the nonce in a framed record.
 const (
-	recStart    = 'S' // the input is parsed; the script starts now
-	recResult   = 'R' // <units>\n<JSON text> then the end marker
-	recThrew    = 'T' // <units>\n<JSON [name, message]> then the end marker
-	recMemory   = 'M' // the script ran out of memory
-	recInputOOM = 'I' // the input could not be parsed within memory
-	recProtocol = 'X' // the payload was malformed (a host bug)
+	recStart     = 'S' // the input is parsed; the script starts now
+	recResult    = 'R' // <units>\n<JSON text> then the end marker
+	recThrew     = 'T' // <units>\n<JSON [name, message]> then the end marker
+	recMemory    = 'M' // the script ran out of memory
+	recInputOOM  = 'I' // the input could not be parsed within memory
+	recScriptOOM = 'C' // the script could not be read within memory
+	recProtocol  = 'X' // the payload was malformed (a host bug)
 )
 
 // framePrefix starts every framed record, followed by the nonce and the
@@ -34,6 +35,8 @@ const puts = sout.puts.bind(sout), flush = sout.flush.bind(sout);
 const eputs = serr.puts.bind(serr);
 const exit = std.exit, parse = JSON.parse, stringify = JSON.stringify;
 const Str = String, geval = G.eval, IErr = G.InternalError, gc = std.gc;
+const apply = Reflect.apply, split = Str.prototype.split, exec = RegExp.prototype.exec, SErr = G.SyntaxError;
+const AT = /^ *at <input>:(\d+):(\d+)$/;
 delete G.execArgv; delete G.scriptArgs; delete G.argv0;
 const nonce = getline();
 const P = "` + framePrefix + `" + nonce;
@@ -51,11 +54,20 @@ function report(name, message) {
   const j = "[" + stringify(name) + "," + stringify(message) + "]";
   puts(P + "T" + j.length + "\n"); puts(j); send(END); exit(0);
 }
+function where(e) {
+  try {
+    if (!(e instanceof SErr)) return "";
+    const l = apply(split, field(e, "stack") || "", ["\n"]);
+    const m = apply(exec, AT, [l[0]]);
+    if (m === null || l.length < 3 || l[1] !== "    at eval (native)" || l[2].indexOf("<cmdline>") < 0) return "";
+    return " (line " + m[1] + ", column " + m[2] + ")";
+  } catch (_) { return ""; }
+}
 function threw(e) {
   if (isOOM(e)) { send(MEM); exit(0); }
   if (e !== null && (typeof e === "object" || typeof e === "function")) {
     const m = field(e, "message");
-    report(field(e, "name") || "", m === undefined ? text(e) : m);
+    report(field(e, "name") || "", (m === undefined ? text(e) : m) + where(e));
   }
   report("", text(e));
 }
@@ -65,8 +77,12 @@ function out(args) {
   eputs(s + "\n");
 }
 let script, input, big = false;
+try { script = parse(getline()); } catch (e) {
+  if (isOOM(e)) { send(P + "C\n"); exit(0); }
+  eputs("script: " + typeof e + " " + text(e) + "\n");
+  send(P + "X\n"); exit(0);
+}
 try {
-  script = parse(getline());
   let raw = readAll();
   big = raw.length > 65536;
   input = parse(raw);

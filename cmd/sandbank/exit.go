@@ -1,0 +1,122 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/sandbank/sandbank/effect"
+)
+
+// Exit codes. They are part of the command line's contract (see doc.go),
+// and every one of them comes from classify, so that the code and the
+// "retryable" of --json never disagree.
+const (
+	exitOK      = 0   // a value, or a command that succeeded
+	exitUntyped = 1   // infrastructure: retryable; or a failing matrix
+	exitFailure = 2   // a typed failure: the script's own doing
+	exitUsage   = 64  // the caller's invalid request (EX_USAGE)
+	exitSIGINT  = 130 // cancelled by SIGINT (128 + 2)
+	exitSIGTERM = 143 // cancelled by SIGTERM (128 + 15)
+)
+
+// classify is the one classification of an error: its exit code, and
+// whether retrying the same command may help. Retryable is true exactly
+// for exitUntyped.
+//
+//   - an exitError carries its code (usage errors found by the command
+//     line itself, and the untyped errors it wraps);
+//   - a signal that cancelled the run: 130 or 143, not retryable (the
+//     person or supervisor who sent it wanted the run to stop);
+//   - the script's typed failure (*effect.Failure): 2;
+//   - the caller's invalid request (effect.ErrInvalidCall: limits above
+//     the ceiling, an invalid shape, …): 64;
+//   - anything else is infrastructure: 1, retryable.
+func classify(err error) (code int, retryable bool) {
+	var (
+		ee      *exitError
+		sig     *signalError
+		failure *effect.Failure
+	)
+	switch {
+	case err == nil:
+		code = exitOK
+	case errors.As(err, &sig):
+		code = sig.exitCode()
+	case errors.As(err, &ee):
+		code = ee.code
+	case errors.As(err, &failure):
+		code = exitFailure
+	case errors.Is(err, effect.ErrInvalidCall):
+		code = exitUsage
+	default:
+		code = exitUntyped
+	}
+	return code, code == exitUntyped
+}
+
+// signalError is the cause of a run cancelled by a signal.
+type signalError struct{ sig os.Signal }
+
+func (e *signalError) Error() string {
+	return fmt.Sprintf("cancelled by %s", signalName(e.sig))
+}
+
+func (e *signalError) exitCode() int {
+	if e.sig == syscall.SIGTERM {
+		return exitSIGTERM
+	}
+	return exitSIGINT
+}
+
+func signalName(sig os.Signal) string {
+	switch sig {
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	case os.Interrupt:
+		return "SIGINT"
+	default:
+		return sig.String()
+	}
+}
+
+// cancelOnSignal returns a context cancelled, with a *signalError as its
+// cause, when the process receives SIGINT or SIGTERM, and a stop function
+// that restores the default handling. It is signal.NotifyContext that
+// also remembers which signal it was (NotifyContext records it only from
+// Go 1.26 on).
+func cancelOnSignal(parent context.Context) (context.Context, func()) {
+	if parent == nil {
+		parent = context.Background()
+	}
+	ctx, cancel := context.WithCancelCause(parent)
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case sig := <-ch:
+			cancel(&signalError{sig})
+		case <-done:
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(ch)
+		close(done)
+		cancel(nil)
+	}
+}
+
+// signalled returns err, or the signal that cancelled ctx when one did:
+// a run stopped by a signal reports the signal, whatever error the
+// cancellation caused below.
+func signalled(ctx context.Context, err error) error {
+	var sig *signalError
+	if err != nil && errors.As(context.Cause(ctx), &sig) {
+		return fmt.Errorf("%w (%v)", sig, err)
+	}
+	return err
+}

@@ -1,0 +1,115 @@
+package conformance
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/sandbank/sandbank/spi"
+)
+
+// CapabilityKeys returns the keys of the capabilities caps declares, as
+// Report.Proofs names them: "network=none" or "network=allowlist",
+// "wallClock=hard", "memory", "cpu", "freshPerRun". Weak declarations
+// (network open, a soft wall clock) promise nothing and have no key.
+func CapabilityKeys(caps spi.Capabilities) []string {
+	var keys []string
+	if caps.Network == spi.NetworkNone || caps.Network == spi.NetworkAllowlist {
+		keys = append(keys, "network="+caps.Network.String())
+	}
+	if caps.WallClock == spi.WallClockHard {
+		keys = append(keys, "wallClock=hard")
+	}
+	if caps.Memory {
+		keys = append(keys, "memory")
+	}
+	if caps.CPU {
+		keys = append(keys, "cpu")
+	}
+	if caps.FreshPerRun {
+		keys = append(keys, "freshPerRun")
+	}
+	return keys
+}
+
+// capabilityKey maps a case's "proves" entry to the key of caps it proves,
+// or "" when caps does not declare it.
+func provesKey(p string, caps spi.Capabilities) string {
+	switch p {
+	case "network":
+		if caps.Network == spi.NetworkNone || caps.Network == spi.NetworkAllowlist {
+			return "network=" + caps.Network.String()
+		}
+	case "wallClock=hard":
+		if caps.WallClock == spi.WallClockHard {
+			return p
+		}
+	case "memory":
+		if caps.Memory {
+			return p
+		}
+	case "cpu":
+		if caps.CPU {
+			return p
+		}
+	case "freshPerRun":
+		if caps.FreshPerRun {
+			return p
+		}
+	}
+	return ""
+}
+
+// proofs builds Report.Proofs from the results.
+func proofs(caps spi.Capabilities, results []CaseResult) []Proof {
+	byName := map[string]CaseResult{}
+	for _, r := range results {
+		byName[r.Name] = r
+	}
+	var out []Proof
+	for _, key := range CapabilityKeys(caps) {
+		p := Proof{Capability: key, Proven: true, By: []string{}}
+		for _, c := range allCases {
+			measures := false
+			for _, pr := range c.proves {
+				if provesKey(pr, caps) == key {
+					measures = true
+				}
+			}
+			if !measures {
+				continue
+			}
+			r, ran := byName[c.name]
+			switch {
+			case !ran:
+				p.Proven = false
+				p.By = append(p.By, c.name+": not run")
+			case r.Status != StatusPass:
+				p.Proven = false
+				p.By = append(p.By, c.name+": "+string(r.Status))
+			case len(r.Evidence) == 0:
+				p.By = append(p.By, c.name+": pass")
+			default:
+				for _, f := range r.Evidence {
+					p.By = append(p.By, c.name+": "+f.String())
+				}
+			}
+		}
+		if len(p.By) == 0 {
+			p.Proven = false
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// String renders the figure as "name=value unit (rule bound)".
+func (f Figure) String() string {
+	s := f.Name + "=" + strconv.FormatFloat(f.Value, 'f', -1, 64)
+	if f.Unit != "" {
+		s += " " + f.Unit
+	}
+	if f.Rule != "" {
+		s += fmt.Sprintf(" (%s %s)", f.Rule, strconv.FormatFloat(f.Bound, 'f', -1, 64))
+	}
+	return s
+}

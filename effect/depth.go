@@ -1,0 +1,39 @@
+package effect
+
+import "strconv"
+
+// outputTooDeep returns the typed failure of a result nested deeper than
+// MaxOutputDepth (a fresh value: the caller may modify it).
+func outputTooDeep() error {
+	return &Failure{Code: CodeLimitExceeded, Kind: LimitOutput, Reason: outputDepthReason}
+}
+
+var outputDepthReason = "the result is nested deeper than the depth limit of " + strconv.Itoa(MaxOutputDepth) + " levels"
+
+// tooDeep reports whether the JSON text v opens more than max arrays or
+// objects without closing them, at any point. Brackets inside strings do
+// not count. It only counts: text that is not JSON is left to json.Valid.
+func tooDeep(v []byte, max int) bool {
+	if len(v) <= max {
+		return false // max+1 brackets do not fit
+	}
+	depth := 0
+	for i := 0; i < len(v); i++ {
+		switch v[i] {
+		case '"':
+			for i++; i < len(v) && v[i] != '"'; i++ {
+				if v[i] == '\\' {
+					i++
+				}
+			}
+		case '[', '{':
+			depth++
+			if depth > max {
+				return true
+			}
+		case ']', '}':
+			depth--
+		}
+	}
+	return false
+}

@@ -1,0 +1,9 @@
+//go:build unix
+
+package effect
+
+import "syscall"
+
+// openNonBlock makes opening a FIFO return at once instead of waiting for
+// a writer.
+const openNonBlock = syscall.O_NONBLOCK
