@@ -57,11 +57,24 @@
 // console writes to a discarded buffer, run unchanged). There is no
 // require, no module loader (a dynamic import() is a SyntaxError), no
 // timers (setTimeout and friends do not exist), no performance object.
-// Promise jobs never run, as in QuickJS: goja would run the jobs a script
-// queued as soon as it returns, so the backend runs the script from inside
-// a call, serialises its value, and then drops the queue with an
-// interrupt. A then-callback cannot change the result, and an async
-// function's result is a pending promise, which JSON writes as {}.
+//
+// A thenable completion value is awaited (docs/async.md): the backend
+// adopts it with the Promise.resolve it captured before the script ran and
+// lets goja run its job queue, under the same wall clock and context, until
+// the queue is empty. Fulfilled: the value is the result. Rejected: a
+// thrown outcome, read as a thrown value is. Still pending: a thrown
+// "Error", "the script's promise never settled". A script whose top level
+// uses await runs as an async function through the shared front end
+// (internal/jsfront), and its last expression is its result:
+//
+//	const r = await Promise.resolve(41)
+//	r + 1 // the result is 42
+//
+// A completion value that is not thenable is serialised inside the
+// script's call and the job queue is then dropped with an interrupt, so a
+// then-callback cannot change a synchronous result. An unhandled
+// rejection does not change the result. goja has no for-await loop (a
+// SyntaxError), and there are no timers.
 //
 // Date: the clock starts at [FakeEpoch] (2000-01-01T00:00:00Z) on every run
 // and advances one millisecond per reading (Date.now(), new Date()), as the

@@ -57,3 +57,34 @@ func ExampleBackend_MaxScriptBytes() {
 	// Output:
 	// 65536
 }
+
+// A promise completion value is awaited, and top-level await works: the
+// result is what the promise settles to.
+func ExampleNew_async() {
+	backend, err := goja.New(nil)
+	if err != nil {
+		panic(err)
+	}
+	scripts := effect.NewMemoryStore()
+	e, err := effect.New(scripts, backend, nil)
+	if err != nil {
+		panic(err)
+	}
+	defer e.Close()
+	ctx := context.Background()
+	for _, src := range []string{
+		`(async () => { const x = await Promise.resolve(41); return x + 1 })()`,
+		`const n = await Promise.resolve(input.n);` + "\n" + `({ doubled: n * 2 })`,
+		`Promise.reject(new RangeError("no"))`,
+		`new Promise(() => {})`,
+	} {
+		ref, _ := scripts.Put([]byte(src))
+		out, err := e.Evaluate(ctx, effect.Call{Script: ref, Input: map[string]int{"n": 21}})
+		fmt.Println(string(out), err)
+	}
+	// Output:
+	// 42 <nil>
+	// {"doubled":42} <nil>
+	//  effect: scriptError: RangeError: no
+	//  effect: scriptError: Error: the script's promise never settled
+}

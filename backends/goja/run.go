@@ -13,6 +13,7 @@ import (
 	js "github.com/dop251/goja"
 	"github.com/dop251/goja/parser"
 
+	"github.com/sandbank/sandbank/internal/jsfront"
 	"github.com/sandbank/sandbank/spi"
 )
 
@@ -68,6 +69,8 @@ type run struct {
 	decode    func() (js.Value, error) // converts the input (input.go)
 	parse     js.Callable              // the original JSON.parse
 	stringify js.Callable              // the original JSON.stringify
+	promise   js.Value                 // the original Promise
+	resolve   js.Callable              // the original Promise.resolve
 	describe  js.Callable
 	driver    js.Callable
 	replacer  js.Value // checks for a stop between values while stringifying
@@ -101,6 +104,10 @@ func (b *Backend) newRun(req spi.Request) (*run, error) {
 		return nil, err
 	}
 	if r.stringify, err = callable(jsonObj.Get("stringify")); err != nil {
+		return nil, err
+	}
+	r.promise = rt.Get("Promise")
+	if r.resolve, err = callable(r.promise.ToObject(rt).Get("resolve")); err != nil {
 		return nil, err
 	}
 	d, err := rt.RunProgram(describeProgram)
@@ -275,7 +282,12 @@ func (r *run) exec() (out spi.Outcome) {
 		return r.stopped()
 	}
 
-	prog, err := compileScript(r.script)
+	// A script with top-level await runs as an async function (the
+	// shared front end; the size, UTF-8 and nesting guards of Evaluate
+	// bound its parse too); every other script is compiled as it is.
+	src, _ := jsfront.Prepare([]byte(r.script))
+	r.script = ""
+	prog, err := compileScript(string(src))
 	if err != nil {
 		if re, ok := err.(*js.CompilerReferenceError); ok {
 			return r.settle(spi.Threw("ReferenceError", strings.TrimPrefix(re.Error(), "ReferenceError: ")))
@@ -284,17 +296,26 @@ func (r *run) exec() (out spi.Outcome) {
 	}
 
 	// The script runs inside a call from a JavaScript frame, so goja does
-	// not run the promise jobs it queued when it returns: the value is
-	// serialised first, then an interrupt drops the jobs, as QuickJS never
-	// runs them either.
+	// not run the promise jobs it queued before that call returns. A value
+	// that is not thenable is serialised inside the call and an interrupt
+	// then drops the jobs: no job runs. A thenable value is adopted by the
+	// original Promise.resolve and the call returns normally, so goja runs
+	// every job (under the same interrupts) before the promise's state is
+	// read.
 	var (
 		value, text     js.Value
+		promise         *js.Promise
 		runErr, textErr error
 	)
 	body := r.rt.ToValue(func(js.FunctionCall) js.Value {
-		defer r.rt.Interrupt(errFinished)
 		value, runErr = r.rt.RunProgram(prog)
 		if runErr == nil {
+			promise, runErr = r.adopt(value)
+		}
+		if runErr != nil || promise == nil {
+			defer r.rt.Interrupt(errFinished)
+		}
+		if runErr == nil && promise == nil {
 			text, textErr = r.stringify(js.Undefined(), value, r.replacer)
 		}
 		return js.Undefined()
@@ -307,8 +328,89 @@ func (r *run) exec() (out spi.Outcome) {
 		return r.stopped()
 	case runErr != nil:
 		return r.failed(runErr)
+	case promise != nil:
+		return r.settled(promise)
 	}
 	return r.result(value, text, textErr)
+}
+
+// adopt returns the native promise that follows v when v is thenable (an
+// object or a function whose then is a function), or nil. Reading then
+// may run the script's getter, which may throw.
+func (r *run) adopt(v js.Value) (*js.Promise, error) {
+	o, ok := v.(*js.Object)
+	if !ok {
+		return nil, nil
+	}
+	var then js.Value
+	if err := catch(func() { then = o.Get("then") }); err != nil {
+		return nil, err
+	}
+	if _, ok := js.AssertFunction(then); !ok {
+		return nil, nil
+	}
+	p, err := r.resolve(r.promise, v)
+	if err != nil {
+		return nil, err
+	}
+	promise, ok := p.Export().(*js.Promise)
+	if !ok {
+		return nil, errors.New("goja: Promise.resolve returned no promise")
+	}
+	return promise, nil
+}
+
+// catch runs f and returns the JavaScript exception it throws, if any;
+// any other panic (an interrupt) goes on.
+func catch(f func()) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			ex, ok := p.(*js.Exception)
+			if !ok {
+				panic(p)
+			}
+			err = ex
+		}
+	}()
+	f()
+	return nil
+}
+
+// msgNeverSettled is the message of a promise still pending once every job
+// has run: nothing is left that could settle it.
+const msgNeverSettled = "the script's promise never settled"
+
+// settled maps the state of the script's promise once the job queue is
+// empty: a fulfilled value is serialised (in a call of its own, after
+// which the jobs it queued are dropped); a rejection reads as a thrown
+// value.
+func (r *run) settled(p *js.Promise) spi.Outcome {
+	switch p.State() {
+	case js.PromiseStateFulfilled:
+		value := p.Result()
+		var text js.Value
+		var textErr error
+		body := r.rt.ToValue(func(js.FunctionCall) js.Value {
+			defer r.rt.Interrupt(errFinished)
+			text, textErr = r.stringify(js.Undefined(), value, r.replacer)
+			return js.Undefined()
+		})
+		if _, err := r.driver(js.Undefined(), body); err != nil && !finished(err) {
+			return r.failed(err)
+		}
+		if c := r.cause.Load(); c != causeNone && c != causeDone {
+			return r.stopped()
+		}
+		return r.result(value, text, textErr)
+	case js.PromiseStateRejected:
+		name, msg := r.describeValue(p.Result())
+		if c := r.cause.Load(); c != causeNone && c != causeDone {
+			return r.stopped() // reading the rejection ran until the clock expired
+		}
+		return r.settle(spi.Threw(name, msg))
+	default:
+		return r.settle(spi.Threw("Error", msgNeverSettled))
+	}
 }
 
 // compileScript parses and compiles the script, with source maps off.

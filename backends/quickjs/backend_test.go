@@ -157,7 +157,7 @@ func TestNoHostCapabilitiesEvenThroughStd(t *testing.T) {
 	// Hand the script the engine's std and os modules directly: with no
 	// preopens, no environment and fake clocks they reach nothing.
 	b := withWrapper(t, patchWrapper(t, `import * as std from "qjs:std";`,
-		`import * as std from "qjs:std"; import * as os from "qjs:os"; globalThis.std = std; globalThis.os = os;`))
+		`import * as std from "qjs:std"; globalThis.std = std; globalThis.os = os;`))
 	script := `
 		const got = {};
 		const tryIt = (k, f) => { try { const v = f(); got[k] = v === null || v === undefined || (Array.isArray(v) && v[1] !== 0) ? null : v; } catch (e) { got[k] = null; } };

@@ -65,6 +65,18 @@ var corpus = []corpusCase{
 	{name: "deep_recursion", script: `function f(n) { return n === 0 ? 0 : 1 + f(n - 1); } f(100000)`, discards: true},
 	{name: "deadline", script: `globalThis.spun = true; for (;;) {}`, limits: spi.Limits{WallClock: 30 * time.Millisecond}, discards: true},
 	{name: "big_string", script: `globalThis.big = "y".repeat(1 << 20); big.length`},
+	{name: "async_state", script: `globalThis.asyncRuns = (globalThis.asyncRuns || 0) + 1;
+		Promise.resolve().then(() => { globalThis.jobLeak = (globalThis.jobLeak || 0) + 1; });
+		await null;
+		[asyncRuns, globalThis.jobLeak || 0, typeof globalThis.timerLeak]`},
+	{name: "async_timer", script: `(async () => {
+		const os = await import("qjs:os");
+		os.setTimeout(() => { globalThis.timerLeak = 1; }, 0);
+		await null;
+		return typeof globalThis.timerLeak;
+	})()`},
+	{name: "never_settles", script: `globalThis.pendingLeak = new Promise(() => {}); pendingLeak`},
+	{name: "async_rejects", script: `globalThis.rejected = (globalThis.rejected || 0) + 1; Promise.reject(new RangeError("r" + rejected))`},
 }
 
 // corpusMemory is the memory limit of every corpus run: small, so that

@@ -87,9 +87,23 @@
 // a completion value JSON cannot represent (undefined, a function, a
 // symbol, a BigInt, a cycle) is thrown as a "TypeError" saying so. print
 // and console.* write to a bounded stderr that is not part of the result.
-// Promise jobs and timers never run: the engine ends as soon as the
-// completion value is written, so an async function's result is a pending
-// promise (which JSON writes as {}).
+//
+// A thenable completion value is awaited (docs/async.md): the wrapper
+// adopts it with the Promise.resolve captured before the script ran, and
+// the engine runs its job queue within the run's wall clock and memory
+// limit. Fulfilled: the value is the result; rejected: a thrown outcome
+// read as a thrown value is; still pending once the queue is empty: a
+// thrown "Error", "the script's promise never settled". A script whose top
+// level uses await (or for await) runs as an async function through the
+// shared front end (internal/jsfront), and its last expression is its
+// result:
+//
+//	const r = await Promise.resolve(41)
+//	r + 1 // the result is 42
+//
+// A completion value that is not thenable is written at once and no job
+// runs. An unhandled rejection does not change the result. There are no
+// timer globals.
 //
 // A script too large to be read within the memory limit (12 MB under the
 // default 32 MiB: the engine holds it twice while it reads it) is the
@@ -108,8 +122,14 @@
 // or about earlier runs), a deterministic random source, and arguments the
 // backend controls (the wrapper deletes execArgv, scriptArgs and argv0
 // before the script runs). The engine's modules qjs:std and qjs:os can be
-// named in a dynamic import(), but the promise never settles before the
-// engine ends; and with no preopens they would reach nothing on the host.
+// named in a dynamic import(), and a script that awaits it gets them; with
+// no preopens, no environment, fake clocks, a no-op sleep and no
+// processes they reach nothing on the host. What they add inside the
+// sandbox: os.setTimeout (timers on the fake clock, under the same wall
+// clock; a zero-delay timer of the wrapper reports a promise that never
+// settled as soon as the job queue is empty, so a script's own timer
+// rarely fires), std.exit (the run ends without a result), and writes to
+// stdout (which cannot forge a record without the nonce).
 //
 // The result travels on stdout in a record framed with a per-run random
 // nonce and the result's length, followed by an end marker; the script

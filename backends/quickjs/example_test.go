@@ -96,3 +96,35 @@ func ExampleStartupError() {
 	// true input
 	// quickjs: start-up phase "input" exceeded the cold-start allowance of 30s
 }
+
+// A promise completion value is awaited, and top-level await works: the
+// engine runs its job queue within the run's limits, and the result is
+// what the promise settles to.
+func ExampleNew_async() {
+	backend, err := quickjs.New(nil)
+	if err != nil {
+		panic(err)
+	}
+	scripts := effect.NewMemoryStore()
+	e, err := effect.New(scripts, backend, nil)
+	if err != nil {
+		panic(err)
+	}
+	defer e.Close()
+	ctx := context.Background()
+	for _, src := range []string{
+		`(async () => { const x = await Promise.resolve(41); return x + 1 })()`,
+		`const n = await Promise.resolve(input.n);` + "\n" + `({ doubled: n * 2 })`,
+		`Promise.reject(new RangeError("no"))`,
+		`new Promise(() => {})`,
+	} {
+		ref, _ := scripts.Put([]byte(src))
+		out, err := e.Evaluate(ctx, effect.Call{Script: ref, Input: map[string]int{"n": 21}})
+		fmt.Println(string(out), err)
+	}
+	// Output:
+	// 42 <nil>
+	// {"doubled":42} <nil>
+	//  effect: scriptError: RangeError: no
+	//  effect: scriptError: Error: the script's promise never settled
+}

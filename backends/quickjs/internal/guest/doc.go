@@ -33,10 +33,10 @@
 // bindings of the wrapper, which the script (evaluated at global scope)
 // cannot name. Every function the wrapper calls after the script ran is
 // captured before it ran, so the script cannot redefine them. The script
-// has no synchronous way to reach stdout: print and console go to stderr,
-// and the qjs:std / qjs:os modules are only reachable through dynamic
-// import(), whose promise never settles because the wrapper ends the
-// process as soon as the script's completion value is written. (A parked
-// instance does not end there: its host restores the whole instance,
-// pending jobs included, before the next run.)
+// has no synchronous way to reach stdout: print and console go to stderr.
+// The qjs:std / qjs:os modules are reachable through a dynamic import()
+// that the script awaits (the job queue runs for a thenable completion
+// value); writing to stdout through them cannot forge a record, which
+// needs the nonce. (A parked instance is restored whole, pending jobs and
+// timers included, before the next run.)
 package guest

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"github.com/sandbank/sandbank/internal/jsfront"
 )
 
 // Nonce is a per-run secret that every framed record carries. The script
@@ -29,9 +31,13 @@ func NewNonce() (Nonce, error) {
 // Payload returns what the host writes to the guest's stdin for one run:
 // the nonce on the first line, the script as a JSON string literal on the
 // second, and the caller's input (JSON text, possibly spanning lines) as
-// the rest. Invalid UTF-8 in the script is replaced by U+FFFD.
+// the rest. Invalid UTF-8 in the script is replaced by U+FFFD, and the
+// script goes through the JavaScript front end (jsfront.Prepare: a script
+// with top-level await runs as an async function; every other script is
+// unchanged).
 func Payload(n Nonce, script []byte, input []byte) []byte {
-	lit, _ := json.Marshal(strings.ToValidUTF8(string(script), "\uFFFD")) // a string always marshals
+	src, _ := jsfront.Prepare([]byte(strings.ToValidUTF8(string(script), "\uFFFD")))
+	lit, _ := json.Marshal(string(src)) // a string always marshals
 	buf := make([]byte, 0, len(n)+len(lit)+len(input)+2)
 	buf = append(buf, n...)
 	buf = append(buf, '\n')

@@ -28,7 +28,17 @@ const framePrefix = "\x1eSBK"
 // It is evaluated as a module (QuickJS-NG v0.11.0 evaluates -e source as a
 // module), so its bindings are module-scoped and invisible to the script,
 // which runs through an indirect eval at global scope.
+//
+// A thenable completion value is adopted by the Promise.resolve captured
+// before the script ran; the module then ends and qjs runs the job queue
+// (js_std_loop): the first of finish (fulfilled), threw (rejected) and a
+// zero-delay timer writes the one record and exits. qjs runs a due timer
+// only once the job queue is empty, so the timer means the promise never
+// settled. The wrapper itself must never await: qjs awaits an async
+// module with a loop that runs timers between jobs, and the timer would
+// then fire before a long chain settles (measured: 1,000 awaits).
 const Wrapper = `import * as std from "qjs:std";
+import * as os from "qjs:os";
 const G = globalThis, sin = std.in, sout = std.out, serr = std.err;
 const getline = sin.getline.bind(sin), readAll = sin.readAsString.bind(sin);
 const puts = sout.puts.bind(sout), flush = sout.flush.bind(sout);
@@ -36,6 +46,7 @@ const eputs = serr.puts.bind(serr);
 const exit = std.exit, parse = JSON.parse, stringify = JSON.stringify;
 const Str = String, geval = G.eval, IErr = G.InternalError, gc = std.gc;
 const apply = Reflect.apply, split = Str.prototype.split, exec = RegExp.prototype.exec, SErr = G.SyntaxError;
+const Prom = G.Promise, resolveP = Prom.resolve, thenP = Prom.prototype.then, setTimer = os.setTimeout;
 const AT = /^ *at <input>:(\d+):(\d+)$/;
 delete G.execArgv; delete G.scriptArgs; delete G.argv0;
 delete G.DOMException; delete G.gc; delete G.navigator; delete G.performance; delete G.queueMicrotask;
@@ -101,17 +112,30 @@ if (typeof G.console === "object" && G.console !== null) {
 input = undefined;
 if (big) gc(); // pay the collector's debt for a large input before the clock starts
 send(P + "S\n");
-let v, j;
+function finish(v) {
+  let j;
+  try { j = stringify(v); } catch (e) {
+    if (isOOM(e)) threw(e);
+    report("TypeError", "the completion value cannot be represented as JSON: " + (field(e, "message") || "stringify failed"));
+  }
+  if (typeof j !== "string") {
+    report("TypeError", "the completion value cannot be represented as JSON: it is " + (v === undefined ? "undefined" : typeof v === "object" ? "an object whose toJSON returns nothing" : "a " + typeof v));
+  }
+  puts(P + "R" + j.length + "\n"); puts(j); send(END); exit(0);
+}
+function never() { report("Error", "` + msgNeverSettled + `"); }
+let v, then;
 try { v = geval(script); } catch (e) { threw(e); }
 script = undefined;
-try { j = stringify(v); } catch (e) {
-  if (isOOM(e)) threw(e);
-  report("TypeError", "the completion value cannot be represented as JSON: " + (field(e, "message") || "stringify failed"));
+if (v !== null && (typeof v === "object" || typeof v === "function")) {
+  try { then = v.then; } catch (e) { threw(e); }
 }
-if (typeof j !== "string") {
-  report("TypeError", "the completion value cannot be represented as JSON: it is " + (v === undefined ? "undefined" : typeof v === "object" ? "an object whose toJSON returns nothing" : "a " + typeof v));
-}
-puts(P + "R" + j.length + "\n"); puts(j); send(END); exit(0);
+if (typeof then !== "function") finish(v);
+let p;
+try { p = apply(resolveP, Prom, [v]); } catch (e) { threw(e); }
+v = undefined;
+apply(thenP, p, [finish, threw]);
+setTimer(never, 0);
 `
 
 // HostObjects lists what the wrapper gives a script beyond ECMAScript's
@@ -121,6 +145,11 @@ puts(P + "R" + j.length + "\n"); puts(j); send(END); exit(0);
 // qjs's other host globals (DOMException, gc, navigator, performance,
 // queueMicrotask) before the script runs.
 func HostObjects() []string { return []string{"console.*", "print.*"} }
+
+// msgNeverSettled is the message of a thenable completion value still
+// pending once the job queue is empty: nothing is left that could settle
+// it.
+const msgNeverSettled = "the script's promise never settled"
 
 // Args returns the command line for one run: the engine's own memory
 // limit (in KiB, as qjs takes it) and the wrapper. Nothing secret is on
