@@ -178,7 +178,7 @@ func TestNoHostCapabilitiesEvenThroughStd(t *testing.T) {
 
 func TestClocksAndRandomnessAreFake(t *testing.T) {
 	b := shared(t)
-	script := `[Date.now(), new Date().getUTCFullYear(), performance.now() < 1000, Math.random()]`
+	script := `[Date.now(), new Date().getUTCFullYear(), typeof performance === "undefined", Math.random()]`
 	first := eval(t, b, script, "", spi.Limits{})
 	require.Equal(t, spi.KindOK, first.Kind, first.Message)
 	var v []any

@@ -118,10 +118,12 @@
 // The engine has no host capability by construction, and each run gets
 // none: no preopened directory, no environment variables, a fake clock
 // that starts at 2000-01-01T00:00:00Z and advances one millisecond per
-// reading (Date.now() and performance.now() reveal nothing about the host
-// or about earlier runs), a deterministic random source, and arguments the
-// backend controls (the wrapper deletes execArgv, scriptArgs and argv0
-// before the script runs). The engine's modules qjs:std and qjs:os can be
+// reading (Date.now() reveals nothing about the host or about earlier
+// runs), a deterministic random source, and arguments the backend controls
+// (the wrapper deletes execArgv, scriptArgs and argv0, and qjs's host
+// globals DOMException, gc, navigator, performance and queueMicrotask,
+// before the script runs; what stays beyond ECMAScript, print and console,
+// is declared by HostObjects and measured by the kit). The engine's modules qjs:std and qjs:os can be
 // named in a dynamic import(), and a script that awaits it gets them; with
 // no preopens, no environment, fake clocks, a no-op sleep and no
 // processes they reach nothing on the host. What they add inside the

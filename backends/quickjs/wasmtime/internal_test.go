@@ -149,7 +149,7 @@ func TestFuelBudgetStartsWithTheScript(t *testing.T) {
 }
 
 func TestFakeClock(t *testing.T) {
-	out, err := eval(t, shared(t), `[Date.now(), Date.now(), new Date().toISOString(), performance.now() < 1000]`, "", spi.Limits{})
+	out, err := eval(t, shared(t), `[Date.now(), Date.now(), new Date().toISOString(), typeof performance === "undefined"]`, "", spi.Limits{})
 	require.NoError(t, err)
 	require.Equal(t, spi.KindOK, out.Kind, "%+v", out)
 	var got []any
