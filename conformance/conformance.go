@@ -172,8 +172,13 @@ const (
 	DefaultStopGrace = NativeGrace
 	// DefaultIdleWait bounds how long the kit waits, after a case ended in
 	// a limit or a cancellation, for the process's CPU use to fall to idle
-	// (Options.IdleWait). See IdleWindow.
-	DefaultIdleWait = 3 * time.Second
+	// (Options.IdleWait). See IdleWindow. An honest engine is idle within
+	// a few windows, so the wait costs nothing then; it is long so that
+	// what else a loaded process finishes meanwhile (a garbage collection
+	// of a large heap under -race, a compile another test left running)
+	// cannot fail an honest engine, while an engine that keeps running
+	// never falls to idle however long the kit waits.
+	DefaultIdleWait = 10 * time.Second
 	// IdleWindow, IdleSpan and IdleShare define idle: IdleSpan
 	// consecutive windows of IdleWindow in which the whole process used at
 	// most IdleShare of one core together (user plus system CPU time from

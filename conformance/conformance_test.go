@@ -526,6 +526,7 @@ func TestBrokenBackends(t *testing.T) {
 				c.override["runaway_native"] = blockUntil(release, spi.Limited(spi.LimitWallClock))
 				grace := 100 * time.Millisecond // the effect gives up on the backend early
 				o.Effect.BackendGrace = &grace
+				o.IdleWait = 3 * time.Second // the wait for the backend to return, past StopGrace
 			},
 			cases: []string{"runaway_native"}, failed: "runaway_native", reason: "the backend's own Evaluate had not returned 4s after the wall clock 250ms",
 		},
@@ -537,20 +538,23 @@ func TestBrokenBackends(t *testing.T) {
 				c.override["runaway_loop"] = blockUntil(release, spi.Limited(spi.LimitWallClock))
 				grace := 100 * time.Millisecond // the effect gives up on the backend early
 				o.Effect.BackendGrace = &grace
+				o.IdleWait = 3 * time.Second // the wait for the backend to return, past StopGrace
 			},
 			cases: []string{"runaway_loop"}, failed: "runaway_loop", reason: "the backend's own Evaluate had not returned 4s after the wall clock 250ms (WallClock hard)",
 		},
 		// Class 2: CPU falls to idle after a limit or a cancellation.
 		{
 			name: "the loop's limit is reported while the engine keeps burning CPU",
-			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
+			setup: func(_ *testing.T, c *fakeConfig, o *Options) {
+				o.IdleWait = 3 * time.Second // it burns until closed: no need to wait the default
 				c.override["runaway_loop"] = burnAfter(spi.Limited(spi.LimitWallClock))
 			},
 			cases: []string{"runaway_loop"}, failed: "runaway_loop", reason: "the engine kept running after Evaluate returned",
 		},
 		{
 			name: "the memory limit is reported while the engine keeps burning CPU",
-			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
+			setup: func(_ *testing.T, c *fakeConfig, o *Options) {
+				o.IdleWait = 3 * time.Second // it burns until closed: no need to wait the default
 				c.override["allocation_bomb"] = burnAfter(spi.Limited(spi.LimitMemory))
 			},
 			cases: []string{"allocation_bomb"}, failed: "allocation_bomb", reason: "the engine kept running after Evaluate returned",

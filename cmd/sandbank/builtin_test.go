@@ -215,7 +215,7 @@ func TestMatrixBuiltinStarlark(t *testing.T) {
 		failed = failed || cell.Status == conformance.StatusFail
 	}
 	assert.Equal(t, "skip", string(row.Cases["allocation_bomb"].Status), "starlark declares no memory limit")
-	assert.Equal(t, "pass", string(row.Cases["cpu_budget"].Status), "starlark declares a CPU budget, and the kit proves it")
+	assert.Equal(t, "pass", string(row.Cases["cpu_budget"].Status), "starlark declares a CPU budget, and the kit proves it: %s", row.Cases["cpu_budget"].Reason)
 	if failed {
 		assert.Equal(t, exitUntyped, res.code)
 	} else {

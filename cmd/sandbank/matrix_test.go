@@ -205,7 +205,8 @@ func TestMatrixEngineSelection(t *testing.T) {
 	require.Len(t, rows, 2, "a repeated engine runs once")
 	assert.Equal(t, "nofixtures", rows[0].Engine, "engines run in the order given")
 	assert.Equal(t, "echo", rows[1].Engine)
-	assert.Equal(t, map[string]matrixCell{"echo": {Status: conformance.StatusPass}}, rows[1].Cases)
+	require.Len(t, rows[1].Cases, 1, "only the case asked for runs")
+	assert.Equal(t, conformance.StatusPass, rows[1].Cases["echo"].Status)
 
 	res = cli(a, "", "matrix", "--case", "echo", "--json")
 	require.NoError(t, json.Unmarshal([]byte(res.stdout), &rows), res.stdout)
