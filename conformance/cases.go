@@ -32,6 +32,11 @@ type caseDef struct {
 	// "wallClock=hard", "memory", "cpu", "freshPerRun"): Report.Proofs
 	// lists its figures under each one the backend declares.
 	proves []string
+	// declarable marks a case that tests a feature some languages do not
+	// have (asynchrony, enumerable globals): a fixture set may declare it
+	// inapplicable with a file "<case>.skip" whose text is the reason, and
+	// the case is skipped with it. Every other case needs its scripts.
+	declarable bool
 }
 
 func always(spi.Capabilities) string { return "" }
@@ -89,10 +94,11 @@ var allCases = []*caseDef{
 	{name: "memory_limit", gate: needMemory, scripts: []string{"memory_probe"}, run: caseMemoryLimit, proves: []string{"memory"}},
 	{name: "deep_recursion", gate: always, scripts: []string{"deep_recursion", "echo"}, run: caseDeepRecursion},
 	{name: "rich_value", gate: always, scripts: []string{"rich_value"}, run: caseRichValue},
+	{name: "async_value", gate: always, scripts: []string{"async_value"}, run: caseAsyncValue, declarable: true},
 	{name: "input_contract", gate: always, scripts: []string{"echo"}, run: caseInputContract},
 	{name: "no_network", gate: needNetworkNone, scripts: []string{"no_network"}, run: caseNoNetwork, proves: []string{"network"}},
 	{name: "no_escape", gate: needNetworkNone, scripts: []string{"no_escape"}, run: caseNoEscape, proves: []string{"network"}},
-	{name: "host_objects", gate: always, run: caseHostObjects, proves: []string{"network"}},
+	{name: "host_objects", gate: always, run: caseHostObjects, proves: []string{"network"}, declarable: true},
 	{name: "fresh_per_run", gate: needFresh, scripts: []string{"fresh_per_run"}, run: caseFreshPerRun, proves: []string{"freshPerRun"}},
 	{name: "warm", gate: always, scripts: []string{"fresh_per_run", "echo"}, run: caseWarm, proves: []string{"freshPerRun"}},
 	{name: "cpu_budget", gate: needCPU, scripts: []string{"cpu_budget", "cpu_light"}, run: caseCPUBudget, proves: []string{"cpu"}},
@@ -700,30 +706,20 @@ func caseWarm(ctx context.Context, e *env) {
 	}
 }
 
-// hostObjectsSkip and hostObjectsAllow are the files of a fixture set that
-// answer host_objects: a set whose language cannot enumerate what a script
-// reaches holds hostObjectsSkip (its text is the skip reason); otherwise
-// the set holds the script host_objects and hostObjectsAllow, the
-// language's standard names, one per line.
-const (
-	hostObjectsSkip  = "host_objects.skip"
-	hostObjectsAllow = "host_objects.allow"
-)
+// hostObjectsAllow is the file of a fixture set that lists the language's
+// standard names, one per line, for host_objects. A set whose language
+// cannot enumerate what a script reaches declares the case inapplicable
+// instead, with host_objects.skip (see caseDef.declarable).
+const hostObjectsAllow = "host_objects.allow"
 
 // HostObjectsDepth is how deep host_objects' script walks: the globals,
 // their own properties, and theirs.
 const HostObjectsDepth = 2
 
 func caseHostObjects(ctx context.Context, e *env) {
-	if fsys := e.k.set.FS; fsys != nil {
-		if reason, err := fs.ReadFile(fsys, hostObjectsSkip); err == nil {
-			e.skipf("the %s fixture set declares: %s", e.k.set.Language, strings.TrimSpace(string(reason)))
-			return
-		}
-	}
 	allowText, err := fs.ReadFile(e.k.set.FS, hostObjectsAllow)
 	if err != nil {
-		e.failf("the %s fixture set has neither %s nor %s", e.k.set.Language, hostObjectsAllow, hostObjectsSkip)
+		e.failf("the %s fixture set has neither %s nor %s", e.k.set.Language, hostObjectsAllow, skipFile("host_objects"))
 		return
 	}
 	allowed := map[string]bool{}
@@ -1096,3 +1092,71 @@ func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
 
 // rawJSON passes kit-made JSON text to the effect as is.
 type rawJSON = json.RawMessage
+
+// skipFile is the file in which a fixture set declares a declarable case
+// inapplicable to its language.
+func skipFile(caseName string) string { return caseName + ".skip" }
+
+// declaredInapplicable returns the reason the fixture set gives for not
+// answering case c, when c is declarable and the set has its skip file.
+func (k *kit) declaredInapplicable(c *caseDef) (string, bool) {
+	if !c.declarable || k.set.FS == nil {
+		return "", false
+	}
+	reason, err := fs.ReadFile(k.set.FS, skipFile(c.name))
+	if err != nil {
+		return "", false
+	}
+	return fmt.Sprintf("the %s fixture set declares: %s", k.set.Language, strings.TrimSpace(string(reason))), true
+}
+
+// asyncText is the text async_value's script awaits and rejects with.
+const asyncText = "conformance async probe ✓ 43"
+
+// caseAsyncValue checks that a promise completion value is awaited: its
+// value is the result (never the promise written as {}), a rejection is a
+// typed scriptError with the rejection's message, and a promise that never
+// settles is a typed scriptError within the wall clock.
+func caseAsyncValue(ctx context.Context, e *env) {
+	ev, ok := e.setup(e.k.limits, nil)
+	if !ok {
+		return
+	}
+	list := []any{1, "two", nil, map[string]any{"k": []any{}}}
+	in := func(mode string) []byte {
+		b, _ := json.Marshal(map[string]any{"mode": mode, "n": 41, "text": asyncText, "list": list})
+		return b
+	}
+	want, _ := json.Marshal(map[string]any{"n": 42, "text": asyncText + "✓", "list": list})
+	got, err := e.eval(ctx, ev, "async_value", in("value"), e.k.limits)
+	if err != nil {
+		e.failf("an awaited promise must give its value, got %s", describe(got, err))
+		return
+	}
+	if diff := jsonDiff(want, got); diff != "" {
+		e.failf("the result must be the promise's value, not the promise: %s", diff)
+		return
+	}
+	got, err = e.eval(ctx, ev, "async_value", in("reject"), e.k.limits)
+	f, typed := asFailure(err)
+	switch {
+	case !typed || f.Code != effect.CodeScriptError:
+		e.failf("a rejected promise must end in a typed scriptError, got %s", describe(got, err))
+		return
+	case !strings.Contains(f.Message, asyncText):
+		e.failf("the scriptError message must contain the rejection's message %q, got %q", asyncText, clip(f.Message))
+		return
+	}
+	limits := spi.Limits{WallClock: RunawayWallClock, MemoryBytes: e.k.limits.MemoryBytes}
+	start := time.Now()
+	got, err = e.eval(ctx, ev, "async_value", in("pending"), limits)
+	took := time.Since(start)
+	e.figure("pendingReported", ms(took), "ms", "<=", ms(RunawayWallClock+NativeGrace))
+	if f, typed := asFailure(err); !typed || f.Code != effect.CodeScriptError {
+		e.failf("a promise that never settles must end in a typed scriptError, got %s", describe(got, err))
+		return
+	}
+	if took > RunawayWallClock+NativeGrace {
+		e.failf("the never-settling promise was reported after %v, past the wall clock %v plus the grace %v", took.Round(time.Millisecond), RunawayWallClock, NativeGrace)
+	}
+}

@@ -487,6 +487,10 @@ func (k *kit) runCase(ctx context.Context, c *caseDef) CaseResult {
 		res.Status, res.Reason = StatusSkip, reason
 		return res
 	}
+	if reason, ok := k.declaredInapplicable(c); ok {
+		res.Status, res.Reason = StatusSkip, reason
+		return res
+	}
 	e := newEnv(k, c.name)
 	caseCtx, cancel := context.WithTimeout(ctx, k.watchdog)
 	defer cancel()

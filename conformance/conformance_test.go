@@ -1182,7 +1182,7 @@ func TestCaseNames(t *testing.T) {
 	names := CaseNames()
 	assert.Equal(t, []string{
 		"echo", "throw", "syntax_error", "runaway_loop", "runaway_native", "allocation_bomb", "memory_limit",
-		"deep_recursion", "rich_value", "input_contract", "no_network", "no_escape", "host_objects",
+		"deep_recursion", "rich_value", "async_value", "input_contract", "no_network", "no_escape", "host_objects",
 		"fresh_per_run", "warm", "cpu_budget", "input_too_big", "abort", "abort_mid_run", "composition",
 	}, names)
 	names[0] = "changed"

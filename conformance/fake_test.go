@@ -248,6 +248,7 @@ var goodBehaviors = map[string]behavior{
 		return spi.OK(json.RawMessage(`{"runs":1,"nonce":"` + nonceOf(f, req) + `"}`)), nil
 	},
 	"memory_probe": memoryProbe(1, false),
+	"async_value":  asyncBehavior,
 	"cpu_light":    returnsNonce,
 	"host_objects": func(_ context.Context, f *fake, req spi.Request) (spi.Outcome, error) {
 		return spi.OK(json.RawMessage(`{"names":["Math","Math.abs","input","JSON","JSON.parse"],"nonce":"` + nonceOf(f, req) + `"}`)), nil
@@ -261,6 +262,28 @@ var goodBehaviors = map[string]behavior{
 	},
 	"composition_throw":  outcome(spi.Threw("Error", "composition: "+strings.Repeat("y", 50000)+"\xed\xa0\x80"+strings.Repeat("z", 50000))),
 	"composition_output": returns(`"` + strings.Repeat("x", 2_000_000) + `"`),
+}
+
+// asyncBehavior acts out async_value's script: the value, the rejection,
+// or the never-settling promise, reported at the wall clock.
+func asyncBehavior(ctx context.Context, f *fake, req spi.Request) (spi.Outcome, error) {
+	var in struct {
+		Mode string          `json:"mode"`
+		N    int             `json:"n"`
+		Text string          `json:"text"`
+		List json.RawMessage `json:"list"`
+	}
+	if err := json.Unmarshal(req.Input, &in); err != nil {
+		return spi.Threw("TypeError", "fake: bad input"), nil
+	}
+	switch in.Mode {
+	case "reject":
+		return spi.Threw("Error", in.Text), nil
+	case "pending":
+		return spi.Threw("Error", "the script's promise never settled"), nil
+	}
+	text, _ := json.Marshal(in.Text + "✓")
+	return spi.OK(json.RawMessage(fmt.Sprintf(`{"n":%d,"text":%s,"list":%s}`, in.N+1, text, in.List))), nil
 }
 
 // Broken behaviours, one per rule they break.
