@@ -30,7 +30,14 @@ const childEnv = "SANDBANK_BENCH_TEST_CHILD"
 // fakeCacheEnv makes the child use fakeCacheFactory.
 const fakeCacheEnv = "SANDBANK_BENCH_TEST_FAKE_CACHE"
 
+// realChildEnv makes the test binary act as the real sandbank binary, with
+// every built-in engine (see runMainInChild).
+const realChildEnv = "SANDBANK_TEST_REAL_CHILD"
+
 func TestMain(m *testing.M) {
+	if os.Getenv(realChildEnv) == "1" {
+		os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	}
 	if os.Getenv(fakeChildEnv) == "1" {
 		a := &app{
 			stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr,
