@@ -33,7 +33,7 @@ func TestScaffoldBuildsAndRunsTheKit(t *testing.T) {
 	require.FileExists(t, filepath.Join(root, "go.mod"), "the repository root")
 
 	mod := t.TempDir()
-	goMod := "module example.com/scaffolded\n\ngo 1.26\n\n" +
+	goMod := "module example.com/scaffolded\n\ngo 1.25.0\n\n" +
 		"require github.com/sandbank/sandbank v0.0.0-00010101000000-000000000000\n\n" +
 		"replace github.com/sandbank/sandbank => " + root + "\n"
 	require.NoError(t, os.WriteFile(filepath.Join(mod, "go.mod"), []byte(goMod), 0o644))
