@@ -7,6 +7,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/sandbank/sandbank/internal/jsfront"
 	"github.com/sandbank/sandbank/spi"
 )
 
@@ -72,7 +73,7 @@ type Options struct {
 // JSON.parse crashed at 4,000,000 levels (1,000,000 passed); source text at
 // 262,144 unclosed parentheses, where 250,000 closed ones passed. The
 // script-size ceiling bounds what the bracket count cannot see (see
-// sourceNesting): about 131,000 hidden levels in 256 KiB, tested.
+// jsfront.Nesting): about 131,000 hidden levels in 256 KiB, tested.
 const (
 	ceilingCallStack     = 10000
 	ceilingNesting       = 100000
@@ -183,7 +184,7 @@ func (b *Backend) Evaluate(ctx context.Context, req spi.Request) (spi.Outcome, e
 		return spi.Threw("SyntaxError", fmt.Sprintf("the script is %d bytes, over the limit of %d", len(req.Script), b.maxScriptBytes)), nil
 	case !utf8.Valid(req.Script):
 		return spi.Threw("SyntaxError", "the script is not valid UTF-8"), nil
-	case sourceNesting(req.Script, b.maxScriptNesting) > b.maxScriptNesting:
+	case jsfront.Nesting(req.Script, b.maxScriptNesting) > b.maxScriptNesting:
 		return spi.Threw("SyntaxError", fmt.Sprintf("the script nests brackets deeper than %d levels", b.maxScriptNesting)), nil
 	}
 	if jsonNesting(req.Input, b.maxNesting) > b.maxNesting {

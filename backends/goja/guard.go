@@ -6,36 +6,9 @@ package goja
 // process. Each guard measures the nesting first, without recursion, and
 // refuses what is too deep.
 
-// sourceNesting returns the deepest bracket nesting of src, counting every
-// '(', '[' and '{' as an opening and every ')', ']' and '}' as a closing,
-// in strings, comments and regular expressions too, and never going below
-// zero. It stops counting once the depth passes limit.
-//
-// It does not lex JavaScript, so a script can hide real nesting behind
-// closing brackets inside strings; but every hidden level costs at least
-// two bytes of source (the opening and its decoy), so with the script size
-// bounded the real nesting stays bounded too (see TestSourceNestingEvasion
-// for the measured worst case).
-func sourceNesting(src []byte, limit int) int {
-	depth, deepest := 0, 0
-	for _, c := range src {
-		switch c {
-		case '(', '[', '{':
-			depth++
-			if depth > deepest {
-				deepest = depth
-				if deepest > limit {
-					return deepest
-				}
-			}
-		case ')', ']', '}':
-			if depth > 0 {
-				depth--
-			}
-		}
-	}
-	return deepest
-}
+// A source's bracket nesting is measured with jsfront.Nesting, the one
+// measure the JavaScript front end uses too (see TestSourceNestingEvasion
+// for the measured worst case of decoy brackets in strings).
 
 // jsonNesting returns the deepest nesting of arrays and objects in the
 // JSON text s, skipping the contents of strings. It stops once the depth

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sandbank/sandbank/internal/jsfront"
 	"github.com/sandbank/sandbank/spi"
 )
 
@@ -27,10 +28,10 @@ func TestSourceNesting(t *testing.T) {
 		{"/* ( */ x", 1},     // and comments
 		{"a\n(\n[\n]\n)", 2}, // newlines are nothing special
 	} {
-		assert.Equal(t, tc.want, sourceNesting([]byte(tc.src), 100), tc.src)
+		assert.Equal(t, tc.want, jsfront.Nesting([]byte(tc.src), 100), tc.src)
 	}
 	// It stops counting past the limit.
-	assert.Equal(t, 11, sourceNesting([]byte(strings.Repeat("(", 1000)), 10))
+	assert.Equal(t, 11, jsfront.Nesting([]byte(strings.Repeat("(", 1000)), 10))
 }
 
 func TestJSONNesting(t *testing.T) {

@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	js "github.com/dop251/goja"
+
+	"github.com/sandbank/sandbank/internal/jsfront"
 )
 
 // The guards in this file bound source text that the script builds and
@@ -86,7 +88,7 @@ func (g *sourceGuard) checkText(what, src string) {
 	if len(src) > 3*g.maxUnits { // a UTF-16 unit is at most 3 bytes of UTF-8
 		g.throw(fmt.Sprintf("%s: the source is over the limit of %d characters", what, g.maxUnits))
 	}
-	if sourceNesting([]byte(src), g.maxNesting) > g.maxNesting {
+	if jsfront.Nesting([]byte(src), g.maxNesting) > g.maxNesting {
 		g.throw(fmt.Sprintf("%s: the source nests brackets deeper than %d levels", what, g.maxNesting))
 	}
 }

@@ -44,7 +44,7 @@ const (
 // top-level await is returned unchanged: the very slice it was given.
 func Prepare(script []byte) ([]byte, bool) {
 	if !bytes.Contains(script, []byte("await")) || len(script) > MaxBytes ||
-		!utf8.Valid(script) || nesting(script, MaxNesting) > MaxNesting {
+		!utf8.Valid(script) || Nesting(script, MaxNesting) > MaxNesting {
 		return script, false
 	}
 	masked, forAwait := mask(script)
@@ -179,11 +179,19 @@ func firstError(err error) (line, column int, ok bool) {
 	return list[0].Position.Line, list[0].Position.Column, true
 }
 
-// nesting returns the deepest bracket nesting of src, counting every
-// bracket (in strings and comments too) and never going below zero; it
-// stops once the depth passes limit. It is the goja backend's measure, so
-// what the backend parses the front end parses too.
-func nesting(src []byte, limit int) int {
+// Nesting returns the deepest bracket nesting of src, counting every '(',
+// '[' and '{' as an opening and every ')', ']' and '}' as a closing, in
+// strings, comments and regular expressions too, and never going below
+// zero. It stops counting once the depth passes limit. It is the one
+// measure of a script's nesting: the goja backend bounds every source it
+// parses with it, and the front end uses it too, so what the backend
+// parses the front end parses too.
+//
+// It does not lex JavaScript, so a script can hide real nesting behind
+// closing brackets inside strings; but every hidden level costs at least
+// two bytes of source (the opening and its decoy), so with the script size
+// bounded the real nesting stays bounded too.
+func Nesting(src []byte, limit int) int {
 	depth, deepest := 0, 0
 	for _, c := range src {
 		switch c {
