@@ -47,7 +47,7 @@ func FuzzStdout(f *testing.F) {
 			t.Fatalf("the split at %d changed Started", at)
 		}
 		switch rec.Kind {
-		case 0, RecMemory, RecInputOOM, RecScriptOOM, RecProtocol:
+		case 0, RecMemory, RecInputOOM, RecScriptOOM, RecProtocol, RecCPU:
 			if rec.Body != nil {
 				t.Fatalf("record %q has a body", rec.Kind)
 			}

@@ -11,6 +11,7 @@ const (
 	RecInputOOM  = 'I' // the input could not be parsed within memory
 	RecScriptOOM = 'C' // the script could not be read within memory
 	RecProtocol  = 'X' // the payload was malformed (a host bug)
+	RecCPU       = 'P' // the script's step budget ran out
 )
 
 // FramePrefix starts every framed record, followed by the nonce and the

@@ -123,7 +123,7 @@ type Record struct {
 func (r Record) Settled() bool { return r.Kind == RecResult || r.Kind == RecThrew }
 
 // Record returns the conclusive record the guest wrote, if any: the first
-// complete result, thrown, memory, input, script or protocol record. A result or
+// complete result, thrown, memory, input, script, protocol or CPU record. A result or
 // thrown record counts only when its length and end marker check out.
 func (s *Stdout) Record() Record {
 	s.mu.Lock()
@@ -133,7 +133,7 @@ func (s *Stdout) Record() Record {
 			return Record{Kind: k, Body: body}
 		}
 	}
-	for _, k := range []byte{RecMemory, RecInputOOM, RecScriptOOM, RecProtocol} {
+	for _, k := range []byte{RecMemory, RecInputOOM, RecScriptOOM, RecProtocol, RecCPU} {
 		if bytes.Contains(s.buf, s.marker(k)) {
 			return Record{Kind: k}
 		}
