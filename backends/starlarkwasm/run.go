@@ -17,6 +17,7 @@ import (
 	"github.com/tetratelabs/wazero/sys"
 
 	"github.com/sandbank/sandbank/internal/wasmguest"
+	"github.com/sandbank/sandbank/internal/wasmhost"
 	"github.com/sandbank/sandbank/spi"
 )
 
@@ -138,7 +139,7 @@ func (r *run) do(ctx context.Context, req spi.Request) (spi.Outcome, error) {
 	stdin := &countingReader{r: bytes.NewReader(wasmguest.Payload(nonce, req.Script, req.Input))}
 	mem := &limitedAllocator{limit: uint64(r.limits.MemoryBytes)}
 
-	cfg := wasmguest.Isolate(wazero.NewModuleConfig()).
+	cfg := wasmhost.Isolate(wazero.NewModuleConfig()).
 		WithName(""). // anonymous: any number of instances side by side
 		WithArgs("guest",
 			strconv.FormatInt(b.maxSteps, 10),

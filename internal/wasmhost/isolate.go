@@ -1,4 +1,4 @@
-package wasmguest
+package wasmhost
 
 import (
 	"math/rand/v2"
