@@ -81,14 +81,25 @@ type Options struct {
 	// module is compiled once per process.
 	CompilationCacheDir string
 
-	// CloseOnContextDone, when nil or true, makes wazero check the run's
-	// context inside the running guest, which is what stops a script at its
-	// deadline even inside one long native operation: the backend then
-	// declares WallClock hard. Set it to false only to measure what the
-	// check costs: a runaway script then runs until it ends on its own (a
-	// script that never ends keeps a goroutine and a core busy forever, and
-	// Close waits for it), Evaluate reports the wall clock only once the
-	// script has ended, and the backend declares WallClock soft.
+	// StopCheck, when nil or true, runs QuickJS rewritten with a stop
+	// check (internal/wasmrewrite): every loop header and call counts
+	// inside compiled code, and the guest visits the host every few
+	// thousand of them, where a run whose context is done is stopped. That
+	// is what stops a script at its deadline, and what keeps a running
+	// script from holding up the Go runtime's garbage collector: the
+	// backend then declares WallClock hard. Set it to false only to
+	// measure what the check costs: the module then runs as shipped, a
+	// runaway script runs until it ends on its own (a script that never
+	// ends keeps a goroutine and a core busy forever, and Close waits for
+	// it), Evaluate reports the wall clock only once the script has
+	// ended, and the backend declares WallClock soft.
+	StopCheck *bool
+
+	// CloseOnContextDone is the former name of StopCheck, which it sets
+	// when StopCheck is nil. wazero's close-on-context-done is no longer
+	// used: its check left compiled code for Go at every loop header.
+	//
+	// Deprecated: use StopCheck.
 	CloseOnContextDone *bool
 
 	// ColdStartAllowance bounds the start-up phases of a run
@@ -120,7 +131,8 @@ type Options struct {
 // settings are the validated options.
 type settings struct {
 	cacheDir       string
-	closeOnDone    bool
+	stopCheck      bool // run the rewritten module
+	wazeroClose    bool // wazero's close-on-context-done (tests measure it against the stop check)
 	coldStart      time.Duration
 	coldPerMiB     time.Duration // added per MiB of input; zero when the option is set
 	maxStderrBytes int
@@ -130,7 +142,7 @@ type settings struct {
 
 func (o *Options) settings() (settings, error) {
 	s := settings{
-		closeOnDone:    true,
+		stopCheck:      true,
 		coldStart:      DefaultColdStartAllowance,
 		coldPerMiB:     DefaultColdStartPerInputMiB,
 		maxStderrBytes: DefaultMaxStderrBytes,
@@ -141,8 +153,11 @@ func (o *Options) settings() (settings, error) {
 		return s, nil
 	}
 	s.cacheDir = o.CompilationCacheDir
-	if o.CloseOnContextDone != nil {
-		s.closeOnDone = *o.CloseOnContextDone
+	switch {
+	case o.StopCheck != nil:
+		s.stopCheck = *o.StopCheck
+	case o.CloseOnContextDone != nil:
+		s.stopCheck = *o.CloseOnContextDone
 	}
 	switch {
 	case o.ColdStartAllowance < 0:

@@ -153,7 +153,7 @@ func (r *run) conclude(ctx, runCtx context.Context, facts guest.Facts, phase str
 	if cause := context.Cause(runCtx); cause != nil && !errors.Is(cause, errWallClock) && !errors.Is(cause, context.Canceled) {
 		return spi.Outcome{}, cause
 	}
-	if !b.set.closeOnDone && facts.WallClockExpired && facts.Started {
+	if !b.set.stopCheck && !b.set.wazeroClose && facts.WallClockExpired && facts.Started {
 		// Soft wall clock: the script was not stopped, but ran past it.
 		return spi.Limited(spi.LimitWallClock), nil
 	}
