@@ -193,7 +193,7 @@ func (b *Backend) Capabilities() spi.Capabilities {
 		Network:     spi.NetworkNone,
 		WallClock:   wc,
 		Memory:      true,
-		CPU:         false, // this build exports no interrupt hook to count work with
+		CPU:         b.set.fuel > 0, // Options.Fuel
 		FreshPerRun: true,
 	}
 }

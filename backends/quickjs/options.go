@@ -68,6 +68,8 @@ const (
 	// MaxMemoryBytes is the largest memory a run can have: all of a 32-bit
 	// WebAssembly address space. A larger request is clamped to it.
 	MaxMemoryBytes int64 = 4 << 30
+	// MaxFuel is the largest Options.Fuel: 2^62 units.
+	MaxFuel uint64 = 1 << 62
 )
 
 // Options configure a backend. A nil *Options, or the zero value of a
@@ -116,6 +118,17 @@ type Options struct {
 	// dropped. Zero means DefaultMaxStderrBytes; negative is refused.
 	MaxStderrBytes int
 
+	// Fuel, when not zero, is the CPU budget of a run, in the stop check's
+	// units: one per loop iteration and per function call in the guest,
+	// one per KiB of bulk memory work. A run that spends it ends in the
+	// typed limit cpu, and the backend declares CPU. The count is
+	// deterministic: a script spends the same fuel on every run of the
+	// same mode (the engine's boot is not charged; measured: the same
+	// count in both modes). An iteration of a simple JavaScript loop costs
+	// about 20 units (20,000 iterations of s += i: 407,924). Zero means no
+	// CPU budget; a value without StopCheck, or above MaxFuel, is refused.
+	Fuel uint64
+
 	// Mode selects parked instances (ModeParked) or a new instance per
 	// run (ModeFresh). Zero means ModeParked; any other value is refused.
 	Mode Mode
@@ -132,6 +145,7 @@ type Options struct {
 type settings struct {
 	cacheDir       string
 	stopCheck      bool // run the rewritten module
+	fuel           int64
 	wazeroClose    bool // wazero's close-on-context-done (tests measure it against the stop check)
 	coldStart      time.Duration
 	coldPerMiB     time.Duration // added per MiB of input; zero when the option is set
@@ -171,6 +185,13 @@ func (o *Options) settings() (settings, error) {
 	case o.MaxStderrBytes > 0:
 		s.maxStderrBytes = o.MaxStderrBytes
 	}
+	switch {
+	case o.Fuel > MaxFuel:
+		return settings{}, errors.New("quickjs: Fuel above MaxFuel")
+	case o.Fuel > 0 && !s.stopCheck:
+		return settings{}, errors.New("quickjs: Fuel needs the stop check")
+	}
+	s.fuel = int64(o.Fuel)
 	switch o.Mode {
 	case 0:
 	case ModeParked, ModeFresh:

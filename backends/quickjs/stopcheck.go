@@ -66,5 +66,18 @@ func preempt(ctx context.Context, stack []uint64) {
 	if ctx.Err() != nil {
 		panic(sys.NewExitError(sys.ExitCodeDeadlineExceeded)) // a kill: see setEnding
 	}
-	stack[0] = preemptGrant
+	m := meterOf(ctx)
+	if m == nil {
+		stack[0] = preemptGrant
+		return
+	}
+	next, ok := m.visit(int32(uint32(stack[0])))
+	if !ok {
+		panic(sys.NewExitError(exitCodeFuel)) // read through the run's cpuExhausted
+	}
+	stack[0] = uint64(uint32(next))
 }
+
+// exitCodeFuel is the exit code of a guest stopped because its fuel ran
+// out; the run tells it from the guest's own exits by its cpuExhausted.
+const exitCodeFuel = 0xfe1
