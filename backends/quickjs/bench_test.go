@@ -25,6 +25,7 @@ const (
 	stopCheck   = iota // the rewritten module's stop check (the default)
 	wazeroClose        // the module as shipped, stopped by wazero's close-on-context-done (before issue 17)
 	noCheck            // the module as shipped, nothing to stop it
+	fuel               // the stop check with a CPU budget (Options.Fuel)
 )
 
 // benchBackend returns a warmed backend in a mode and stop configuration.
@@ -37,6 +38,8 @@ func benchBackend(b testing.TB, mode quickjs.Mode, stop int) spi.Backend {
 		be, err = quickjs.New(&quickjs.Options{Mode: mode})
 	case wazeroClose:
 		be, err = quickjs.NewWazeroClose(&quickjs.Options{Mode: mode})
+	case fuel:
+		be, err = quickjs.New(&quickjs.Options{Mode: mode, Fuel: 1 << 40})
 	default:
 		off := false
 		be, err = quickjs.New(&quickjs.Options{Mode: mode, StopCheck: &off})
@@ -71,7 +74,8 @@ func benchEffect(b testing.TB, mode quickjs.Mode, stop int, script []byte) (*eff
 // modes are the configurations every benchmark compares: parked
 // instances and a fresh instance per run, each with the stop check, with
 // wazero's close-on-context-done instead (the configuration before the
-// stop check), and with nothing to stop a run.
+// stop check), and with nothing to stop a run; and parked instances with
+// the stop check and a CPU budget.
 var modes = []struct {
 	name string
 	mode quickjs.Mode
@@ -83,6 +87,7 @@ var modes = []struct {
 	{"fresh/wazeroClose", quickjs.ModeFresh, wazeroClose},
 	{"parked/noCheck", quickjs.ModeParked, noCheck},
 	{"fresh/noCheck", quickjs.ModeFresh, noCheck},
+	{"parked/fuel", quickjs.ModeParked, fuel},
 }
 
 // reportP50 adds the median of the per-op durations as a metric.
@@ -105,6 +110,7 @@ func BenchmarkFreshEcho(b *testing.B) {
 			ctx := context.Background()
 			d := make([]time.Duration, 0, b.N)
 			b.ResetTimer()
+			cpu0 := processCPU()
 			for range b.N {
 				t0 := time.Now()
 				if _, err := e.Evaluate(ctx, effect.Call{Script: addr, Input: input}); err != nil {
@@ -113,6 +119,7 @@ func BenchmarkFreshEcho(b *testing.B) {
 				d = append(d, time.Since(t0))
 			}
 			b.StopTimer()
+			reportCPU(b, cpu0)
 			reportP50(b, d)
 		})
 	}
@@ -150,6 +157,7 @@ func BenchmarkReshape(b *testing.B) {
 			ctx := context.Background()
 			d := make([]time.Duration, 0, b.N)
 			b.ResetTimer()
+			cpu0 := processCPU()
 			for range b.N {
 				t0 := time.Now()
 				if _, err := e.Evaluate(ctx, effect.Call{Script: addr, Input: json.RawMessage(`null`)}); err != nil {
@@ -158,6 +166,7 @@ func BenchmarkReshape(b *testing.B) {
 				d = append(d, time.Since(t0))
 			}
 			b.StopTimer()
+			reportCPU(b, cpu0)
 			reportP50(b, d)
 		})
 	}

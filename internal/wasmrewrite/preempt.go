@@ -57,7 +57,8 @@ func Preempt(m *Module) error {
 	checkType := m.addType(FuncType{Params: []byte{I32}, Results: []byte{I32}})
 	bulkType := m.addType(FuncType{Params: []byte{I32, I32, I32}})
 	m.Imports = append(m.Imports, Import{Module: PreemptModule, Name: PreemptName, Kind: KindFunc, Type: checkType})
-	if err := m.shiftFuncs(nImp, 1); err != nil {
+	// The bodies' calls are shifted by p.body, in the same walk.
+	if err := m.shiftFuncs(nImp, 1, false); err != nil {
 		return err
 	}
 	m.Globals = append(m.Globals, Global{Type: I32, Mutable: true, Init: []byte{opI32Const, 0, opEnd}})
@@ -87,10 +88,10 @@ func (m *Module) addType(t FuncType) uint32 {
 	return uint32(len(m.Types) - 1)
 }
 
-// shiftFuncs adds by to every function index from on: in bodies,
-// exports, the start function, element segments, global initialisers
-// and the name section.
-func (m *Module) shiftFuncs(from, by uint32) error {
+// shiftFuncs adds by to every function index from on: in bodies (when
+// bodies is set), exports, the start function, element segments, global
+// initialisers and the name section.
+func (m *Module) shiftFuncs(from, by uint32, bodies bool) error {
 	shift := func(i uint32) uint32 {
 		if i >= from {
 			return i + by
@@ -98,6 +99,9 @@ func (m *Module) shiftFuncs(from, by uint32) error {
 		return i
 	}
 	for i := range m.Code {
+		if !bodies {
+			break
+		}
 		code, err := rewriteFuncRefs(m.Code[i].Code, shift)
 		if err != nil {
 			return fmt.Errorf("function body %d: %w", i, err)
@@ -194,6 +198,10 @@ func (p *preempter) body(b *Body, params uint32) error {
 	last := 0
 	err := walk(b.Code, func(in instr) error {
 		switch {
+		case (in.op == opCall || in.op == opRefFunc) && in.funcIdx >= p.check:
+			out = append(out, b.Code[last:in.start]...)
+			out = appendU32(append(out, in.op), in.funcIdx+1)
+			last = in.end
 		case in.op == opLoop:
 			out = append(out, b.Code[last:in.end]...)
 			out = p.charge(out, 1)
