@@ -40,9 +40,19 @@
 // # Limits
 //
 // Limits.WallClock is always given to the SDK as the instance's timeout
-// (without one the SDK ignores the context) and the runtimes close modules
-// when their context is done, so a run is preempted at the deadline, inside
-// any loop, and Evaluate returns promptly on cancellation. Compiling is not
+// (without one the SDK ignores the context), and every plugin is rewritten
+// by internal/wasmrewrite's preemption pass before it is compiled: its
+// loops and calls count units inside compiled code (bulk memory work a
+// unit per KiB, done in 256 KiB chunks), and it visits the host every
+// 4,096 units, where a call whose context is done is stopped. So a run is
+// preempted at the deadline, inside any loop or any memory.fill, Evaluate
+// returns promptly on cancellation, and a plugin never holds up the Go
+// runtime's garbage collector; wazero's close-on-context-done is off (its
+// check left compiled code for Go at every loop header). A module the
+// rewriter does not understand (SIMD, threads, exception handling, tail
+// calls, multiple memories) is refused as a CompileError, never run
+// without the check. The Extism kernel (the SDK's own module) is not
+// rewritten. Compiling is not
 // charged to the script. Instantiating is: it runs the module's start
 // function (the plugin's own code), under the wall clock, and a start
 // function that runs past it is the wall-clock limit; the SDK then arms

@@ -15,6 +15,7 @@ import (
 	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/sys"
 
+	"github.com/sandbank/sandbank/internal/wasmrewrite"
 	"github.com/sandbank/sandbank/spi"
 )
 
@@ -176,7 +177,7 @@ func checkHost(h string) error {
 func (b *Backend) runtimeConfig() wazero.RuntimeConfig {
 	return wazero.NewRuntimeConfig().
 		WithCompilationCache(b.compilation).
-		WithCloseOnContextDone(true)
+		WithCloseOnContextDone(false) // the rewritten plugin's stop check stops it (stopcheck.go)
 }
 
 // Capabilities implements spi.Backend.
@@ -251,12 +252,12 @@ func maxPages(memoryBytes int64) uint32 {
 func (b *Backend) run(ctx context.Context, plugin *xt.CompiledPlugin, req spi.Request) (spi.Outcome, error) {
 	mem := newBudget(uint64(req.Limits.MemoryBytes), maxPages(req.Limits.MemoryBytes))
 	// Instantiating runs the module's start function, the plugin's own
-	// code: it is charged to the wall clock, which stops it (the runtime
-	// closes a module whose context is done), and what it used is taken
+	// code: it is charged to the wall clock, which stops it (its stop
+	// check sees the context done), and what it used is taken
 	// off the clock of the call.
 	clockStart := b.now()
 	instCtx, cancelInst := context.WithTimeout(ctx, req.Limits.WallClock)
-	inst, err := plugin.Instance(experimental.WithMemoryAllocator(instCtx, mem), xt.PluginInstanceConfig{
+	inst, err := plugin.Instance(experimental.WithMemoryAllocator(startCtx(instCtx), mem), xt.PluginInstanceConfig{
 		// No arguments, environment, directories or host clocks.
 		ModuleConfig: wazero.NewModuleConfig(),
 	})
@@ -377,8 +378,17 @@ func (b *Backend) compile(key moduleKey, script []byte) (compiled, error) {
 	if o := b.checkModule(mod); o != nil {
 		return fixed(*o), nil
 	}
+	// The module the plugin runs is the script rewritten with the stop
+	// check; a module the rewriter does not understand is refused, never
+	// run without the check. The cache key stays the script's: the
+	// rewrite is a function of the script and of the pass version, which
+	// is fixed for the process.
+	rewritten, err := wasmrewrite.Rewrite(script)
+	if err != nil {
+		return fixed(spi.Threw(NameCompileError, "extism: the module cannot be given its stop check: "+firstLine(err.Error()))), nil
+	}
 	manifest := xt.Manifest{
-		Wasm: []xt.Wasm{xt.WasmData{Data: script, Name: "main"}},
+		Wasm: []xt.Wasm{xt.WasmData{Data: rewritten, Name: "main"}},
 		Memory: &xt.ManifestMemory{
 			MaxPages:             key.pages,
 			MaxHttpResponseBytes: int64(key.pages) * wasmPageSize,
@@ -392,7 +402,7 @@ func (b *Backend) compile(key moduleKey, script []byte) (compiled, error) {
 	plugin, err := xt.NewCompiledPlugin(ctx, manifest, xt.PluginConfig{
 		RuntimeConfig: b.runtimeConfig(),
 		EnableWasi:    b.wasi,
-	}, nil)
+	}, []xt.HostFunction{preemptFunction()})
 	if err != nil {
 		if strings.Contains(err.Error(), "pages") && strings.Contains(err.Error(), "over limit") {
 			// A memory whose declared minimum exceeds the cap (the

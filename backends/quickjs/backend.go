@@ -44,7 +44,8 @@ var processCache = sync.OnceValue(wazero.NewCompilationCache)
 // safe for concurrent use, and [Backend.Close] releases it.
 type Backend struct {
 	set       settings
-	parkedErr error // why ModeParked fell back to ModeFresh, or nil
+	wasm      []byte // the module compiled: QuickJS, rewritten with the stop check
+	parkedErr error  // why ModeParked fell back to ModeFresh, or nil
 	layout    guest.Layout
 	rt        wazero.Runtime
 	cache     wazero.CompilationCache // nil without a cache directory
@@ -93,6 +94,11 @@ func New(opts *Options) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
+	return build(set)
+}
+
+// build is New with validated settings.
+func build(set settings) (*Backend, error) {
 	layout, err := guest.ParseLayout(quickjswasi.QuickJSWASM)
 	if err != nil {
 		return nil, err
@@ -106,9 +112,13 @@ func New(opts *Options) (*Backend, error) {
 			set.mode = ModeFresh
 		}
 	}
+	wasm, err := guestModule(set)
+	if err != nil {
+		return nil, err
+	}
 	cfg := wazero.NewRuntimeConfigCompiler().
 		WithDebugInfoEnabled(false). // with it on, every guest exit costs 40-45 ms
-		WithCloseOnContextDone(set.closeOnDone)
+		WithCloseOnContextDone(set.wazeroClose)
 	var cache wazero.CompilationCache // owned by this backend, closed by Close
 	if set.cacheDir != "" {
 		cache, err = wazero.NewCompilationCacheWithDir(set.cacheDir)
@@ -121,6 +131,15 @@ func New(opts *Options) (*Backend, error) {
 	}
 	ctx := context.Background()
 	rt := wazero.NewRuntimeWithConfig(ctx, cfg)
+	if set.stopCheck {
+		if err := instantiateStopCheck(ctx, rt); err != nil {
+			_ = rt.Close(ctx)
+			if cache != nil {
+				_ = cache.Close(ctx)
+			}
+			return nil, fmt.Errorf("quickjs: stop check: %w", err)
+		}
+	}
 	if set.mode == ModeFresh { // parked mode instantiates its own WASI after compiling
 		if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
 			_ = rt.Close(ctx)
@@ -133,6 +152,7 @@ func New(opts *Options) (*Backend, error) {
 	life, shutdown := context.WithCancel(context.Background())
 	return &Backend{
 		set:       set,
+		wasm:      wasm,
 		parkedErr: parkedErr,
 		layout:    layout,
 		rt:        rt,
@@ -165,7 +185,7 @@ func (b *Backend) HostObjects() []string { return guest.HostObjects() }
 // Capabilities implements spi.Backend.
 func (b *Backend) Capabilities() spi.Capabilities {
 	wc := spi.WallClockHard
-	if !b.set.closeOnDone {
+	if !b.set.stopCheck && !b.set.wazeroClose {
 		wc = spi.WallClockSoft
 	}
 	return spi.Capabilities{
@@ -173,7 +193,7 @@ func (b *Backend) Capabilities() spi.Capabilities {
 		Network:     spi.NetworkNone,
 		WallClock:   wc,
 		Memory:      true,
-		CPU:         false, // this build exports no interrupt hook to count work with
+		CPU:         b.set.fuel > 0, // Options.Fuel
 		FreshPerRun: true,
 	}
 }
@@ -239,7 +259,7 @@ func (b *Backend) compiledModule(ctx context.Context) (wazero.CompiledModule, er
 		go func() {
 			defer b.runs.Done()
 			defer close(b.compiled)
-			b.mod, b.compileErr = b.rt.CompileModule(context.Background(), quickjswasi.QuickJSWASM)
+			b.mod, b.compileErr = b.rt.CompileModule(context.Background(), b.wasm)
 			if b.compileErr != nil {
 				b.compileErr = fmt.Errorf("quickjs: compile: %w", b.compileErr)
 				return

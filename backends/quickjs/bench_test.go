@@ -20,11 +20,30 @@ import (
 //go:embed testdata/reshape.js
 var reshapeJS []byte
 
-// benchBackend returns a warmed backend in a mode, with
-// close-on-context-done on or off.
-func benchBackend(b testing.TB, mode quickjs.Mode, closeOnDone bool) spi.Backend {
+// The stop configurations a benchmark compares.
+const (
+	stopCheck   = iota // the rewritten module's stop check (the default)
+	wazeroClose        // the module as shipped, stopped by wazero's close-on-context-done (before issue 17)
+	noCheck            // the module as shipped, nothing to stop it
+	fuel               // the stop check with a CPU budget (Options.Fuel)
+)
+
+// benchBackend returns a warmed backend in a mode and stop configuration.
+func benchBackend(b testing.TB, mode quickjs.Mode, stop int) spi.Backend {
 	b.Helper()
-	be, err := quickjs.New(&quickjs.Options{Mode: mode, CloseOnContextDone: &closeOnDone})
+	var be *quickjs.Backend
+	var err error
+	switch stop {
+	case stopCheck:
+		be, err = quickjs.New(&quickjs.Options{Mode: mode})
+	case wazeroClose:
+		be, err = quickjs.NewWazeroClose(&quickjs.Options{Mode: mode})
+	case fuel:
+		be, err = quickjs.New(&quickjs.Options{Mode: mode, Fuel: 1 << 40})
+	default:
+		off := false
+		be, err = quickjs.New(&quickjs.Options{Mode: mode, StopCheck: &off})
+	}
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -37,14 +56,14 @@ func benchBackend(b testing.TB, mode quickjs.Mode, closeOnDone bool) spi.Backend
 
 // benchEffect returns an effect over a warmed backend and the address of
 // script in its store.
-func benchEffect(b testing.TB, mode quickjs.Mode, closeOnDone bool, script []byte) (*effect.Effect, effect.Address) {
+func benchEffect(b testing.TB, mode quickjs.Mode, stop int, script []byte) (*effect.Effect, effect.Address) {
 	b.Helper()
 	scripts := effect.NewMemoryStore()
 	addr, err := scripts.Put(script)
 	if err != nil {
 		b.Fatal(err)
 	}
-	e, err := effect.New(scripts, benchBackend(b, mode, closeOnDone), nil)
+	e, err := effect.New(scripts, benchBackend(b, mode, stop), nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -53,17 +72,22 @@ func benchEffect(b testing.TB, mode quickjs.Mode, closeOnDone bool, script []byt
 }
 
 // modes are the configurations every benchmark compares: parked
-// instances and a fresh instance per run, each with the hard kill
-// (close-on-context-done) on and off.
+// instances and a fresh instance per run, each with the stop check, with
+// wazero's close-on-context-done instead (the configuration before the
+// stop check), and with nothing to stop a run; and parked instances with
+// the stop check and a CPU budget.
 var modes = []struct {
 	name string
 	mode quickjs.Mode
-	on   bool
+	stop int
 }{
-	{"parked/closeOnDone", quickjs.ModeParked, true},
-	{"fresh/closeOnDone", quickjs.ModeFresh, true},
-	{"parked/noCloseOnDone", quickjs.ModeParked, false},
-	{"fresh/noCloseOnDone", quickjs.ModeFresh, false},
+	{"parked/stopCheck", quickjs.ModeParked, stopCheck},
+	{"fresh/stopCheck", quickjs.ModeFresh, stopCheck},
+	{"parked/wazeroClose", quickjs.ModeParked, wazeroClose},
+	{"fresh/wazeroClose", quickjs.ModeFresh, wazeroClose},
+	{"parked/noCheck", quickjs.ModeParked, noCheck},
+	{"fresh/noCheck", quickjs.ModeFresh, noCheck},
+	{"parked/fuel", quickjs.ModeParked, fuel},
 }
 
 // reportP50 adds the median of the per-op durations as a metric.
@@ -82,10 +106,11 @@ func BenchmarkFreshEcho(b *testing.B) {
 	input := json.RawMessage(`{"a":1,"b":"x"}`)
 	for _, m := range modes {
 		b.Run(m.name, func(b *testing.B) {
-			e, addr := benchEffect(b, m.mode, m.on, []byte("input"))
+			e, addr := benchEffect(b, m.mode, m.stop, []byte("input"))
 			ctx := context.Background()
 			d := make([]time.Duration, 0, b.N)
 			b.ResetTimer()
+			cpu0 := processCPU()
 			for range b.N {
 				t0 := time.Now()
 				if _, err := e.Evaluate(ctx, effect.Call{Script: addr, Input: input}); err != nil {
@@ -94,6 +119,7 @@ func BenchmarkFreshEcho(b *testing.B) {
 				d = append(d, time.Since(t0))
 			}
 			b.StopTimer()
+			reportCPU(b, cpu0)
 			reportP50(b, d)
 		})
 	}
@@ -105,7 +131,7 @@ func BenchmarkFreshEchoBackend(b *testing.B) {
 	req := spi.Request{Script: []byte("input"), Input: []byte(`{"a":1,"b":"x"}`), Limits: spi.Limits{WallClock: 5 * time.Second, MemoryBytes: 32 << 20}}
 	for _, m := range modes {
 		b.Run(m.name, func(b *testing.B) {
-			be := benchBackend(b, m.mode, m.on)
+			be := benchBackend(b, m.mode, m.stop)
 			ctx := context.Background()
 			d := make([]time.Duration, 0, b.N)
 			b.ResetTimer()
@@ -127,10 +153,11 @@ func BenchmarkFreshEchoBackend(b *testing.B) {
 func BenchmarkReshape(b *testing.B) {
 	for _, m := range modes {
 		b.Run(m.name, func(b *testing.B) {
-			e, addr := benchEffect(b, m.mode, m.on, reshapeJS)
+			e, addr := benchEffect(b, m.mode, m.stop, reshapeJS)
 			ctx := context.Background()
 			d := make([]time.Duration, 0, b.N)
 			b.ResetTimer()
+			cpu0 := processCPU()
 			for range b.N {
 				t0 := time.Now()
 				if _, err := e.Evaluate(ctx, effect.Call{Script: addr, Input: json.RawMessage(`null`)}); err != nil {
@@ -139,6 +166,7 @@ func BenchmarkReshape(b *testing.B) {
 				d = append(d, time.Since(t0))
 			}
 			b.StopTimer()
+			reportCPU(b, cpu0)
 			reportP50(b, d)
 		})
 	}
@@ -150,7 +178,7 @@ func BenchmarkReshape(b *testing.B) {
 func BenchmarkParallel(b *testing.B) {
 	for _, m := range modes[:2] {
 		b.Run(m.name, func(b *testing.B) {
-			e, addr := benchEffect(b, m.mode, m.on, []byte("input"))
+			e, addr := benchEffect(b, m.mode, m.stop, []byte("input"))
 			input := json.RawMessage(`{"a":1,"b":"x"}`)
 			b.ResetTimer()
 			b.RunParallel(func(pb *testing.PB) {
@@ -178,7 +206,7 @@ func TestEchoLatency(t *testing.T) {
 	input := json.RawMessage(`{"a":1,"b":"x"}`)
 	p50 := map[quickjs.Mode]time.Duration{}
 	for _, m := range modes[:2] {
-		e, addr := benchEffect(t, m.mode, m.on, []byte("input"))
+		e, addr := benchEffect(t, m.mode, m.stop, []byte("input"))
 		ctx := context.Background()
 		for range 100 { // warm the pool, the caches and the branch predictors
 			if _, err := e.Evaluate(ctx, effect.Call{Script: addr, Input: input}); err != nil {
@@ -200,8 +228,9 @@ func TestEchoLatency(t *testing.T) {
 	t.Logf("parked/fresh p50 ratio: %.3f (fresh is %.1fx slower)", float64(p50[quickjs.ModeParked])/float64(p50[quickjs.ModeFresh]), float64(p50[quickjs.ModeFresh])/float64(p50[quickjs.ModeParked]))
 }
 
-// BenchmarkKillOvershoot measures how long past a 50 ms wall clock
-// Evaluate returns, for a loop and for one long native call (with 1 GiB
+// BenchmarkKillOvershoot measures, with the stop check and with wazero's
+// close-on-context-done, how long past a 50 ms wall clock Evaluate
+// returns, for a loop and for one long native call (with 1 GiB
 // of memory, so that only the clock can stop it), and how long the
 // 300 MB string takes to be refused at the default 32 MiB limit.
 func BenchmarkKillOvershoot(b *testing.B) {
@@ -216,30 +245,35 @@ func BenchmarkKillOvershoot(b *testing.B) {
 		{"repeat3e8_32MiB", `"x".repeat(3e8).length`, 32 << 20, spi.Limited(spi.LimitMemory)},
 		{"allocation_bomb_32MiB", `globalThis.h = []; for (;;) h.push(new Array(1024).fill(h.length));`, 32 << 20, spi.Limited(spi.LimitMemory)},
 	} {
-		b.Run(tc.name, func(b *testing.B) {
-			be := benchBackend(b, quickjs.ModeParked, true)
-			req := spi.Request{Script: []byte(tc.script), Input: []byte("null"), Limits: spi.Limits{WallClock: clock, MemoryBytes: tc.mem}}
-			if tc.want.Limit == spi.LimitMemory {
-				req.Limits.WallClock = 10 * time.Second
-			}
-			d := make([]time.Duration, 0, b.N)
-			b.ResetTimer()
-			for range b.N {
-				t0 := time.Now()
-				out, err := be.Evaluate(context.Background(), req)
-				if err != nil || out.Kind != tc.want.Kind || out.Limit != tc.want.Limit {
-					b.Fatal(out, err)
+		for _, stop := range []struct {
+			name string
+			stop int
+		}{{"stopCheck", stopCheck}, {"wazeroClose", wazeroClose}} {
+			b.Run(tc.name+"/"+stop.name, func(b *testing.B) {
+				be := benchBackend(b, quickjs.ModeParked, stop.stop)
+				req := spi.Request{Script: []byte(tc.script), Input: []byte("null"), Limits: spi.Limits{WallClock: clock, MemoryBytes: tc.mem}}
+				if tc.want.Limit == spi.LimitMemory {
+					req.Limits.WallClock = 10 * time.Second
 				}
-				d = append(d, time.Since(t0))
-			}
-			b.StopTimer()
-			sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
-			over := d[len(d)/2]
-			if tc.want.Limit == spi.LimitWallClock {
-				over -= clock
-			}
-			b.ReportMetric(float64(over.Microseconds())/1000, "p50-over-ms")
-			b.ReportMetric(float64((d[len(d)-1]-(d[len(d)/2]-over)).Microseconds())/1000, "max-over-ms")
-		})
+				d := make([]time.Duration, 0, b.N)
+				b.ResetTimer()
+				for range b.N {
+					t0 := time.Now()
+					out, err := be.Evaluate(context.Background(), req)
+					if err != nil || out.Kind != tc.want.Kind || out.Limit != tc.want.Limit {
+						b.Fatal(out, err)
+					}
+					d = append(d, time.Since(t0))
+				}
+				b.StopTimer()
+				sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+				over := d[len(d)/2]
+				if tc.want.Limit == spi.LimitWallClock {
+					over -= clock
+				}
+				b.ReportMetric(float64(over.Microseconds())/1000, "p50-over-ms")
+				b.ReportMetric(float64((d[len(d)-1]-(d[len(d)/2]-over)).Microseconds())/1000, "max-over-ms")
+			})
+		}
 	}
 }

@@ -144,9 +144,17 @@
 // --memory-limit is set to the same figure (it only catches single
 // oversized allocations on this build, such as "x".repeat(3e8)).
 //
-// Wall clock: wazero's close-on-context-done stops the guest at the
-// deadline even inside one long native call (Options.CloseOnContextDone,
-// on by default; off, the backend declares WallClock soft). When the clock
+// Wall clock: the module is QuickJS rewritten once per process by
+// internal/wasmrewrite's preemption pass (Options.StopCheck, on by
+// default; off, the module runs as shipped and the backend declares
+// WallClock soft). Every loop header and call counts a unit inside
+// compiled code, bulk memory work a unit per KiB in chunks, and the guest
+// visits the host every 4,096 units, where a run whose context is done is
+// stopped: at the deadline, even inside one long native operation, and
+// without wazero's close-on-context-done, whose check left compiled code
+// for Go at every loop header (64-69% of a CPU-heavy run). The visits
+// also keep the goroutine running the guest preemptible, so a script
+// never holds up the process's garbage collector. When the clock
 // runs out the run's stdout is sealed first, so a result the guest writes
 // from then on is never read; and a result whose record arrived more than
 // the wall clock after the start record is the wall-clock limit even when
@@ -179,15 +187,16 @@
 //     JSON.stringify of the result handle nesting of 3,000 levels; an
 //     input nested so deeply that parsing it overflows the stack is
 //     reported as InputTooLarge.
-//   - CPU: no budget (this build exports no interrupt hook); the backend
-//     declares CPU false.
+//   - CPU: Options.Fuel, when set, is a deterministic budget in the stop
+//     check's units (a run that spends it ends in the limit cpu; the
+//     backend then declares CPU); without it there is no CPU budget and
+//     the backend declares CPU false.
 //   - Memory: at most 4 GiB (the 32-bit address space). The engine needs
 //     between 256 and 512 KiB to boot; a smaller limit is reported as the
 //     memory limit. On Linux, linear memory is one reserved mapping of the
 //     limit, committed only as the guest touches it, so growing costs the
 //     host no copy (a 1 GiB run is stopped at its clock within a few ms).
-//   - Speed: the close-on-context-done check slows CPU-bound scripts
-//     (see the benchmarks); string-heavy work is slow in this build. In
+//   - Speed: string-heavy work is slow in this build. In
 //     parked mode, a run that grows linear memory pays for a new instance
 //     after it (off its own request path, but on the host's cores).
 //   - A script can throw its own InternalError("out of memory"), which is

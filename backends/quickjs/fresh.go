@@ -16,8 +16,10 @@ import (
 // inside the run, closed when it ends.
 func (r *run) fresh(runCtx context.Context, j *job, compiled wazero.CompiledModule) (guest.Facts, error) {
 	b := r.b
+	m := &meter{fuel: b.set.fuel}
 	stdin := &phaseReader{r: bytes.NewReader(j.payload), first: func() {
 		j.inputRead.Store(true)
+		m.arm(&r.cpuOut)
 		r.setPhase(phaseInput)
 	}}
 	mem := &limitedAllocator{limit: uint64(r.limits.MemoryBytes)}
@@ -43,7 +45,7 @@ func (r *run) fresh(runCtx context.Context, j *job, compiled wazero.CompiledModu
 	}
 
 	r.setPhase(phaseBoot)
-	_, callErr := start.Call(runCtx)
+	_, callErr := start.Call(withMeter(runCtx, m))
 	f := j.factsFrom(memory, b.layout.Bottom, mem)
 	setEnding(&f, callErr, runCtx.Err() != nil)
 	return f, nil

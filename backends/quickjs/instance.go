@@ -35,6 +35,7 @@ type instance struct {
 	mem       *limitedAllocator
 	clock     *fakeClock
 	rng       *replayRand
+	meter     *meter
 	mod       api.Module
 	internals *moduleInternals
 
@@ -49,6 +50,7 @@ type instance struct {
 	wall      int64
 	mono      int64
 	rngState  []byte
+	granted   int32 // the meter's last grant at the park point
 	parked    bool
 	readyOnce sync.Once
 
@@ -84,6 +86,7 @@ func (b *Backend) startInstance(p *pool, memoryBytes int64, j *job, compiled waz
 		mem:         &limitedAllocator{limit: uint64(memoryBytes)},
 		clock:       &fakeClock{},
 		rng:         newReplayRand(),
+		meter:       &meter{fuel: b.set.fuel},
 		cur:         j,
 	}
 	if j != nil && b.onRun != nil {
@@ -161,6 +164,7 @@ func (inst *instance) main(compiled wazero.CompiledModule) {
 		j.r.setPhase(phaseBoot)
 	}
 	ctx = context.WithValue(experimental.WithSnapshotter(ctx), instanceKey{}, inst)
+	ctx = withMeter(ctx, inst.meter)
 	_, callErr := start.Call(ctx)
 	parked = inst.parked
 

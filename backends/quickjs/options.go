@@ -68,6 +68,8 @@ const (
 	// MaxMemoryBytes is the largest memory a run can have: all of a 32-bit
 	// WebAssembly address space. A larger request is clamped to it.
 	MaxMemoryBytes int64 = 4 << 30
+	// MaxFuel is the largest Options.Fuel: 2^62 units.
+	MaxFuel uint64 = 1 << 62
 )
 
 // Options configure a backend. A nil *Options, or the zero value of a
@@ -81,14 +83,25 @@ type Options struct {
 	// module is compiled once per process.
 	CompilationCacheDir string
 
-	// CloseOnContextDone, when nil or true, makes wazero check the run's
-	// context inside the running guest, which is what stops a script at its
-	// deadline even inside one long native operation: the backend then
-	// declares WallClock hard. Set it to false only to measure what the
-	// check costs: a runaway script then runs until it ends on its own (a
-	// script that never ends keeps a goroutine and a core busy forever, and
-	// Close waits for it), Evaluate reports the wall clock only once the
-	// script has ended, and the backend declares WallClock soft.
+	// StopCheck, when nil or true, runs QuickJS rewritten with a stop
+	// check (internal/wasmrewrite): every loop header and call counts
+	// inside compiled code, and the guest visits the host every few
+	// thousand of them, where a run whose context is done is stopped. That
+	// is what stops a script at its deadline, and what keeps a running
+	// script from holding up the Go runtime's garbage collector: the
+	// backend then declares WallClock hard. Set it to false only to
+	// measure what the check costs: the module then runs as shipped, a
+	// runaway script runs until it ends on its own (a script that never
+	// ends keeps a goroutine and a core busy forever, and Close waits for
+	// it), Evaluate reports the wall clock only once the script has
+	// ended, and the backend declares WallClock soft.
+	StopCheck *bool
+
+	// CloseOnContextDone is the former name of StopCheck, which it sets
+	// when StopCheck is nil. wazero's close-on-context-done is no longer
+	// used: its check left compiled code for Go at every loop header.
+	//
+	// Deprecated: use StopCheck.
 	CloseOnContextDone *bool
 
 	// ColdStartAllowance bounds the start-up phases of a run
@@ -105,6 +118,17 @@ type Options struct {
 	// dropped. Zero means DefaultMaxStderrBytes; negative is refused.
 	MaxStderrBytes int
 
+	// Fuel, when not zero, is the CPU budget of a run, in the stop check's
+	// units: one per loop iteration and per function call in the guest,
+	// one per KiB of bulk memory work. A run that spends it ends in the
+	// typed limit cpu, and the backend declares CPU. The count is
+	// deterministic: a script spends the same fuel on every run of the
+	// same mode (the engine's boot is not charged; measured: the same
+	// count in both modes). An iteration of a simple JavaScript loop costs
+	// about 20 units (20,000 iterations of s += i: 407,924). Zero means no
+	// CPU budget; a value without StopCheck, or above MaxFuel, is refused.
+	Fuel uint64
+
 	// Mode selects parked instances (ModeParked) or a new instance per
 	// run (ModeFresh). Zero means ModeParked; any other value is refused.
 	Mode Mode
@@ -120,7 +144,9 @@ type Options struct {
 // settings are the validated options.
 type settings struct {
 	cacheDir       string
-	closeOnDone    bool
+	stopCheck      bool // run the rewritten module
+	fuel           int64
+	wazeroClose    bool // wazero's close-on-context-done (tests measure it against the stop check)
 	coldStart      time.Duration
 	coldPerMiB     time.Duration // added per MiB of input; zero when the option is set
 	maxStderrBytes int
@@ -130,7 +156,7 @@ type settings struct {
 
 func (o *Options) settings() (settings, error) {
 	s := settings{
-		closeOnDone:    true,
+		stopCheck:      true,
 		coldStart:      DefaultColdStartAllowance,
 		coldPerMiB:     DefaultColdStartPerInputMiB,
 		maxStderrBytes: DefaultMaxStderrBytes,
@@ -141,8 +167,11 @@ func (o *Options) settings() (settings, error) {
 		return s, nil
 	}
 	s.cacheDir = o.CompilationCacheDir
-	if o.CloseOnContextDone != nil {
-		s.closeOnDone = *o.CloseOnContextDone
+	switch {
+	case o.StopCheck != nil:
+		s.stopCheck = *o.StopCheck
+	case o.CloseOnContextDone != nil:
+		s.stopCheck = *o.CloseOnContextDone
 	}
 	switch {
 	case o.ColdStartAllowance < 0:
@@ -156,6 +185,13 @@ func (o *Options) settings() (settings, error) {
 	case o.MaxStderrBytes > 0:
 		s.maxStderrBytes = o.MaxStderrBytes
 	}
+	switch {
+	case o.Fuel > MaxFuel:
+		return settings{}, errors.New("quickjs: Fuel above MaxFuel")
+	case o.Fuel > 0 && !s.stopCheck:
+		return settings{}, errors.New("quickjs: Fuel needs the stop check")
+	}
+	s.fuel = int64(o.Fuel)
 	switch o.Mode {
 	case 0:
 	case ModeParked, ModeFresh:

@@ -40,6 +40,7 @@ func (inst *instance) parkPoint(ctx context.Context, mod api.Module, stack []uin
 	copy(inst.readArgs[:], stack[:4])
 	inst.wall, inst.mono = inst.clock.wall.Load(), inst.clock.mono.Load()
 	inst.rngState = inst.rng.state()
+	inst.granted = inst.meter.granted
 	inst.parked = true
 
 	j := inst.cur
@@ -85,6 +86,8 @@ func (inst *instance) resume(mod api.Module, j *job) {
 	inst.rng.restore(inst.rngState)
 	inst.mem.refused.Store(false)
 	inst.unexpected.Store(false)
+	inst.meter.granted = inst.granted
+	inst.meter.arm(&j.r.cpuOut)
 	if inst.b.restored != nil {
 		inst.b.restored(inst)
 	}

@@ -87,6 +87,7 @@ type run struct {
 	timersMu    sync.Mutex
 	wallTimer   *time.Timer
 	wallExpired atomic.Bool
+	cpuOut      atomic.Bool // the run's fuel ran out (fuel.go)
 }
 
 // do is the lifecycle of a run in either mode.
@@ -153,7 +154,10 @@ func (r *run) conclude(ctx, runCtx context.Context, facts guest.Facts, phase str
 	if cause := context.Cause(runCtx); cause != nil && !errors.Is(cause, errWallClock) && !errors.Is(cause, context.Canceled) {
 		return spi.Outcome{}, cause
 	}
-	if !b.set.closeOnDone && facts.WallClockExpired && facts.Started {
+	if r.cpuOut.Load() && facts.Started && facts.Record.Kind == 0 {
+		return spi.Limited(spi.LimitCPU), nil
+	}
+	if !b.set.stopCheck && !b.set.wazeroClose && facts.WallClockExpired && facts.Started {
 		// Soft wall clock: the script was not stopped, but ran past it.
 		return spi.Limited(spi.LimitWallClock), nil
 	}

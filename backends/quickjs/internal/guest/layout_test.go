@@ -6,6 +6,8 @@ import (
 	quickjswasi "github.com/paralin/go-quickjs-wasi"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/sandbank/sandbank/internal/wasmrewrite"
 )
 
 func TestParseLayoutOfTheShippedBinary(t *testing.T) {
@@ -35,26 +37,11 @@ func TestParseLayoutRefusesWhatItCannotDerive(t *testing.T) {
 // stripCustom returns wasm without the custom section called name.
 func stripCustom(t *testing.T, wasm []byte, name string) []byte {
 	t.Helper()
-	out := append([]byte(nil), wasm[:8]...)
-	r := &reader{b: wasm[8:]}
-	found := false
-	for len(r.b) > 0 {
-		start := r.b
-		id := r.byte()
-		body := r.bytes(r.u32())
-		require.NoError(t, r.err)
-		whole := start[:len(start)-len(r.b)]
-		if id == 0 {
-			sr := &reader{b: body}
-			if sr.name() == name {
-				found = true
-				continue
-			}
-		}
-		out = append(out, whole...)
-	}
-	require.True(t, found, "no custom section %q", name)
-	return out
+	m, err := wasmrewrite.Decode(wasm)
+	require.NoError(t, err)
+	require.NotNil(t, m.Custom(name), "no custom section %q", name)
+	m.DropCustom(name)
+	return m.Encode()
 }
 
 func TestCanary(t *testing.T) {

@@ -7,6 +7,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+
+	"github.com/sandbank/sandbank/internal/wasmrewrite"
 )
 
 // CanarySize is how many bytes at the bottom of the C stack the guard
@@ -97,221 +99,40 @@ type module struct {
 	globalInit map[string]uint32 // named i32 globals with a constant init
 	dataEnd    uint32            // highest end of an active data segment
 	minPages   uint32            // the memory's initial size
-	custom     map[string][]byte // custom sections by name
+	custom     map[string][]byte // the DWARF sections by name
 }
 
-type reader struct {
-	b   []byte
-	err error
-}
-
-func (r *reader) fail(what string) {
-	if r.err == nil {
-		r.err = fmt.Errorf("quickjs: stack layout: malformed wasm (%s)", what)
-	}
-}
-
-func (r *reader) byte() byte {
-	if r.err != nil || len(r.b) == 0 {
-		r.fail("truncated")
-		return 0
-	}
-	c := r.b[0]
-	r.b = r.b[1:]
-	return c
-}
-
-func (r *reader) u32() uint32 {
-	var v uint64
-	for shift := 0; shift < 35; shift += 7 {
-		c := r.byte()
-		v |= uint64(c&0x7f) << shift
-		if c&0x80 == 0 {
-			if v > 0xffffffff {
-				r.fail("u32 overflow")
-			}
-			return uint32(v)
-		}
-	}
-	r.fail("u32 too long")
-	return 0
-}
-
-// i32const reads a constant expression of the form i32.const N; end and
-// reports N, or false for any other expression (which it skips).
-func (r *reader) i32const() (uint32, bool) {
-	op := r.byte()
-	if op != 0x41 {
-		for r.err == nil && op != 0x0b {
-			op = r.byte()
-		}
-		return 0, false
-	}
-	var v int64
-	var shift uint
-	for {
-		c := r.byte()
-		if r.err != nil {
-			return 0, false
-		}
-		v |= int64(c&0x7f) << shift
-		shift += 7
-		if c&0x80 == 0 {
-			if shift < 64 && c&0x40 != 0 {
-				v |= -1 << shift
-			}
-			break
-		}
-		if shift > 35 {
-			r.fail("i32 too long")
-			return 0, false
-		}
-	}
-	if r.byte() != 0x0b {
-		r.fail("constant expression")
-		return 0, false
-	}
-	return uint32(v), true
-}
-
-func (r *reader) bytes(n uint32) []byte {
-	if r.err != nil || uint64(n) > uint64(len(r.b)) {
-		r.fail("truncated")
-		return nil
-	}
-	out := r.b[:n]
-	r.b = r.b[n:]
-	return out
-}
-
-func (r *reader) name() string { return string(r.bytes(r.u32())) }
-
+// readModule reads what ParseLayout needs with the project's one wasm
+// decoder (internal/wasmrewrite).
 func readModule(wasm []byte) (*module, error) {
-	if len(wasm) < 8 || !bytes.Equal(wasm[:4], []byte("\x00asm")) || binary.LittleEndian.Uint32(wasm[4:8]) != 1 {
-		return nil, errors.New("quickjs: stack layout: not a wasm 1.0 binary")
+	d, err := wasmrewrite.Decode(wasm)
+	if err != nil {
+		return nil, fmt.Errorf("quickjs: stack layout: %w", err)
 	}
 	m := &module{globalInit: map[string]uint32{}, custom: map[string][]byte{}}
-	top := &reader{b: wasm[8:]}
-	var importedGlobals uint32
-	inits := map[uint32]uint32{}
-	var names map[uint32]string
-	for len(top.b) > 0 && top.err == nil {
-		id := top.byte()
-		sec := &reader{b: top.bytes(top.u32())}
-		if top.err != nil {
-			break
-		}
-		switch id {
-		case 0:
-			name := sec.name()
-			if sec.err == nil {
-				m.custom[name] = sec.b
-				if name == "name" {
-					names = globalNames(sec.b)
-				}
+	names := d.GlobalNames()
+	imported := d.ImportedGlobals()
+	for i, g := range d.Globals {
+		if v, ok := wasmrewrite.ConstI32(g.Init); ok && g.Type == wasmrewrite.I32 {
+			if name, ok := names[imported+uint32(i)]; ok {
+				m.globalInit[name] = uint32(v)
 			}
-		case 2: // imports: count the imported globals (they come first)
-			for n := sec.u32(); n > 0 && sec.err == nil; n-- {
-				sec.name()
-				sec.name()
-				switch sec.byte() {
-				case 0:
-					sec.u32()
-				case 1:
-					sec.byte()
-					skipLimits(sec)
-				case 2:
-					skipLimits(sec)
-				case 3:
-					sec.byte()
-					sec.byte()
-					importedGlobals++
-				default:
-					sec.fail("import kind")
-				}
-			}
-		case 5: // memory
-			if sec.u32() > 0 {
-				flags := sec.byte()
-				m.minPages = sec.u32()
-				if flags&1 != 0 {
-					sec.u32()
-				}
-			}
-		case 6: // globals
-			n := sec.u32()
-			for i := uint32(0); i < n && sec.err == nil; i++ {
-				vt := sec.byte()
-				sec.byte() // mutability
-				v, ok := sec.i32const()
-				if ok && vt == 0x7f {
-					inits[importedGlobals+i] = v
-				}
-			}
-		case 11: // data
-			for n := sec.u32(); n > 0 && sec.err == nil; n-- {
-				flags := sec.u32()
-				var off uint32
-				active := false
-				switch flags {
-				case 0:
-					off, active = sec.i32const()
-				case 1:
-				case 2:
-					sec.u32()
-					off, active = sec.i32const()
-				default:
-					sec.fail("data segment flags")
-				}
-				size := sec.u32()
-				sec.bytes(size)
-				if active && off+size > m.dataEnd {
-					m.dataEnd = off + size
-				}
-			}
-		}
-		if sec.err != nil {
-			return nil, sec.err
 		}
 	}
-	if top.err != nil {
-		return nil, top.err
+	for _, seg := range d.Data {
+		if off, ok := wasmrewrite.ConstI32(seg.Offset); ok && seg.Active && uint32(off)+seg.Size > m.dataEnd {
+			m.dataEnd = uint32(off) + seg.Size
+		}
 	}
-	for idx, v := range inits {
-		if name, ok := names[idx]; ok {
-			m.globalInit[name] = v
+	if len(d.Memories) > 0 {
+		m.minPages = d.Memories[0].Min
+	}
+	for _, name := range []string{".debug_info", ".debug_abbrev", ".debug_line", ".debug_ranges", ".debug_str"} {
+		if b := d.Custom(name); b != nil {
+			m.custom[name] = b
 		}
 	}
 	return m, nil
-}
-
-func skipLimits(r *reader) {
-	flags := r.byte()
-	r.u32()
-	if flags&1 != 0 {
-		r.u32()
-	}
-}
-
-// globalNames reads the global-names subsection (id 7) of a name section.
-func globalNames(b []byte) map[uint32]string {
-	out := map[uint32]string{}
-	r := &reader{b: b}
-	for len(r.b) > 0 && r.err == nil {
-		id := r.byte()
-		sub := &reader{b: r.bytes(r.u32())}
-		if id != 7 {
-			continue
-		}
-		for n := sub.u32(); n > 0 && sub.err == nil; n-- {
-			idx := sub.u32()
-			name := sub.name()
-			if sub.err == nil {
-				out[idx] = name
-			}
-		}
-	}
-	return out
 }
 
 // dwarfDataEnd returns the highest end address of any variable the DWARF

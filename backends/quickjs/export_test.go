@@ -1,0 +1,13 @@
+package quickjs
+
+// NewWazeroClose is New with the module as shipped and wazero's
+// close-on-context-done stopping it: the configuration before the stop
+// check, kept for benchmarks that measure the two side by side.
+func NewWazeroClose(opts *Options) (*Backend, error) {
+	set, err := opts.settings()
+	if err != nil {
+		return nil, err
+	}
+	set.stopCheck, set.wazeroClose = false, true
+	return build(set)
+}

@@ -1,0 +1,54 @@
+package wasmrewrite_test
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+
+	"github.com/sandbank/sandbank/internal/wasmrewrite"
+)
+
+// loopWasm is (module (func (export "run") (loop (br 0)))): a loop that
+// never ends.
+var loopWasm = []byte{
+	0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00, // header
+	0x01, 0x04, 0x01, 0x60, 0x00, 0x00, // type () -> ()
+	0x03, 0x02, 0x01, 0x00, // one function
+	0x07, 0x07, 0x01, 0x03, 'r', 'u', 'n', 0x00, 0x00, // export "run"
+	0x0a, 0x09, 0x01, 0x07, 0x00, 0x03, 0x40, 0x0c, 0x00, 0x0b, 0x0b, // loop br 0 end end
+}
+
+// Example rewrites a module whose loop never ends, and stops it from the
+// host function the pass calls, after its thousandth visit.
+func Example() {
+	wasm, err := wasmrewrite.Rewrite(loopWasm)
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+	rt := wazero.NewRuntime(ctx)
+	defer rt.Close(ctx)
+	visits := 0
+	i32 := []api.ValueType{api.ValueTypeI32}
+	_, err = rt.NewHostModuleBuilder(wasmrewrite.PreemptModule).NewFunctionBuilder().
+		WithGoFunction(api.GoFunc(func(_ context.Context, stack []uint64) {
+			visits++
+			if visits == 1000 {
+				panic("stop")
+			}
+			stack[0] = 1024 // the next budget, in units
+		}), i32, i32).
+		Export(wasmrewrite.PreemptName).Instantiate(ctx)
+	if err != nil {
+		panic(err)
+	}
+	mod, err := rt.Instantiate(ctx, wasm)
+	if err != nil {
+		panic(err)
+	}
+	_, err = mod.ExportedFunction("run").Call(ctx)
+	fmt.Println(visits, err != nil)
+	// Output: 1000 true
+}
