@@ -36,6 +36,11 @@ type Effect struct {
 
 	shapes shapeCache
 
+	host          HostFuncs // validated copy of Options.Host (hostcall.go)
+	maxHostCalls  int
+	maxHostArg    int64
+	maxHostResult int64
+
 	closed    atomic.Bool
 	closeOnce sync.Once
 	closeErr  error
@@ -142,6 +147,9 @@ func New(scripts ScriptReader, backend spi.Backend, opts *Options) (*Effect, err
 	}
 	caps.Language = boundText(caps.Language)
 	e.caps = caps
+	if err := e.setHost(&o); err != nil {
+		return nil, err
+	}
 	return e, nil
 }
 
@@ -270,6 +278,10 @@ func (e *Effect) evaluate(ctx context.Context, call Call) (json.RawMessage, erro
 			return nil, err
 		}
 	}
+	hostFuncs, err := e.hostFuncsFor(call.Host)
+	if err != nil {
+		return nil, err
+	}
 	input, err := encodeInput(call.Input)
 	if err != nil {
 		return nil, err
@@ -301,7 +313,19 @@ func (e *Effect) evaluate(ctx context.Context, call Call) (json.RawMessage, erro
 
 	// 3 and 4. The backend, raced against ctx and the deadline.
 	// Its result is used only when ctx is not done: Evaluate checks.
-	out, err := e.callBackend(ctx, spi.Request{Script: script, Input: input, Limits: limits})
+	req := spi.Request{Script: script, Input: input, Limits: limits}
+	if hostFuncs != nil {
+		req.Host = e.newBroker(hostFuncs)
+	}
+	out, err := e.callBackend(ctx, req)
+	// What the broker decided (too many host calls, the wall clock spent
+	// in a host call, a host function that panicked) is the run's outcome,
+	// whatever the backend reported.
+	if b := hostBroker(req); b != nil {
+		if v := b.decided(); v != nil {
+			return nil, v
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -472,6 +496,11 @@ func (e *Effect) callBackend(ctx context.Context, req spi.Request) (spi.Outcome,
 	d := saturatingAdd(req.Limits.WallClock, e.grace)
 	bctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
+	hb := hostBroker(req)
+	if hb != nil {
+		hb.arm(bctx, cancel, req.Limits.WallClock)
+		defer hb.end() // the run is over when the effect stops waiting
+	}
 
 	ch := make(chan settled, 1)
 	j := e.newJob()
@@ -483,6 +512,9 @@ func (e *Effect) callBackend(ctx context.Context, req spi.Request) (spi.Outcome,
 			}
 		}()
 		out, err := e.backend.Evaluate(bctx, req)
+		if hb != nil {
+			hb.end() // no call is delivered once Evaluate returned
+		}
 		ch <- settled{out: out, err: err}
 	}()
 

@@ -112,6 +112,10 @@ type Capabilities struct {
 	CPU bool `json:"cpu"`
 	// FreshPerRun is true when no state survives from one run to the next.
 	FreshPerRun bool `json:"freshPerRun"`
+	// HostCalls is true when the backend lets a script call host functions
+	// through [Request].Host (SPI 1.1). The effect refuses a call that has
+	// host functions on a backend that does not declare it.
+	HostCalls bool `json:"hostCalls,omitempty"`
 }
 
 // Validate reports an error when a field holds a value outside its closed
