@@ -288,7 +288,9 @@ func caseHostLimits(ctx context.Context, e *env) {
 		e.failf("exactly MaxHostCalls (%d) calls must be delivered, got %d", HostLoopCalls, n.Load())
 	}
 
-	huge := func(context.Context, json.RawMessage) (any, error) { return strings.Repeat("z", 2*HostResultBound), nil }
+	huge := func(context.Context, json.RawMessage) (any, error) {
+		return strings.Repeat("z", 2*HostResultBound), nil
+	}
 	got, err = e.hostEval(ctx, ev, "host_calls", hostInput(), e.k.limits, effect.HostFuncs{"probe": huge})
 	if f, typed := asFailure(err); !typed || f.Code != effect.CodeScriptError || !strings.Contains(f.Message, "MaxHostResultBytes") {
 		e.failf("a result over MaxHostResultBytes must be refused with an error thrown into the script (uncaught: scriptError naming MaxHostResultBytes), got %s", describe(got, err))
