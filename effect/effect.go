@@ -40,6 +40,7 @@ type Effect struct {
 	maxHostCalls  int
 	maxHostArg    int64
 	maxHostResult int64
+	rc            recordConfig // the run record's bounds and sinks (record.go)
 
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -127,6 +128,10 @@ func New(scripts ScriptReader, backend spi.Backend, opts *Options) (*Effect, err
 	}
 	if o.BackendGrace != nil {
 		e.grace = *o.BackendGrace
+	}
+
+	if err := e.rc.init(&o, backend); err != nil {
+		return nil, err
 	}
 
 	caps, err := readCapabilities(backend)
@@ -234,11 +239,21 @@ func (e *Effect) Idempotent() bool {
 // done ctx yields ctx.Err() as is. All text that came from the script, the
 // backend or the script reader is bounded to MaxTextUnits UTF-16 units and
 // made storable.
+//
+// Evaluate is [Effect.Run] without the record: the same run, the same
+// value and the same error.
 func (e *Effect) Evaluate(ctx context.Context, call Call) (json.RawMessage, error) {
 	if ctx == nil {
 		return nil, errNilContext
 	}
-	out, err := e.evaluate(ctx, call)
+	if e.observed(call) {
+		rec, err := e.run(ctx, call)
+		if err != nil {
+			return nil, err
+		}
+		return rec.Value, nil
+	}
+	out, err := e.evaluate(ctx, call, nil)
 	// 4. Cancellation wins over everything, on every path.
 	if cerr := ctx.Err(); cerr != nil {
 		return nil, cerr
@@ -246,8 +261,9 @@ func (e *Effect) Evaluate(ctx context.Context, call Call) (json.RawMessage, erro
 	return out, err
 }
 
-// evaluate is Evaluate without the final cancellation check.
-func (e *Effect) evaluate(ctx context.Context, call Call) (json.RawMessage, error) {
+// evaluate is Evaluate without the final cancellation check. st, when not
+// nil, collects what the run record needs.
+func (e *Effect) evaluate(ctx context.Context, call Call, st *runState) (json.RawMessage, error) {
 	if e.backend == nil {
 		return nil, errNotNew
 	}
@@ -263,6 +279,7 @@ func (e *Effect) evaluate(ctx context.Context, call Call) (json.RawMessage, erro
 	if err != nil {
 		return nil, err
 	}
+	st.noteLimits(limits)
 	var shape *compiledShape
 	if len(call.Shape) > 0 {
 		if shape, err = e.shapes.get(call.Shape); err != nil {
@@ -286,6 +303,7 @@ func (e *Effect) evaluate(ctx context.Context, call Call) (json.RawMessage, erro
 	if err != nil {
 		return nil, err
 	}
+	st.noteInput(input)
 	if int64(len(input)) > e.maxInput {
 		return nil, &Failure{Code: CodeInputTooLarge, Kind: LimitInput, Bytes: int64(len(input)), Limit: e.maxInput}
 	}
@@ -310,6 +328,7 @@ func (e *Effect) evaluate(ctx context.Context, call Call) (json.RawMessage, erro
 	if err != nil {
 		return nil, err
 	}
+	st.noteScript(addr, script)
 
 	// 3 and 4. The backend, raced against ctx and the deadline.
 	// Its result is used only when ctx is not done: Evaluate checks.
@@ -317,7 +336,9 @@ func (e *Effect) evaluate(ctx context.Context, call Call) (json.RawMessage, erro
 	if hostFuncs != nil {
 		req.Host = e.newBroker(hostFuncs)
 	}
+	st.backendBegins(&req)
 	out, err := e.callBackend(ctx, req)
+	st.backendEnded(out, err)
 	// What the broker decided (too many host calls, the wall clock spent
 	// in a host call, a host function that panicked) is the run's outcome,
 	// whatever the backend reported.

@@ -116,6 +116,10 @@ type Capabilities struct {
 	// through [Request].Host (SPI 1.1). The effect refuses a call that has
 	// host functions on a backend that does not declare it.
 	HostCalls bool `json:"hostCalls,omitempty"`
+	// Logs is true when every line the script logs (console.log and its
+	// kin, print, a module's stdout and stderr) reaches Request.Logs, in
+	// order, with its level and stream (SPI 1.1.0).
+	Logs bool `json:"logs,omitempty"`
 }
 
 // Validate reports an error when a field holds a value outside its closed

@@ -81,4 +81,8 @@ type Request struct {
 	// nil when the call has no host functions. The effect sets it only for
 	// a backend that declares Capabilities.HostCalls. See [Host].
 	Host Host
+	// Logs receives the lines the script logs, when not nil (SPI 1.1.0).
+	// A backend that declares Capabilities.Logs writes every line there
+	// (see LogSink); the others may ignore it.
+	Logs LogSink
 }
