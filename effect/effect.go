@@ -334,7 +334,7 @@ func (e *Effect) evaluate(ctx context.Context, call Call, st *runState) (json.Ra
 	// Its result is used only when ctx is not done: Evaluate checks.
 	req := spi.Request{Script: script, Input: input, Limits: limits}
 	if hostFuncs != nil {
-		req.Host = e.newBroker(hostFuncs)
+		req.Host = e.newBroker(hostFuncs, st)
 	}
 	st.backendBegins(&req)
 	out, err := e.callBackend(ctx, req)

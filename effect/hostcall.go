@@ -135,6 +135,7 @@ type broker struct {
 	maxArg    int64
 	maxResult int64
 	e         *Effect
+	st        *runState // the run's record (hostcall_record.go); may be nil
 
 	serial sync.Mutex // held for a whole call: calls are delivered one at a time
 
@@ -150,8 +151,8 @@ type broker struct {
 
 var _ spi.Host = (*broker)(nil)
 
-func (e *Effect) newBroker(funcs HostFuncs) *broker {
-	return &broker{funcs: funcs, maxCalls: e.maxHostCalls, maxArg: e.maxHostArg, maxResult: e.maxHostResult, e: e}
+func (e *Effect) newBroker(funcs HostFuncs, st *runState) *broker {
+	return &broker{funcs: funcs, maxCalls: e.maxHostCalls, maxArg: e.maxHostArg, maxResult: e.maxHostResult, e: e, st: st}
 }
 
 // arm starts the run: host functions get a context derived from the
@@ -259,6 +260,7 @@ func (b *broker) Call(ctx context.Context, name string, args json.RawMessage) (j
 		return nil, err
 	}
 	arg := append(json.RawMessage(nil), args...)
+	ended := b.st.hostCallBegun(name, int64(len(arg)))
 
 	ch := make(chan hostResult, 1)
 	j := b.e.newJob()
@@ -271,7 +273,17 @@ func (b *broker) Call(ctx context.Context, name string, args json.RawMessage) (j
 	case r = <-ch:
 	case <-hctx.Done():
 		j.abandon()
-		return nil, b.stopped(hctx)
+		err := b.stopped(hctx)
+		ended(0, err)
+		return nil, err
+	}
+	switch {
+	case r.panicked:
+		ended(0, errHostPanicked)
+	case r.badValue:
+		ended(0, errHostNoJSONText)
+	default:
+		ended(int64(len(r.text)), r.err)
 	}
 	if err := b.stopped(hctx); err != nil {
 		return nil, err // the answer came too late to be delivered

@@ -186,7 +186,7 @@ func TestHostCallArgsMustBeJSON(t *testing.T) {
 	called := false
 	e, _ := hostFixture(t, &Options{Host: HostFuncs{"f": func(context.Context, json.RawMessage) (any, error) { called = true; return 1, nil }}})
 	// A backend's bytes straight to the broker: the relay would re-encode.
-	b := e.newBroker(e.host)
+	b := e.newBroker(e.host, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	b.arm(ctx, cancel, time.Minute)
@@ -378,4 +378,28 @@ func TestUnknownHostNameBounded(t *testing.T) {
 	var got []struct{ Err string }
 	require.NoError(t, json.Unmarshal(out, &got))
 	assert.Equal(t, `effect: unknown host function "`+strings.Repeat("n", MaxHostNameBytes)+`"…`, got[0].Err)
+}
+
+func TestHostCallsInTheRecord(t *testing.T) {
+	e, _ := hostFixture(t, &Options{Host: HostFuncs{"echo": echoHost}})
+	var mu sync.Mutex
+	var kinds []EventKind
+	rec, err := e.Run(context.Background(), Call{Source: hostScript,
+		Input:  relayInput(false, relayCall{"echo", json.RawMessage(`[1,2]`)}, relayCall{"echo", json.RawMessage(`3`)}),
+		Events: func(ev Event) { mu.Lock(); kinds = append(kinds, ev.Kind); mu.Unlock() }})
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), rec.Stats.HostCalls, "every delivered call is counted")
+	assert.Equal(t, int64(6), rec.Stats.HostCallBytesIn)
+	assert.Equal(t, int64(6), rec.Stats.HostCallBytesOut)
+	require.Eventually(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		n := 0
+		for _, k := range kinds {
+			if k == EventHostCallBegun || k == EventHostCallEnded {
+				n++
+			}
+		}
+		return n == 4
+	}, watchdog, time.Millisecond, "a begun and an ended event per call")
 }
