@@ -1,7 +1,6 @@
 package quickjs
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -16,7 +15,7 @@ import (
 // inside the run, closed when it ends.
 func (r *run) fresh(runCtx context.Context, j *job, compiled wazero.CompiledModule) (guest.Facts, error) {
 	b := r.b
-	stdin := &phaseReader{r: bytes.NewReader(j.payload), first: func() {
+	stdin := &phaseReader{r: j.stdin, first: func() {
 		j.inputRead.Store(true)
 		r.setPhase(phaseInput)
 	}}

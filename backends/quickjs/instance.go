@@ -1,10 +1,10 @@
 package quickjs
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"sync"
 	"sync/atomic"
 
@@ -54,7 +54,7 @@ type instance struct {
 
 	// The current run (only the instance goroutine touches these).
 	cur        *job
-	stdin      *bytes.Reader
+	stdin      io.Reader
 	unexpected atomic.Bool
 }
 

@@ -30,18 +30,26 @@ func NewNonce() (Nonce, error) {
 
 // Payload returns what the host writes to the guest's stdin for one run:
 // the nonce on the first line, the script as a JSON string literal on the
-// second, and the caller's input (JSON text, possibly spanning lines) as
-// the rest. Invalid UTF-8 in the script is replaced by U+FFFD, and the
+// second, the input's length in bytes on the third (prefixed with "h" when
+// the run has host functions: the wrapper then gives the script its global
+// host), and the caller's input (JSON text, possibly spanning lines) as
+// the rest. The guest reads exactly that many bytes of input, so stdin
+// stays open for host-call replies (see [Stdin]). Invalid UTF-8 in the script is replaced by U+FFFD, and the
 // script goes through the JavaScript front end (jsfront.Prepare: a script
 // with top-level await runs as an async function; every other script is
 // unchanged).
-func Payload(n Nonce, script []byte, input []byte) []byte {
+func Payload(n Nonce, script []byte, input []byte, host bool) []byte {
 	src, _ := jsfront.Prepare([]byte(strings.ToValidUTF8(string(script), "\uFFFD")))
 	lit, _ := json.Marshal(string(src)) // a string always marshals
 	buf := make([]byte, 0, len(n)+len(lit)+len(input)+2)
 	buf = append(buf, n...)
 	buf = append(buf, '\n')
 	buf = append(buf, lit...)
+	buf = append(buf, '\n')
+	if host {
+		buf = append(buf, 'h')
+	}
+	buf = strconv.AppendInt(buf, int64(len(input)), 10)
 	buf = append(buf, '\n')
 	return append(buf, input...)
 }
@@ -142,7 +150,7 @@ func (s *Stdout) marker(kind byte) []byte {
 	m = append(m, framePrefix...)
 	m = append(m, s.nonce...)
 	m = append(m, kind)
-	if kind != recResult && kind != recThrew {
+	if kind != recResult && kind != recThrew && kind != recHostCall {
 		m = append(m, '\n')
 	}
 	return m

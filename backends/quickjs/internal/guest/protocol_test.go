@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf16"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -17,8 +18,8 @@ const testNonce = Nonce("0123456789abcdef0123456789abcdef")
 func frame(n Nonce, kind byte, body string) string {
 	p := framePrefix + string(n)
 	switch kind {
-	case recResult, recThrew:
-		units := len([]rune(body)) // the tests' bodies are in the BMP
+	case recResult, recThrew, recHostCall:
+		units := len(utf16.Encode([]rune(body)))
 		return p + string(kind) + itoa(units) + "\n" + body + p + "E\n"
 	}
 	return p + string(kind) + "\n"
@@ -36,8 +37,10 @@ func TestNonceIsRandom(t *testing.T) {
 }
 
 func TestPayload(t *testing.T) {
-	got := string(Payload(testNonce, []byte("a\n\"b\"\xff"), []byte("{\n\"x\": 1}")))
-	assert.Equal(t, string(testNonce)+"\n"+`"a\n\"b\"`+"\uFFFD\"\n{\n\"x\": 1}", got)
+	got := string(Payload(testNonce, []byte("a\n\"b\"\xff"), []byte("{\n\"x\": 1}"), false))
+	assert.Equal(t, string(testNonce)+"\n"+`"a\n\"b\"`+"\uFFFD\"\n9\n{\n\"x\": 1}", got)
+	got = string(Payload(testNonce, []byte("1"), []byte("null"), true))
+	assert.Equal(t, string(testNonce)+"\n\"1\"\nh4\nnull", got, "a run with host functions says so before the input's length")
 }
 
 func TestStdoutRecords(t *testing.T) {
