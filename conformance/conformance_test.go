@@ -107,7 +107,7 @@ func TestReportJSON(t *testing.T) {
 	assert.Equal(t, "distinctRuns", ev["name"])
 	assert.InDelta(t, EchoSequential+EchoConcurrent, ev["value"], 0)
 	proofs := back["proofs"].([]any)
-	require.Len(t, proofs, 4, "network=none, wallClock=hard, memory, freshPerRun (CPU is not declared)")
+	require.Len(t, proofs, 5, "network=none, wallClock=hard, memory, freshPerRun, hostCalls (CPU is not declared)")
 	assert.Equal(t, false, proofs[0].(map[string]any)["proven"], "its cases did not run")
 }
 
@@ -121,8 +121,8 @@ func TestProofs(t *testing.T) {
 	for _, p := range rep.Proofs {
 		byCap[p.Capability] = p
 	}
-	assert.Equal(t, []string{"network=none", "wallClock=hard", "memory", "cpu", "freshPerRun"}, CapabilityKeys(cfg.caps))
-	require.Len(t, byCap, 5)
+	assert.Equal(t, []string{"network=none", "wallClock=hard", "memory", "cpu", "freshPerRun", "hostCalls"}, CapabilityKeys(cfg.caps))
+	require.Len(t, byCap, 6)
 	assert.False(t, byCap["wallClock=hard"].Proven, "runaway_native and abort_mid_run did not run: %v", byCap["wallClock=hard"].By)
 	assert.Contains(t, byCap["wallClock=hard"].By, "runaway_native: not run")
 	assert.Contains(t, strings.Join(byCap["wallClock=hard"].By, "|"), "runaway_loop: stopAfter=")
@@ -154,6 +154,10 @@ func TestGates(t *testing.T) {
 		"cpu_budget":      "CPU",
 		"input_too_big":   "Memory",
 		"abort_mid_run":   "WallClock hard",
+		"host_calls":      "HostCalls",
+		"host_errors":     "HostCalls",
+		"host_limits":     "HostCalls",
+		"host_stop":       "HostCalls",
 	}
 	for _, c := range rep.Cases {
 		if gate, ok := want[c.Name]; ok {
@@ -1184,6 +1188,7 @@ func TestCaseNames(t *testing.T) {
 		"echo", "throw", "syntax_error", "runaway_loop", "runaway_native", "allocation_bomb", "memory_limit",
 		"deep_recursion", "rich_value", "async_value", "input_contract", "no_network", "no_escape", "host_objects",
 		"fresh_per_run", "warm", "cpu_budget", "input_too_big", "abort", "abort_mid_run", "composition",
+		"host_calls", "host_errors", "host_limits", "host_stop",
 	}, names)
 	names[0] = "changed"
 	assert.Equal(t, "echo", CaseNames()[0], "CaseNames returns a copy")

@@ -9,7 +9,7 @@ import (
 
 // CapabilityKeys returns the keys of the capabilities caps declares, as
 // Report.Proofs names them: "network=none" or "network=allowlist",
-// "wallClock=hard", "memory", "cpu", "freshPerRun". Weak declarations
+// "wallClock=hard", "memory", "cpu", "freshPerRun", "hostCalls". Weak declarations
 // (network open, a soft wall clock) promise nothing and have no key.
 func CapabilityKeys(caps spi.Capabilities) []string {
 	var keys []string
@@ -27,6 +27,9 @@ func CapabilityKeys(caps spi.Capabilities) []string {
 	}
 	if caps.FreshPerRun {
 		keys = append(keys, "freshPerRun")
+	}
+	if caps.HostCalls {
+		keys = append(keys, "hostCalls")
 	}
 	return keys
 }
@@ -53,6 +56,10 @@ func provesKey(p string, caps spi.Capabilities) string {
 		}
 	case "freshPerRun":
 		if caps.FreshPerRun {
+			return p
+		}
+	case "hostCalls":
+		if caps.HostCalls {
 			return p
 		}
 	}

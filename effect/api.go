@@ -103,6 +103,23 @@ type Options struct {
 	AllowNetwork bool
 	// AllowReusedEnvironment accepts a backend whose FreshPerRun is false.
 	AllowReusedEnvironment bool
+	// Host holds the host functions every call's script may call (see
+	// HostFunc); a call's own Call.Host adds to them and replaces those of
+	// the same name. A backend whose capabilities do not declare HostCalls
+	// is refused when Host is not empty. Nil means none.
+	Host HostFuncs
+	// MaxHostCalls bounds the host calls one run may make; the call past
+	// it ends the run with limitExceeded (hostCalls). Zero means
+	// DefaultMaxHostCalls; it must be >= 0.
+	MaxHostCalls int
+	// MaxHostArgBytes bounds a host call's argument as JSON text; a larger
+	// one is refused with an error thrown into the script. Zero means
+	// DefaultMaxHostArgBytes; it must be >= 0.
+	MaxHostArgBytes int64
+	// MaxHostResultBytes bounds a host function's result as JSON text; a
+	// larger one is refused with an error thrown into the script. Zero
+	// means DefaultMaxHostResultBytes; it must be >= 0.
+	MaxHostResultBytes int64
 
 	// MaxLogBytes bounds the text a run's record keeps of what the script
 	// logged. Zero means DefaultMaxLogBytes; it must be >= 0.
@@ -148,6 +165,11 @@ type Call struct {
 	Limits spi.Limits
 	// Shape is an optional JSON Schema the result must satisfy.
 	Shape json.RawMessage
+	// Host holds host functions for this call only, added to
+	// Options.Host (a name in both takes this call's). A call with host
+	// functions on a backend that does not declare HostCalls is refused
+	// with ErrInvalidHost before the backend is called.
+	Host HostFuncs
 	// Events, when not nil, receives the run's events as they happen
 	// (see Event): on a goroutine of its own, never stalling the run.
 	Events func(Event)
@@ -216,14 +238,19 @@ const (
 	// LimitInput: the input exceeded MaxInputBytes and was refused before
 	// the run (inputTooLarge only). The effect's own limit; no spi kind.
 	LimitInput
+	// LimitHostCalls: the script made more host calls than MaxHostCalls
+	// (Failure.Limit holds the bound). The effect's own limit; no spi
+	// kind.
+	LimitHostCalls
 )
 
-var limitNames = [...]string{LimitCPU: "cpu", LimitMemory: "memory", LimitWallClock: "wallClock", LimitOutput: "output", LimitInput: "input"}
+var limitNames = [...]string{LimitCPU: "cpu", LimitMemory: "memory", LimitWallClock: "wallClock", LimitOutput: "output", LimitInput: "input", LimitHostCalls: "hostCalls"}
 
 // Valid reports whether k is one of the defined limit kinds.
-func (k LimitKind) Valid() bool { return k >= LimitCPU && k <= LimitInput }
+func (k LimitKind) Valid() bool { return k >= LimitCPU && k <= LimitHostCalls }
 
-// String returns "cpu", "memory", "wallClock", "output" or "input".
+// String returns "cpu", "memory", "wallClock", "output", "input" or
+// "hostCalls".
 func (k LimitKind) String() string {
 	if !k.Valid() {
 		return fmt.Sprintf("LimitKind(%d)", int(k))
@@ -285,7 +312,8 @@ type Failure struct {
 	// Bytes and Limit size the input (CodeInputTooLarge): Limit is
 	// MaxInputBytes when the input was refused before the run, or the
 	// memory limit when it did not fit while being parsed. For
-	// CodeScriptTooLarge they size the script against MaxScriptBytes.
+	// CodeScriptTooLarge they size the script against MaxScriptBytes. For
+	// CodeLimitExceeded with Kind LimitHostCalls, Limit is MaxHostCalls.
 	Bytes int64
 	Limit int64
 	// Script is the missing script's address (CodeScriptMissing).

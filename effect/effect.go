@@ -36,7 +36,11 @@ type Effect struct {
 
 	shapes shapeCache
 
-	rc recordConfig // the run record's bounds and sinks (record.go)
+	host          HostFuncs // validated copy of Options.Host (hostcall.go)
+	maxHostCalls  int
+	maxHostArg    int64
+	maxHostResult int64
+	rc            recordConfig // the run record's bounds and sinks (record.go)
 
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -148,6 +152,9 @@ func New(scripts ScriptReader, backend spi.Backend, opts *Options) (*Effect, err
 	}
 	caps.Language = boundText(caps.Language)
 	e.caps = caps
+	if err := e.setHost(&o); err != nil {
+		return nil, err
+	}
 	return e, nil
 }
 
@@ -288,6 +295,10 @@ func (e *Effect) evaluate(ctx context.Context, call Call, st *runState) (json.Ra
 			return nil, err
 		}
 	}
+	hostFuncs, err := e.hostFuncsFor(call.Host)
+	if err != nil {
+		return nil, err
+	}
 	input, err := encodeInput(call.Input)
 	if err != nil {
 		return nil, err
@@ -322,9 +333,20 @@ func (e *Effect) evaluate(ctx context.Context, call Call, st *runState) (json.Ra
 	// 3 and 4. The backend, raced against ctx and the deadline.
 	// Its result is used only when ctx is not done: Evaluate checks.
 	req := spi.Request{Script: script, Input: input, Limits: limits}
+	if hostFuncs != nil {
+		req.Host = e.newBroker(hostFuncs, st)
+	}
 	st.backendBegins(&req)
 	out, err := e.callBackend(ctx, req)
 	st.backendEnded(out, err)
+	// What the broker decided (too many host calls, the wall clock spent
+	// in a host call, a host function that panicked) is the run's outcome,
+	// whatever the backend reported.
+	if b := hostBroker(req); b != nil {
+		if v := b.decided(); v != nil {
+			return nil, v
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -495,6 +517,11 @@ func (e *Effect) callBackend(ctx context.Context, req spi.Request) (spi.Outcome,
 	d := saturatingAdd(req.Limits.WallClock, e.grace)
 	bctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
+	hb := hostBroker(req)
+	if hb != nil {
+		hb.arm(bctx, cancel, req.Limits.WallClock)
+		defer hb.end() // the run is over when the effect stops waiting
+	}
 
 	ch := make(chan settled, 1)
 	j := e.newJob()
@@ -506,6 +533,9 @@ func (e *Effect) callBackend(ctx context.Context, req spi.Request) (spi.Outcome,
 			}
 		}()
 		out, err := e.backend.Evaluate(bctx, req)
+		if hb != nil {
+			hb.end() // no call is delivered once Evaluate returned
+		}
 		ch <- settled{out: out, err: err}
 	}()
 

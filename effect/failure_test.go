@@ -92,7 +92,8 @@ func TestEnumStrings(t *testing.T) {
 	assert.Equal(t, "scriptTooLarge", CodeScriptTooLarge.String())
 	assert.Equal(t, "Code(8)", Code(8).String())
 	assert.Equal(t, "LimitKind(0)", LimitKind(0).String())
-	assert.Equal(t, "LimitKind(6)", LimitKind(6).String())
+	assert.Equal(t, "LimitKind(7)", LimitKind(7).String())
+	assert.Equal(t, LimitKind(6), LimitHostCalls, "limit kinds are appended, never renumbered")
 	assert.Equal(t, "input", LimitInput.String())
 	assert.Equal(t, "wallClock", LimitWallClock.String())
 }
@@ -115,7 +116,7 @@ func TestLimitKindOf(t *testing.T) {
 		assert.Equal(t, int(k), int(got), "same number")
 	}
 	assert.Equal(t, 3, n, "spi's set grew: map the new kind in LimitKindOf")
-	for _, k := range []LimitKind{LimitOutput, LimitInput} {
+	for _, k := range []LimitKind{LimitOutput, LimitInput, LimitHostCalls} {
 		assert.False(t, spi.LimitKind(k).Valid(), "%s is the effect's own kind", k)
 	}
 }

@@ -112,6 +112,10 @@ type Capabilities struct {
 	CPU bool `json:"cpu"`
 	// FreshPerRun is true when no state survives from one run to the next.
 	FreshPerRun bool `json:"freshPerRun"`
+	// HostCalls is true when the backend lets a script call host functions
+	// through [Request].Host (SPI 1.1). The effect refuses a call that has
+	// host functions on a backend that does not declare it.
+	HostCalls bool `json:"hostCalls,omitempty"`
 	// Logs is true when every line the script logs (console.log and its
 	// kin, print, a module's stdout and stderr) reaches Request.Logs, in
 	// order, with its level and stream (SPI 1.1.0).

@@ -77,6 +77,10 @@ type Request struct {
 	Input json.RawMessage
 	// Limits are the bounds for this evaluation.
 	Limits Limits
+	// Host is the broker the script's host calls go through (SPI 1.1), or
+	// nil when the call has no host functions. The effect sets it only for
+	// a backend that declares Capabilities.HostCalls. See [Host].
+	Host Host
 	// Logs receives the lines the script logs, when not nil (SPI 1.1.0).
 	// A backend that declares Capabilities.Logs writes every line there
 	// (see LogSink); the others may ignore it.

@@ -24,8 +24,8 @@
 //     function refusing a call such as an HTTP request to a host that is not
 //     allowed): Threw with name "trap".
 //   - bytes that are not a valid module, a module that imports from anything
-//     but "extism:host/env" (and "wasi_snapshot_preview1" when WASI is
-//     enabled), an import the host does not provide, or no suitable "run"
+//     but "extism:host/env", "sandbank:host" (host calls, below) and
+//     "wasi_snapshot_preview1" when WASI is enabled, an import the host does not provide, or no suitable "run"
 //     export: Threw with name "CompileError".
 //   - output that is not JSON text: Threw with name "OutputError". Text
 //     nested deeper than encoding/json's 10,000 levels is JSON text all
@@ -36,6 +36,25 @@
 //     grow or while a memory is at its cap, or a module whose declared
 //     memory alone exceeds the budget: Limit memory.
 //   - an input that does not fit in the budget: InputTooLarge.
+//
+// # Host calls
+//
+// A plugin asks its host for data (SPI 1.1; the effect's host functions)
+// through two imports of module "sandbank:host":
+//
+//	(import "sandbank:host" "call"  (func (param i64 i64) (result i64)))
+//	(import "sandbank:host" "error" (func (result i64)))
+//
+// call takes the offsets of two Extism kernel blocks (alloc, then
+// store_u8/store_u64): the host function's name and its argument as JSON
+// text. It blocks until the host answers and returns the offset of a new
+// block holding the answer as JSON text (length gives its size), or 0 when
+// the call failed; error then returns the offset of a block holding the
+// failure's message (0 before any failure). To leave a failure uncaught, a
+// plugin sets that block as its error (error_set) and returns 1: a thrown
+// outcome with the host's message. Calls are made one at a time, in the
+// plugin's order; in a run without host functions every call fails. The
+// fixtures/wasm host_*.wat modules are small, complete examples.
 //
 // # Limits
 //

@@ -142,6 +142,7 @@ func newBackend(opts *Options) (*Backend, error) {
 			Memory:      true,
 			CPU:         false,
 			FreshPerRun: true,
+			HostCalls:   true,
 		},
 		compilation: wazero.NewCompilationCache(),
 		now:         time.Now,
@@ -316,7 +317,7 @@ func (b *Backend) run(ctx context.Context, plugin *xt.CompiledPlugin, req spi.Re
 	remaining := req.Limits.WallClock - used
 	inst.Timeout = remaining
 	callStart := b.now()
-	rc, out, callErr := inst.CallWithContext(ctx, b.fn, req.Input)
+	rc, out, callErr := inst.CallWithContext(withHost(ctx, req.Host), b.fn, req.Input) // host.go
 	late := b.now().Sub(callStart) > remaining
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return spi.Outcome{}, ctxErr
@@ -402,7 +403,7 @@ func (b *Backend) compile(key moduleKey, script []byte) (compiled, error) {
 	plugin, err := xt.NewCompiledPlugin(ctx, manifest, xt.PluginConfig{
 		RuntimeConfig: b.runtimeConfig(),
 		EnableWasi:    b.wasi,
-	}, []xt.HostFunction{preemptFunction()})
+	}, append(hostFunctions(), preemptFunction()))
 	if err != nil {
 		if strings.Contains(err.Error(), "pages") && strings.Contains(err.Error(), "over limit") {
 			// A memory whose declared minimum exceeds the cap (the
@@ -421,7 +422,7 @@ func fixed(o spi.Outcome) compiled { return compiled{outcome: &o} }
 func (b *Backend) checkModule(mod wazero.CompiledModule) *spi.Outcome {
 	for _, f := range mod.ImportedFunctions() {
 		module, _, _ := f.Import()
-		if module == "extism:host/env" || (b.wasi && module == "wasi_snapshot_preview1") {
+		if module == "extism:host/env" || module == hostModule || (b.wasi && module == "wasi_snapshot_preview1") {
 			continue
 		}
 		o := spi.Threw(NameCompileError, fmt.Sprintf("extism: the module imports from %q, which the host does not provide", module))

@@ -72,6 +72,7 @@ func TestNewOptions(t *testing.T) {
 				Memory:      true,
 				CPU:         false,
 				FreshPerRun: true,
+				HostCalls:   true,
 			}, c)
 		})
 	}

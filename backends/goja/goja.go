@@ -155,7 +155,8 @@ func (b *Backend) HostObjects() []string { return []string{"console.*", "print.*
 
 // Capabilities declares what the conformance kit proves for goja: no
 // network, a soft wall clock (a native built-in runs to completion), no
-// memory limit, no CPU budget, and a fresh runtime per run.
+// memory limit, no CPU budget, a fresh runtime per run, and host calls
+// (the global host; see host.go).
 func (b *Backend) Capabilities() spi.Capabilities {
 	return spi.Capabilities{
 		Language:    Language,
@@ -164,6 +165,7 @@ func (b *Backend) Capabilities() spi.Capabilities {
 		Memory:      false,
 		CPU:         false,
 		FreshPerRun: true,
+		HostCalls:   true,
 	}
 }
 
@@ -196,6 +198,11 @@ func (b *Backend) Evaluate(ctx context.Context, req spi.Request) (spi.Outcome, e
 	r, err := b.newRun(req)
 	if err != nil {
 		return spi.Outcome{}, err
+	}
+	if req.Host != nil {
+		if err := r.installHost(ctx, req.Host, b.maxNesting); err != nil {
+			return spi.Outcome{}, err
+		}
 	}
 	done := make(chan spi.Outcome, 1)
 	go func() { done <- r.exec() }()

@@ -195,6 +195,7 @@ func (b *Backend) Capabilities() spi.Capabilities {
 		Memory:      true,
 		CPU:         b.set.fuel > 0, // Options.Fuel
 		FreshPerRun: true,
+		HostCalls:   true,
 	}
 }
 

@@ -2,6 +2,8 @@ package quickjs
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"testing"
 	"time"
 
@@ -18,6 +20,7 @@ type corpusCase struct {
 	name, script, input string
 	limits              spi.Limits
 	discards            bool
+	host                bool // the run has host functions (corpusHost)
 }
 
 // corpus holds scripts that would reveal any state left by an earlier run:
@@ -77,6 +80,29 @@ var corpus = []corpusCase{
 	})()`},
 	{name: "never_settles", script: `globalThis.pendingLeak = new Promise(() => {}); pendingLeak`},
 	{name: "async_rejects", script: `globalThis.rejected = (globalThis.rejected || 0) + 1; Promise.reject(new RangeError("r" + rejected))`},
+	// Host calls: state written around and between calls, the global host
+	// itself, and a failed call, none of which a later run may see.
+	{name: "host_calls", host: true, script: `globalThis.hostLeak = (globalThis.hostLeak || 0) + 1;
+		const a = await host.echo({n: hostLeak, s: "é😀"});
+		globalThis.between = typeof between;
+		const b = await host.echo([a, typeof host.nope]);
+		host.extra = 1; Object.prototype.fromHost = a;
+		[a, b, hostLeak, between, typeof host, typeof globalThis.hostTried]`, input: `{"x":1}`},
+	{name: "host_failure", host: true, script: `globalThis.hostTried = 1;
+		let m; try { await host.fails(input); } catch (e) { m = [e.name, e.message]; }
+		[m, typeof globalThis.hostLeak, ({}).fromHost === undefined]`, input: `[1]`},
+	{name: "host_observer", script: `[typeof globalThis.host, typeof globalThis.hostLeak, typeof globalThis.between, ({}).fromHost === undefined]`},
+}
+
+// corpusHost is the host of the corpus runs that have host functions:
+// echo answers its argument, anything else fails.
+type corpusHost struct{}
+
+func (corpusHost) Call(_ context.Context, name string, args json.RawMessage) (json.RawMessage, error) {
+	if name == "echo" {
+		return args, nil
+	}
+	return nil, errors.New("corpus: " + name + " fails ✓")
 }
 
 // corpusMemory is the memory limit of every corpus run: small, so that
@@ -99,7 +125,11 @@ func runCase(t *testing.T, b *Backend, c corpusCase) result {
 		limits.WallClock = 20 * time.Second
 	}
 	limits.MemoryBytes = corpusMemory
-	out, err := b.Evaluate(context.Background(), spi.Request{Script: []byte(c.script), Input: []byte(input), Limits: limits})
+	req := spi.Request{Script: []byte(c.script), Input: []byte(input), Limits: limits}
+	if c.host {
+		req.Host = corpusHost{}
+	}
+	out, err := b.Evaluate(context.Background(), req)
 	r := result{out: out}
 	if err != nil {
 		r.err = err.Error()

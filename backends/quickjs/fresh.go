@@ -1,7 +1,6 @@
 package quickjs
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -17,7 +16,7 @@ import (
 func (r *run) fresh(runCtx context.Context, j *job, compiled wazero.CompiledModule) (guest.Facts, error) {
 	b := r.b
 	m := &meter{fuel: b.set.fuel}
-	stdin := &phaseReader{r: bytes.NewReader(j.payload), first: func() {
+	stdin := &phaseReader{r: j.stdin, first: func() {
 		j.inputRead.Store(true)
 		m.arm(&r.cpuOut)
 		r.setPhase(phaseInput)

@@ -1,10 +1,10 @@
 package quickjs
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"sync"
 	"sync/atomic"
 
@@ -56,7 +56,7 @@ type instance struct {
 
 	// The current run (only the instance goroutine touches these).
 	cur        *job
-	stdin      *bytes.Reader
+	stdin      io.Reader
 	unexpected atomic.Bool
 }
 

@@ -18,6 +18,7 @@ import (
 type job struct {
 	r       *run
 	payload []byte
+	stdin   io.Reader // the payload, then host-call replies (guest.Stdin)
 	canary  *guest.Canary
 	stdout  *guest.Stdout
 	stdoutW io.Writer // stdout, seen first by the beforeWrite test hook
@@ -51,7 +52,7 @@ func (r *run) newJob(req spi.Request) (*job, error) {
 	r.stdout = stdout
 	return &job{
 		r:       r,
-		payload: guest.Payload(nonce, req.Script, req.Input),
+		payload: guest.Payload(nonce, req.Script, req.Input, req.Host != nil),
 		canary:  canary,
 		stdout:  stdout,
 		stdoutW: r.stdoutWriter(stdout),

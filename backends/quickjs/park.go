@@ -1,7 +1,6 @@
 package quickjs
 
 import (
-	"bytes"
 	"context"
 	"slices"
 
@@ -94,7 +93,7 @@ func (inst *instance) resume(mod api.Module, j *job) {
 	memory.Write(inst.b.layout.Bottom, j.canary[:]) // inside memory: checked at boot
 
 	inst.cur = j
-	inst.stdin = bytes.NewReader(j.payload)
+	inst.stdin = j.stdin
 	j.inputRead.Store(true)
 	j.r.setPhase(phaseInput)
 	errno := inst.readStdin(memory, uint32(inst.readArgs[1]), uint32(inst.readArgs[2]), uint32(inst.readArgs[3]))

@@ -105,6 +105,9 @@ func (r *run) do(ctx context.Context, req spi.Request) (spi.Outcome, error) {
 	if err != nil {
 		return spi.Outcome{}, err
 	}
+	// The guest's stdin: the payload, then the replies to its host calls,
+	// asked of the broker with the run's context.
+	j.stdin = guest.NewStdin(runCtx, j.payload, j.stdout, req.Host)
 
 	var f guest.Facts
 	if b.set.mode == ModeParked {

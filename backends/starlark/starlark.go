@@ -129,7 +129,8 @@ func (b *Backend) Close() error { return nil }
 
 // Capabilities declares what the conformance kit proves for this backend:
 // no network, a soft wall clock, no memory bound, a step budget, and a
-// fresh thread and globals per run.
+// fresh thread and globals per run, and host calls (host and host_try; see
+// host.go).
 func (b *Backend) Capabilities() spi.Capabilities {
 	return spi.Capabilities{
 		Language:    Language,
@@ -138,6 +139,7 @@ func (b *Backend) Capabilities() spi.Capabilities {
 		Memory:      false,
 		CPU:         true,
 		FreshPerRun: true,
+		HostCalls:   true,
 	}
 }
 
@@ -163,7 +165,11 @@ func (b *Backend) Evaluate(ctx context.Context, req spi.Request) (spi.Outcome, e
 	if err := ctx.Err(); err != nil {
 		return spi.Outcome{}, err
 	}
-	_, prog, err := sl.SourceProgramOptions(fileOptions, scriptName, req.Script, b.predeclared.Has)
+	r := &run{b: b, predeclared: b.predeclared}
+	if req.Host != nil {
+		r.predeclared = r.withHost(ctx, req.Host) // host.go
+	}
+	_, prog, err := sl.SourceProgramOptions(fileOptions, scriptName, req.Script, r.predeclared.Has)
 	if err != nil {
 		return spi.Threw("SyntaxError", err.Error()), nil
 	}
@@ -175,7 +181,7 @@ func (b *Backend) Evaluate(ctx context.Context, req spi.Request) (spi.Outcome, e
 		return spi.Outcome{}, err
 	}
 
-	r := &run{b: b, prog: prog, input: input}
+	r.prog, r.input = prog, input
 	r.thread = newThread(r)
 
 	// The wall clock is armed as the script starts: compiling and
@@ -257,11 +263,12 @@ func newThread(r *run) *sl.Thread {
 
 // run is one evaluation.
 type run struct {
-	b      *Backend
-	prog   *sl.Program
-	input  sl.Value
-	thread *sl.Thread
-	cause  atomic.Int32
+	b           *Backend
+	predeclared sl.StringDict // the backend's, plus host and host_try for a run with host functions
+	prog        *sl.Program
+	input       sl.Value
+	thread      *sl.Thread
+	cause       atomic.Int32
 }
 
 // exec runs the module and main on the calling goroutine.
@@ -271,7 +278,7 @@ func (r *run) exec() (out spi.Outcome) {
 			out = spi.Infrastructure("starlark: the interpreter panicked")
 		}
 	}()
-	globals, err := r.prog.Init(r.thread, r.b.predeclared)
+	globals, err := r.prog.Init(r.thread, r.predeclared)
 	if err != nil {
 		return r.failed(err)
 	}

@@ -39,6 +39,8 @@ type runOptions struct {
 	allowReusedRuntime bool
 	cacheDir           string
 	noCache            bool
+	hosts              []string // --host NAME=FILE.json (host.go)
+	hostLog            *hostLog // the calls the run made, for --json
 }
 
 func (a *app) runCommand() *cobra.Command {
@@ -60,6 +62,14 @@ is read from standard input and --lang or --engine is required.
 The input is --input (JSON text) or the contents of --input-file; without
 either the script's input is null. Invalid JSON input is a usage error,
 found before any engine is built.
+
+Each --host NAME=FILE.json gives the script a host function NAME that
+answers every call with the file's JSON, whatever its arguments
+(JavaScript: await host.NAME(args); Starlark: host.NAME(args); wasm: the
+"sandbank:host" imports); with --json the output lists the calls made,
+in order, as "hostCalls": [{"name":…,"args":…}]. An engine that does not
+declare host calls is refused. No host function the command line offers
+runs a command or reaches the network.
 
 Compiled modules are cached in the user cache directory's sandbank/
 (--cache-dir DIR elsewhere, --no-cache for none), so only the first run
@@ -94,7 +104,8 @@ If the object cannot be written, the run exits 1, never 2.`,
   sandbank run --engine goja --timeout 500ms --memory 16MiB loop.js
   echo 'input.n * 2' | sandbank run --lang javascript --input '{"n":21}' -
   sandbank run --json --shape schema.json --input-file data.json reshape.js
-  sandbank run --input '{"a":1}' echo.wasm`,
+  sandbank run --input '{"a":1}' echo.wasm
+  sandbank run --json --host orders=orders.json report.js`,
 		Args: cobra.ExactArgs(1),
 		RunE: wrap(func(cmd *cobra.Command, args []string) error {
 			return a.runScript(cmd.Context(), &o, args[0])
@@ -110,6 +121,7 @@ If the object cannot be written, the run exits 1, never 2.`,
 	f.StringVar(&o.shape, "shape", "", "JSON Schema `FILE` the result must satisfy")
 	f.StringVar(&o.store, "store", "", "keep the script in the content-addressed store in `DIR`")
 	f.BoolVar(&o.json, "json", false, "print exactly one JSON object on stdout")
+	f.StringArrayVar(&o.hosts, "host", nil, "give the script a host function `NAME=FILE.json` answering with the file's JSON (repeatable)")
 	f.BoolVar(&o.allowNetwork, "allow-network", false, "accept an engine that declares network access")
 	f.BoolVar(&o.allowReusedRuntime, "allow-reused-environment", false, "accept an engine that reuses its environment between runs")
 	_ = cmd.RegisterFlagCompletionFunc("engine", a.completeEngines)
@@ -174,6 +186,12 @@ func (a *app) evaluate(ctx context.Context, o *runOptions, script string) (json.
 		input = b
 	}
 
+	hostFuncs, hostLog, err := parseHosts(o.hosts)
+	if err != nil {
+		return nil, err
+	}
+	o.hostLog = hostLog
+
 	var shape json.RawMessage
 	if o.shape != "" {
 		b, err := readFileBounded(o.shape)
@@ -217,7 +235,7 @@ func (a *app) evaluate(ctx context.Context, o *runOptions, script string) (json.
 	// the effect hashes it and names it by its address, and nothing is
 	// written anywhere.
 	var store effect.ScriptReader = effect.NewMemoryStore()
-	call := effect.Call{Input: input, Shape: shape}
+	call := effect.Call{Input: input, Shape: shape, Host: hostFuncs}
 	if o.store != "" {
 		s, err := effect.NewDirStore(o.store)
 		if err != nil {
@@ -273,10 +291,15 @@ func (a *app) evaluate(ctx context.Context, o *runOptions, script string) (json.
 func (a *app) report(o *runOptions, value json.RawMessage, err error) error {
 	if err == nil {
 		if o.json {
-			return a.printJSON(struct {
+			b, err := json.Marshal(struct {
 				OK    bool            `json:"ok"`
 				Value json.RawMessage `json:"value"`
 			}{true, value})
+			if err != nil {
+				return untyped(err)
+			}
+			_, err = fmt.Fprintf(a.stdout, "%s\n", withHostCalls(b, o.hostLog))
+			return err
 		}
 		if _, err := fmt.Fprintf(a.stdout, "%s\n", value); err != nil {
 			return untyped(err)
@@ -310,6 +333,7 @@ func (a *app) report(o *runOptions, value json.RawMessage, err error) error {
 		}
 		out = b
 	}
+	out = withHostCalls(out, o.hostLog)
 	if _, werr := fmt.Fprintf(a.stdout, "%s\n", out); werr != nil {
 		// Without its object on stdout, a typed failure must not exit 2:
 		// the object is what tells it from a crash.

@@ -190,6 +190,7 @@ func printMatrixPart(w io.Writer, rows []*matrixRow, labels []string, columns []
 	line("memory", func(r *matrixRow) string { return yesNo(r.Capabilities.Memory) })
 	line("cpu", func(r *matrixRow) string { return yesNo(r.Capabilities.CPU) })
 	line("fresh", func(r *matrixRow) string { return yesNo(r.Capabilities.FreshPerRun) })
+	line("host calls", func(r *matrixRow) string { return yesNo(r.Capabilities.HostCalls) })
 	line("", func(*matrixRow) string { return "" })
 	for _, c := range columns {
 		line(c, func(r *matrixRow) string { return cellText(r, c) })

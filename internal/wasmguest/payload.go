@@ -1,6 +1,9 @@
 package wasmguest
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"strconv"
+)
 
 // Record kinds: the letter that follows the nonce in a framed record.
 const (
@@ -12,6 +15,7 @@ const (
 	RecScriptOOM = 'C' // the script could not be read within memory
 	RecProtocol  = 'X' // the payload was malformed (a host bug)
 	RecCPU       = 'P' // the script's step budget ran out
+	RecHostCall  = 'H' // <units>\n<JSON [name, argument text]> then the end marker; the reply comes on stdin
 )
 
 // FramePrefix starts every framed record, followed by the nonce and the
@@ -25,11 +29,31 @@ const FramePrefix = "\x1eSBK"
 // writes it), and
 // the caller's input (JSON text, possibly spanning lines) as the rest.
 func Payload(n Nonce, script []byte, input []byte) []byte {
+	return append(head(n, script, len(input)), input...)
+}
+
+// SizedPayload is [Payload] for a guest that keeps reading stdin after the
+// input (the replies to its host calls, see [Stdin]): between the script
+// and the input, a line holds the input's length in bytes, prefixed with
+// "h" when the run has host functions, so the guest reads exactly the
+// input and knows whether to offer its host calls.
+func SizedPayload(n Nonce, script []byte, input []byte, host bool) []byte {
+	buf := head(n, script, len(input)+24)
+	if host {
+		buf = append(buf, 'h')
+	}
+	buf = strconv.AppendInt(buf, int64(len(input)), 10)
+	buf = append(buf, '\n')
+	return append(buf, input...)
+}
+
+// head is the nonce line and the script line of a payload, in a buffer
+// with room for extra more bytes.
+func head(n Nonce, script []byte, extra int) []byte {
 	lit, _ := json.Marshal(string(script)) // a string always marshals
-	buf := make([]byte, 0, len(n)+len(lit)+len(input)+2)
+	buf := make([]byte, 0, len(n)+len(lit)+extra+2)
 	buf = append(buf, n...)
 	buf = append(buf, '\n')
 	buf = append(buf, lit...)
-	buf = append(buf, '\n')
-	return append(buf, input...)
+	return append(buf, '\n')
 }

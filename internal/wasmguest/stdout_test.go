@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf16"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -15,8 +16,8 @@ const testNonce = Nonce("0123456789abcdef0123456789abcdef")
 func frame(n Nonce, kind byte, body string) string {
 	p := FramePrefix + string(n)
 	switch kind {
-	case RecResult, RecThrew:
-		units := len([]rune(body)) // the tests' bodies are in the BMP
+	case RecResult, RecThrew, RecHostCall:
+		units := len(utf16.Encode([]rune(body)))
 		return p + string(kind) + itoa(units) + "\n" + body + p + "E\n"
 	}
 	return p + string(kind) + "\n"
@@ -131,4 +132,13 @@ func TestStdoutTook(t *testing.T) {
 func TestPayload(t *testing.T) {
 	got := string(Payload(testNonce, []byte("a\n\"b\"\xff"), []byte("{\n\"x\": 1}")))
 	assert.Equal(t, string(testNonce)+"\n"+`"a\n\"b\"\ufffd"`+"\n{\n\"x\": 1}", got)
+}
+
+// TestSizedPayload: the input's length on a line of its own before the
+// input, with "h" before it when the run has host functions.
+func TestSizedPayload(t *testing.T) {
+	got := string(SizedPayload(testNonce, []byte("a"), []byte("{\n\"x\": 1}"), false))
+	assert.Equal(t, string(testNonce)+"\n\"a\"\n9\n{\n\"x\": 1}", got)
+	got = string(SizedPayload(testNonce, []byte("1"), []byte("null"), true))
+	assert.Equal(t, string(testNonce)+"\n\"1\"\nh4\nnull", got, "a run with host functions says so before the input's length")
 }

@@ -3,7 +3,6 @@
 package wasmtime
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -76,7 +75,7 @@ type run struct {
 	limits spi.Limits
 
 	store  *wt.Store
-	stdin  *bytes.Reader
+	stdin  *guest.Stdin
 	stdout *guest.Stdout
 	stderr *cappedBuffer
 
@@ -177,7 +176,8 @@ func (r *run) do(ctx context.Context, req spi.Request) (spi.Outcome, error) {
 	}
 	r.stdout = guest.NewStdout(nonce, stdoutLimit(r.limits.MemoryBytes), r.scriptStarts)
 	r.stderr = &cappedBuffer{limit: b.set.maxStderrBytes}
-	r.stdin = bytes.NewReader(guest.Payload(nonce, req.Script, req.Input))
+	// stdin: the payload, then the replies to the guest's host calls.
+	r.stdin = guest.NewStdin(runCtx, guest.Payload(nonce, req.Script, req.Input, req.Host != nil), r.stdout, req.Host)
 
 	r.setPhase(phaseInstantiate)
 	wasi := wt.NewWasiConfig() // no preopens, no environment, stdio shadowed

@@ -1,10 +1,12 @@
 package guest
 
 import (
+	"context"
 	"strings"
 
 	"github.com/sandbank/sandbank/internal/jsfront"
 	"github.com/sandbank/sandbank/internal/wasmguest"
+	"github.com/sandbank/sandbank/spi"
 )
 
 // Nonce is a per-run secret that every framed record carries (see
@@ -15,13 +17,26 @@ type Nonce = wasmguest.Nonce
 func NewNonce() (Nonce, error) { return wasmguest.NewNonce() }
 
 // Payload returns what the host writes to the guest's stdin for one run
-// (wasmguest.Payload). Invalid UTF-8 in the script is replaced by U+FFFD,
+// (wasmguest.SizedPayload: the guest reads exactly the input, so stdin
+// stays open for host-call replies, and host says whether the wrapper
+// gives the script its global host). Invalid UTF-8 in the script is replaced by U+FFFD,
 // and the script goes through the JavaScript front end (jsfront.Prepare:
 // a script with top-level await runs as an async function; every other
 // script is unchanged).
-func Payload(n Nonce, script []byte, input []byte) []byte {
+func Payload(n Nonce, script []byte, input []byte, host bool) []byte {
 	src, _ := jsfront.Prepare([]byte(strings.ToValidUTF8(string(script), "\uFFFD")))
-	return wasmguest.Payload(n, src, input)
+	return wasmguest.SizedPayload(n, src, input, host)
+}
+
+// Stdin is a run's stdin: the payload, then the replies to its host calls
+// (see wasmguest.Stdin).
+type Stdin = wasmguest.Stdin
+
+// NewStdin returns the stdin of a run whose payload is payload, whose
+// stdout sink is stdout and whose host calls go to host with ctx (nil
+// host: the run has none); see wasmguest.NewStdin.
+func NewStdin(ctx context.Context, payload []byte, stdout *Stdout, host spi.Host) *Stdin {
+	return wasmguest.NewStdin(ctx, payload, stdout, host)
 }
 
 // Stdout is the host's bounded sink for the guest's stdout (see

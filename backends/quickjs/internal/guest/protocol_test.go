@@ -25,8 +25,10 @@ func frame(n Nonce, kind byte, body string) string {
 func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
 
 func TestPayload(t *testing.T) {
-	got := string(Payload(testNonce, []byte("a\n\"b\"\xff"), []byte("{\n\"x\": 1}")))
-	assert.Equal(t, string(testNonce)+"\n"+`"a\n\"b\"`+"\uFFFD\"\n{\n\"x\": 1}", got)
+	got := string(Payload(testNonce, []byte("a\n\"b\"\xff"), []byte("{\n\"x\": 1}"), false))
+	assert.Equal(t, string(testNonce)+"\n"+`"a\n\"b\"`+"\uFFFD\"\n9\n{\n\"x\": 1}", got)
+	got = string(Payload(testNonce, []byte("1"), []byte("null"), true))
+	assert.Equal(t, string(testNonce)+"\n\"1\"\nh4\nnull", got, "a run with host functions says so before the input's length")
 }
 
 func TestInterpret(t *testing.T) {

@@ -16,6 +16,7 @@ const (
 	recInputOOM  = wasmguest.RecInputOOM
 	recScriptOOM = wasmguest.RecScriptOOM
 	recProtocol  = wasmguest.RecProtocol
+	recHostCall  = wasmguest.RecHostCall
 )
 
 // framePrefix starts every framed record (wasmguest.FramePrefix).
@@ -50,6 +51,7 @@ const exit = std.exit, parse = JSON.parse, stringify = JSON.stringify;
 const Str = String, geval = G.eval, IErr = G.InternalError, gc = std.gc;
 const apply = Reflect.apply, split = Str.prototype.split, exec = RegExp.prototype.exec, SErr = G.SyntaxError;
 const Prom = G.Promise, resolveP = Prom.resolve, thenP = Prom.prototype.then, setTimer = os.setTimeout;
+const rejectP = Prom.reject, sliceS = Str.prototype.slice, Err = G.Error, TErr = G.TypeError, PX = G.Proxy;
 const AT = /^ *at <input>:(\d+):(\d+)$/;
 delete G.execArgv; delete G.scriptArgs; delete G.argv0;
 delete G.DOMException; delete G.gc; delete G.navigator; delete G.performance; delete G.queueMicrotask;
@@ -91,14 +93,16 @@ function out(args) {
   for (let i = 0; i < args.length; i++) { if (i > 0) s += " "; s += text(args[i]); }
   eputs(s + "\n");
 }
-let script, input, big = false;
+let script, input, big = false, hosted = false;
 try { script = parse(getline()); } catch (e) {
   if (isOOM(e)) { send(P + "C\n"); exit(0); }
   eputs("script: " + typeof e + " " + text(e) + "\n");
   send(P + "X\n"); exit(0);
 }
 try {
-  let raw = readAll();
+  const head = getline();
+  hosted = head[0] === "h";
+  let raw = readAll(+(hosted ? apply(sliceS, head, [1]) : head));
   big = raw.length > 65536;
   input = parse(raw);
   raw = undefined;
@@ -113,6 +117,38 @@ if (typeof G.console === "object" && G.console !== null) {
   for (const k of ["log", "info", "warn", "error", "debug", "trace"]) G.console[k] = function (...a) { out(a); };
 }
 input = undefined;
+if (hosted) {
+  // Host calls: a framed H record on stdout, then the reply on stdin, a
+  // line "O<bytes>" (the answer, JSON text) or "F<bytes>" (the failure's
+  // message) and that many bytes. The call blocks; its promise is settled
+  // when it returns.
+  const call = function (name, a) {
+    try {
+      let t = "null";
+      if (a !== undefined) {
+        t = stringify(a);
+        if (typeof t !== "string") throw new TErr("host." + name + ": the argument cannot be represented as JSON");
+      }
+      const j = stringify([name, t]);
+      puts(P + "H" + j.length + "\n"); puts(j); send(END);
+      const h = getline();
+      if (h === null) exit(1);
+      const body = readAll(+apply(sliceS, h, [1]));
+      if (h[0] === "O") return apply(resolveP, Prom, [parse(body)]);
+      return apply(rejectP, Prom, [new Err(body)]);
+    } catch (e) {
+      if (isOOM(e)) threw(e);
+      return apply(rejectP, Prom, [e]);
+    }
+  };
+  G.host = new PX({}, { get: function (t, k) {
+    if (typeof k !== "string" || k === "then") return undefined;
+    return function (...a) {
+      if (a.length > 1) return apply(rejectP, Prom, [new TErr("host." + k + " takes one argument")]);
+      return call(k, a[0]);
+    };
+  } });
+}
 if (big) gc(); // pay the collector's debt for a large input before the clock starts
 send(P + "S\n");
 function finish(v) {

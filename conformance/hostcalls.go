@@ -1,0 +1,366 @@
+package conformance
+
+// The host-call cases (SPI 1.1), gated by Capabilities.HostCalls. Their
+// fixtures pass bytes through, so that a wasm guest needs no JSON parser:
+//
+//   - host_calls: r1 = host.probe(input); r2 = host.probe(r1); the result
+//     is r2.
+//   - host_error: try host.fails(input), keeping the error's message M;
+//     then host.fails(M), uncaught (a wasm guest passes M's bytes as they
+//     are; M is JSON text, so both forms are valid arguments).
+//   - host_loop: host.probe(input), forever.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf16"
+
+	"github.com/sandbank/sandbank/effect"
+	"github.com/sandbank/sandbank/spi"
+)
+
+func init() {
+	allCases = append(allCases,
+		&caseDef{name: "host_calls", gate: needHostCalls, scripts: []string{"host_calls"}, run: caseHostCalls, proves: []string{"hostCalls"}},
+		&caseDef{name: "host_errors", gate: needHostCalls, scripts: []string{"host_error", "host_calls"}, run: caseHostErrors, proves: []string{"hostCalls"}},
+		&caseDef{name: "host_limits", gate: needHostCalls, scripts: []string{"host_loop", "host_calls"}, run: caseHostLimits, proves: []string{"hostCalls"}},
+		&caseDef{name: "host_stop", gate: needHostCalls, scripts: []string{"host_calls"}, run: caseHostStop, proves: []string{"hostCalls"}},
+	)
+}
+
+func needHostCalls(c spi.Capabilities) string {
+	if c.HostCalls {
+		return ""
+	}
+	return "gated by HostCalls: the backend does not declare host calls"
+}
+
+// The host cases' figures.
+const (
+	// HostLoopCalls is host_limits' MaxHostCalls: host_loop's call past it
+	// ends the run.
+	HostLoopCalls = 5
+	// HostArgBound is host_limits' MaxHostArgBytes, and HostResultBound
+	// its MaxHostResultBytes, for the oversized runs.
+	HostArgBound    = 256
+	HostResultBound = 256
+	// HostLateWait is how long a host case waits, once its runs are over,
+	// for a host call the backend makes after its run ended.
+	HostLateWait = 100 * time.Millisecond
+)
+
+// hostRich is what the probe adds to every answer: text beyond the BMP,
+// the largest exact integers of a double, nesting.
+const hostRich = `{"text":"host ✓ é 中文 😀 𝄞","maxSafe":9007199254740991,"minSafe":-9007199254740991,"fraction":3.25,"literals":[true,false,null],"nested":[{"a":[{"b":[[],{}]}]}]}`
+
+// hostSpy wraps a backend and each run's broker, counting host calls the
+// backend makes after its Evaluate returned (the effect refuses them; the
+// kit fails them).
+type hostSpy struct {
+	spi.Backend
+	late atomic.Int64
+}
+
+func (s *hostSpy) Evaluate(ctx context.Context, req spi.Request) (spi.Outcome, error) {
+	if req.Host == nil {
+		return s.Backend.Evaluate(ctx, req)
+	}
+	h := &spyHost{inner: req.Host, spy: s}
+	req.Host = h
+	defer h.returned.Store(true)
+	return s.Backend.Evaluate(ctx, req)
+}
+
+type spyHost struct {
+	inner    spi.Host
+	spy      *hostSpy
+	returned atomic.Bool
+}
+
+func (h *spyHost) Call(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error) {
+	if h.returned.Load() {
+		h.spy.late.Add(1)
+	}
+	return h.inner.Call(ctx, name, args)
+}
+
+// hostSetup makes the case's backend behind a host spy and an effect with
+// tweak.
+func (e *env) hostSetup(limits spi.Limits, tweak func(*effect.Options)) (evaluator, *hostSpy, bool) {
+	b, ok := e.mainBackend()
+	if !ok {
+		return nil, nil, false
+	}
+	s := &hostSpy{Backend: b}
+	ev, ok := e.effectFor(s, limits, tweak)
+	return ev, s, ok
+}
+
+// hostEval runs stem with input and host functions.
+func (e *env) hostEval(ctx context.Context, ev evaluator, stem string, input []byte, limits spi.Limits, host effect.HostFuncs) ([]byte, error) {
+	addr, _, err := e.script(stem)
+	if err != nil {
+		e.failf("preparing fixture %s%s: %v", stem, e.k.set.Ext, err)
+		return nil, err
+	}
+	return ev.Evaluate(ctx, effect.Call{Script: addr, Input: rawJSON(input), Limits: limits, Host: host})
+}
+
+// checkLate fails the case when the backend called its broker after a run
+// ended.
+func (e *env) checkLate(s *hostSpy) {
+	time.Sleep(HostLateWait)
+	if n := s.late.Load(); n > 0 {
+		e.failf("the backend made %d host call(s) after its run ended (Evaluate had returned)", n)
+	}
+	e.figure("lateHostCalls", float64(s.late.Load()), "calls", "==", 0)
+}
+
+// probeLog records a probe's calls.
+type probeLog struct {
+	mu      sync.Mutex
+	args    [][]byte
+	answers [][]byte
+}
+
+// probe returns a host function answering {"step", "nonce", "got", "rich"}
+// with a fresh nonce per call, so that only a backend that called the
+// broker can know the answer.
+func (p *probeLog) probe() effect.HostFunc {
+	return func(_ context.Context, args json.RawMessage) (any, error) {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		ans := fmt.Appendf(nil, `{"step":%d,"nonce":%q,"got":%s,"rich":%s}`, len(p.args)+1, newNonce(), args, hostRich)
+		p.args = append(p.args, append([]byte(nil), args...))
+		p.answers = append(p.answers, ans)
+		return json.RawMessage(ans), nil
+	}
+}
+
+func (p *probeLog) snapshot() (args, answers [][]byte) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([][]byte(nil), p.args...), append([][]byte(nil), p.answers...)
+}
+
+// hostInput is a host case's input: a nonce and rich text.
+func hostInput() []byte {
+	return fmt.Appendf(nil, `{"nonce":%q,"rich":%s}`, newNonce(), hostRich)
+}
+
+// caseHostCalls: two calls arrive in order with exact arguments, and the
+// second answer comes back as the result exactly.
+func caseHostCalls(ctx context.Context, e *env) {
+	ev, s, ok := e.hostSetup(e.k.limits, nil)
+	if !ok {
+		return
+	}
+	defer e.checkLate(s)
+	var p probeLog
+	in := hostInput()
+	got, err := e.hostEval(ctx, ev, "host_calls", in, e.k.limits, effect.HostFuncs{"probe": p.probe()})
+	args, answers := p.snapshot()
+	e.figure("hostCalls", float64(len(args)), "calls", "==", 2)
+	if err != nil {
+		e.failf("two host calls must give the second answer, got %s", describe(got, err))
+		return
+	}
+	if len(args) != 2 {
+		e.failf("the script calls host.probe twice; the host function was called %d time(s) (a backend must relay every call to the broker)", len(args))
+		return
+	}
+	if diff := jsonDiff(in, args[0]); diff != "" {
+		e.failf("the first call's argument must be the input exactly: %s", diff)
+	}
+	if diff := jsonDiff(answers[0], args[1]); diff != "" {
+		e.failf("the second call's argument must be the first answer exactly (calls in order, results round-trip): %s", diff)
+	}
+	if diff := jsonDiff(answers[1], got); diff != "" {
+		e.failf("the result must be the second answer exactly: %s", diff)
+	}
+}
+
+// hostErrorText is the first error host_error's fails returns: JSON text
+// (a string), so that a guest may pass it back as it is.
+func hostErrorText(nonce string) string {
+	return `"conformance host error ✓ ` + nonce + `"`
+}
+
+// caseHostErrors: a host function's error is catchable with its exact
+// text; uncaught it is scriptError with bounded text; an oversized
+// argument is refused before the host function runs.
+func caseHostErrors(ctx context.Context, e *env) {
+	ev, s, ok := e.hostSetup(e.k.limits, func(o *effect.Options) { o.MaxHostArgBytes = HostArgBound })
+	if !ok {
+		return
+	}
+	defer e.checkLate(s)
+	nonce, second := newNonce(), newNonce()
+	long := second + " " + strings.Repeat("✓", 3*effect.MaxTextUnits)
+	var mu sync.Mutex
+	var seen [][]byte
+	fails := func(_ context.Context, args json.RawMessage) (any, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		seen = append(seen, append([]byte(nil), args...))
+		if len(seen) == 1 {
+			return nil, errors.New(hostErrorText(nonce))
+		}
+		return nil, errors.New(long)
+	}
+	got, err := e.hostEval(ctx, ev, "host_error", []byte(`{"ask":1}`), e.k.limits, effect.HostFuncs{"fails": fails})
+	mu.Lock()
+	calls := append([][]byte(nil), seen...)
+	mu.Unlock()
+	f, typed := asFailure(err)
+	switch {
+	case len(calls) != 2:
+		e.failf("host_error calls host.fails twice; the host function was called %d time(s)", len(calls))
+		return
+	case !sameText(calls[1], hostErrorText(nonce)):
+		e.failf("the caught error's message must be the host error's text %s exactly; the script passed back %s", hostErrorText(nonce), clip(string(calls[1])))
+	case !typed || f.Code != effect.CodeScriptError:
+		e.failf("an uncaught host error must end in a typed scriptError, got %s", describe(got, err))
+		return
+	case !strings.Contains(f.Message, second):
+		e.failf("the scriptError must carry the host error's text, got %q", clip(f.Message))
+	}
+	if typed {
+		units := len(utf16.Encode([]rune(f.Message)))
+		e.figure("uncaughtMessageUnits", float64(units), "units", "<=", effect.MaxTextUnits+MarkerAllowance)
+		if units > effect.MaxTextUnits+MarkerAllowance {
+			e.failf("the uncaught host error's text is %d UTF-16 units, over the bound %d", units, effect.MaxTextUnits+MarkerAllowance)
+		}
+	}
+
+	// An argument over MaxHostArgBytes never reaches the host function.
+	var p probeLog
+	big := fmt.Appendf(nil, `{"pad":%q}`, strings.Repeat("a", 2*HostArgBound))
+	got, err = e.hostEval(ctx, ev, "host_calls", big, e.k.limits, effect.HostFuncs{"probe": p.probe()})
+	args, _ := p.snapshot()
+	f, typed = asFailure(err)
+	switch {
+	case len(args) != 0:
+		e.failf("an argument over MaxHostArgBytes (%d) must not reach the host function; it was called %d time(s)", HostArgBound, len(args))
+	case !typed || f.Code != effect.CodeScriptError || !strings.Contains(f.Message, "MaxHostArgBytes"):
+		e.failf("an oversized argument must be refused with an error thrown into the script (uncaught: scriptError naming MaxHostArgBytes), got %s", describe(got, err))
+	}
+}
+
+// sameText reports whether args is text itself, or a JSON string whose
+// value is text.
+func sameText(args []byte, text string) bool {
+	if string(args) == text {
+		return true
+	}
+	var s string
+	return json.Unmarshal(args, &s) == nil && s == text
+}
+
+// caseHostLimits: the call past MaxHostCalls ends the run with
+// limitExceeded (hostCalls) and is not delivered; a result over
+// MaxHostResultBytes is refused with an error thrown into the script.
+func caseHostLimits(ctx context.Context, e *env) {
+	ev, s, ok := e.hostSetup(e.k.limits, func(o *effect.Options) {
+		o.MaxHostCalls = HostLoopCalls
+		o.MaxHostResultBytes = HostResultBound
+	})
+	if !ok {
+		return
+	}
+	defer e.checkLate(s)
+	var n atomic.Int64
+	small := func(context.Context, json.RawMessage) (any, error) { n.Add(1); return 1, nil }
+	got, err := e.hostEval(ctx, ev, "host_loop", hostInput(), e.k.limits, effect.HostFuncs{"probe": small})
+	e.figure("callsDelivered", float64(n.Load()), "calls", "==", HostLoopCalls)
+	switch f, typed := asFailure(err); {
+	case !typed || f.Code != effect.CodeLimitExceeded || f.Kind != effect.LimitHostCalls:
+		e.failf("a script calling its host forever must end in limitExceeded hostCalls, got %s", describe(got, err))
+	case f.Limit != HostLoopCalls:
+		e.failf("the hostCalls failure must carry the bound %d, got %d", HostLoopCalls, f.Limit)
+	case n.Load() != HostLoopCalls:
+		e.failf("exactly MaxHostCalls (%d) calls must be delivered, got %d", HostLoopCalls, n.Load())
+	}
+
+	huge := func(context.Context, json.RawMessage) (any, error) {
+		return strings.Repeat("z", 2*HostResultBound), nil
+	}
+	got, err = e.hostEval(ctx, ev, "host_calls", hostInput(), e.k.limits, effect.HostFuncs{"probe": huge})
+	if f, typed := asFailure(err); !typed || f.Code != effect.CodeScriptError || !strings.Contains(f.Message, "MaxHostResultBytes") {
+		e.failf("a result over MaxHostResultBytes must be refused with an error thrown into the script (uncaught: scriptError naming MaxHostResultBytes), got %s", describe(got, err))
+	}
+}
+
+// caseHostStop: a run blocked in a slow host call is stopped by the wall
+// clock (limitExceeded wallClock) and by the caller's cancellation, and the
+// host function's context is done both times.
+func caseHostStop(ctx context.Context, e *env) {
+	limits := spi.Limits{WallClock: RunawayWallClock, MemoryBytes: e.k.limits.MemoryBytes}
+	ev, s, ok := e.hostSetup(e.k.limits, nil)
+	if !ok {
+		return
+	}
+	defer e.checkLate(s)
+	slow := func(entered chan<- struct{}, done chan<- struct{}) effect.HostFunc {
+		var once sync.Once
+		return func(hctx context.Context, _ json.RawMessage) (any, error) {
+			once.Do(func() { close(entered) })
+			<-hctx.Done()
+			close(done)
+			return nil, hctx.Err()
+		}
+	}
+	waitDone := func(what string, done <-chan struct{}) {
+		select {
+		case <-done:
+		case <-time.After(e.k.grace):
+			e.failf("%s: the host function's context was not done within %v of the run's end", what, e.k.grace)
+		case <-ctx.Done():
+		}
+	}
+
+	entered, done := make(chan struct{}), make(chan struct{})
+	start := time.Now()
+	got, err := e.hostEval(ctx, ev, "host_calls", hostInput(), limits, effect.HostFuncs{"probe": slow(entered, done)})
+	took := time.Since(start)
+	e.figure("wallClockStopMs", ms(took), "ms", "<=", ms(RunawayWallClock+e.k.grace))
+	if !isLimit(err, effect.LimitWallClock) {
+		e.failf("a run blocked in a host call past its wall clock must end in limitExceeded wallClock, got %s", describe(got, err))
+	} else if took > RunawayWallClock+e.k.grace {
+		e.failf("the run blocked in a host call ended after %v, past the wall clock %v plus the grace %v", took.Round(time.Millisecond), RunawayWallClock, e.k.grace)
+	}
+	select {
+	case <-entered:
+		waitDone("wall clock", done)
+	default:
+		e.failf("the host function was never called within the wall clock %v (a backend must relay every call to the broker)", RunawayWallClock)
+	}
+
+	entered, done = make(chan struct{}), make(chan struct{})
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-entered:
+			cancel()
+		case <-cctx.Done():
+		}
+	}()
+	got, err = e.hostEval(cctx, ev, "host_calls", hostInput(), e.k.limits, effect.HostFuncs{"probe": slow(entered, done)})
+	select {
+	case <-entered:
+	default:
+		e.failf("the host function was never called (a backend must relay every call to the broker), got %s", describe(got, err))
+		return
+	}
+	if !errors.Is(err, context.Canceled) {
+		e.failf("a run cancelled in a host call must return context.Canceled, got %s", describe(got, err))
+	}
+	waitDone("cancellation", done)
+}

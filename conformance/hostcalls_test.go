@@ -1,0 +1,192 @@
+package conformance
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sandbank/sandbank/backends/goja"
+	"github.com/sandbank/sandbank/spi"
+)
+
+// hostCaseNames are the cases gated by HostCalls.
+var hostCaseNames = []string{"host_calls", "host_errors", "host_limits", "host_stop"}
+
+// hostWrapper puts a broken relay in front of goja's.
+type hostWrapper struct {
+	*goja.Backend
+	evaluate func(ctx context.Context, b *goja.Backend, req spi.Request) (spi.Outcome, error)
+}
+
+func (w *hostWrapper) Evaluate(ctx context.Context, req spi.Request) (spi.Outcome, error) {
+	return w.evaluate(ctx, w.Backend, req)
+}
+
+func hostFactory(evaluate func(ctx context.Context, b *goja.Backend, req spi.Request) (spi.Outcome, error)) spi.Factory {
+	return func() (spi.Backend, error) {
+		b, err := goja.New(nil)
+		if err != nil {
+			return nil, err
+		}
+		if evaluate == nil {
+			return b, nil
+		}
+		return &hostWrapper{Backend: b, evaluate: evaluate}, nil
+	}
+}
+
+// localHost answers every call itself, never asking the broker.
+type localHost struct{}
+
+func (localHost) Call(_ context.Context, name string, args json.RawMessage) (json.RawMessage, error) {
+	if name == "fails" {
+		return nil, errors.New(`"made up"`)
+	}
+	return args, nil
+}
+
+func runHostCases(t *testing.T, f spi.Factory) *Report {
+	t.Helper()
+	rep, err := Check(context.Background(), f, &Options{Cases: hostCaseNames})
+	require.NoError(t, err)
+	return rep
+}
+
+func TestHostCasesPassOnAnHonestRelay(t *testing.T) {
+	rep := runHostCases(t, hostFactory(nil))
+	for _, c := range rep.Cases {
+		assert.Equal(t, StatusPass, c.Status, "%s: %s", c.Name, c.Reason)
+	}
+	var proof *Proof
+	for i := range rep.Proofs {
+		if rep.Proofs[i].Capability == "hostCalls" {
+			proof = &rep.Proofs[i]
+		}
+	}
+	require.NotNil(t, proof, "hostCalls is a proven capability")
+	assert.True(t, proof.Proven, "%v", proof.By)
+}
+
+func TestHostCasesCatchBrokenRelays(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		evaluate func(ctx context.Context, b *goja.Backend, req spi.Request) (spi.Outcome, error)
+		reason   map[string]string // case → text its failure must hold
+	}{
+		{"answers without calling the broker", func(ctx context.Context, b *goja.Backend, req spi.Request) (spi.Outcome, error) {
+			if req.Host != nil {
+				req.Host = localHost{}
+			}
+			return b.Evaluate(ctx, req)
+		}, map[string]string{
+			"host_calls":  "the host function was called 0 time(s)",
+			"host_errors": "the host function was called 0 time(s)",
+			"host_limits": "limitExceeded hostCalls",
+			"host_stop":   "never called",
+		}},
+		{"calls the broker after the run ended", func(ctx context.Context, b *goja.Backend, req spi.Request) (spi.Outcome, error) {
+			out, err := b.Evaluate(ctx, req)
+			if req.Host != nil {
+				go func() { _, _ = req.Host.Call(context.Background(), "probe", json.RawMessage(`1`)) }()
+			}
+			return out, err
+		}, map[string]string{
+			"host_calls":  "after its run ended",
+			"host_errors": "after its run ended",
+			"host_limits": "after its run ended",
+			"host_stop":   "after its run ended",
+		}},
+		{"declares host calls but gives the script none", func(ctx context.Context, b *goja.Backend, req spi.Request) (spi.Outcome, error) {
+			req.Host = nil
+			return b.Evaluate(ctx, req)
+		}, map[string]string{
+			"host_calls":  "two host calls must give the second answer",
+			"host_errors": "host function was called 0 time(s)",
+			"host_limits": "limitExceeded hostCalls",
+			"host_stop":   "never called",
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rep := runHostCases(t, hostFactory(tc.evaluate))
+			require.Len(t, rep.Cases, len(hostCaseNames))
+			for _, c := range rep.Cases {
+				assert.Equal(t, StatusFail, c.Status, "%s must fail: %s", c.Name, c.Reason)
+				assert.True(t, strings.Contains(c.Reason, tc.reason[c.Name]), "%s: want %q in %q", c.Name, tc.reason[c.Name], c.Reason)
+			}
+		})
+	}
+}
+
+func TestHostCasesGated(t *testing.T) {
+	c := newFakeConfig()
+	c.caps.HostCalls = false
+	rep, err := Check(context.Background(), c.factory(), &Options{Cases: hostCaseNames})
+	require.NoError(t, err)
+	for _, r := range rep.Cases {
+		assert.Equal(t, StatusSkip, r.Status, r.Name)
+		assert.Contains(t, r.Reason, "gated by HostCalls")
+	}
+}
+
+// The good fake's host behaviours act out the host_* scripts through the
+// broker, as an engine relays a script's calls.
+func init() {
+	goodBehaviors["host_calls"] = hostCallsBehavior
+	goodBehaviors["host_error"] = hostErrorBehavior
+	goodBehaviors["host_loop"] = hostLoopBehavior
+}
+
+// hostThrew is what an engine reports for a host error the script did not
+// catch, or the stop the broker asked for.
+func hostThrew(ctx context.Context, err error) (spi.Outcome, error) {
+	if ctx.Err() != nil {
+		return spi.Outcome{}, ctx.Err()
+	}
+	return spi.Threw("Error", err.Error()), nil
+}
+
+func hostCallsBehavior(ctx context.Context, _ *fake, req spi.Request) (spi.Outcome, error) {
+	if req.Host == nil {
+		return spi.Threw("ReferenceError", "host is not defined"), nil
+	}
+	first, err := req.Host.Call(ctx, "probe", req.Input)
+	if err != nil {
+		return hostThrew(ctx, err)
+	}
+	second, err := req.Host.Call(ctx, "probe", first)
+	if err != nil {
+		return hostThrew(ctx, err)
+	}
+	return spi.OK(second), nil
+}
+
+func hostErrorBehavior(ctx context.Context, _ *fake, req spi.Request) (spi.Outcome, error) {
+	if req.Host == nil {
+		return spi.Threw("ReferenceError", "host is not defined"), nil
+	}
+	var message json.RawMessage = json.RawMessage("null")
+	if _, err := req.Host.Call(ctx, "fails", req.Input); err != nil {
+		message, _ = json.Marshal(err.Error())
+	}
+	_, err := req.Host.Call(ctx, "fails", message)
+	if err == nil {
+		return spi.OK(json.RawMessage("null")), nil
+	}
+	return hostThrew(ctx, err)
+}
+
+func hostLoopBehavior(ctx context.Context, _ *fake, req spi.Request) (spi.Outcome, error) {
+	if req.Host == nil {
+		return spi.Threw("ReferenceError", "host is not defined"), nil
+	}
+	for {
+		if _, err := req.Host.Call(ctx, "probe", req.Input); err != nil {
+			return hostThrew(ctx, err)
+		}
+	}
+}

@@ -1,0 +1,399 @@
+package effect
+
+// This file is the host-call broker (SPI 1.1): a script asks its host for
+// data mid-run through spi.Request.Host, and the effect owns every rule of
+// it. The backend only relays: it hands the broker a name and JSON text,
+// and throws whatever error comes back into the script.
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/sandbank/sandbank/spi"
+)
+
+// HostFunc is a function a script may call on its host while it runs.
+//
+// args is the script's one argument as JSON text ("null" when it passed
+// none), valid and at most MaxHostArgBytes long. The result is marshalled
+// with encoding/json (a json.RawMessage is taken as is once validated) and
+// must be at most MaxHostResultBytes long; the script receives it decoded.
+// A non-nil error is thrown into the script as an Error whose message is
+// the error's text, bounded and made storable: the script may catch it,
+// and uncaught it ends the run as scriptError.
+//
+// ctx is the run's: it is done when the caller cancels, when the run ends
+// (the backend returned, or the effect stopped waiting for it) and when the
+// run's wall clock, counted from when the backend was called, runs out. A
+// host function still running then is not waited for: the run ends with
+// limitExceeded (wallClock) or the caller's context error, and the
+// function's goroutine is counted in Abandoned until it returns.
+//
+// A panic is recovered and fails the run with an untyped, retryable error
+// (the host's fault, not the script's), as does a result encoding/json
+// cannot marshal. The host functions of one run are never called
+// concurrently: calls are delivered one at a time, in the order the
+// backend makes them (on every built-in engine, the order the script makes
+// them).
+type HostFunc func(ctx context.Context, args json.RawMessage) (any, error)
+
+// HostFuncs maps names to host functions. A name is 1 to MaxHostNameBytes
+// bytes of ASCII letters, digits and underscores, not starting with a
+// digit; the function must not be nil.
+type HostFuncs map[string]HostFunc
+
+// The host-call defaults and fixed bounds.
+const (
+	// DefaultMaxHostCalls is the default bound on host calls per run.
+	DefaultMaxHostCalls = 1000
+	// DefaultMaxHostArgBytes is the default bound on one host call's
+	// argument, 1 MiB of JSON text.
+	DefaultMaxHostArgBytes int64 = 1 << 20
+	// DefaultMaxHostResultBytes is the default bound on one host
+	// function's result, 4 MiB of JSON text (the default output ceiling).
+	DefaultMaxHostResultBytes = DefaultMaxOutputBytes
+	// MaxHostNameBytes is the longest name a host function may have.
+	MaxHostNameBytes = 64
+)
+
+// ErrInvalidHost is matched (with errors.Is) by the invalid calls of host
+// functions: a malformed name or a nil function in Options.Host or
+// Call.Host, a negative host bound, and host functions on a backend that
+// does not declare HostCalls. It matches ErrInvalidCall.
+var ErrInvalidHost error = &invalidSentinel{"effect: invalid host functions"}
+
+var errHostUnsupported = invalid(ErrInvalidHost, "effect: the call has host functions but the backend does not declare HostCalls")
+
+// checkHostFuncs validates a set of host functions.
+func checkHostFuncs(fns HostFuncs) error {
+	for name, fn := range fns {
+		if !validHostName(name) {
+			return invalid(ErrInvalidHost, "effect: a host function name must be 1 to "+strconv.Itoa(MaxHostNameBytes)+" ASCII letters, digits or underscores, not starting with a digit")
+		}
+		if fn == nil {
+			return invalid(ErrInvalidHost, "effect: host function "+strconv.Quote(name)+" is nil")
+		}
+	}
+	return nil
+}
+
+func validHostName(s string) bool {
+	if s == "" || len(s) > MaxHostNameBytes {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '_', 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z':
+		case '0' <= c && c <= '9' && i > 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// hostFuncsFor merges the effect's host functions with a call's, and
+// refuses host functions on a backend that cannot relay them. It returns
+// nil when the call has none.
+func (e *Effect) hostFuncsFor(call HostFuncs) (HostFuncs, error) {
+	if len(call) == 0 {
+		if len(e.host) == 0 {
+			return nil, nil
+		}
+		return e.host, nil // validated in New; never written afterwards
+	}
+	if err := checkHostFuncs(call); err != nil {
+		return nil, err
+	}
+	if !e.caps.HostCalls {
+		return nil, errHostUnsupported
+	}
+	if len(e.host) == 0 {
+		return call, nil
+	}
+	merged := make(HostFuncs, len(e.host)+len(call))
+	for k, v := range e.host {
+		merged[k] = v
+	}
+	for k, v := range call {
+		merged[k] = v
+	}
+	return merged, nil
+}
+
+// broker is one run's spi.Host. It is made per run when the run has host
+// functions, armed when the backend is called and ended when the backend
+// returns or the effect stops waiting for it.
+type broker struct {
+	funcs     HostFuncs
+	maxCalls  int
+	maxArg    int64
+	maxResult int64
+	e         *Effect
+	st        *runState // the run's record (hostcall_record.go); may be nil
+
+	serial sync.Mutex // held for a whole call: calls are delivered one at a time
+
+	mu        sync.Mutex
+	runCtx    context.Context // the backend's context
+	ctx       context.Context // the host functions' context
+	cancel    context.CancelFunc
+	cancelRun context.CancelFunc // cancels the backend's context
+	ended     bool
+	calls     int
+	verdict   error // what ends the run, when the broker decided it
+}
+
+var _ spi.Host = (*broker)(nil)
+
+func (e *Effect) newBroker(funcs HostFuncs, st *runState) *broker {
+	return &broker{funcs: funcs, maxCalls: e.maxHostCalls, maxArg: e.maxHostArg, maxResult: e.maxHostResult, e: e, st: st}
+}
+
+// arm starts the run: host functions get a context derived from the
+// backend's, done at the wall clock counted from now.
+func (b *broker) arm(bctx context.Context, cancelRun context.CancelFunc, wall time.Duration) {
+	ctx, cancel := context.WithTimeout(bctx, wall)
+	b.mu.Lock()
+	b.runCtx, b.ctx, b.cancel, b.cancelRun = bctx, ctx, cancel, cancelRun
+	b.mu.Unlock()
+}
+
+// end marks the run over: no call is delivered afterwards, and the
+// context of a host function still running is done. It is idempotent.
+func (b *broker) end() {
+	b.mu.Lock()
+	b.ended = true
+	cancel := b.cancel
+	b.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+}
+
+// decide records what ends the run (the first decision wins) and cancels
+// the backend's context, so that the backend stops.
+func (b *broker) decide(err error) {
+	b.mu.Lock()
+	if b.verdict == nil {
+		b.verdict = err
+	}
+	cancelRun := b.cancelRun
+	b.mu.Unlock()
+	if cancelRun != nil {
+		cancelRun()
+	}
+}
+
+// decided returns the broker's verdict on the run, or nil.
+func (b *broker) decided() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.verdict
+}
+
+// hostError is an error the broker returns to the backend, to be thrown
+// into the script. Its text is fixed or bounded.
+type hostError struct{ msg string }
+
+func (e *hostError) Error() string { return e.msg }
+
+// The fixed texts a script may see.
+var (
+	errHostRunEnded   = &hostError{"effect: host call after the run ended"}
+	errHostTooMany    = &hostError{"effect: too many host calls"}
+	errHostArgsJSON   = &hostError{"effect: host call argument is not valid JSON"}
+	errHostWallClock  = &hostError{"effect: the wall clock ran out during a host call"}
+	errHostStopped    = &hostError{"effect: the run was stopped during a host call"}
+	errHostPanicked   = &hostError{"effect: the host function failed"}
+	errHostNoJSONText = &hostError{"effect: the host function's result is not JSON"}
+)
+
+// hostResult is what the goroutine running a host function hands back.
+type hostResult struct {
+	text     []byte
+	err      error
+	panicked bool
+	badValue bool
+}
+
+// Call implements spi.Host: it checks the call against the run's rules,
+// runs the host function under the run's context and bounds its result.
+func (b *broker) Call(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error) {
+	b.serial.Lock()
+	defer b.serial.Unlock()
+
+	b.mu.Lock()
+	if b.ended || b.ctx == nil || b.verdict != nil {
+		b.mu.Unlock()
+		return nil, errHostRunEnded
+	}
+	b.calls++
+	n, hctx := b.calls, b.ctx
+	b.mu.Unlock()
+	if ctx != nil && ctx.Err() != nil {
+		return nil, errHostStopped
+	}
+	if n > b.maxCalls {
+		b.decide(&Failure{Code: CodeLimitExceeded, Kind: LimitHostCalls, Limit: int64(b.maxCalls)})
+		return nil, errHostTooMany
+	}
+	fn, ok := b.funcs[name]
+	if !ok {
+		return nil, &hostError{"effect: unknown host function " + quoteName(name)}
+	}
+	if len(args) == 0 {
+		args = json.RawMessage("null")
+	}
+	if int64(len(args)) > b.maxArg {
+		return nil, &hostError{"effect: host call argument is " + strconv.Itoa(len(args)) + " bytes, over the limit of " + strconv.FormatInt(b.maxArg, 10) + " (MaxHostArgBytes)"}
+	}
+	if !json.Valid(args) {
+		return nil, errHostArgsJSON
+	}
+	if err := b.stopped(hctx); err != nil {
+		return nil, err
+	}
+	arg := append(json.RawMessage(nil), args...)
+	ended := b.st.hostCallBegun(name, int64(len(arg)))
+
+	ch := make(chan hostResult, 1)
+	j := b.e.newJob()
+	go func() {
+		defer j.finish()
+		ch <- runHostFunc(hctx, fn, arg)
+	}()
+	var r hostResult
+	select {
+	case r = <-ch:
+	case <-hctx.Done():
+		j.abandon()
+		err := b.stopped(hctx)
+		ended(0, err)
+		return nil, err
+	}
+	switch {
+	case r.panicked:
+		ended(0, errHostPanicked)
+	case r.badValue:
+		ended(0, errHostNoJSONText)
+	default:
+		ended(int64(len(r.text)), r.err)
+	}
+	if err := b.stopped(hctx); err != nil {
+		return nil, err // the answer came too late to be delivered
+	}
+	switch {
+	case r.panicked:
+		b.decide(&untypedError{msg: "effect: host function " + quoteName(name) + " panicked"})
+		return nil, errHostPanicked
+	case r.badValue:
+		b.decide(&untypedError{msg: "effect: host function " + quoteName(name) + " returned a value that is not JSON"})
+		return nil, errHostNoJSONText
+	case r.err != nil:
+		return nil, &hostError{boundText(errorText(r.err))}
+	case int64(len(r.text)) > b.maxResult:
+		return nil, &hostError{"effect: host function result is " + strconv.Itoa(len(r.text)) + " bytes, over the limit of " + strconv.FormatInt(b.maxResult, 10) + " (MaxHostResultBytes)"}
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.ended {
+		return nil, errHostRunEnded
+	}
+	return r.text, nil
+}
+
+// stopped reports why hctx is done, deciding the run's outcome when the
+// wall clock ran out, or nil when it is not done.
+func (b *broker) stopped(hctx context.Context) error {
+	if hctx.Err() == nil {
+		return nil
+	}
+	b.mu.Lock()
+	ended := b.ended
+	b.mu.Unlock()
+	// hctx is done but not the backend's context, and the run has not
+	// ended: the broker's own deadline passed, the wall clock ran out
+	// inside a host call.
+	if !ended && b.runCtx.Err() == nil {
+		b.decide(&Failure{Code: CodeLimitExceeded, Kind: LimitWallClock})
+		return errHostWallClock
+	}
+	if ended {
+		return errHostRunEnded
+	}
+	return errHostStopped
+}
+
+// runHostFunc calls fn, recovering a panic, and marshals its result.
+func runHostFunc(ctx context.Context, fn HostFunc, args json.RawMessage) (r hostResult) {
+	defer func() {
+		if p := recover(); p != nil {
+			r = hostResult{panicked: true}
+		}
+	}()
+	v, err := fn(ctx, args)
+	if err != nil {
+		return hostResult{err: err}
+	}
+	if raw, ok := v.(json.RawMessage); ok {
+		if !json.Valid(raw) {
+			return hostResult{badValue: true}
+		}
+		return hostResult{text: append([]byte(nil), raw...)}
+	}
+	text, err := json.Marshal(v)
+	if err != nil {
+		return hostResult{badValue: true}
+	}
+	return hostResult{text: text}
+}
+
+// quoteName quotes a name a script asked for, cut to MaxHostNameBytes and
+// scrubbed: the script chose it, so it is bounded like all its text.
+func quoteName(name string) string {
+	if len(name) > MaxHostNameBytes {
+		return strconv.Quote(boundText(name[:MaxHostNameBytes])) + "…"
+	}
+	return strconv.Quote(boundText(name))
+}
+
+// hostBroker returns the broker of req, or nil.
+func hostBroker(req spi.Request) *broker {
+	b, _ := req.Host.(*broker)
+	return b
+}
+
+// setHost validates the host options and fills in their defaults.
+func (e *Effect) setHost(o *Options) error {
+	switch {
+	case o.MaxHostCalls < 0:
+		return invalid(ErrInvalidLimits, "effect: options: negative MaxHostCalls")
+	case o.MaxHostArgBytes < 0:
+		return invalid(ErrInvalidLimits, "effect: options: negative MaxHostArgBytes")
+	case o.MaxHostResultBytes < 0:
+		return invalid(ErrInvalidLimits, "effect: options: negative MaxHostResultBytes")
+	}
+	e.maxHostCalls = cmp.Or(o.MaxHostCalls, DefaultMaxHostCalls)
+	e.maxHostArg = cmp.Or(o.MaxHostArgBytes, DefaultMaxHostArgBytes)
+	e.maxHostResult = cmp.Or(o.MaxHostResultBytes, DefaultMaxHostResultBytes)
+	if len(o.Host) == 0 {
+		return nil
+	}
+	if err := checkHostFuncs(o.Host); err != nil {
+		return err
+	}
+	if !e.caps.HostCalls {
+		return invalid(ErrInvalidHost, "effect: Options.Host is set but the backend does not declare HostCalls")
+	}
+	e.host = make(HostFuncs, len(o.Host))
+	for k, v := range o.Host {
+		e.host[k] = v
+	}
+	return nil
+}
