@@ -1183,7 +1183,7 @@ func TestCaseNames(t *testing.T) {
 	assert.Equal(t, []string{
 		"echo", "throw", "syntax_error", "runaway_loop", "runaway_native", "allocation_bomb", "memory_limit",
 		"deep_recursion", "rich_value", "async_value", "input_contract", "no_network", "no_escape", "host_objects",
-		"fresh_per_run", "warm", "cpu_budget", "input_too_big", "abort", "abort_mid_run", "composition",
+		"fresh_per_run", "warm", "cpu_budget", "input_too_big", "abort", "abort_mid_run", "composition", "logs",
 	}, names)
 	names[0] = "changed"
 	assert.Equal(t, "echo", CaseNames()[0], "CaseNames returns a copy")

@@ -164,6 +164,7 @@ func (b *Backend) Capabilities() spi.Capabilities {
 		Memory:      false,
 		CPU:         false,
 		FreshPerRun: true,
+		Logs:        true,
 	}
 }
 
@@ -193,6 +194,7 @@ func (b *Backend) Evaluate(ctx context.Context, req spi.Request) (spi.Outcome, e
 		return spi.InputTooLarge(), nil
 	}
 
+	begun := time.Now()
 	r, err := b.newRun(req)
 	if err != nil {
 		return spi.Outcome{}, err
@@ -211,7 +213,11 @@ func (b *Backend) Evaluate(ctx context.Context, req spi.Request) (spi.Outcome, e
 			// delivers its value: the clock is a limit, whoever noticed
 			// first.
 			if !armed.IsZero() && time.Since(armed) > req.Limits.WallClock && out.Kind != spi.KindLimit {
-				return spi.Limited(spi.LimitWallClock), nil
+				out = spi.Limited(spi.LimitWallClock)
+			}
+			// exec set startedAt before it returned out: safe to read.
+			if !r.startedAt.IsZero() {
+				out.Stats = spi.Stats{Startup: r.startedAt.Sub(begun), ScriptTime: time.Since(r.startedAt)}
 			}
 			return out, nil
 		case <-started:

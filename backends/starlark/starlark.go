@@ -130,6 +130,7 @@ func (b *Backend) Capabilities() spi.Capabilities {
 		Memory:      false,
 		CPU:         true,
 		FreshPerRun: true,
+		Logs:        true,
 	}
 }
 
@@ -155,6 +156,7 @@ func (b *Backend) Evaluate(ctx context.Context, req spi.Request) (spi.Outcome, e
 	if err := ctx.Err(); err != nil {
 		return spi.Outcome{}, err
 	}
+	begun := time.Now()
 	_, prog, err := sl.SourceProgramOptions(fileOptions, scriptName, req.Script, b.predeclared.Has)
 	if err != nil {
 		return spi.Threw("SyntaxError", err.Error()), nil
@@ -167,7 +169,7 @@ func (b *Backend) Evaluate(ctx context.Context, req spi.Request) (spi.Outcome, e
 		return spi.Outcome{}, err
 	}
 
-	r := &run{b: b, prog: prog, input: input}
+	r := &run{b: b, prog: prog, input: input, logs: req.Logs}
 	r.thread = newThread(r)
 
 	// The wall clock is armed as the script starts: compiling and
@@ -206,7 +208,11 @@ func (b *Backend) Evaluate(ctx context.Context, req spi.Request) (spi.Outcome, e
 		// A run that outlived its wall clock (one long built-in call, and
 		// the timer lost the race on a busy machine) never delivers its
 		// value: the clock is a limit, whoever noticed first.
-		return late(e), nil
+		out := late(e)
+		// The run is over: its thread's step count is final.
+		out.Stats = spi.Stats{Startup: start.Sub(begun), ScriptTime: e.elapsed,
+			CPUUnit: "steps", CPUUnits: int64(r.thread.ExecutionSteps())}
+		return out, nil
 	case <-expired:
 		if r.cause.CompareAndSwap(causeNone, causeWall) {
 			// The interpreter stops at its next step; a long built-in
@@ -226,12 +232,13 @@ func (b *Backend) Evaluate(ctx context.Context, req spi.Request) (spi.Outcome, e
 	}
 }
 
-// newThread returns the thread of one run: print goes nowhere, load is
-// refused, and the step budget ends the run as the CPU limit.
+// newThread returns the thread of one run: print writes a line to the
+// request's log sink (info, stdout), load is refused, and the step budget
+// ends the run as the CPU limit.
 func newThread(r *run) *sl.Thread {
 	t := &sl.Thread{
 		Name:  "sandbank",
-		Print: func(*sl.Thread, string) {}, // print goes nowhere
+		Print: r.print,
 		Load: func(*sl.Thread, string) (sl.StringDict, error) {
 			return nil, errLoadRefused
 		},
@@ -251,6 +258,22 @@ type run struct {
 	input  sl.Value
 	thread *sl.Thread
 	cause  atomic.Int32
+	logs   spi.LogSink // nil: print goes nowhere
+	full   bool        // the sink said it is full
+}
+
+// print is the thread's Print: one line per call, cut at
+// spi.MaxLogLineBytes.
+func (r *run) print(_ *sl.Thread, msg string) {
+	if r.logs == nil || r.full {
+		return
+	}
+	if len(msg) > spi.MaxLogLineBytes {
+		msg = msg[:spi.MaxLogLineBytes]
+	}
+	if !r.logs.Log(spi.LevelInfo, spi.StreamStdout, msg) {
+		r.full = true
+	}
 }
 
 // exec runs the module and main on the calling goroutine.
