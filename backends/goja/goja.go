@@ -216,7 +216,7 @@ func (b *Backend) Evaluate(ctx context.Context, req spi.Request) (spi.Outcome, e
 				out = spi.Limited(spi.LimitWallClock)
 			}
 			// exec set startedAt before it returned out: safe to read.
-			if !r.startedAt.IsZero() {
+			if req.Logs != nil && !r.startedAt.IsZero() {
 				out.Stats = spi.Stats{Startup: r.startedAt.Sub(begun), ScriptTime: time.Since(r.startedAt)}
 			}
 			return out, nil

@@ -209,9 +209,11 @@ func (b *Backend) Evaluate(ctx context.Context, req spi.Request) (spi.Outcome, e
 		// the timer lost the race on a busy machine) never delivers its
 		// value: the clock is a limit, whoever noticed first.
 		out := late(e)
-		// The run is over: its thread's step count is final.
-		out.Stats = spi.Stats{Startup: start.Sub(begun), ScriptTime: e.elapsed,
-			CPUUnit: "steps", CPUUnits: int64(r.thread.ExecutionSteps())}
+		if req.Logs != nil {
+			// The run is over: its thread's step count is final.
+			out.Stats = spi.Stats{Startup: start.Sub(begun), ScriptTime: e.elapsed,
+				CPUUnit: "steps", CPUUnits: int64(r.thread.ExecutionSteps())}
+		}
 		return out, nil
 	case <-expired:
 		if r.cause.CompareAndSwap(causeNone, causeWall) {
