@@ -285,7 +285,7 @@ func (b *Backend) run(ctx context.Context, plugin *xt.CompiledPlugin, req spi.Re
 	if instExpired || used >= req.Limits.WallClock {
 		return spi.Limited(spi.LimitWallClock), nil
 	}
-	inst.SetLogger(logTo(req.Logs, b.fn))
+	inst.SetLogger(logTo(req.Logs))
 	if mem.overflowed() {
 		return spi.Limited(spi.LimitMemory), nil
 	}

@@ -72,6 +72,7 @@ func TestNewOptions(t *testing.T) {
 				Memory:      true,
 				CPU:         false,
 				FreshPerRun: true,
+				Logs:        true,
 			}, c)
 		})
 	}

@@ -11,34 +11,25 @@ import (
 
 // enableSDKLogs lets plugin log calls reach the instance's logger. The
 // Extism SDK filters them by one process-wide level whose default drops
-// every call, so New sets it to trace, once: every log call of every
-// Extism plugin in the process then reaches its instance's logger (ours
-// each write to their run's sink; an instance nobody gave a logger writes
-// to standard output, the SDK's default).
-var enableSDKLogs = sync.OnceFunc(func() { xt.SetLogLevel(xt.LogLevelTrace) })
+// every call; the same level filters the SDK's own diagnostics, which go
+// to standard output while an instance is created (before it has our
+// logger), at debug and trace. So New sets the level to info, once: a
+// plugin's log_info, log_warn and log_error reach its run's log, and its
+// log_debug and log_trace, like the SDK's diagnostics, reach no one. It is
+// the process's level: every Extism plugin in the process logs at info and
+// above.
+var enableSDKLogs = sync.OnceFunc(func() { xt.SetLogLevel(xt.LogLevelInfo) })
 
-// logTo returns the logger of an instance that calls fn, writing to sink:
-// trace and debug at debug, info at info (stdout), warn and error on
-// stderr. Each message is one line, cut at spi.MaxLogLineBytes. A nil sink
-// drops everything.
-//
-// The SDK writes its own diagnostics to the same logger ("Initializing
-// runtime …", "Calling function : run"), and the last of them, "Calling
-// function : " and the function's name, comes just before the plugin's
-// function starts: the logger delivers what comes after it, the plugin's
-// own lines. (Lines a WASI reactor's _initialize logs, which the SDK runs
-// before that, are not delivered.)
-func logTo(sink spi.LogSink, fn string) func(xt.LogLevel, string) {
+// logTo returns the logger of an instance writing to sink: info on
+// stdout, warn and error on stderr (debug and trace never arrive: see
+// enableSDKLogs). Each message is one line, cut at spi.MaxLogLineBytes. A
+// nil sink drops everything.
+func logTo(sink spi.LogSink) func(xt.LogLevel, string) {
 	if sink == nil {
 		return func(xt.LogLevel, string) {}
 	}
-	start := sdkCalling + fn
-	full, started := false, false
+	full := false
 	return func(level xt.LogLevel, msg string) {
-		if !started {
-			started = level == xt.LogLevelDebug && msg == start
-			return
-		}
 		if full {
 			return
 		}
@@ -59,10 +50,6 @@ func logTo(sink spi.LogSink, fn string) func(xt.LogLevel, string) {
 		}
 	}
 }
-
-// sdkCalling starts the SDK's last diagnostic before it calls the
-// plugin's function (go-sdk v1.7.1, extism.go).
-const sdkCalling = "Calling function : "
 
 // stdio is a run's WASI standard output and error, line by line into the
 // request's sink (info on stdout, error on stderr).
