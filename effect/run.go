@@ -23,8 +23,10 @@ import (
 // infrastructure error or a cancellation before the backend was called
 // (a script store that failed, ErrOverloaded).
 //
-// What the script logs reaches the record only from a backend that
-// declares spi.Capabilities.Logs; the lines of a failed run are kept too.
+// Every backend is handed the run's log sink; one that declares
+// spi.Capabilities.Logs delivers every line the script logs (the
+// conformance kit proves it), others may deliver some or none. The lines
+// of a failed run are kept too.
 // Lines the backend writes after Run returned (a backend abandoned past its
 // deadline) are dropped. When call.Events is set, the run's events go there
 // as they happen (see [Event]).
@@ -235,8 +237,11 @@ func (st *runState) finish(value []byte, err error, canceled bool) *Record {
 	}
 	r := st.receipt()
 	r.Outcome, r.LimitKind = outcomeOf(err, f, canceled)
-	if err == nil {
+	switch {
+	case err == nil:
 		r.OutputDigest = digestOf(value)
+	case f != nil:
+		r.OutputDigest, _ = failureDigest(f)
 	}
 	r.Duration = time.Since(st.start)
 	rec.Receipt = r
