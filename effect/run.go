@@ -45,7 +45,7 @@ func (e *Effect) observed(call Call) bool {
 
 // run is Run with a non-nil ctx.
 func (e *Effect) run(ctx context.Context, call Call) (*Record, error) {
-	st := &runState{e: e, call: &call, start: time.Now()}
+	st := &runState{e: e, script: call.Script, source: call.Source, start: time.Now()}
 	if call.Events != nil {
 		st.events = newEventQueue(call.Events, e.rc.eventBuffer)
 	}
@@ -68,11 +68,12 @@ func (e *Effect) run(ctx context.Context, call Call) (*Record, error) {
 // runState collects what one run's record needs. Every method is safe on a
 // nil *runState (Evaluate without a record): it does nothing.
 type runState struct {
-	e     *Effect
-	call  *Call
-	ctx   context.Context // the run's context, with its span
-	start time.Time
-	span  trace.Span // nil: not traced
+	e      *Effect
+	script Address         // the call's Script and Source, for the receipt of a
+	source []byte          // run that fails before the script is read
+	ctx    context.Context // the run's context, with its span
+	start  time.Time
+	span   trace.Span // nil: not traced
 
 	limits      spi.Limits
 	haveLimits  bool
@@ -85,7 +86,8 @@ type runState struct {
 	backendTime  time.Duration
 	engine       spi.Stats
 
-	logs   *logBuffer  // nil until the backend is called
+	logs   *logBuffer  // nil until the backend is called, then &logBuf
+	logBuf logBuffer   // the run's log sink, in the same allocation
 	events *eventQueue // nil: no Call.Events
 
 	hostCalls hostCallStats
@@ -125,7 +127,8 @@ func (st *runState) backendBegins(req *spi.Request) {
 		return
 	}
 	st.reached = true
-	st.logs = &logBuffer{maxBytes: st.e.rc.maxLogBytes, maxLines: st.e.rc.maxLogLines, start: st.start, events: st.events}
+	st.logBuf = logBuffer{maxBytes: st.e.rc.maxLogBytes, maxLines: st.e.rc.maxLogLines, start: st.start, events: st.events}
+	st.logs = &st.logBuf
 	req.Logs = st.logs
 	if st.events != nil {
 		r := st.receipt()
@@ -189,12 +192,12 @@ func (st *runState) receipt() Receipt {
 	}
 	if r.Script == "" {
 		switch {
-		case st.call.Script != "":
-			if a, err := ParseAddress(string(st.call.Script)); err == nil {
+		case st.script != "":
+			if a, err := ParseAddress(string(st.script)); err == nil {
 				r.Script = a
 			}
-		case st.call.Source != nil:
-			r.Script = AddressOf(st.call.Source)
+		case st.source != nil:
+			r.Script = AddressOf(st.source)
 		}
 	}
 	if st.input != nil {
