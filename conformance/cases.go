@@ -106,6 +106,7 @@ var allCases = []*caseDef{
 	{name: "abort", gate: always, scripts: []string{"abort"}, run: caseAbort},
 	{name: "abort_mid_run", gate: needHardClock, scripts: []string{"abort_mid_run"}, run: caseAbortMidRun, proves: []string{"wallClock=hard"}},
 	{name: "composition", gate: always, scripts: []string{"composition_throw", "composition_output"}, run: caseComposition},
+	{name: "logs", gate: needLogs, scripts: []string{"logs"}, run: caseLogs},
 }
 
 // echoInput is the input of echo (and of the echo runs other cases make).

@@ -1188,7 +1188,7 @@ func TestCaseNames(t *testing.T) {
 		"echo", "throw", "syntax_error", "runaway_loop", "runaway_native", "allocation_bomb", "memory_limit",
 		"deep_recursion", "rich_value", "async_value", "input_contract", "no_network", "no_escape", "host_objects",
 		"fresh_per_run", "warm", "cpu_budget", "input_too_big", "abort", "abort_mid_run", "composition",
-		"host_calls", "host_errors", "host_limits", "host_stop",
+		"host_calls", "host_errors", "host_limits", "host_stop", "logs",
 	}, names)
 	names[0] = "changed"
 	assert.Equal(t, "echo", CaseNames()[0], "CaseNames returns a copy")

@@ -65,7 +65,7 @@ var (
 
 // goodCaps is the strongest declaration.
 func goodCaps() spi.Capabilities {
-	return spi.Capabilities{Language: "javascript", Network: spi.NetworkNone, WallClock: spi.WallClockHard, Memory: true, CPU: true, FreshPerRun: true, HostCalls: true}
+	return spi.Capabilities{Language: "javascript", Network: spi.NetworkNone, WallClock: spi.WallClockHard, Memory: true, CPU: true, FreshPerRun: true, HostCalls: true, Logs: true}
 }
 
 // newFakeConfig returns a well-behaved configuration over the JavaScript
@@ -225,6 +225,7 @@ func outcome(o spi.Outcome) behavior {
 }
 
 var goodBehaviors = map[string]behavior{
+	"logs":       logsBehavior(logsGood),
 	"echo":       echoBehavior,
 	"rich_value": echoBehavior,
 	"abort":      echoBehavior,

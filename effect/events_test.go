@@ -140,7 +140,7 @@ func TestHostCallHook(t *testing.T) {
 	var st *runState
 	st.hostCallBegun("x", 1)(2, nil) // safe without a record
 	c := newCollector()
-	st = &runState{e: &Effect{}, start: time.Now(), events: newEventQueue(c.sink, 8), call: &Call{}}
+	st = &runState{e: &Effect{}, start: time.Now(), events: newEventQueue(c.sink, 8)}
 	st.hostCallBegun("fetch", 10)(20, nil)
 	st.hostCallBegun("fetch", 1)(0, assert.AnError)
 	st.finish([]byte(`1`), nil, false)

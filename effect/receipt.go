@@ -39,7 +39,9 @@ type Receipt struct {
 	// serialised.
 	InputDigest string `json:"inputDigest,omitempty"`
 	// OutputDigest is "sha256:<hex>" of the canonical value, when the run
-	// produced one.
+	// produced one, or of the typed failure's canonical JSON (as
+	// Failure.MarshalJSON writes it, keys sorted), when it failed typed;
+	// empty otherwise. Outcome tells the two apart.
 	OutputDigest string `json:"outputDigest,omitempty"`
 	// Engine is the engine's name (Options.Engine, or the backend's Go
 	// type).
@@ -114,4 +116,17 @@ func outcomeOf(err error, f *Failure, canceled bool) (outcome, kind string) {
 	default:
 		return OutcomeInfrastructure, ""
 	}
+}
+
+// failureDigest returns the digest of f's canonical JSON.
+func failureDigest(f *Failure) (string, error) {
+	b, err := json.Marshal(f)
+	if err != nil {
+		return "", err
+	}
+	canon, err := canonicalize(b)
+	if err != nil {
+		return "", err
+	}
+	return digestOf(canon), nil
 }

@@ -116,7 +116,7 @@ func TestRunTypedFailureKeepsLogs(t *testing.T) {
 	require.Len(t, rec.Logs, 1)
 	assert.Equal(t, "before the throw", rec.Logs[0].Text)
 	assert.Equal(t, CodeScriptError.String(), rec.Receipt.Outcome)
-	assert.Empty(t, rec.Receipt.OutputDigest)
+	assert.Equal(t, sha(`{"code":"scriptError","message":"nope","name":"Error"}`), rec.Receipt.OutputDigest, "a failure's digest")
 	require.NoError(t, Verify(rec, testScript, nil))
 
 	f = newFixture(t, logThen(spi.Limited(spi.LimitCPU)), nil)
@@ -277,6 +277,12 @@ func TestVerifyFindsEveryMismatch(t *testing.T) {
 		}), testScript, "in", "limit kind"},
 		{"infrastructure with value", tamper(func(r *Record) { r.Receipt.Outcome = OutcomeInfrastructure }), testScript, "in", "with a value"},
 		{"format", tamper(func(r *Record) { r.Receipt.Format = "other/2" }), testScript, "in", "receipt format"},
+		{"failure's text changed", tamper(func(r *Record) {
+			r.Value = nil
+			r.Receipt.Outcome = "scriptError"
+			r.Receipt.OutputDigest = sha(`{"code":"scriptError","message":"boom"}`)
+			r.Failure = &Failure{Code: CodeScriptError, Message: "BOOM"}
+		}), testScript, "in", "the failure's digest"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -296,4 +302,15 @@ func TestOptionsRecordValidation(t *testing.T) {
 	e, err := New(NewMemoryStore(), fb, nil)
 	require.NoError(t, err)
 	assert.Equal(t, "*fakebackend.Backend", e.rc.engine, "the Go type names an unnamed engine")
+}
+
+func TestVerifyReceiptAlone(t *testing.T) {
+	f := newFixture(t, fakebackend.Return(okOutcome(`1`)), nil)
+	rec, err := f.e.Run(context.Background(), Call{Script: f.addr, Input: []int{1}})
+	require.NoError(t, err)
+	require.NoError(t, VerifyReceipt(rec.Receipt, testScript, []int{1}))
+	err = VerifyReceipt(rec.Receipt, []byte("x"), []int{2})
+	require.ErrorIs(t, err, ErrRecordMismatch)
+	assert.ErrorContains(t, err, "the script's address")
+	assert.ErrorContains(t, err, "the input's digest")
 }

@@ -23,8 +23,10 @@ import (
 // infrastructure error or a cancellation before the backend was called
 // (a script store that failed, ErrOverloaded).
 //
-// What the script logs reaches the record only from a backend that
-// declares spi.Capabilities.Logs; the lines of a failed run are kept too.
+// Every backend is handed the run's log sink; one that declares
+// spi.Capabilities.Logs delivers every line the script logs (the
+// conformance kit proves it), others may deliver some or none. The lines
+// of a failed run are kept too.
 // Lines the backend writes after Run returned (a backend abandoned past its
 // deadline) are dropped. When call.Events is set, the run's events go there
 // as they happen (see [Event]).
@@ -43,7 +45,7 @@ func (e *Effect) observed(call Call) bool {
 
 // run is Run with a non-nil ctx.
 func (e *Effect) run(ctx context.Context, call Call) (*Record, error) {
-	st := &runState{e: e, call: &call, start: time.Now()}
+	st := &runState{e: e, script: call.Script, source: call.Source, start: time.Now()}
 	if call.Events != nil {
 		st.events = newEventQueue(call.Events, e.rc.eventBuffer)
 	}
@@ -66,11 +68,12 @@ func (e *Effect) run(ctx context.Context, call Call) (*Record, error) {
 // runState collects what one run's record needs. Every method is safe on a
 // nil *runState (Evaluate without a record): it does nothing.
 type runState struct {
-	e     *Effect
-	call  *Call
-	ctx   context.Context // the run's context, with its span
-	start time.Time
-	span  trace.Span // nil: not traced
+	e      *Effect
+	script Address         // the call's Script and Source, for the receipt of a
+	source []byte          // run that fails before the script is read
+	ctx    context.Context // the run's context, with its span
+	start  time.Time
+	span   trace.Span // nil: not traced
 
 	limits      spi.Limits
 	haveLimits  bool
@@ -83,7 +86,8 @@ type runState struct {
 	backendTime  time.Duration
 	engine       spi.Stats
 
-	logs   *logBuffer  // nil until the backend is called
+	logs   *logBuffer  // nil until the backend is called, then &logBuf
+	logBuf logBuffer   // the run's log sink, in the same allocation
 	events *eventQueue // nil: no Call.Events
 
 	hostCalls hostCallStats
@@ -123,7 +127,8 @@ func (st *runState) backendBegins(req *spi.Request) {
 		return
 	}
 	st.reached = true
-	st.logs = &logBuffer{maxBytes: st.e.rc.maxLogBytes, maxLines: st.e.rc.maxLogLines, start: st.start, events: st.events}
+	st.logBuf = logBuffer{maxBytes: st.e.rc.maxLogBytes, maxLines: st.e.rc.maxLogLines, start: st.start, events: st.events}
+	st.logs = &st.logBuf
 	req.Logs = st.logs
 	if st.events != nil {
 		r := st.receipt()
@@ -187,12 +192,12 @@ func (st *runState) receipt() Receipt {
 	}
 	if r.Script == "" {
 		switch {
-		case st.call.Script != "":
-			if a, err := ParseAddress(string(st.call.Script)); err == nil {
+		case st.script != "":
+			if a, err := ParseAddress(string(st.script)); err == nil {
 				r.Script = a
 			}
-		case st.call.Source != nil:
-			r.Script = AddressOf(st.call.Source)
+		case st.source != nil:
+			r.Script = AddressOf(st.source)
 		}
 	}
 	if st.input != nil {
@@ -235,8 +240,11 @@ func (st *runState) finish(value []byte, err error, canceled bool) *Record {
 	}
 	r := st.receipt()
 	r.Outcome, r.LimitKind = outcomeOf(err, f, canceled)
-	if err == nil {
+	switch {
+	case err == nil:
 		r.OutputDigest = digestOf(value)
+	case f != nil:
+		r.OutputDigest, _ = failureDigest(f)
 	}
 	r.Duration = time.Since(st.start)
 	rec.Receipt = r

@@ -72,7 +72,7 @@ func TestTraceHostCallChildSpan(t *testing.T) {
 	defer func() { require.NoError(t, tp.Shutdown(context.Background())) }()
 	e := &Effect{}
 	e.rc.tracer = tp.Tracer(tracerName)
-	st := &runState{e: e, call: &Call{}}
+	st := &runState{e: e}
 	st.ctx, st.span = e.startSpan(context.Background())
 	st.hostCallBegun("lookup", 3)(4, nil)
 	st.span.End()

@@ -27,22 +27,9 @@ func Verify(rec *Record, script []byte, input any) error {
 		return fmt.Errorf("%w: no record", ErrRecordMismatch)
 	}
 	r := rec.Receipt
-	var errs []error
+	errs := verifyReceipt(r, script, input)
 	bad := func(format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrRecordMismatch}, args...)...))
-	}
-	if r.Format != ReceiptFormat {
-		bad("receipt format %q, want %q", boundText(r.Format), ReceiptFormat)
-	}
-	if got := AddressOf(script); r.Script != got {
-		bad("the script's address is %s, the receipt says %q", got, boundText(string(r.Script)))
-	}
-	in, err := encodeInput(input)
-	switch {
-	case err != nil:
-		bad("the input cannot be serialised: %v", err)
-	case inputDigest(in) != r.InputDigest:
-		bad("the input's digest is %s, the receipt says %q", inputDigest(in), boundText(r.InputDigest))
+		errs = append(errs, mismatch(format, args...))
 	}
 	switch {
 	case r.Outcome == OutcomeOK:
@@ -71,8 +58,11 @@ func Verify(rec *Record, script []byte, input any) error {
 		if r.LimitKind != kind {
 			bad("limit kind %q, the failure's is %q", boundText(r.LimitKind), kind)
 		}
-		if rec.Value != nil || r.OutputDigest != "" {
+		if rec.Value != nil {
 			bad("a failed run with a value")
+		}
+		if got, err := failureDigest(rec.Failure); err != nil || got != r.OutputDigest {
+			bad("the failure's digest is %s, the receipt says %q", got, boundText(r.OutputDigest))
 		}
 	default:
 		if rec.Value != nil || r.OutputDigest != "" {
@@ -80,4 +70,38 @@ func Verify(rec *Record, script []byte, input any) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// VerifyReceipt checks a stored receipt alone against the script and the
+// input it names: its format, the script's content address and the
+// input's digest. It returns nil when they agree, or an error matching
+// ErrRecordMismatch naming each disagreement. Without the value, the
+// output digest cannot be checked: use Verify with the record for that.
+func VerifyReceipt(r Receipt, script []byte, input any) error {
+	return errors.Join(verifyReceipt(r, script, input)...)
+}
+
+func verifyReceipt(r Receipt, script []byte, input any) []error {
+	var errs []error
+	bad := func(format string, args ...any) {
+		errs = append(errs, mismatch(format, args...))
+	}
+	if r.Format != ReceiptFormat {
+		bad("receipt format %q, want %q", boundText(r.Format), ReceiptFormat)
+	}
+	if got := AddressOf(script); r.Script != got {
+		bad("the script's address is %s, the receipt says %q", got, boundText(string(r.Script)))
+	}
+	in, err := encodeInput(input)
+	switch {
+	case err != nil:
+		bad("the input cannot be serialised: %v", err)
+	case inputDigest(in) != r.InputDigest:
+		bad("the input's digest is %s, the receipt says %q", inputDigest(in), boundText(r.InputDigest))
+	}
+	return errs
+}
+
+func mismatch(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrRecordMismatch}, args...)...)
 }

@@ -23,6 +23,17 @@
 // checked against behaviour by package conformance; declare only what the kit
 // proves.
 //
+// # Logs and stats (SPI 1.1.0)
+//
+// A backend that declares [Capabilities].Logs writes every line a script
+// logs to [Request].Logs (a [LogSink] the effect owns), with its
+// [LogLevel] and [LogStream], in order; [LineWriter] turns a byte stream
+// into lines. The sink bounds, scrubs and counts; it never blocks, and it
+// says when it is full so that a backend can stop producing lines. An
+// Outcome carries [Stats], the figures only the engine knows (start-up
+// time, script time, memory high-water, CPU units), each present only
+// where it was truly measured.
+//
 // Optional behaviour is discovered by type assertion, as database/sql/driver
 // does: a backend may implement [Warmer] (advisory pre-warm) and io.Closer
 // (release pools, runtimes, compiled modules).

@@ -8,6 +8,10 @@ import "time"
 // must never guess one. The effect measures what it can itself (the
 // backend call's duration, bytes in and out) and reports both in its run
 // record.
+//
+// The effect asks for stats by giving the request a log sink
+// (Request.Logs not nil: it records the run); a backend may skip the
+// measurement otherwise, and the effect ignores stats it did not ask for.
 type Stats struct {
 	// Startup is the time the engine spent making the script's
 	// environment ready (instantiating or restoring a module, creating a

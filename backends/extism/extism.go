@@ -143,6 +143,7 @@ func newBackend(opts *Options) (*Backend, error) {
 			CPU:         false,
 			FreshPerRun: true,
 			HostCalls:   true,
+			Logs:        true,
 		},
 		compilation: wazero.NewCompilationCache(),
 		now:         time.Now,
@@ -151,6 +152,7 @@ func newBackend(opts *Options) (*Backend, error) {
 	// cache key covers the termination checks), so the machine code it
 	// compiles is the code the plugin then runs.
 	b.inspector = wazero.NewRuntimeWithConfig(context.Background(), b.runtimeConfig())
+	enableSDKLogs()
 	b.modules = newModuleCache(o.ModuleCacheSize, b.compile, func() {
 		_ = b.inspector.Close(context.Background())
 		_ = b.compilation.Close(context.Background())
@@ -223,6 +225,7 @@ func (b *Backend) Evaluate(ctx context.Context, req spi.Request) (spi.Outcome, e
 	case len(req.Input) == 0:
 		return spi.Outcome{}, errors.New("extism: empty input")
 	}
+	begun := b.now()
 	key := moduleKey{sum: sha256.Sum256(req.Script), pages: maxPages(req.Limits.MemoryBytes)}
 	entry, err := b.modules.acquire(ctx, key, req.Script)
 	if err != nil {
@@ -238,7 +241,7 @@ func (b *Backend) Evaluate(ctx context.Context, req spi.Request) (spi.Outcome, e
 	if err := ctx.Err(); err != nil {
 		return spi.Outcome{}, err
 	}
-	return b.run(ctx, entry.val.plugin, req)
+	return b.run(ctx, entry.val.plugin, req, begun)
 }
 
 // maxPages converts a memory limit to wasm pages (at least one, at most
@@ -250,7 +253,7 @@ func maxPages(memoryBytes int64) uint32 {
 
 // run creates a new instance of plugin, runs it once and reports what
 // happened.
-func (b *Backend) run(ctx context.Context, plugin *xt.CompiledPlugin, req spi.Request) (spi.Outcome, error) {
+func (b *Backend) run(ctx context.Context, plugin *xt.CompiledPlugin, req spi.Request, begun time.Time) (spi.Outcome, error) {
 	mem := newBudget(uint64(req.Limits.MemoryBytes), maxPages(req.Limits.MemoryBytes))
 	// Instantiating runs the module's start function, the plugin's own
 	// code: it is charged to the wall clock, which stops it (its stop
@@ -258,9 +261,12 @@ func (b *Backend) run(ctx context.Context, plugin *xt.CompiledPlugin, req spi.Re
 	// off the clock of the call.
 	clockStart := b.now()
 	instCtx, cancelInst := context.WithTimeout(ctx, req.Limits.WallClock)
+	out := newStdio(req.Logs)
+	defer out.flush()
 	inst, err := plugin.Instance(experimental.WithMemoryAllocator(startCtx(instCtx), mem), xt.PluginInstanceConfig{
-		// No arguments, environment, directories or host clocks.
-		ModuleConfig: wazero.NewModuleConfig(),
+		// No arguments, environment, directories or host clocks; standard
+		// output and error go to the run's log, line by line.
+		ModuleConfig: out.config(wazero.NewModuleConfig()),
 	})
 	instExpired := errors.Is(instCtx.Err(), context.DeadlineExceeded)
 	cancelInst()
@@ -281,7 +287,7 @@ func (b *Backend) run(ctx context.Context, plugin *xt.CompiledPlugin, req spi.Re
 	if instExpired || used >= req.Limits.WallClock {
 		return spi.Limited(spi.LimitWallClock), nil
 	}
-	inst.SetLogger(func(xt.LogLevel, string) {})
+	inst.SetLogger(logTo(req.Logs))
 	if mem.overflowed() {
 		return spi.Limited(spi.LimitMemory), nil
 	}
@@ -317,16 +323,22 @@ func (b *Backend) run(ctx context.Context, plugin *xt.CompiledPlugin, req spi.Re
 	remaining := req.Limits.WallClock - used
 	inst.Timeout = remaining
 	callStart := b.now()
-	rc, out, callErr := inst.CallWithContext(withHost(ctx, req.Host), b.fn, req.Input) // host.go
-	late := b.now().Sub(callStart) > remaining
+	rc, value, callErr := inst.CallWithContext(withHost(ctx, req.Host), b.fn, req.Input) // host.go
+	callTime := b.now().Sub(callStart)
+	late := callTime > remaining
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return spi.Outcome{}, ctxErr
 	}
-	o := b.outcome(inst, mem, rc, out, callErr)
+	o := b.outcome(inst, mem, rc, value, callErr)
 	if late && o.Kind != spi.KindLimit {
 		// The call ended after its wall clock (the timer lost the race on
 		// a busy machine): its value, or its error, is never delivered.
-		return spi.Limited(spi.LimitWallClock), nil
+		o = spi.Limited(spi.LimitWallClock)
+	}
+	if req.Logs != nil {
+		// Linear memories never shrink: what the instance holds now (the
+		// kernel's memory and the plugin's) is its high-water mark.
+		o.Stats = spi.Stats{Startup: callStart.Sub(begun), ScriptTime: callTime, MemoryPeakBytes: int64(mem.inUse())}
 	}
 	return o, nil
 }

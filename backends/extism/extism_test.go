@@ -73,6 +73,7 @@ func TestNewOptions(t *testing.T) {
 				CPU:         false,
 				FreshPerRun: true,
 				HostCalls:   true,
+				Logs:        true,
 			}, c)
 		})
 	}

@@ -166,6 +166,7 @@ func (b *Backend) Capabilities() spi.Capabilities {
 		CPU:         false,
 		FreshPerRun: true,
 		HostCalls:   true,
+		Logs:        true,
 	}
 }
 
@@ -195,6 +196,7 @@ func (b *Backend) Evaluate(ctx context.Context, req spi.Request) (spi.Outcome, e
 		return spi.InputTooLarge(), nil
 	}
 
+	begun := time.Now()
 	r, err := b.newRun(req)
 	if err != nil {
 		return spi.Outcome{}, err
@@ -218,7 +220,11 @@ func (b *Backend) Evaluate(ctx context.Context, req spi.Request) (spi.Outcome, e
 			// delivers its value: the clock is a limit, whoever noticed
 			// first.
 			if !armed.IsZero() && time.Since(armed) > req.Limits.WallClock && out.Kind != spi.KindLimit {
-				return spi.Limited(spi.LimitWallClock), nil
+				out = spi.Limited(spi.LimitWallClock)
+			}
+			// exec set startedAt before it returned out: safe to read.
+			if req.Logs != nil && !r.startedAt.IsZero() {
+				out.Stats = spi.Stats{Startup: r.startedAt.Sub(begun), ScriptTime: time.Since(r.startedAt)}
 			}
 			return out, nil
 		case <-started:

@@ -64,7 +64,10 @@ type run struct {
 	script  string
 	input   string
 	started chan struct{} // closed as the script starts
-	cause   atomic.Int32
+	// startedAt is when the script started (set before started is
+	// closed; zero if it never did): the stats' start-up and script time.
+	startedAt time.Time
+	cause     atomic.Int32
 
 	decode    func() (js.Value, error) // converts the input (input.go)
 	parse     js.Callable              // the original JSON.parse
@@ -77,7 +80,8 @@ type run struct {
 }
 
 // newRun builds the runtime of one evaluation: clock, randomness, call
-// depth, the input's guard, a console that writes nowhere.
+// depth, the input's guard, a console that writes to the request's log
+// sink.
 func (b *Backend) newRun(req spi.Request) (*run, error) {
 	rt := js.New()
 	r := &run{rt: rt, script: string(req.Script), input: string(req.Input), started: make(chan struct{})}
@@ -139,7 +143,7 @@ func (b *Backend) newRun(req spi.Request) (*run, error) {
 	// A source map comment must not make the parser read a host file
 	// (goja's default loader reads any path named in the comment).
 	rt.SetParserOptions(parser.WithDisableSourceMaps)
-	installConsole(rt)
+	installConsole(rt, req.Logs)
 	return r, nil
 }
 
@@ -233,20 +237,6 @@ func replaceMethod(rt *js.Runtime, obj *js.Object, name string, length int, fn f
 	return nil
 }
 
-// installConsole gives the script console.log, info, warn, error, debug
-// and trace, and print, which accept anything and write nowhere: scripts
-// written for QuickJS (whose output goes to a discarded buffer) run
-// unchanged, and nothing reaches the host.
-func installConsole(rt *js.Runtime) {
-	discard := func(js.FunctionCall) js.Value { return js.Undefined() }
-	console := rt.NewObject()
-	for _, k := range []string{"log", "info", "warn", "error", "debug", "trace"} {
-		_ = console.Set(k, discard)
-	}
-	_ = rt.Set("console", console)
-	_ = rt.Set("print", discard)
-}
-
 // stop records cause as the reason the run ends and interrupts the script.
 // It reports false when the run had already ended on its own.
 func (r *run) stop(cause int32) bool {
@@ -277,6 +267,7 @@ func (r *run) exec() (out spi.Outcome) {
 		return r.settle(spi.Infrastructure("goja: the input could not be set"))
 	}
 	r.input = ""
+	r.startedAt = time.Now()
 	close(r.started)
 	if r.cause.Load() != causeNone {
 		return r.stopped()

@@ -140,6 +140,7 @@ func (b *Backend) Capabilities() spi.Capabilities {
 		CPU:         true,
 		FreshPerRun: true,
 		HostCalls:   true,
+		Logs:        true,
 	}
 }
 
@@ -165,7 +166,8 @@ func (b *Backend) Evaluate(ctx context.Context, req spi.Request) (spi.Outcome, e
 	if err := ctx.Err(); err != nil {
 		return spi.Outcome{}, err
 	}
-	r := &run{b: b, predeclared: b.predeclared}
+	begun := time.Now()
+	r := &run{b: b, predeclared: b.predeclared, logs: req.Logs}
 	if req.Host != nil {
 		r.predeclared = r.withHost(ctx, req.Host) // host.go
 	}
@@ -223,7 +225,13 @@ func (b *Backend) Evaluate(ctx context.Context, req spi.Request) (spi.Outcome, e
 		// A run that outlived its wall clock (one long built-in call, and
 		// the timer lost the race on a busy machine) never delivers its
 		// value: the clock is a limit, whoever noticed first.
-		return late(e), nil
+		out := late(e)
+		if req.Logs != nil {
+			// The run is over: its thread's step count is final.
+			out.Stats = spi.Stats{Startup: start.Sub(begun), ScriptTime: e.elapsed,
+				CPUUnit: "steps", CPUUnits: int64(r.thread.ExecutionSteps())}
+		}
+		return out, nil
 	case <-expired:
 		if r.cause.CompareAndSwap(causeNone, causeWall) {
 			// The interpreter stops at its next step; a long built-in
@@ -243,12 +251,13 @@ func (b *Backend) Evaluate(ctx context.Context, req spi.Request) (spi.Outcome, e
 	}
 }
 
-// newThread returns the thread of one run: print goes nowhere, load is
-// refused, and the step budget ends the run as the CPU limit.
+// newThread returns the thread of one run: print writes a line to the
+// request's log sink (info, stdout), load is refused, and the step budget
+// ends the run as the CPU limit.
 func newThread(r *run) *sl.Thread {
 	t := &sl.Thread{
 		Name:  "sandbank",
-		Print: func(*sl.Thread, string) {}, // print goes nowhere
+		Print: r.print,
 		Load: func(*sl.Thread, string) (sl.StringDict, error) {
 			return nil, errLoadRefused
 		},
@@ -269,6 +278,22 @@ type run struct {
 	input       sl.Value
 	thread      *sl.Thread
 	cause       atomic.Int32
+	logs        spi.LogSink // nil: print goes nowhere
+	full        bool        // the sink said it is full
+}
+
+// print is the thread's Print: one line per call, cut at
+// spi.MaxLogLineBytes.
+func (r *run) print(_ *sl.Thread, msg string) {
+	if r.logs == nil || r.full {
+		return
+	}
+	if len(msg) > spi.MaxLogLineBytes {
+		msg = msg[:spi.MaxLogLineBytes]
+	}
+	if !r.logs.Log(spi.LevelInfo, spi.StreamStdout, msg) {
+		r.full = true
+	}
 }
 
 // exec runs the module and main on the calling goroutine.

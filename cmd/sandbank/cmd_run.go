@@ -39,8 +39,9 @@ type runOptions struct {
 	allowReusedRuntime bool
 	cacheDir           string
 	noCache            bool
-	hosts              []string // --host NAME=FILE.json (host.go)
-	hostLog            *hostLog // the calls the run made, for --json
+	hosts              []string      // --host NAME=FILE.json (host.go)
+	hostLog            *hostLog      // the calls the run made, for --json
+	rec                recordOptions // record.go
 }
 
 func (a *app) runCommand() *cobra.Command {
@@ -86,12 +87,21 @@ Exit codes, from one classification of the error:
   1    infrastructure: the engine failed; retrying may help
   130  cancelled by SIGINT (143: by SIGTERM); not retried by itself
 
+What the script logs (console.log and its kin, print, a module's log
+calls and standard streams) is printed on stderr as it arrives, one line
+each, prefixed by its level unless it is info ("warn: careful"); --quiet
+prints none of it.
+
 With --json, stdout is exactly one JSON object for every code but 64:
   {"ok":true,"value":...}
   {"ok":false,"code":"limitExceeded","kind":"memory",...}
   {"ok":false,"error":"...","retryable":true}
-where "retryable" is true exactly for exit code 1. An invalid request
-prints one line on stderr and nothing on stdout.
+where "retryable" is true exactly for exit code 1. When the run has a
+record (it reached the engine, or failed typed), the object also holds
+its "logs", "stats" and "receipt" (and "logsCut" when lines were
+dropped); "sandbank verify" checks it later. --receipt FILE writes the
+receipt alone, as canonical JSON. An invalid request prints one line on
+stderr and nothing on stdout.
 
 Telling a typed failure from a crash: the Go runtime also exits 2 when
 the process dies of a fatal error. A typed failure is exit code 2 AND,
@@ -105,7 +115,8 @@ If the object cannot be written, the run exits 1, never 2.`,
   echo 'input.n * 2' | sandbank run --lang javascript --input '{"n":21}' -
   sandbank run --json --shape schema.json --input-file data.json reshape.js
   sandbank run --input '{"a":1}' echo.wasm
-  sandbank run --json --host orders=orders.json report.js`,
+  sandbank run --json --host orders=orders.json report.js
+  sandbank run --json --receipt receipt.json --input '{"n":2}' double.js`,
 		Args: cobra.ExactArgs(1),
 		RunE: wrap(func(cmd *cobra.Command, args []string) error {
 			return a.runScript(cmd.Context(), &o, args[0])
@@ -128,6 +139,7 @@ If the object cannot be written, the run exits 1, never 2.`,
 	_ = cmd.RegisterFlagCompletionFunc("lang", a.completeLanguages)
 	f.StringVar(&o.cacheDir, "cache-dir", "", "keep compiled modules in `DIR` (default: the user cache directory's sandbank/)")
 	f.BoolVar(&o.noCache, "no-cache", false, "compile the engine's module afresh, with no compiled-module cache")
+	o.rec.addFlags(f)
 	return cmd
 }
 
@@ -222,6 +234,10 @@ func (a *app) evaluate(ctx context.Context, o *runOptions, script string) (json.
 		src = b
 	}
 
+	if err := o.rec.openReceipt(); err != nil {
+		return nil, err
+	}
+
 	reg, err := a.registry()
 	if err != nil {
 		return nil, err
@@ -271,13 +287,15 @@ func (a *app) evaluate(ctx context.Context, o *runOptions, script string) (json.
 		Limits:                 limits,
 		AllowNetwork:           o.allowNetwork,
 		AllowReusedEnvironment: o.allowReusedRuntime,
+		Engine:                 entry.Engine,
+		EventBuffer:            eventBuffer,
 	})
 	if err != nil {
 		closeBackend(backend)
 		return nil, err
 	}
 	defer eff.Close()
-	value, err := eff.Evaluate(ctx, call)
+	value, err := a.runRecorded(ctx, eff, call, o)
 	return value, signalled(ctx, err)
 }
 
@@ -295,6 +313,9 @@ func (a *app) report(o *runOptions, value json.RawMessage, err error) error {
 				OK    bool            `json:"ok"`
 				Value json.RawMessage `json:"value"`
 			}{true, value})
+			if err == nil {
+				b, err = o.rec.withRecord(b)
+			}
 			if err != nil {
 				return untyped(err)
 			}
@@ -332,6 +353,9 @@ func (a *app) report(o *runOptions, value json.RawMessage, err error) error {
 			return untyped(merr)
 		}
 		out = b
+	}
+	if withRec, rerr := o.rec.withRecord(out); rerr == nil {
+		out = withRec
 	}
 	out = withHostCalls(out, o.hostLog)
 	if _, werr := fmt.Fprintf(a.stdout, "%s\n", out); werr != nil {

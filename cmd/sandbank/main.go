@@ -155,6 +155,7 @@ invalid request; 130/143 cancelled by SIGINT/SIGTERM.`,
 	root.SetVersionTemplate("sandbank {{.Version}}\n")
 	root.AddCommand(
 		a.runCommand(),
+		a.verifyCommand(),
 		a.matrixCommand(),
 		a.enginesCommand(),
 		a.newCommand(),

@@ -150,7 +150,7 @@ func TestRunValue(t *testing.T) {
 
 	res = cli(a, "", "run", "--json", p)
 	require.Equal(t, exitOK, res.code, res.stderr)
-	assert.JSONEq(t, `{"ok":true,"value":null}`, res.stdout, "no input means null")
+	assert.JSONEq(t, `{"ok":true,"value":null}`, withoutRecord(t, res.stdout), "no input means null")
 	assert.Equal(t, 1, strings.Count(res.stdout, "\n"))
 }
 
@@ -236,7 +236,7 @@ func TestRunTypedFailures(t *testing.T) {
 			assert.Equal(t, exitFailure, res.code)
 			assert.Empty(t, res.stderr)
 			if tt.want != "" {
-				assert.JSONEq(t, tt.want, res.stdout)
+				assert.JSONEq(t, tt.want, withoutRecord(t, res.stdout))
 			} else {
 				var got map[string]any
 				require.NoError(t, json.Unmarshal([]byte(res.stdout), &got), res.stdout)
@@ -274,7 +274,7 @@ func TestRunUntyped(t *testing.T) {
 				Error     string `json:"error"`
 				Retryable *bool  `json:"retryable"`
 			}
-			dec := json.NewDecoder(strings.NewReader(res.stdout))
+			dec := json.NewDecoder(strings.NewReader(withoutRecord(t, res.stdout)))
 			dec.DisallowUnknownFields()
 			require.NoError(t, dec.Decode(&got), res.stdout)
 			require.NotNil(t, got.OK)

@@ -1,0 +1,151 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sandbank/sandbank/effect"
+)
+
+type verifyOptions struct {
+	record, input, inputFile string
+}
+
+func (a *app) verifyCommand() *cobra.Command {
+	var o verifyOptions
+	cmd := &cobra.Command{
+		Use:   "verify --record FILE [flags] SCRIPT",
+		Short: "Check a stored run record against its script and input",
+		Long: `verify checks a stored run record against the script and the input it
+claims to have run, without running anything: the script's content
+address, the input's digest (sha256 of its canonical JSON), and, when the
+record holds the value, the value's canonical form and digest and that
+the outcome agrees with the value or the failure.
+
+The record is what "sandbank run --json" printed (the whole object), an
+effect.Record stored as JSON, or a bare receipt ("sandbank run --receipt
+FILE"), for which only the script and the input are checked.
+
+The input is --input (JSON text) or the contents of --input-file, as
+given to run; without either it is null.
+
+Exit codes: 0 the record verifies; 2 it does not (each disagreement is
+one line on stderr); 64 an invalid request (unreadable files, a record
+that is not one).`,
+		Example: `  sandbank run --json --input '{"n":2}' double.js > run.json
+  sandbank verify --record run.json --input '{"n":2}' double.js
+  sandbank run --receipt receipt.json double.js && sandbank verify --record receipt.json double.js`,
+		Args: cobra.ExactArgs(1),
+		RunE: wrap(func(cmd *cobra.Command, args []string) error {
+			return a.verify(&o, args[0])
+		}),
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.record, "record", "", "the stored record or receipt, JSON `FILE` (required)")
+	f.StringVar(&o.input, "input", "", "the run's input as `JSON` text (default null)")
+	f.StringVar(&o.inputFile, "input-file", "", "read the run's input (JSON text) from `FILE`")
+	return cmd
+}
+
+// errDoesNotVerify is the exit of a record that does not verify; the
+// disagreements were printed.
+var errDoesNotVerify = errors.New("the record does not verify")
+
+func (a *app) verify(o *verifyOptions, scriptFile string) error {
+	if o.record == "" {
+		return usagef("--record FILE is required")
+	}
+	input := json.RawMessage("null")
+	switch {
+	case o.input != "" && o.inputFile != "":
+		return usagef("--input and --input-file cannot be used together")
+	case o.input != "":
+		if err := checkJSON([]byte(o.input)); err != nil {
+			return usagef("--input: %v", err)
+		}
+		input = json.RawMessage(o.input)
+	case o.inputFile != "":
+		b, err := readFileBounded(o.inputFile)
+		if err != nil {
+			return usagef("--input-file: %v", err)
+		}
+		if err := checkJSON(b); err != nil {
+			return usagef("--input-file %s: %v", o.inputFile, err)
+		}
+		input = b
+	}
+	script, err := readFileBounded(scriptFile)
+	if err != nil {
+		return usagef("cannot read script: %v", err)
+	}
+	stored, err := readFileBounded(o.record)
+	if err != nil {
+		return usagef("--record: %v", err)
+	}
+	rec, receiptOnly, err := parseRecord(stored)
+	if err != nil {
+		return usagef("--record %s: %v", o.record, err)
+	}
+	if receiptOnly {
+		err = effect.VerifyReceipt(rec.Receipt, script, input)
+	} else {
+		err = effect.Verify(rec, script, input)
+	}
+	if err != nil {
+		for _, line := range bytes.Split([]byte(err.Error()), []byte("\n")) {
+			fmt.Fprintf(a.stderr, "sandbank: %s\n", line)
+		}
+		return &exitError{code: exitFailure, err: errDoesNotVerify, quiet: true}
+	}
+	r := rec.Receipt
+	fmt.Fprintf(a.stdout, "verified: script %s, input %s, outcome %s", r.Script, r.InputDigest, r.Outcome)
+	if !receiptOnly && r.OutputDigest != "" {
+		fmt.Fprintf(a.stdout, ", output %s", r.OutputDigest)
+	}
+	fmt.Fprintf(a.stdout, " (engine %s)\n", r.Engine)
+	return nil
+}
+
+// parseRecord reads what verify was given: run --json's object (its
+// failure flattened into it), an effect.Record, or a bare receipt
+// (receiptOnly).
+func parseRecord(b []byte) (rec *effect.Record, receiptOnly bool, err error) {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(b, &top); err != nil {
+		return nil, false, fmt.Errorf("not a JSON object: %v", err)
+	}
+	rec = &effect.Record{}
+	raw, ok := top["receipt"]
+	if !ok {
+		if _, isReceipt := top["format"]; !isReceipt {
+			return nil, false, errors.New(`neither a record (no "receipt") nor a receipt (no "format")`)
+		}
+		if err := json.Unmarshal(b, &rec.Receipt); err != nil {
+			return nil, false, fmt.Errorf("receipt: %v", err)
+		}
+		return rec, true, nil
+	}
+	if err := json.Unmarshal(raw, &rec.Receipt); err != nil {
+		return nil, false, fmt.Errorf("receipt: %v", err)
+	}
+	if v, ok := top["value"]; ok {
+		rec.Value = v
+	}
+	switch {
+	case top["failure"] != nil:
+		rec.Failure = &effect.Failure{}
+		if err := json.Unmarshal(top["failure"], rec.Failure); err != nil {
+			return nil, false, fmt.Errorf("failure: %v", err)
+		}
+	case top["code"] != nil:
+		rec.Failure = &effect.Failure{}
+		if err := json.Unmarshal(b, rec.Failure); err != nil {
+			return nil, false, fmt.Errorf("failure: %v", err)
+		}
+	}
+	return rec, false, nil
+}
