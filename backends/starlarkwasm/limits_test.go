@@ -28,10 +28,11 @@ var measuredBombs = map[string]string{
 var bombLimits = spi.Limits{WallClock: time.Second, MemoryBytes: 32 << 20}
 
 // bombOverhead is what the host may grow by beyond twice the memory limit
-// while a bomb runs: the linear memory is a Go slice that grows by
-// doubling, so the old and the new buffer are both held for a moment
-// (twice the limit at most), and the instance, the module's own
-// structures and the Go heap's slack take the rest.
+// while a bomb runs: twice the limit covers the portable linear memory (a
+// Go slice that grows by doubling holds the old and the new buffer for a
+// moment; on Linux the memory is a mapping, and only the touched pages
+// count), and the instance, the module's own structures and the Go heap's
+// slack take the rest.
 const bombOverhead = 48 << 20
 
 // TestMeasuredBombsEndTyped runs each bomb through the kit's
