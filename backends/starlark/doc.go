@@ -74,7 +74,10 @@
 //     string repetition may allocate up to 1 GiB); Limits.MemoryBytes is not
 //     enforced, and the InputTooLarge outcome is never reported. Run this
 //     backend only where the process can afford that, or behind a memory
-//     bound of its own (a container, a separate process).
+//     bound of its own (a container, a separate process), or use
+//     backends/starlarkwasm (engine "starlark-wasm"): this same engine
+//     compiled to WebAssembly, with a hard memory cap and a hard clock,
+//     and much slower.
 //   - One native allocation stops the whole process. A built-in call that
 //     allocates a huge value at once (def main(input): return
 //     len([0] * 100000000), one step, 1.6 GB of list) holds up every other

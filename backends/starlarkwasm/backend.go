@@ -34,12 +34,16 @@ const (
 	MaxMemoryBytes int64 = 1 << 30
 	// DefaultColdStartAllowance bounds a run's start-up (instantiating,
 	// the Go runtime's boot, reading the script and the input, compiling
-	// and converting them) when Options leave it zero; see
+	// and converting them) when Options leave it zero: 30 s, QuickJS's
+	// figure, far above the tens of milliseconds a start-up takes on an
+	// idle machine, so that only a stuck start-up reaches it (a loaded
+	// machine under -race took over 10 s for a 400 KB input). See
 	// Options.ColdStartAllowance.
-	DefaultColdStartAllowance = 10 * time.Second
+	DefaultColdStartAllowance = 30 * time.Second
 	// DefaultColdStartPerMiB is what the allowance grows by per MiB of
-	// input.
-	DefaultColdStartPerMiB = time.Second
+	// input: the guest converts the input about twenty times slower than
+	// the in-process engine.
+	DefaultColdStartPerMiB = 4 * time.Second
 )
 
 // maxStderrBytes bounds what a run keeps of the guest's stderr (the Go

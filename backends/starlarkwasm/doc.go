@@ -30,7 +30,7 @@
 // # Memory
 //
 // Each run's linear memory is capped at the request's memory limit (at
-// most MaxMemoryBytes) by the host's allocator: memory.grow past it fails
+// most MaxMemoryBytes) by the host's allocator (internal/wasmhost): memory.grow past it fails
 // and the guest's Go runtime ends with "fatal error: out of memory", which
 // the host reads as limitExceeded memory (or inputTooLarge before the
 // script started, once the guest began reading its input; or the memory
@@ -69,9 +69,12 @@
 //     enough to overflow the goroutine stack in the in-process engine ends
 //     the guest instead of the host, and is reported as a thrown error (or
 //     the memory limit, which a deep stack usually reaches first).
-//   - The host holds a run's linear memory as a Go slice that grows by
-//     doubling, so while it grows the host briefly holds up to about twice
-//     the memory limit per run (measured by TestMeasuredBombsEndTyped).
+//   - On Linux a run's linear memory is one reserved mapping of the limit
+//     (internal/wasmhost.Allocator): the host commits only the pages the
+//     guest touches, and unmaps them when the run ends. Elsewhere it is a
+//     Go slice that grows by doubling, so the host briefly holds up to
+//     about twice the limit per run (TestMeasuredBombsEndTyped measures
+//     the growth).
 //   - A script whose compile alone does not fit in the memory limit is
 //     reported as inputTooLarge, not as the memory limit: the host cannot
 //     tell the script's compile from the input's conversion, both of which

@@ -137,7 +137,8 @@ func (r *run) do(ctx context.Context, req spi.Request) (spi.Outcome, error) {
 	r.stdout = wasmguest.NewStdout(nonce, stdoutLimit(r.limits.MemoryBytes, b.maxResult), r.scriptStarts)
 	stderr := &cappedBuffer{limit: maxStderrBytes}
 	stdin := &countingReader{r: bytes.NewReader(wasmguest.Payload(nonce, req.Script, req.Input))}
-	mem := &limitedAllocator{limit: uint64(r.limits.MemoryBytes)}
+	mem := wasmhost.NewAllocator(uint64(r.limits.MemoryBytes))
+	defer mem.Release() // after the module is closed (deferred below, so run first)
 
 	cfg := wasmhost.Isolate(wazero.NewModuleConfig()).
 		WithName(""). // anonymous: any number of instances side by side
@@ -159,7 +160,7 @@ func (r *run) do(ctx context.Context, req spi.Request) (spi.Outcome, error) {
 		record:      r.stdout.Record(),
 		inputRead:   stdin.n.Load() > 0,
 		started:     r.stdout.Started(),
-		oom:         mem.refused.Load() || bytes.Contains(stderr.bytes(), []byte("fatal error: out of memory")),
+		oom:         mem.Refused() || bytes.Contains(stderr.bytes(), []byte("fatal error: out of memory")),
 		stack:       bytes.Contains(stderr.bytes(), []byte("fatal error: stack overflow")),
 		wallExpired: r.wallExpired.Load(),
 		late:        r.stdout.Took() > r.limits.WallClock,

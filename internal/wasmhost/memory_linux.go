@@ -1,0 +1,48 @@
+//go:build linux
+
+package wasmhost
+
+import "syscall"
+
+// mappedMemory is a LinearMemory in one anonymous mapping of the whole
+// limit, mapped without reserving swap: pages are committed only when the
+// guest touches them, and they start zeroed.
+type mappedMemory struct {
+	a       *Allocator
+	region  []byte
+	started bool
+}
+
+func newMappedMemory(a *Allocator, size uint64) linearMemory {
+	n := (size + 65535) &^ 65535
+	if n == 0 || n > maxMapping {
+		return nil
+	}
+	region, err := syscall.Mmap(-1, 0, int(n), syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANONYMOUS|syscall.MAP_NORESERVE)
+	if err != nil {
+		return nil // e.g. strict overcommit: fall back to a Go slice
+	}
+	return &mappedMemory{a: a, region: region}
+}
+
+func (m *mappedMemory) Reallocate(size uint64) []byte {
+	if !m.a.grant(size, !m.started) {
+		return nil
+	}
+	if size > uint64(len(m.region)) { // the limit rounded up to a page
+		m.a.refused.Store(true)
+		return nil
+	}
+	m.started = true
+	return m.region[:size:size]
+}
+
+// Free is called by wazero when the module closes; Release unmaps.
+func (m *mappedMemory) Free() {}
+
+func (m *mappedMemory) release() {
+	if m.region != nil {
+		_ = syscall.Munmap(m.region)
+		m.region = nil
+	}
+}
