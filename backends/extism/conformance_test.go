@@ -27,6 +27,7 @@ func TestConformance(t *testing.T) {
 	factory := func() (spi.Backend, error) { return extism.New(nil) }
 	rep := conformance.Run(t, factory, &conformance.Options{Fixtures: &set})
 	for _, c := range rep.Cases {
+		t.Logf("%-16s %-4s %8v %s", c.Name, c.Status, c.Duration.Round(1e6), c.Reason)
 		want := conformance.StatusPass
 		if c.Name == "cpu_budget" || c.Name == "host_objects" || c.Name == "async_value" {
 			want = conformance.StatusSkip

@@ -284,6 +284,9 @@ func (b *Backend) run(ctx context.Context, plugin *xt.CompiledPlugin, req spi.Re
 		return spi.Threw(NameCompileError, "extism: the module cannot be instantiated: "+firstLine(err.Error())), nil
 	}
 	defer inst.Close(context.Background())
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		return spi.Outcome{}, ctxErr // the caller's deadline, not the script's
+	}
 	if instExpired || used >= req.Limits.WallClock {
 		return spi.Limited(spi.LimitWallClock), nil
 	}
