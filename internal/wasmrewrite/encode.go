@@ -7,9 +7,9 @@ package wasmrewrite
 func (m *Module) Encode() []byte {
 	out := []byte("\x00asm\x01\x00\x00\x00")
 	written := map[byte]bool{}
-	emit := func(id byte, payload []byte) {
+	emit := func(id byte, payload []byte, width int) {
 		out = append(out, id)
-		out = appendU32(out, uint32(len(payload)))
+		out = appendU32Width(out, uint32(len(payload)), width)
 		out = append(out, payload...)
 	}
 	// missing writes the sections the fields need that rank before rank
@@ -18,7 +18,7 @@ func (m *Module) Encode() []byte {
 		for _, id := range []byte{secType, secImport, secFunction, secGlobal, secExport, secStart, secElement, secCode} {
 			if sectionRank[id] < rank && !written[id] && m.needs(id) {
 				written[id] = true
-				emit(id, m.encodeSection(id))
+				emit(id, m.encodeSection(id), 0)
 			}
 		}
 	}
@@ -28,18 +28,18 @@ func (m *Module) Encode() []byte {
 		}
 		if p.id == secCustom {
 			if p.name == "name" && m.Names != nil {
-				emit(secCustom, append(appendName(nil, "name"), m.Names.encode()...))
+				emit(secCustom, append(appendName(nil, "name"), m.Names.encode()...), p.sizeWidth)
 				continue
 			}
-			emit(secCustom, p.raw)
+			emit(secCustom, p.raw, p.sizeWidth)
 			continue
 		}
 		missing(sectionRank[p.id])
 		written[p.id] = true
 		if payload := m.encodeSection(p.id); payload != nil {
-			emit(p.id, payload)
+			emit(p.id, payload, p.sizeWidth)
 		} else {
-			emit(p.id, p.raw)
+			emit(p.id, p.raw, p.sizeWidth)
 		}
 	}
 	missing(1 << 30)
@@ -191,7 +191,7 @@ func (n *Names) encode() []byte {
 			sb = s.Raw
 		}
 		b = append(b, s.ID)
-		b = appendU32(b, uint32(len(sb)))
+		b = appendU32Width(b, uint32(len(sb)), s.sizeWidth)
 		b = append(b, sb...)
 	}
 	return b

@@ -125,6 +125,20 @@ func appendU32(b []byte, v uint32) []byte {
 	}
 }
 
+// appendU32Width appends v as an unsigned LEB128 of width bytes (padded
+// with continuation bytes, as some toolchains write sizes) when v fits in
+// that many, else at its shortest: a width of 0 or 1 is the shortest form.
+func appendU32Width(b []byte, v uint32, width int) []byte {
+	if width <= 1 || width > 5 || (width < 5 && v>>(7*uint(width)) != 0) {
+		return appendU32(b, v)
+	}
+	for i := 0; i < width-1; i++ {
+		b = append(b, byte(v&0x7f)|0x80)
+		v >>= 7
+	}
+	return append(b, byte(v))
+}
+
 // appendS64 appends v as a signed LEB128.
 func appendS64(b []byte, v int64) []byte {
 	for {

@@ -143,6 +143,10 @@ type part struct {
 	name string // custom sections
 	raw  []byte // the payload as decoded
 	drop bool
+	// sizeWidth is how many bytes the binary spent on the payload's size:
+	// some toolchains (Go's linker) pad it to five, and the encoder keeps
+	// their width so that a round trip gives the same bytes back.
+	sizeWidth int
 }
 
 // Names is the name section: its subsections by id, raw, with the
@@ -160,6 +164,8 @@ type NameSub struct {
 	// 2 (function index → its local names, raw).
 	Map      []NameAssoc
 	Indirect []IndirectAssoc
+
+	sizeWidth int // the bytes the binary spent on the subsection's size (see part)
 }
 
 // NameAssoc names one index.
@@ -190,13 +196,14 @@ func Decode(wasm []byte) (*Module, error) {
 	last := 0
 	for !top.done() {
 		id := top.byte()
+		sizeAt := top.off
 		size := top.u32()
 		start := top.off
 		payload := top.bytes(size)
 		if top.err != nil {
 			return nil, top.err
 		}
-		p := part{id: id, raw: payload}
+		p := part{id: id, raw: payload, sizeWidth: start - sizeAt}
 		r := &reader{b: payload, off: start}
 		if id == secCustom {
 			p.name = r.name()
@@ -425,7 +432,9 @@ func decodeNames(r *reader) *Names {
 	names := &Names{}
 	for !r.done() {
 		sub := NameSub{ID: r.byte()}
+		sizeAt := r.off
 		size := r.u32()
+		sub.sizeWidth = r.off - sizeAt
 		sr := &reader{b: r.bytes(size), off: r.off - int(size)}
 		if r.err != nil {
 			break
