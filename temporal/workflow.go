@@ -1,0 +1,157 @@
+package temporal
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/sandbank/sandbank/effect"
+	temporalsdk "go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+)
+
+// FanOutName is the name the example workflow FanOut is registered under.
+const FanOutName = "sandbank.FanOut"
+
+// ActivityOptions returns the activity options this package recommends
+// for runs whose wall clock is at most wallClock and whose effect waits at
+// most grace past it for a backend (effect.Options.BackendGrace; zero means
+// effect.DefaultBackendGrace):
+//
+//   - StartToCloseTimeout: wallClock + grace + 30 s, so that the effect's
+//     own deadline, which yields the typed limitExceeded (wallClock), always
+//     comes first;
+//   - HeartbeatTimeout: 10 s, so a run whose worker died is retried about
+//     10 s later, not after the start-to-close timeout;
+//   - RetryPolicy: 1 s initial interval, doubling, at most 1 min apart, at
+//     most 5 attempts. Only infrastructure is retried: typed failures, invalid
+//     requests and oversized payloads are non-retryable errors and end on
+//     their first attempt whatever the policy says.
+func ActivityOptions(wallClock, grace time.Duration) workflow.ActivityOptions {
+	if wallClock <= 0 {
+		wallClock = effect.DefaultWallClock
+	}
+	if grace <= 0 {
+		grace = effect.DefaultBackendGrace
+	}
+	return workflow.ActivityOptions{
+		StartToCloseTimeout: wallClock + grace + 30*time.Second,
+		HeartbeatTimeout:    10 * time.Second,
+		RetryPolicy: &temporalsdk.RetryPolicy{
+			InitialInterval:    time.Second,
+			BackoffCoefficient: 2,
+			MaximumInterval:    time.Minute,
+			MaximumAttempts:    5,
+		},
+	}
+}
+
+// Execute schedules one run of req as the activity ActivityName with
+// ctx's activity options (see workflow.WithActivityOptions and
+// ActivityOptions). A request over DefaultPayloadLimit is refused at once,
+// with a non-retryable TypePayloadTooLarge error on the future, instead of
+// being handed to a server that would reject the workflow task.
+func Execute(ctx workflow.Context, req Request) workflow.Future {
+	if err := CheckRequest(req, DefaultPayloadLimit); err != nil {
+		f, set := workflow.NewFuture(ctx)
+		set.SetError(temporalsdk.NewNonRetryableApplicationError(err.Error(), TypePayloadTooLarge, nil))
+		return f
+	}
+	return workflow.ExecuteActivity(ctx, ActivityName, req)
+}
+
+// Outcome is the end of one run in a fan-out: exactly one of Result (the
+// script's value), Failure (its typed failure, attempted once) and Error
+// (the run failed otherwise: an invalid request, or infrastructure after
+// the retry policy gave up) is set.
+type Outcome struct {
+	Result  *Result
+	Failure *effect.Failure
+	Error   string
+}
+
+// outcomeWire is Outcome's JSON form.
+type outcomeWire struct {
+	Result  *Result      `json:"result,omitempty"`
+	Failure *failureWire `json:"failure,omitempty"`
+	Error   string       `json:"error,omitempty"`
+}
+
+// MarshalJSON encodes o, its failure in effect.Failure's JSON form.
+func (o Outcome) MarshalJSON() ([]byte, error) {
+	w := outcomeWire{Result: o.Result, Error: o.Error}
+	if o.Failure != nil {
+		b, err := json.Marshal(o.Failure)
+		if err != nil {
+			return nil, err
+		}
+		w.Failure = new(failureWire)
+		if err := json.Unmarshal(b, w.Failure); err != nil {
+			return nil, err
+		}
+	}
+	return json.Marshal(w)
+}
+
+// UnmarshalJSON decodes what MarshalJSON encodes.
+func (o *Outcome) UnmarshalJSON(b []byte) error {
+	var w outcomeWire
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	*o = Outcome{Result: w.Result, Error: w.Error}
+	if w.Failure != nil {
+		f, ok := w.Failure.failure()
+		if !ok {
+			return &json.UnsupportedValueError{Str: "sandbank/temporal: a failure outside effect's closed set"}
+		}
+		o.Failure = f
+	}
+	return nil
+}
+
+// FanOutInput is the input of FanOut.
+type FanOutInput struct {
+	// Requests are the runs, one activity each.
+	Requests []Request `json:"requests"`
+	// WallClock and Grace choose the timeouts, as in ActivityOptions.
+	WallClock time.Duration `json:"wallClock,omitempty"`
+	Grace     time.Duration `json:"grace,omitempty"`
+	// HeartbeatTimeout, when not zero, replaces ActivityOptions' 10 s.
+	HeartbeatTimeout time.Duration `json:"heartbeatTimeout,omitempty"`
+	// RetryInitialInterval, when not zero, replaces ActivityOptions' 1 s.
+	RetryInitialInterval time.Duration `json:"retryInitialInterval,omitempty"`
+}
+
+// FanOut is an example workflow: it schedules one run per request, all at
+// once, with ActivityOptions(in.WallClock, in.Grace) as in tunes them, and
+// gathers every run's outcome, in the order of in.Requests. A typed failure
+// is an outcome, not an error of the workflow: it is the script's answer.
+func FanOut(ctx workflow.Context, in FanOutInput) ([]Outcome, error) {
+	ao := ActivityOptions(in.WallClock, in.Grace)
+	if in.HeartbeatTimeout > 0 {
+		ao.HeartbeatTimeout = in.HeartbeatTimeout
+	}
+	if in.RetryInitialInterval > 0 {
+		ao.RetryPolicy.InitialInterval = in.RetryInitialInterval
+	}
+	ctx = workflow.WithActivityOptions(ctx, ao)
+	reqs := in.Requests
+	futures := make([]workflow.Future, len(reqs))
+	for i, req := range reqs {
+		futures[i] = Execute(ctx, req)
+	}
+	outcomes := make([]Outcome, len(reqs))
+	for i, f := range futures {
+		var res Result
+		err := f.Get(ctx, &res)
+		switch failure, typed := FailureOf(err); {
+		case err == nil:
+			outcomes[i].Result = &res
+		case typed:
+			outcomes[i].Failure = failure
+		default:
+			outcomes[i].Error = err.Error()
+		}
+	}
+	return outcomes, nil
+}
