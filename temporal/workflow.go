@@ -2,6 +2,8 @@ package temporal
 
 import (
 	"encoding/json"
+	"errors"
+	"strconv"
 	"time"
 
 	"github.com/sandbank/sandbank/effect"
@@ -67,18 +69,22 @@ type Outcome struct {
 	Result  *Result
 	Failure *effect.Failure
 	Error   string
+	// ErrorType is the application error type of Error, when it has one
+	// (TypeInvalidCall, TypePayloadTooLarge, TypeInfrastructure).
+	ErrorType string
 }
 
 // outcomeWire is Outcome's JSON form.
 type outcomeWire struct {
-	Result  *Result      `json:"result,omitempty"`
-	Failure *failureWire `json:"failure,omitempty"`
-	Error   string       `json:"error,omitempty"`
+	Result    *Result      `json:"result,omitempty"`
+	Failure   *failureWire `json:"failure,omitempty"`
+	Error     string       `json:"error,omitempty"`
+	ErrorType string       `json:"errorType,omitempty"`
 }
 
 // MarshalJSON encodes o, its failure in effect.Failure's JSON form.
 func (o Outcome) MarshalJSON() ([]byte, error) {
-	w := outcomeWire{Result: o.Result, Error: o.Error}
+	w := outcomeWire{Result: o.Result, Error: o.Error, ErrorType: o.ErrorType}
 	if o.Failure != nil {
 		b, err := json.Marshal(o.Failure)
 		if err != nil {
@@ -98,7 +104,7 @@ func (o *Outcome) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &w); err != nil {
 		return err
 	}
-	*o = Outcome{Result: w.Result, Error: w.Error}
+	*o = Outcome{Result: w.Result, Error: w.Error, ErrorType: w.ErrorType}
 	if w.Failure != nil {
 		f, ok := w.Failure.failure()
 		if !ok {
@@ -122,8 +128,12 @@ type FanOutInput struct {
 	RetryInitialInterval time.Duration `json:"retryInitialInterval,omitempty"`
 }
 
+// RunID returns the activity ID FanOut gives its run number i (from 0):
+// "run-<i>".
+func RunID(i int) string { return "run-" + strconv.Itoa(i) }
+
 // FanOut is an example workflow: it schedules one run per request, all at
-// once, with ActivityOptions(in.WallClock, in.Grace) as in tunes them, and
+// once, the run of in.Requests[i] with activity ID RunID(i), with ActivityOptions(in.WallClock, in.Grace) as in tunes them, and
 // gathers every run's outcome, in the order of in.Requests. A typed failure
 // is an outcome, not an error of the workflow: it is the script's answer.
 func FanOut(ctx workflow.Context, in FanOutInput) ([]Outcome, error) {
@@ -134,11 +144,11 @@ func FanOut(ctx workflow.Context, in FanOutInput) ([]Outcome, error) {
 	if in.RetryInitialInterval > 0 {
 		ao.RetryPolicy.InitialInterval = in.RetryInitialInterval
 	}
-	ctx = workflow.WithActivityOptions(ctx, ao)
 	reqs := in.Requests
 	futures := make([]workflow.Future, len(reqs))
 	for i, req := range reqs {
-		futures[i] = Execute(ctx, req)
+		ao.ActivityID = RunID(i)
+		futures[i] = Execute(workflow.WithActivityOptions(ctx, ao), req)
 	}
 	outcomes := make([]Outcome, len(reqs))
 	for i, f := range futures {
@@ -151,6 +161,10 @@ func FanOut(ctx workflow.Context, in FanOutInput) ([]Outcome, error) {
 			outcomes[i].Failure = failure
 		default:
 			outcomes[i].Error = err.Error()
+			var appErr *temporalsdk.ApplicationError
+			if errors.As(err, &appErr) {
+				outcomes[i].ErrorType = appErr.Type()
+			}
 		}
 	}
 	return outcomes, nil
