@@ -8,7 +8,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/sandbank/sandbank/spi"
 )
@@ -100,6 +103,28 @@ type Options struct {
 	AllowNetwork bool
 	// AllowReusedEnvironment accepts a backend whose FreshPerRun is false.
 	AllowReusedEnvironment bool
+
+	// MaxLogBytes bounds the text a run's record keeps of what the script
+	// logged. Zero means DefaultMaxLogBytes; it must be >= 0.
+	MaxLogBytes int64
+	// MaxLogLines bounds the lines a run's record keeps. Zero means
+	// DefaultMaxLogLines; it must be >= 0.
+	MaxLogLines int
+	// Engine is the engine's name as receipts record it ("quickjs").
+	// Empty means the backend's Go type ("*quickjs.Backend").
+	Engine string
+	// EventBuffer is how many events of one run may wait for a slow
+	// Call.Events sink before later ones are dropped (and counted). Zero
+	// means DefaultEventBuffer; it must be >= 0.
+	EventBuffer int
+	// Logger, when not nil, receives the effect's own diagnostics: one
+	// record per run (debug; warn for infrastructure), never the
+	// script's logs. Nil means none.
+	Logger *slog.Logger
+	// TracerProvider, when not nil, traces every run as an OpenTelemetry
+	// span (see trace.go). Nil means no tracing; no global provider is
+	// ever read.
+	TracerProvider trace.TracerProvider
 }
 
 // Call is one evaluation request. It names the script by Script, carries it
@@ -123,6 +148,9 @@ type Call struct {
 	Limits spi.Limits
 	// Shape is an optional JSON Schema the result must satisfy.
 	Shape json.RawMessage
+	// Events, when not nil, receives the run's events as they happen
+	// (see Event): on a goroutine of its own, never stalling the run.
+	Events func(Event)
 }
 
 // Code is the closed set of typed failure codes. The zero value is

@@ -45,6 +45,32 @@
 // and a duplicate object key keeping its last value. The same value gives the
 // same bytes on a first run and on a replay from a durable log.
 //
+// # The run record
+//
+// [Effect.Run] is the same run as Evaluate and also returns a [Record]:
+// the value or the typed failure, the lines the script logged (bounded by
+// [Options].MaxLogLines and MaxLogBytes, defaults [DefaultMaxLogLines] and
+// [DefaultMaxLogBytes], each line by [MaxLogLineUnits], with a cut marker,
+// [Record].LogsCut, when lines were dropped), the run's [Stats] (the
+// engine's figures only where the engine measured them) and a [Receipt]:
+// canonical JSON naming the script, the input and output digests, the
+// engine, the backend module's version, the SPI version, the declared
+// capabilities, the effective limits, the outcome, the start time and the
+// duration. A record is present for failed runs too, with their logs, and
+// stores as JSON; [Verify] checks a stored record against its script and
+// input. Evaluate is Run without the record.
+//
+// A call may carry an events sink ([Call].Events): started, each log line,
+// host calls begun and ended, finished, delivered in order on a goroutine
+// of the run's own, so a slow sink never stalls the engine; past
+// [Options].EventBuffer waiting events, log and host-call events are
+// dropped and counted in [Record].EventsDropped ([Event] says exactly
+// what is kept). [Options].Logger receives the effect's own diagnostics
+// (log/slog), and [Options].TracerProvider makes a span per run
+// (OpenTelemetry: "sandbank.run", with the engine, the outcome and the
+// durations as attributes, host calls as child spans); both are off by
+// default, and no global state is read.
+//
 // # Security considerations
 //
 //   - Refusals by default: a backend that declares network access or an
@@ -62,8 +88,9 @@
 //     output is measured before it is decoded.
 //   - Text from a script or a backend (thrown names and messages,
 //     infrastructure messages, backend and reader error text, shape
-//     violations) is cut to [MaxTextUnits] UTF-16 units plus a visible
-//     marker, and made storable: invalid UTF-8, encoded surrogates and
+//     violations, logged lines) is cut to [MaxTextUnits] UTF-16 units
+//     ([MaxLogLineUnits] for a logged line) plus a visible marker, and
+//     made storable: invalid UTF-8, encoded surrogates and
 //     control characters other than newline and tab become U+FFFD. It is
 //     safe to log and to store, not to interpret as markup.
 //   - A typed failure that a backend returns as a Go error is reported

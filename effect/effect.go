@@ -36,6 +36,8 @@ type Effect struct {
 
 	shapes shapeCache
 
+	rc recordConfig // the run record's bounds and sinks (record.go)
+
 	closed    atomic.Bool
 	closeOnce sync.Once
 	closeErr  error
@@ -122,6 +124,10 @@ func New(scripts ScriptReader, backend spi.Backend, opts *Options) (*Effect, err
 	}
 	if o.BackendGrace != nil {
 		e.grace = *o.BackendGrace
+	}
+
+	if err := e.rc.init(&o, backend); err != nil {
+		return nil, err
 	}
 
 	caps, err := readCapabilities(backend)
@@ -226,11 +232,21 @@ func (e *Effect) Idempotent() bool {
 // done ctx yields ctx.Err() as is. All text that came from the script, the
 // backend or the script reader is bounded to MaxTextUnits UTF-16 units and
 // made storable.
+//
+// Evaluate is [Effect.Run] without the record: the same run, the same
+// value and the same error.
 func (e *Effect) Evaluate(ctx context.Context, call Call) (json.RawMessage, error) {
 	if ctx == nil {
 		return nil, errNilContext
 	}
-	out, err := e.evaluate(ctx, call)
+	if e.observed(call) {
+		rec, err := e.run(ctx, call)
+		if err != nil {
+			return nil, err
+		}
+		return rec.Value, nil
+	}
+	out, err := e.evaluate(ctx, call, nil)
 	// 4. Cancellation wins over everything, on every path.
 	if cerr := ctx.Err(); cerr != nil {
 		return nil, cerr
@@ -238,8 +254,9 @@ func (e *Effect) Evaluate(ctx context.Context, call Call) (json.RawMessage, erro
 	return out, err
 }
 
-// evaluate is Evaluate without the final cancellation check.
-func (e *Effect) evaluate(ctx context.Context, call Call) (json.RawMessage, error) {
+// evaluate is Evaluate without the final cancellation check. st, when not
+// nil, collects what the run record needs.
+func (e *Effect) evaluate(ctx context.Context, call Call, st *runState) (json.RawMessage, error) {
 	if e.backend == nil {
 		return nil, errNotNew
 	}
@@ -255,6 +272,7 @@ func (e *Effect) evaluate(ctx context.Context, call Call) (json.RawMessage, erro
 	if err != nil {
 		return nil, err
 	}
+	st.noteLimits(limits)
 	var shape *compiledShape
 	if len(call.Shape) > 0 {
 		if shape, err = e.shapes.get(call.Shape); err != nil {
@@ -274,6 +292,7 @@ func (e *Effect) evaluate(ctx context.Context, call Call) (json.RawMessage, erro
 	if err != nil {
 		return nil, err
 	}
+	st.noteInput(input)
 	if int64(len(input)) > e.maxInput {
 		return nil, &Failure{Code: CodeInputTooLarge, Kind: LimitInput, Bytes: int64(len(input)), Limit: e.maxInput}
 	}
@@ -298,10 +317,14 @@ func (e *Effect) evaluate(ctx context.Context, call Call) (json.RawMessage, erro
 	if err != nil {
 		return nil, err
 	}
+	st.noteScript(addr, script)
 
 	// 3 and 4. The backend, raced against ctx and the deadline.
 	// Its result is used only when ctx is not done: Evaluate checks.
-	out, err := e.callBackend(ctx, spi.Request{Script: script, Input: input, Limits: limits})
+	req := spi.Request{Script: script, Input: input, Limits: limits}
+	st.backendBegins(&req)
+	out, err := e.callBackend(ctx, req)
+	st.backendEnded(out, err)
 	if err != nil {
 		return nil, err
 	}

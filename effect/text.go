@@ -19,12 +19,15 @@ const truncationMarker = "…[truncated]"
 //
 // Every text that comes from a script, a backend or a script reader goes
 // through boundText exactly once, in this package.
-func boundText(s string) string {
-	if textIsClean(s) {
+func boundText(s string) string { return boundTextTo(s, MaxTextUnits) }
+
+// boundTextTo is boundText with a bound of maxUnits UTF-16 code units.
+func boundTextTo(s string, maxUnits int) string {
+	if textIsClean(s, maxUnits) {
 		return s
 	}
 	var b strings.Builder
-	b.Grow(min(len(s), 3*MaxTextUnits) + len(truncationMarker))
+	b.Grow(min(len(s), 3*maxUnits) + len(truncationMarker))
 	units := 0
 	for i := 0; i < len(s); {
 		r, size := utf8.DecodeRuneInString(s[i:])
@@ -45,7 +48,7 @@ func boundText(s string) string {
 		if r >= 0x10000 {
 			n = 2
 		}
-		if units+n > MaxTextUnits {
+		if units+n > maxUnits {
 			b.WriteString(truncationMarker)
 			return b.String()
 		}
@@ -56,11 +59,11 @@ func boundText(s string) string {
 	return b.String()
 }
 
-// textIsClean reports whether boundText would return s unchanged. A valid
-// UTF-8 text of at most MaxTextUnits bytes has at most MaxTextUnits UTF-16
-// units.
-func textIsClean(s string) bool {
-	if len(s) > MaxTextUnits {
+// textIsClean reports whether boundTextTo(s, maxUnits) would return s
+// unchanged. A valid UTF-8 text of at most maxUnits bytes has at most
+// maxUnits UTF-16 units.
+func textIsClean(s string, maxUnits int) bool {
+	if len(s) > maxUnits {
 		return false
 	}
 	for i := 0; i < len(s); i++ {

@@ -112,6 +112,10 @@ type Capabilities struct {
 	CPU bool `json:"cpu"`
 	// FreshPerRun is true when no state survives from one run to the next.
 	FreshPerRun bool `json:"freshPerRun"`
+	// Logs is true when every line the script logs (console.log and its
+	// kin, print, a module's stdout and stderr) reaches Request.Logs, in
+	// order, with its level and stream (SPI 1.1.0).
+	Logs bool `json:"logs,omitempty"`
 }
 
 // Validate reports an error when a field holds a value outside its closed

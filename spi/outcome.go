@@ -98,6 +98,9 @@ type Outcome struct {
 	Name string
 	// Message is the error text (KindThrew, KindInfrastructure).
 	Message string
+	// Stats are what the engine measured about the run, whatever its
+	// kind (SPI 1.1.0); zero fields are not known.
+	Stats Stats
 }
 
 // OK reports a finished script and its value as JSON text.

@@ -7,7 +7,7 @@ import (
 )
 
 // Version is the semantic version of this service-provider interface.
-const Version = "1.0.0"
+const Version = "1.1.0"
 
 // Backend is a sandbox engine. Implementations must be safe for concurrent
 // use: the effect may call Evaluate from many goroutines at once.
@@ -77,4 +77,8 @@ type Request struct {
 	Input json.RawMessage
 	// Limits are the bounds for this evaluation.
 	Limits Limits
+	// Logs receives the lines the script logs, when not nil (SPI 1.1.0).
+	// A backend that declares Capabilities.Logs writes every line there
+	// (see LogSink); the others may ignore it.
+	Logs LogSink
 }

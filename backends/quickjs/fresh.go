@@ -1,0 +1,50 @@
+package quickjs
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/experimental"
+
+	"github.com/sandbank/sandbank/backends/quickjs/internal/guest"
+)
+
+// fresh is ModeFresh's runtime: a new module instance for run r, booted
+// inside the run, closed when it ends.
+func (r *run) fresh(runCtx context.Context, j *job, compiled wazero.CompiledModule) (guest.Facts, error) {
+	b := r.b
+	stdin := &phaseReader{r: bytes.NewReader(j.payload), first: func() {
+		j.inputRead.Store(true)
+		r.setPhase(phaseInput)
+	}}
+	mem := &limitedAllocator{limit: uint64(r.limits.MemoryBytes)}
+	cfg := b.moduleConfig(r.limits.MemoryBytes, &fakeClock{}, newReplayRand()).
+		WithStdin(stdin).
+		WithStdout(j.stdoutW).
+		WithStderr(j.stderr)
+
+	r.setPhase(phaseInstantiate)
+	defer mem.release() // after the module is closed (deferred below, so run first)
+	mod, err := b.rt.InstantiateModule(experimental.WithMemoryAllocator(runCtx, mem), compiled, cfg)
+	if err != nil {
+		return guest.Facts{}, fmt.Errorf("quickjs: instantiate: %w", err)
+	}
+	defer mod.Close(context.Background())
+	memory := mod.Memory()
+	start := mod.ExportedFunction("_start")
+	if memory == nil || start == nil {
+		return guest.Facts{}, errors.New("quickjs: the module lacks its memory or _start export")
+	}
+	if !memory.Write(b.layout.Bottom, j.canary[:]) {
+		return guest.Facts{}, errors.New("quickjs: the stack canary lies outside linear memory")
+	}
+
+	r.setPhase(phaseBoot)
+	_, callErr := start.Call(runCtx)
+	f := j.factsFrom(memory, b.layout.Bottom, mem)
+	setEnding(&f, callErr, runCtx.Err() != nil)
+	return f, nil
+}

@@ -1,0 +1,218 @@
+package quickjs
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental"
+
+	"github.com/sandbank/sandbank/backends/quickjs/internal/guest"
+)
+
+// Parked mode's instances: one goroutine each, which boots the guest and
+// never leaves its call of _start (park.go, wasi.go).
+
+// instance is one parked QuickJS instance, owned by its goroutine.
+type instance struct {
+	b           *Backend
+	pool        *pool // nil for a one-shot instance
+	memoryBytes int64
+	background  bool // booted by refill, not yet parked (guarded by pool.mu)
+	replaced    bool // its pool booted its replacement already (instance goroutine only)
+
+	ctx   context.Context
+	kill  context.CancelCauseFunc
+	jobs  chan *job
+	ready chan struct{} // closed at the first park, or when the instance ended
+	dead  chan struct{} // closed when the goroutine ended
+
+	mem       *limitedAllocator
+	clock     *fakeClock
+	rng       *replayRand
+	mod       api.Module
+	internals *moduleInternals
+
+	// The park point.
+	snap      experimental.Snapshot
+	stack     []byte // the snapshot's stack (live after a restore)
+	pristine  []byte // its contents at the park point
+	memory    []byte // linear memory at the park point
+	globals   []uint64
+	tables    [][]uintptr
+	readArgs  [4]uint64
+	wall      int64
+	mono      int64
+	rngState  []byte
+	parked    bool
+	readyOnce sync.Once
+
+	// The current run (only the instance goroutine touches these).
+	cur        *job
+	stdin      *bytes.Reader
+	unexpected atomic.Bool
+}
+
+// startInstance starts an instance on a goroutine of its own, running j
+// (nil for a background boot), or returns nil after Close.
+func (b *Backend) startInstance(p *pool, memoryBytes int64, j *job, compiled wazero.CompiledModule) *instance {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return nil
+	}
+	b.instances.Add(1)
+	b.mu.Unlock()
+	b.boots.Add(1)
+	b.live.Add(1)
+	ctx, kill := context.WithCancelCause(b.life)
+	inst := &instance{
+		b:           b,
+		pool:        p,
+		memoryBytes: memoryBytes,
+		background:  j == nil,
+		ctx:         ctx,
+		kill:        kill,
+		jobs:        make(chan *job, 1),
+		ready:       make(chan struct{}),
+		dead:        make(chan struct{}),
+		mem:         &limitedAllocator{limit: uint64(memoryBytes)},
+		clock:       &fakeClock{},
+		rng:         newReplayRand(),
+		cur:         j,
+	}
+	if j != nil && b.onRun != nil {
+		b.onRun(inst)
+	}
+	go inst.main(compiled)
+	return inst
+}
+
+// writer sends the guest's stdout or stderr to the current run.
+type writer struct {
+	inst   *instance
+	stdout bool
+}
+
+func (w writer) Write(p []byte) (int, error) {
+	j := w.inst.cur
+	switch {
+	case j == nil:
+	case w.stdout:
+		return j.stdoutW.Write(p)
+	default:
+		return j.stderr.Write(p)
+	}
+	return len(p), nil
+}
+
+// main instantiates the module and calls _start, which returns only when
+// the instance ends.
+func (inst *instance) main(compiled wazero.CompiledModule) {
+	b := inst.b
+	defer b.instances.Done()
+	defer b.live.Add(-1)
+	defer close(inst.dead)
+	defer inst.kill(nil)
+	if j := inst.cur; j != nil {
+		j.attach(inst, func() error { return ErrClosed })
+	}
+	parked := false
+	defer func() {
+		inst.readyOnce.Do(func() { close(inst.ready) })
+		if inst.pool != nil {
+			inst.pool.ended(inst, parked)
+		}
+	}()
+
+	cfg := b.moduleConfig(inst.memoryBytes, inst.clock, inst.rng).
+		WithStdout(writer{inst: inst, stdout: true}).
+		WithStderr(writer{inst: inst})
+	ctx := experimental.WithMemoryAllocator(inst.ctx, inst.mem)
+	defer inst.mem.release() // after the module is closed (deferred below, so run first)
+	mod, err := b.rt.InstantiateModule(ctx, compiled, cfg)
+	if err != nil {
+		inst.fail(fmt.Errorf("quickjs: instantiate: %w", err))
+		return
+	}
+	defer mod.Close(context.Background())
+	inst.mod = mod
+	if inst.internals, err = inspectModule(mod); err != nil {
+		inst.fail(err)
+		return
+	}
+	memory := mod.Memory()
+	start := mod.ExportedFunction("_start")
+	if memory == nil || start == nil {
+		inst.fail(errors.New("quickjs: the module lacks its memory or _start export"))
+		return
+	}
+	canary := inst.bootCanary()
+	if canary == nil || !memory.Write(b.layout.Bottom, canary[:]) {
+		inst.fail(errors.New("quickjs: the stack canary lies outside linear memory"))
+		return
+	}
+	if j := inst.cur; j != nil {
+		j.r.setPhase(phaseBoot)
+	}
+	ctx = context.WithValue(experimental.WithSnapshotter(ctx), instanceKey{}, inst)
+	_, callErr := start.Call(ctx)
+	parked = inst.parked
+
+	j := inst.cur
+	if j == nil {
+		return
+	}
+	inst.cur = nil
+	j.finish()
+	f := inst.facts(j, memory)
+	setEnding(&f, callErr, inst.ctx.Err() != nil)
+	if inst.pool != nil && parked {
+		inst.pool.refill() // the replacement is booting before the caller's next run
+		inst.replaced = true
+	}
+	inst.deliver(j, f)
+}
+
+// bootCanary is the canary that guards the boot: the run's own when the
+// instance boots for a run, a random one otherwise.
+func (inst *instance) bootCanary() *guest.Canary {
+	if j := inst.cur; j != nil {
+		return j.canary
+	}
+	c, err := guest.NewCanary()
+	if err != nil {
+		return nil
+	}
+	return c
+}
+
+// fail ends a run that could not reach the guest.
+func (inst *instance) fail(err error) {
+	if j := inst.cur; j != nil {
+		inst.cur = nil
+		j.finish()
+		j.err = err
+		j.delivered = true
+		close(j.done)
+	}
+}
+
+// facts reads what the run of j left behind.
+func (inst *instance) facts(j *job, memory api.Memory) guest.Facts {
+	return j.factsFrom(memory, inst.b.layout.Bottom, inst.mem)
+}
+
+func (inst *instance) deliver(j *job, f guest.Facts) {
+	if j.delivered {
+		return
+	}
+	j.delivered = true
+	j.facts = f
+	close(j.done)
+}

@@ -1,0 +1,106 @@
+package quickjs
+
+import (
+	"io"
+	"sync"
+	"sync/atomic"
+
+	"github.com/tetratelabs/wazero/api"
+
+	"github.com/sandbank/sandbank/backends/quickjs/internal/guest"
+	"github.com/sandbank/sandbank/spi"
+)
+
+// job is what the guest sees of one run, in either mode: the request
+// payload it reads from stdin, the stack canary, and the run's own stdout
+// and stderr. In parked mode it is also the hand-off between the run's
+// goroutine and the instance's (the fields below mu).
+type job struct {
+	r       *run
+	payload []byte
+	canary  *guest.Canary
+	stdout  *guest.Stdout
+	stdoutW io.Writer // stdout, seen first by the beforeWrite test hook
+	stderr  *cappedBuffer
+
+	inputRead atomic.Bool
+
+	// Parked mode's hand-off.
+	mu       sync.Mutex
+	inst     *instance
+	stopped  bool
+	finished bool
+
+	done      chan struct{} // closed when facts (or err) are set
+	delivered bool          // touched only by the instance goroutine
+	facts     guest.Facts
+	err       error
+}
+
+// newJob prepares the guest's side of run r for req.
+func (r *run) newJob(req spi.Request) (*job, error) {
+	nonce, err := guest.NewNonce()
+	if err != nil {
+		return nil, err
+	}
+	canary, err := guest.NewCanary()
+	if err != nil {
+		return nil, err
+	}
+	stdout := guest.NewStdout(nonce, stdoutLimit(r.limits.MemoryBytes), r.scriptStarts)
+	r.stdout = stdout
+	return &job{
+		r:       r,
+		payload: guest.Payload(nonce, req.Script, req.Input),
+		canary:  canary,
+		stdout:  stdout,
+		stdoutW: r.stdoutWriter(stdout),
+		stderr:  &cappedBuffer{limit: r.b.set.maxStderrBytes},
+		done:    make(chan struct{}),
+	}, nil
+}
+
+// factsFrom reads what the run of j left behind in memory and in its
+// sinks; mem is the allocator of the run's linear memory.
+func (j *job) factsFrom(memory api.Memory, bottom uint32, mem *limitedAllocator) guest.Facts {
+	back, ok := memory.Read(bottom, guest.CanarySize)
+	return guest.Facts{
+		Record:        j.stdout.Record(),
+		InputRead:     j.inputRead.Load(),
+		Started:       j.stdout.Started(),
+		CanaryIntact:  ok && j.canary.Intact(back),
+		MemoryRefused: mem.refused.Load(),
+	}
+}
+
+// attach binds j to the instance that runs it; a job stopped before
+// that kills the instance at once.
+func (j *job) attach(inst *instance, cause func() error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.inst = inst
+	if j.stopped {
+		inst.kill(cause())
+	}
+}
+
+// stop kills the job's instance, unless the run already finished.
+func (j *job) stop(cause error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.finished || j.stopped {
+		return
+	}
+	j.stopped = true
+	if j.inst != nil {
+		j.inst.kill(cause)
+	}
+}
+
+// finish marks the run finished and reports whether it had been stopped.
+func (j *job) finish() (stopped bool) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.finished = true
+	return j.stopped
+}

@@ -1,0 +1,81 @@
+package effect
+
+import (
+	"sync"
+	"time"
+
+	"github.com/sandbank/sandbank/spi"
+)
+
+// logBuffer is the spi.LogSink of one run. It keeps lines in order until
+// the first one that does not fit (MaxLogLines, MaxLogBytes), drops that
+// one and every later one, counting them, and reports itself full from
+// then on. Each kept line is cut to spi.MaxLogLineBytes, then bounded and
+// scrubbed once (boundTextTo, MaxLogLineUnits). After seal, every line is
+// dropped without being counted: the run's record is final.
+type logBuffer struct {
+	maxBytes int64
+	maxLines int
+	start    time.Time
+	events   *eventQueue // nil: no Call.Events
+
+	mu     sync.Mutex
+	lines  []LogLine
+	bytes  int64
+	cut    LogsCut
+	full   bool
+	sealed bool
+}
+
+var _ spi.LogSink = (*logBuffer)(nil)
+
+// Log implements spi.LogSink.
+func (b *logBuffer) Log(level spi.LogLevel, stream spi.LogStream, line string) bool {
+	if !level.Valid() {
+		level = spi.LevelInfo
+	}
+	if !stream.Valid() {
+		stream = spi.StreamStdout
+	}
+	raw := int64(len(line))
+	if len(line) > spi.MaxLogLineBytes {
+		line = line[:spi.MaxLogLineBytes]
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.sealed {
+		return false
+	}
+	if b.full {
+		b.cut.Lines++
+		b.cut.Bytes += raw
+		return false
+	}
+	text := boundTextTo(line, MaxLogLineUnits)
+	if len(b.lines) >= b.maxLines || b.bytes+int64(len(text)) > b.maxBytes {
+		b.full = true
+		b.cut.Lines++
+		b.cut.Bytes += raw
+		return false
+	}
+	l := LogLine{Level: level, Stream: stream, Text: text, At: time.Since(b.start)}
+	b.lines = append(b.lines, l)
+	b.bytes += int64(len(text))
+	if b.events != nil {
+		// Under the lock, so events keep the lines' order.
+		b.events.push(Event{Kind: EventLog, At: l.At, Log: l})
+	}
+	return true
+}
+
+// seal ends the run's log and returns what it kept.
+func (b *logBuffer) seal() (lines []LogLine, bytes int64, cut *LogsCut) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.sealed = true
+	if b.cut.Lines > 0 {
+		c := b.cut
+		cut = &c
+	}
+	return b.lines, b.bytes, cut
+}

@@ -1,0 +1,117 @@
+package effect
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"time"
+
+	"github.com/sandbank/sandbank/spi"
+)
+
+// ReceiptFormat names the receipt's format; it changes only if a field
+// changes meaning (fields are only ever added).
+const ReceiptFormat = "sandbank.receipt/1"
+
+// The outcomes a receipt records besides a typed failure's code (such as
+// "limitExceeded" or "scriptError").
+const (
+	// OutcomeOK: the run produced a value.
+	OutcomeOK = "ok"
+	// OutcomeInfrastructure: the run failed untyped (retryable).
+	OutcomeInfrastructure = "infrastructure"
+	// OutcomeCanceled: the caller's context was done first.
+	OutcomeCanceled = "canceled"
+)
+
+// Receipt ties a run's result to what produced it. It is stable: its
+// canonical JSON ([Receipt.Canonical]) has sorted keys and fixed field
+// meanings, so it can go into an append-only log and be checked later
+// ([Verify]). Running the same script with the same input on the same
+// engine under the same limits gives the same OutputDigest (replay); only
+// Started and Duration differ between runs.
+type Receipt struct {
+	// Format is ReceiptFormat.
+	Format string `json:"format"`
+	// Script is the script's content address.
+	Script Address `json:"script,omitempty"`
+	// InputDigest is "sha256:<hex>" of the input's canonical JSON text
+	// (compact, keys sorted); empty when the input could not be
+	// serialised.
+	InputDigest string `json:"inputDigest,omitempty"`
+	// OutputDigest is "sha256:<hex>" of the canonical value, when the run
+	// produced one.
+	OutputDigest string `json:"outputDigest,omitempty"`
+	// Engine is the engine's name (Options.Engine, or the backend's Go
+	// type).
+	Engine string `json:"engine"`
+	// Backend is the backend's Go module and version ("path@version"),
+	// from the program's build information; empty when not known.
+	Backend string `json:"backend,omitempty"`
+	// SPIVersion is spi.Version as this program was built with it.
+	SPIVersion string `json:"spiVersion"`
+	// Capabilities is the backend's declaration, as the effect froze it.
+	Capabilities spi.Capabilities `json:"capabilities"`
+	// Limits are the limits the run had.
+	Limits ReceiptLimits `json:"limits"`
+	// Outcome is OutcomeOK, a typed failure's code, OutcomeInfrastructure
+	// or OutcomeCanceled.
+	Outcome string `json:"outcome"`
+	// LimitKind is the failure's limit kind (limitExceeded, inputTooLarge).
+	LimitKind string `json:"limitKind,omitempty"`
+	// Started is when the run started, in UTC.
+	Started time.Time `json:"started"`
+	// Duration is how long the run took.
+	Duration time.Duration `json:"durationNs"`
+}
+
+// ReceiptLimits are the effective limits of a run: the call's, resolved
+// against the effect's options.
+type ReceiptLimits struct {
+	WallClock      time.Duration `json:"wallClockNs"`
+	MemoryBytes    int64         `json:"memoryBytes"`
+	MaxInputBytes  int64         `json:"maxInputBytes"`
+	MaxOutputBytes int64         `json:"maxOutputBytes"`
+	MaxScriptBytes int64         `json:"maxScriptBytes"`
+	MaxLogBytes    int64         `json:"maxLogBytes"`
+	MaxLogLines    int           `json:"maxLogLines"`
+}
+
+// Canonical returns the receipt as canonical JSON text: compact, object
+// keys sorted, no trailing newline. Equal receipts give equal bytes.
+func (r Receipt) Canonical() ([]byte, error) {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return nil, err
+	}
+	return canonicalize(b)
+}
+
+// Digest returns "sha256:<hex>" of the receipt's canonical JSON text.
+func (r Receipt) Digest() (string, error) {
+	b, err := r.Canonical()
+	if err != nil {
+		return "", err
+	}
+	return digestOf(b), nil
+}
+
+// digestOf returns "sha256:<hex>" of b.
+func digestOf(b []byte) string { return string(addressOfSum(sha256.Sum256(b))) }
+
+// outcomeOf returns the receipt's outcome and limit kind for a run's
+// error.
+func outcomeOf(err error, f *Failure, canceled bool) (outcome, kind string) {
+	switch {
+	case canceled:
+		return OutcomeCanceled, ""
+	case err == nil:
+		return OutcomeOK, ""
+	case f != nil:
+		if f.Kind.Valid() {
+			kind = f.Kind.String()
+		}
+		return f.Code.String(), kind
+	default:
+		return OutcomeInfrastructure, ""
+	}
+}

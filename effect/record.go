@@ -1,0 +1,203 @@
+package effect
+
+import (
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"reflect"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/sandbank/sandbank/spi"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// Record is everything known about one run: its value or failure, what the
+// script logged, what the run cost, and a receipt that ties the result to
+// the script, the input, the engine and the limits that produced it.
+//
+// [Effect.Run] returns one for every run that produced a value or a typed
+// failure, and for every run that reached the backend, whatever the
+// backend then did. A Record is plain data: it encodes to JSON with
+// encoding/json and decodes back to an equal Record, so it can be stored
+// and later checked with [Verify]. Fields are only ever added.
+type Record struct {
+	// Value is the result as canonical JSON text, when the run succeeded.
+	Value json.RawMessage `json:"value,omitempty"`
+	// Failure is the typed failure, when the script failed (the same
+	// value Run returns as its error).
+	Failure *Failure `json:"failure,omitempty"`
+	// Error is the text of an untyped (infrastructure) error or of the
+	// caller's context error, bounded and storable; empty otherwise.
+	Error string `json:"error,omitempty"`
+	// Logs are the lines the script logged, in order, each bounded and
+	// storable, at most Options.MaxLogLines lines and MaxLogBytes bytes of
+	// text. Empty (never null in JSON) when the script logged nothing or
+	// the backend does not declare Capabilities.Logs.
+	Logs []LogLine `json:"logs"`
+	// LogsCut is the cut marker: present when lines were dropped because
+	// the log was full. Every line from the first one that did not fit is
+	// dropped.
+	LogsCut *LogsCut `json:"logsCut,omitempty"`
+	// Stats are the run's figures.
+	Stats Stats `json:"stats"`
+	// Receipt is the run's receipt.
+	Receipt Receipt `json:"receipt"`
+	// EventsDropped counts the events of this run that Call.Events did not
+	// receive because its buffer was full (a slow sink).
+	EventsDropped int64 `json:"eventsDropped,omitempty"`
+}
+
+// LogLine is one line a script logged.
+type LogLine struct {
+	Level  spi.LogLevel  `json:"level"`
+	Stream spi.LogStream `json:"stream"`
+	// Text is the line without its newline, bounded to MaxLogLineUnits
+	// UTF-16 units (then "…[truncated]") and made storable like every
+	// text from a script: invalid UTF-8, lone surrogates and control
+	// characters other than newline and tab become U+FFFD.
+	Text string `json:"text"`
+	// At is when the line arrived, from the start of the run.
+	At time.Duration `json:"atNs"`
+}
+
+// LogsCut counts what a full log dropped.
+type LogsCut struct {
+	// Lines and Bytes are the lines dropped and the bytes of text they
+	// held, as the backend handed them over.
+	Lines int64 `json:"lines"`
+	Bytes int64 `json:"bytes"`
+}
+
+// Stats are a run's figures. The effect measures its own (durations,
+// bytes); the engine's (Startup, ScriptTime, MemoryPeakBytes, CPU) are
+// present only where the engine truly measured them: zero means not known.
+type Stats struct {
+	// Duration is the whole run, as Run measured it.
+	Duration time.Duration `json:"durationNs"`
+	// BackendTime is the backend call, as the effect measured it (engine
+	// start-up included); zero when the backend was not called.
+	BackendTime time.Duration `json:"backendNs,omitempty"`
+	// InputBytes, ScriptBytes and OutputBytes size the input as JSON text,
+	// the script and the canonical result.
+	InputBytes  int64 `json:"inputBytes"`
+	ScriptBytes int64 `json:"scriptBytes,omitempty"`
+	OutputBytes int64 `json:"outputBytes,omitempty"`
+	// LogLines and LogBytes count the lines kept in the record and their
+	// text's bytes.
+	LogLines int64 `json:"logLines,omitempty"`
+	LogBytes int64 `json:"logBytes,omitempty"`
+
+	// Startup, ScriptTime, MemoryPeakBytes, CPUUnit and CPUUnits are the
+	// engine's own figures (spi.Stats).
+	Startup         time.Duration `json:"startupNs,omitempty"`
+	ScriptTime      time.Duration `json:"scriptNs,omitempty"`
+	MemoryPeakBytes int64         `json:"memoryPeakBytes,omitempty"`
+	CPUUnit         string        `json:"cpuUnit,omitempty"`
+	CPUUnits        int64         `json:"cpuUnits,omitempty"`
+
+	// HostCalls counts the host calls the script made, with the bytes
+	// sent and received and the time spent in them.
+	HostCalls        int64         `json:"hostCalls,omitempty"`
+	HostCallBytesIn  int64         `json:"hostCallBytesIn,omitempty"`
+	HostCallBytesOut int64         `json:"hostCallBytesOut,omitempty"`
+	HostCallTime     time.Duration `json:"hostCallNs,omitempty"`
+}
+
+// DefaultMaxLogBytes is the default bound on the log text a record keeps,
+// 256 KiB.
+const DefaultMaxLogBytes int64 = 256 << 10
+
+// DefaultMaxLogLines is the default bound on the lines a record keeps.
+const DefaultMaxLogLines = 1000
+
+// MaxLogLineUnits bounds one logged line, in UTF-16 code units; a longer
+// line is cut and ends with "…[truncated]". spi.MaxLogLineBytes is large
+// enough that a backend cutting at it never cuts text kept here.
+const MaxLogLineUnits = 4096
+
+// DefaultEventBuffer is the default number of events of one run that may
+// wait for a slow Call.Events sink.
+const DefaultEventBuffer = 256
+
+// recordConfig is what the run record needs from the options, fixed in
+// New.
+type recordConfig struct {
+	engine      string // as receipts name it
+	module      string // the backend's module "path@version", or ""
+	maxLogBytes int64
+	maxLogLines int
+	eventBuffer int
+	logger      *slog.Logger
+	tracer      trace.Tracer // nil: no tracing
+}
+
+func (rc *recordConfig) init(o *Options, backend spi.Backend) error {
+	switch {
+	case o.MaxLogBytes < 0:
+		return invalid(ErrInvalidLimits, "effect: options: negative MaxLogBytes")
+	case o.MaxLogLines < 0:
+		return invalid(ErrInvalidLimits, "effect: options: negative MaxLogLines")
+	case o.EventBuffer < 0:
+		return invalid(ErrInvalidLimits, "effect: options: negative EventBuffer")
+	}
+	rc.maxLogBytes, rc.maxLogLines, rc.eventBuffer = o.MaxLogBytes, o.MaxLogLines, o.EventBuffer
+	if rc.maxLogBytes == 0 {
+		rc.maxLogBytes = DefaultMaxLogBytes
+	}
+	if rc.maxLogLines == 0 {
+		rc.maxLogLines = DefaultMaxLogLines
+	}
+	if rc.eventBuffer == 0 {
+		rc.eventBuffer = DefaultEventBuffer
+	}
+	t := reflect.TypeOf(backend)
+	rc.engine = boundText(o.Engine)
+	if rc.engine == "" {
+		rc.engine = t.String()
+	}
+	rc.module = moduleOf(t)
+	rc.logger = o.Logger
+	if o.TracerProvider != nil {
+		rc.tracer = o.TracerProvider.Tracer(tracerName)
+	}
+	return nil
+}
+
+// moduleOf returns "path@version" of the module that holds t's package,
+// from the program's build information, or "" when it is not known.
+func moduleOf(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	pkg := t.PkgPath()
+	info, ok := debug.ReadBuildInfo()
+	if pkg == "" || !ok {
+		return ""
+	}
+	best := ""
+	version := ""
+	consider := func(m *debug.Module) {
+		if m == nil {
+			return
+		}
+		if m.Replace != nil {
+			m = &debug.Module{Path: m.Path, Version: m.Replace.Version}
+		}
+		if (pkg == m.Path || strings.HasPrefix(pkg, m.Path+"/")) && len(m.Path) > len(best) {
+			best, version = m.Path, m.Version
+		}
+	}
+	consider(&info.Main)
+	for _, m := range info.Deps {
+		consider(m)
+	}
+	if best == "" {
+		return ""
+	}
+	if version == "" {
+		version = "(devel)"
+	}
+	return fmt.Sprintf("%s@%s", best, version)
+}
