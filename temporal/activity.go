@@ -23,9 +23,11 @@ type Options struct {
 	// TypeInvalidCall, not retried elsewhere.
 	Engines []string
 	// Effect configures each engine's effect; nil means effect's defaults.
-	// Its MaxOutputBytes is lowered, when larger, to the payload limit less
-	// a small reserve, so that a result too large for Temporal is the typed
-	// failure limitExceeded (output).
+	// Its MaxLogBytes is lowered, when larger, to an eighth of the payload
+	// limit, and its MaxOutputBytes to what the payload limit leaves after
+	// the logs and the rest of the record, so that a value too large for
+	// Temporal is the typed failure limitExceeded (output). An empty Engine
+	// is set to each engine's registry name, which receipts record.
 	Effect *effect.Options
 	// Scripts is where a request without Source is read by address. Nil
 	// means an empty store: such a request is the typed failure
@@ -69,18 +71,13 @@ func NewActivities(reg *registry.Registry, opts *Options) (*Activities, error) {
 	if o.PayloadLimit == 0 {
 		o.PayloadLimit = DefaultPayloadLimit
 	}
-	if o.PayloadLimit <= payloadReserve {
-		return nil, fmt.Errorf("sandbank/temporal: PayloadLimit %d is not above the %d bytes a result needs besides its value", o.PayloadLimit, payloadReserve)
-	}
 	var eo effect.Options
 	if o.Effect != nil {
 		eo = *o.Effect
 	}
-	maxOut := eo.MaxOutputBytes
-	if maxOut == 0 {
-		maxOut = effect.DefaultMaxOutputBytes
+	if err := fitPayload(&eo, o.PayloadLimit); err != nil {
+		return nil, err
 	}
-	eo.MaxOutputBytes = min(maxOut, o.PayloadLimit-payloadReserve)
 	scripts := o.Scripts
 	if scripts == nil {
 		scripts = effect.NewMemoryStore()
@@ -115,7 +112,11 @@ func (a *Activities) add(name string, scripts effect.ScriptReader, eo *effect.Op
 	if err != nil {
 		return fmt.Errorf("sandbank/temporal: engine %q: %w", name, err)
 	}
-	eff, err := effect.New(scripts, backend, eo)
+	opts := *eo
+	if opts.Engine == "" {
+		opts.Engine = name // receipts name the engine as the registry does
+	}
+	eff, err := effect.New(scripts, backend, &opts)
 	if err != nil {
 		return fmt.Errorf("sandbank/temporal: engine %q: %w", name, err)
 	}
@@ -163,9 +164,11 @@ func (a *Activities) Register(r interface {
 }
 
 // Run is the activity: it runs req's script through the effect of its
-// engine and returns the result. Its errors are Temporal application
+// engine and returns the run's record (effect.Record: the value, logs,
+// stats and receipt). Its errors are Temporal application
 // errors: a typed failure is non-retryable, of type "sandbank.<code>", with
-// the failure as its detail (FailureOf reads it back); an invalid request is
+// the failure and the record as its details (FailureOf and RecordOf read
+// them back); an invalid request is
 // non-retryable TypeInvalidCall; a result over the payload limit is
 // non-retryable TypePayloadTooLarge; anything else is retryable
 // TypeInfrastructure. When the activity is cancelled (or its worker stops),
@@ -175,29 +178,27 @@ func (a *Activities) Register(r interface {
 // timeout), so a run whose worker died is retried once the heartbeat
 // timeout passes, not the start-to-close timeout; the heartbeats are also
 // how the activity learns that it was cancelled.
-func (a *Activities) Run(ctx context.Context, req Request) (*Result, error) {
-	info := activity.GetInfo(ctx)
+func (a *Activities) Run(ctx context.Context, req Request) (*effect.Record, error) {
 	engine, err := a.engineOf(req)
 	if err != nil {
-		return nil, temporalsdk.NewNonRetryableApplicationError(err.Error(), TypeInvalidCall, nil)
+		return nil, temporalsdk.NewNonRetryableApplicationError(err.Error(), TypeInvalidCall, nil, nil, nil)
 	}
-	if hb := info.HeartbeatTimeout; hb > 0 {
+	if hb := activity.GetInfo(ctx).HeartbeatTimeout; hb > 0 {
 		stop := a.heartbeatEvery(ctx, hb)
 		defer stop()
 	}
-	res, err := run(ctx, a.effects[engine], engine, req.call())
+	rec, err := run(ctx, a.effects[engine], req.call())
 	if err != nil {
-		return nil, activityError(err)
+		return nil, activityError(err, rec, a.limit)
 	}
-	res.Attempt = info.Attempt
-	if err := checkPayload("result", res, a.limit); err != nil {
+	if err := checkPayload("result", rec, a.limit); err != nil {
 		var pe *PayloadError
 		if errors.As(err, &pe) {
-			return nil, temporalsdk.NewNonRetryableApplicationError(err.Error(), TypePayloadTooLarge, nil, pe)
+			return nil, temporalsdk.NewNonRetryableApplicationError(err.Error(), TypePayloadTooLarge, nil, nil, nil)
 		}
-		return nil, activityError(err)
+		return nil, activityError(err, nil, a.limit)
 	}
-	return res, nil
+	return rec, nil
 }
 
 // heartbeatEvery records a heartbeat now and then at the interval until

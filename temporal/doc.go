@@ -21,8 +21,10 @@
 // workers need no shared store; the worker's effect checks that the bytes
 // hash to the address before anything runs. It also names the engine (or
 // a language), the input as JSON text, the limits and an optional shape.
-// The activity's result is a Result: the value, as canonical JSON, and
-// what ran it.
+// The activity's result is the run's record, an *effect.Record: the value
+// as canonical JSON, what the script logged, the run's stats and its
+// receipt (script, input and output digests, engine, limits). A typed
+// failure's error carries the record too (RecordOf), logs included.
 //
 // # Errors and retries
 //
@@ -30,8 +32,9 @@
 //
 //   - a typed failure (*effect.Failure) is non-retryable, of type
 //     "sandbank.<code>" (such as "sandbank.limitExceeded"), its message the
-//     failure's text (which names the limit kind), its detail the failure,
-//     code and limit kind included: FailureOf reads it back in a workflow;
+//     failure's text (which names the limit kind), its details the failure
+//     (code and limit kind included) and the run record: FailureOf and
+//     RecordOf read them back in a workflow;
 //   - an invalid request (a source that does not hash to its address, an
 //     engine the worker does not run, limits above its ceiling) is
 //     non-retryable TypeInvalidCall;

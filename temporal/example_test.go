@@ -48,8 +48,8 @@ func ExampleNewWorker() {
 func ExampleExecute() {
 	myWorkflow := func(ctx workflow.Context, req sbtemporal.Request) (string, error) {
 		ctx = workflow.WithActivityOptions(ctx, sbtemporal.ActivityOptions(req.Limits.WallClock, 0))
-		var res sbtemporal.Result
-		err := sbtemporal.Execute(ctx, req).Get(ctx, &res)
+		var rec effect.Record
+		err := sbtemporal.Execute(ctx, req).Get(ctx, &rec)
 		if f, ok := sbtemporal.FailureOf(err); ok {
 			// The script's own doing, attempted once: tell the model that
 			// wrote it, do not retry.
@@ -58,7 +58,7 @@ func ExampleExecute() {
 		if err != nil {
 			return "", err // infrastructure, after the retry policy gave up
 		}
-		return string(res.Value), nil
+		return string(rec.Value), nil
 	}
 	_ = myWorkflow
 }
@@ -101,14 +101,14 @@ func ExampleFanOut() {
 	}
 	for _, o := range outcomes {
 		switch {
-		case o.Result != nil:
-			fmt.Println("value:", string(o.Result.Value))
-		case o.Failure != nil:
-			fmt.Println("failure:", o.Failure, o.Failure.Code == effect.CodeLimitExceeded)
+		case o.Record.Failure != nil:
+			fmt.Println("failure:", o.Record.Failure, o.Record.Failure.Code == effect.CodeLimitExceeded)
+		default:
+			fmt.Println("value:", string(o.Record.Value), "on", o.Record.Receipt.Engine)
 		}
 	}
 	// Output:
-	// value: 3
+	// value: 3 on starlark
 	// failure: effect: scriptError: fail: no false
 	// failure: effect: limitExceeded (cpu) true
 }

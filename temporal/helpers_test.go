@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/internal/fakebackend"
 	"github.com/sandbank/sandbank/registry"
 	"github.com/sandbank/sandbank/spi"
@@ -23,7 +24,7 @@ const fakeEngine = "fake"
 // "limit:<kind>" is stopped by that guard, "throw" throws a TypeError,
 // "inputTooLarge" reports the input did not fit, "infra" is an
 // infrastructure outcome, "flaky" is infrastructure on its first two calls
-// and then echoes, "big" returns a string of 20000 bytes, "wait" waits for
+// and then echoes, "big" returns a string of 300 000 bytes, "wait" waits for
 // its context and reports what ended it in waited.
 func fakeBehavior(flaky *atomic.Int32, waited chan<- error) fakebackend.Behavior {
 	return func(ctx context.Context, req spi.Request) (spi.Outcome, error) {
@@ -49,7 +50,7 @@ func fakeBehavior(flaky *atomic.Int32, waited chan<- error) fakebackend.Behavior
 			}
 			return spi.OK(req.Input), nil
 		case script == "big":
-			b, _ := json.Marshal(strings.Repeat("x", 20000))
+			b, _ := json.Marshal(strings.Repeat("x", 300_000))
 			return spi.OK(b), nil
 		case script == "sleep":
 			select {
@@ -94,7 +95,7 @@ type oneRunInput struct {
 
 // oneRun is the workflow of the unit tests: one run, retried at most
 // MaximumAttempts times, 1 ms apart.
-func oneRun(ctx workflow.Context, in oneRunInput) (*Result, error) {
+func oneRun(ctx workflow.Context, in oneRunInput) (*effect.Record, error) {
 	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: time.Minute,
 		HeartbeatTimeout:    in.HeartbeatTimeout,
@@ -104,7 +105,7 @@ func oneRun(ctx workflow.Context, in oneRunInput) (*Result, error) {
 			MaximumAttempts:    in.MaximumAttempts,
 		},
 	})
-	var res Result
+	var res effect.Record
 	if err := Execute(ctx, in.Request).Get(ctx, &res); err != nil {
 		return nil, err
 	}

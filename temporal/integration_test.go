@@ -361,16 +361,16 @@ func TestFanOutOnDevServer(t *testing.T) {
 		w := want[i]
 		switch {
 		case w.value != "":
-			if assert.NotNil(t, o.Result, "run %d: %+v", i, o) {
-				assert.JSONEq(t, w.value, string(o.Result.Value), "run %d", i)
+			if assert.NotNil(t, o.Record, "run %d: %+v", i, o) {
+				assert.JSONEq(t, w.value, string(o.Record.Value), "run %d", i)
 			}
 		case w.errorType != "":
 			assert.Equal(t, w.errorType, o.ErrorType, "run %d: %+v", i, o)
 		default:
 			typed++
-			if assert.NotNil(t, o.Failure, "run %d: %+v", i, o) {
-				assert.Equal(t, w.code, o.Failure.Code, "run %d: %v", i, o.Failure)
-				assert.Equal(t, w.kind, o.Failure.Kind, "run %d: %v", i, o.Failure)
+			if assert.True(t, o.Record != nil && o.Record.Failure != nil, "run %d: %+v", i, o) {
+				assert.Equal(t, w.code, o.Record.Failure.Code, "run %d: %v", i, o.Record.Failure)
+				assert.Equal(t, w.kind, o.Record.Failure.Kind, "run %d: %v", i, o.Record.Failure)
 			}
 		}
 		n := attempts[id]

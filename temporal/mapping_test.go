@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sandbank/sandbank/effect"
+	"github.com/sandbank/sandbank/internal/fakebackend"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/activity"
@@ -31,7 +32,7 @@ func newEnv() *testsuite.TestWorkflowEnvironment {
 // runCase runs req through oneRun in the test environment, on activities
 // built with opts, and returns the workflow's result or error and how many
 // attempts of the activity started.
-func runCase(t *testing.T, acts *Activities, in oneRunInput, setup func(*testsuite.TestWorkflowEnvironment)) (*Result, error, int) {
+func runCase(t *testing.T, acts *Activities, in oneRunInput, setup func(*testsuite.TestWorkflowEnvironment)) (*effect.Record, error, int) {
 	t.Helper()
 	env := newEnv()
 	env.SetTestTimeout(time.Minute)
@@ -47,7 +48,7 @@ func runCase(t *testing.T, acts *Activities, in oneRunInput, setup func(*testsui
 	if err := env.GetWorkflowError(); err != nil {
 		return nil, err, int(starts.Load())
 	}
-	var res Result
+	var res effect.Record
 	require.NoError(t, env.GetWorkflowResult(&res))
 	return &res, nil, int(starts.Load())
 }
@@ -90,9 +91,10 @@ func TestTypedFailuresAreNotRetried(t *testing.T) {
 		{"limit cpu", fakeRequest(t, "limit:cpu", nil), nil, effect.CodeLimitExceeded, effect.LimitCPU},
 		{"limit memory", fakeRequest(t, "limit:memory", nil), nil, effect.CodeLimitExceeded, effect.LimitMemory},
 		{"limit wallClock", fakeRequest(t, "limit:wallClock", nil), nil, effect.CodeLimitExceeded, effect.LimitWallClock},
-		// The payload limit lowers the effect's MaxOutputBytes to 16 KiB:
-		// a 20 000-byte value is limitExceeded (output), not a refusal.
-		{"limit output", fakeRequest(t, "big", nil), &Options{PayloadLimit: 32 << 10}, effect.CodeLimitExceeded, effect.LimitOutput},
+		// A payload limit of 256 KiB lowers the effect's MaxOutputBytes to
+		// about 114 KiB: a 300 000-byte value is limitExceeded (output),
+		// not a refusal.
+		{"limit output", fakeRequest(t, "big", nil), &Options{PayloadLimit: 256 << 10}, effect.CodeLimitExceeded, effect.LimitOutput},
 		{"inputTooLarge memory", fakeRequest(t, "inputTooLarge", nil), nil, effect.CodeInputTooLarge, effect.LimitMemory},
 		{"inputTooLarge input", fakeRequest(t, "ok", strings.Repeat("x", 100)), &Options{Effect: &effect.Options{MaxInputBytes: 16}}, effect.CodeInputTooLarge, effect.LimitInput},
 		{"scriptMissing", missing, nil, effect.CodeScriptMissing, 0},
@@ -117,6 +119,11 @@ func TestTypedFailuresAreNotRetried(t *testing.T) {
 			if c.code == effect.CodeLimitExceeded {
 				assert.Contains(t, appErr.Message(), "("+c.kind.String())
 			}
+			rec, ok := RecordOf(err)
+			require.True(t, ok, "a typed failure carries its run record")
+			assert.Equal(t, f, rec.Failure)
+			assert.Equal(t, c.code.String(), rec.Receipt.Outcome)
+			assert.Equal(t, fakeEngine, rec.Receipt.Engine)
 		})
 	}
 	// inputNotSerializable cannot cross Temporal (an input that is not
@@ -148,10 +155,12 @@ func TestMappingRoundTrip(t *testing.T) {
 	fc := temporalsdk.GetDefaultFailureConverter()
 	for _, want := range failures {
 		t.Run(want.Error(), func(t *testing.T) {
-			err := fc.FailureToError(fc.ErrorToFailure(activityError(want)))
+			err := fc.FailureToError(fc.ErrorToFailure(activityError(want, nil, DefaultPayloadLimit)))
 			appErr := appError(t, err)
 			assert.Equal(t, TypeOf(want.Code), appErr.Type())
 			assert.True(t, appErr.NonRetryable())
+			_, hasRecord := RecordOf(err)
+			assert.False(t, hasRecord)
 			got, ok := FailureOf(err)
 			require.True(t, ok)
 			assert.Equal(t, want, got)
@@ -199,10 +208,9 @@ func TestInfrastructureIsRetried(t *testing.T) {
 	res, err, attempts := runCase(t, newActs(t, nil, nil), oneRunInput{Request: fakeRequest(t, "flaky", map[string]int{"n": 7}), MaximumAttempts: 5}, nil)
 	require.NoError(t, err)
 	assert.Equal(t, 3, attempts)
-	assert.Equal(t, int32(3), res.Attempt)
 	assert.JSONEq(t, `{"n":7}`, string(res.Value))
-	assert.Equal(t, fakeEngine, res.Engine)
-	assert.Equal(t, effect.AddressOf([]byte("flaky")), res.Script)
+	assert.Equal(t, fakeEngine, res.Receipt.Engine)
+	assert.Equal(t, effect.AddressOf([]byte("flaky")), res.Receipt.Script)
 }
 
 // TestLanguageChoosesEngine: a request naming only a language runs on the
@@ -213,7 +221,7 @@ func TestLanguageChoosesEngine(t *testing.T) {
 	req.Engine, req.Language = "", "javascript"
 	res, err, _ := runCase(t, newActs(t, nil, nil), oneRunInput{Request: req, MaximumAttempts: 1}, nil)
 	require.NoError(t, err)
-	assert.Equal(t, fakeEngine, res.Engine)
+	assert.Equal(t, fakeEngine, res.Receipt.Engine)
 
 	req.Engine, req.Language = fakeEngine, "starlark"
 	_, err, _ = runCase(t, newActs(t, nil, nil), oneRunInput{Request: req, MaximumAttempts: 1}, nil)
@@ -271,6 +279,7 @@ func TestCancellationCancelsTheRun(t *testing.T) {
 // workflow before it is scheduled (no attempt), naming the limit; a result
 // over the limit is refused on the worker, naming it.
 func TestPayloadLimit(t *testing.T) {
+	receipt := effect.Receipt{Capabilities: fakebackend.Capabilities()}
 	req := fakeRequest(t, "ok", strings.Repeat("x", int(DefaultPayloadLimit)))
 	_, err, attempts := runCase(t, newActs(t, nil, nil), oneRunInput{Request: req, MaximumAttempts: 3}, nil)
 	require.Error(t, err)
@@ -280,7 +289,7 @@ func TestPayloadLimit(t *testing.T) {
 	assert.True(t, appErr.NonRetryable())
 	assert.Contains(t, appErr.Message(), "over the payload limit of 2097152 bytes")
 
-	err = checkPayload("result", Result{Value: json.RawMessage(`"` + strings.Repeat("x", 5000) + `"`)}, 4096)
+	err = checkPayload("result", effect.Record{Value: json.RawMessage(`"` + strings.Repeat("x", 5000) + `"`), Receipt: receipt}, 4096)
 	var pe *PayloadError
 	require.ErrorAs(t, err, &pe)
 	assert.ErrorIs(t, err, ErrPayloadTooLarge)
@@ -288,17 +297,21 @@ func TestPayloadLimit(t *testing.T) {
 	assert.Greater(t, pe.Bytes, int64(5000))
 	assert.Equal(t, int64(4096), pe.Limit)
 	assert.Contains(t, err.Error(), "over the payload limit of 4096 bytes")
-	require.NoError(t, checkPayload("result", Result{Value: json.RawMessage(`1`)}, 4096))
+	require.NoError(t, checkPayload("result", effect.Record{Value: json.RawMessage(`1`), Receipt: receipt}, 4096))
+
+	// A payload limit too small for a record's logs and fields is refused.
+	_, err = NewActivities(fakeRegistry(nil), &Options{PayloadLimit: 32 << 10})
+	assert.ErrorContains(t, err, "leaves no room")
 }
 
 // TestOutcomeJSON: an Outcome with a failure survives its JSON round trip
 // (the workflow's result crosses Temporal as JSON).
 func TestOutcomeJSON(t *testing.T) {
+	receipt := effect.Receipt{Capabilities: fakebackend.Capabilities(), Engine: fakeEngine}
 	for _, o := range []Outcome{
-		{Result: &Result{Value: json.RawMessage(`{"a":1}`), Engine: "goja", Attempt: 2}},
-		{Failure: &effect.Failure{Code: effect.CodeLimitExceeded, Kind: effect.LimitWallClock}},
-		{Failure: &effect.Failure{Code: effect.CodeScriptError, Name: "Error", Message: "m"}},
-		{Error: "gave up"},
+		{Record: &effect.Record{Value: json.RawMessage(`{"a":1}`), Logs: []effect.LogLine{}, Receipt: receipt}},
+		{Record: &effect.Record{Failure: &effect.Failure{Code: effect.CodeLimitExceeded, Kind: effect.LimitWallClock}, Logs: []effect.LogLine{}, Receipt: receipt}},
+		{Error: "gave up", ErrorType: TypeInfrastructure},
 	} {
 		b, err := json.Marshal(o)
 		require.NoError(t, err)
@@ -306,6 +319,4 @@ func TestOutcomeJSON(t *testing.T) {
 		require.NoError(t, json.Unmarshal(b, &back))
 		assert.Equal(t, o, back)
 	}
-	var o Outcome
-	assert.Error(t, json.Unmarshal([]byte(`{"failure":{"code":"nonesuch"}}`), &o))
 }

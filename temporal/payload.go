@@ -2,7 +2,10 @@ package temporal
 
 import (
 	"errors"
+	"fmt"
 	"strconv"
+
+	"github.com/sandbank/sandbank/effect"
 
 	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/sdk/converter"
@@ -16,10 +19,40 @@ import (
 const DefaultPayloadLimit int64 = 2 << 20
 
 // payloadReserve is what the worker keeps of the payload limit for the
-// fields of a Result other than its value: the effect's MaxOutputBytes is
-// lowered to the payload limit less this, so a value too large for a
-// payload is the typed failure limitExceeded (output), not a refusal.
+// fields of a record other than its value and its logs (stats, receipt,
+// capabilities).
 const payloadReserve int64 = 16 << 10
+
+// logLineOverhead bounds what one log line adds to a record's JSON besides
+// its text (level, stream, time, quotes and keys).
+const logLineOverhead = 96
+
+// fitPayload lowers eo's log and output bounds so that a record fits in
+// limit bytes as Temporal carries it: the logs get at most an eighth of the
+// limit, the value what is left after the logs and payloadReserve. Text
+// that JSON escapes (quotes, <, >, &) can still make a record larger: the
+// activity checks every record and refuses one over the limit.
+func fitPayload(eo *effect.Options, limit int64) error {
+	maxLog := eo.MaxLogBytes
+	if maxLog == 0 {
+		maxLog = effect.DefaultMaxLogBytes
+	}
+	eo.MaxLogBytes = max(1, min(maxLog, limit/8))
+	lines := int64(eo.MaxLogLines)
+	if lines == 0 {
+		lines = effect.DefaultMaxLogLines
+	}
+	room := limit - payloadReserve - eo.MaxLogBytes - lines*logLineOverhead
+	if room <= 0 {
+		return fmt.Errorf("sandbank/temporal: PayloadLimit %d leaves no room for a value after the record's logs and fields", limit)
+	}
+	maxOut := eo.MaxOutputBytes
+	if maxOut == 0 {
+		maxOut = effect.DefaultMaxOutputBytes
+	}
+	eo.MaxOutputBytes = min(maxOut, room)
+	return nil
+}
 
 // ErrPayloadTooLarge is matched (with errors.Is) by a *PayloadError.
 var ErrPayloadTooLarge = errors.New("sandbank/temporal: payload too large")

@@ -1,7 +1,6 @@
 package temporal
 
 import (
-	"encoding/json"
 	"errors"
 	"strconv"
 	"time"
@@ -61,58 +60,16 @@ func Execute(ctx workflow.Context, req Request) workflow.Future {
 	return workflow.ExecuteActivity(ctx, ActivityName, req)
 }
 
-// Outcome is the end of one run in a fan-out: exactly one of Result (the
-// script's value), Failure (its typed failure, attempted once) and Error
-// (the run failed otherwise: an invalid request, or infrastructure after
-// the retry policy gave up) is set.
+// Outcome is the end of one run in a fan-out: its record (effect.Record)
+// when the run produced a value (Record.Value) or a typed failure
+// (Record.Failure, attempted once), else Error, the error that ended it: an
+// invalid request, or infrastructure after the retry policy gave up.
 type Outcome struct {
-	Result  *Result
-	Failure *effect.Failure
-	Error   string
+	Record *effect.Record `json:"record,omitempty"`
+	Error  string         `json:"error,omitempty"`
 	// ErrorType is the application error type of Error, when it has one
 	// (TypeInvalidCall, TypePayloadTooLarge, TypeInfrastructure).
-	ErrorType string
-}
-
-// outcomeWire is Outcome's JSON form.
-type outcomeWire struct {
-	Result    *Result      `json:"result,omitempty"`
-	Failure   *failureWire `json:"failure,omitempty"`
-	Error     string       `json:"error,omitempty"`
-	ErrorType string       `json:"errorType,omitempty"`
-}
-
-// MarshalJSON encodes o, its failure in effect.Failure's JSON form.
-func (o Outcome) MarshalJSON() ([]byte, error) {
-	w := outcomeWire{Result: o.Result, Error: o.Error, ErrorType: o.ErrorType}
-	if o.Failure != nil {
-		b, err := json.Marshal(o.Failure)
-		if err != nil {
-			return nil, err
-		}
-		w.Failure = new(failureWire)
-		if err := json.Unmarshal(b, w.Failure); err != nil {
-			return nil, err
-		}
-	}
-	return json.Marshal(w)
-}
-
-// UnmarshalJSON decodes what MarshalJSON encodes.
-func (o *Outcome) UnmarshalJSON(b []byte) error {
-	var w outcomeWire
-	if err := json.Unmarshal(b, &w); err != nil {
-		return err
-	}
-	*o = Outcome{Result: w.Result, Error: w.Error, ErrorType: w.ErrorType}
-	if w.Failure != nil {
-		f, ok := w.Failure.failure()
-		if !ok {
-			return &json.UnsupportedValueError{Str: "sandbank/temporal: a failure outside effect's closed set"}
-		}
-		o.Failure = f
-	}
-	return nil
+	ErrorType string `json:"errorType,omitempty"`
 }
 
 // FanOutInput is the input of FanOut.
@@ -152,13 +109,16 @@ func FanOut(ctx workflow.Context, in FanOutInput) ([]Outcome, error) {
 	}
 	outcomes := make([]Outcome, len(reqs))
 	for i, f := range futures {
-		var res Result
-		err := f.Get(ctx, &res)
+		var rec effect.Record
+		err := f.Get(ctx, &rec)
 		switch failure, typed := FailureOf(err); {
 		case err == nil:
-			outcomes[i].Result = &res
+			outcomes[i].Record = &rec
 		case typed:
-			outcomes[i].Failure = failure
+			outcomes[i].Record = &effect.Record{Failure: failure}
+			if r, ok := RecordOf(err); ok {
+				outcomes[i].Record = r
+			}
 		default:
 			outcomes[i].Error = err.Error()
 			var appErr *temporalsdk.ApplicationError
