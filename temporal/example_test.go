@@ -6,6 +6,7 @@ import (
 	"io"
 	"log"
 	"log/slog"
+	"time"
 
 	"github.com/sandbank/sandbank/builtin"
 	"github.com/sandbank/sandbank/effect"
@@ -92,6 +93,7 @@ func ExampleFanOut() {
 	var s testsuite.WorkflowTestSuite
 	s.SetLogger(sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
 	env := s.NewTestWorkflowEnvironment()
+	env.SetWorkerOptions(worker.Options{DeadlockDetectionTimeout: time.Minute}) // a loaded machine
 	acts.Register(env)
 	env.RegisterWorkflowWithOptions(sbtemporal.FanOut, workflow.RegisterOptions{Name: sbtemporal.FanOutName})
 	env.ExecuteWorkflow(sbtemporal.FanOutName, sbtemporal.FanOutInput{Requests: reqs})

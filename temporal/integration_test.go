@@ -112,10 +112,13 @@ func (a *recordingActivity) ExecuteActivity(ctx context.Context, in *interceptor
 type tally struct {
 	mu           sync.Mutex
 	starts, ends map[string]int
+	last         map[string]time.Time // the last start of each run
 	total        int
 }
 
-func newTally() *tally { return &tally{starts: map[string]int{}, ends: map[string]int{}} }
+func newTally() *tally {
+	return &tally{starts: map[string]int{}, ends: map[string]int{}, last: map[string]time.Time{}}
+}
 
 // line records one line of a recorder; it returns the run of a start line.
 func (t *tally) line(l string) (started string) {
@@ -128,6 +131,7 @@ func (t *tally) line(l string) (started string) {
 	switch f[0] {
 	case "start":
 		t.starts[f[1]]++
+		t.last[f[1]] = time.Now()
 		t.total++
 		return f[1]
 	case "end":
@@ -192,6 +196,11 @@ func fanOutRequests(t *testing.T, n int) ([]Request, []expectation) {
 		case 6:
 			src, w = `for (;;) {}`, expectation{code: effect.CodeLimitExceeded, kind: effect.LimitWallClock, slow: true}
 			limits.Limits.WallClock = 300 * time.Millisecond
+			if i%50 == 16 {
+				// Longer than the heartbeat timeout (2 s): only heartbeats
+				// keep this attempt alive, so it ends in one attempt.
+				limits.Limits.WallClock = 3 * time.Second
+			}
 		case 7:
 			src, engine, w = runawayStar, "starlark", expectation{code: effect.CodeLimitExceeded, kind: effect.LimitCPU}
 		case 8:
@@ -340,10 +349,16 @@ func TestFanOutOnDevServer(t *testing.T) {
 		FanOutName, FanOutInput{Requests: reqs, Grace: 5 * time.Second, HeartbeatTimeout: 2 * time.Second, RetryInitialInterval: 100 * time.Millisecond})
 	require.NoError(t, err)
 
-	var inFlight string
+	var (
+		inFlight    string
+		killTime    time.Time
+		nextAttempt = make(chan time.Time, 1)
+	)
 	select {
 	case inFlight = <-killAt:
 		require.NoError(t, bCmd.Process.Kill())
+		killTime = time.Now()
+		go watchAttempt(ctx, c, run, inFlight, nextAttempt)
 	case <-time.After(2 * time.Minute):
 		t.Fatal("the worker process did not start 40 runs")
 	}
@@ -393,8 +408,43 @@ func TestFanOutOnDevServer(t *testing.T) {
 		}
 	}
 	assert.Greater(t, attempts[inFlight], 1, "the run in flight when worker B died (%s) was retried", inFlight)
-	t.Logf("dev server built in %v, up at %v; %d runs (%d typed failures) in %v wall; worker B killed at %v with %s in flight; worker A started %d attempts, worker B %d; %d attempts in all, %d runs retried (%d of them typed failures whose first attempt died with B), every other run attempted once",
-		built.Round(time.Millisecond), serverUp.Round(time.Millisecond), runs, typed, wall.Round(time.Millisecond), killed.Round(time.Millisecond), inFlight, a.total, b.total, total, retried, typedRetried)
+	// The heartbeat timeout (2 s), not the start-to-close timeout (40 s),
+	// brought the retry: the server gave the run its next attempt within
+	// 20 s of the kill, a wide margin for a loaded machine. (When worker A
+	// then starts it depends on the queue's backlog.)
+	retryAt := <-nextAttempt
+	assert.False(t, retryAt.IsZero(), "the server never gave %s a second attempt", inFlight)
+	retriedAfter := retryAt.Sub(killTime)
+	assert.Less(t, retriedAfter, 20*time.Second, "the run lost with worker B got its next attempt %v after the kill", retriedAfter)
+	t.Logf("dev server built in %v, up at %v; %d runs (%d typed failures) in %v wall; worker B killed at %v with %s in flight, given its next attempt %v later; worker A started %d attempts, worker B %d; %d attempts in all, %d runs retried (%d of them typed failures whose first attempt died with B), every other run attempted once",
+		built.Round(time.Millisecond), serverUp.Round(time.Millisecond), runs, typed, wall.Round(time.Millisecond), killed.Round(time.Millisecond), inFlight, retriedAfter.Round(time.Millisecond), a.total, b.total, total, retried, typedRetried)
+}
+
+// watchAttempt sends on retried when the server has given the pending
+// activity id an attempt past its first (or the zero time when it ends
+// first, or ctx does).
+func watchAttempt(ctx context.Context, c client.Client, run client.WorkflowRun, id string, retried chan<- time.Time) {
+	for ctx.Err() == nil {
+		d, err := c.DescribeWorkflowExecution(ctx, run.GetID(), run.GetRunID())
+		if err == nil {
+			pending := false
+			for _, p := range d.GetPendingActivities() {
+				if p.GetActivityId() != id {
+					continue
+				}
+				pending = true
+				if p.GetAttempt() > 1 {
+					retried <- time.Now()
+					return
+				}
+			}
+			if !pending {
+				break
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	retried <- time.Time{}
 }
 
 // historyAttempts returns, per activity ID, the attempt that ended the

@@ -20,13 +20,18 @@ import (
 	"go.temporal.io/sdk/log"
 	temporalsdk "go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/worker"
 )
 
-// newEnv returns a test workflow environment whose logs go nowhere.
+// newEnv returns a test workflow environment whose logs go nowhere. Its
+// deadlock detection waits a minute, not 1 s: under -race on a loaded
+// machine, encoding a 2 MiB request in the workflow can take longer.
 func newEnv() *testsuite.TestWorkflowEnvironment {
 	var s testsuite.WorkflowTestSuite
 	s.SetLogger(log.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
-	return s.NewTestWorkflowEnvironment()
+	env := s.NewTestWorkflowEnvironment()
+	env.SetWorkerOptions(worker.Options{DeadlockDetectionTimeout: time.Minute})
+	return env
 }
 
 // runCase runs req through oneRun in the test environment, on activities
