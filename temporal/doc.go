@@ -1,0 +1,60 @@
+// Package temporal runs Sandbank scripts as Temporal activities: a script
+// run has a deadline, may be retried when the infrastructure failed, and is
+// never retried when the script itself failed, since a typed failure is
+// deterministic.
+//
+// It is a module of its own (github.com/sandbank/sandbank/temporal), so
+// that the Temporal SDK never enters the dependency graph of programs that
+// use Sandbank without Temporal. It needs Go 1.26, as go.temporal.io/sdk
+// v1.51.0 does; the core module supports Go 1.25.
+//
+// A worker holds one effect (package effect) per engine, built from a
+// registry (package builtin registers the shipped engines), and registers
+// the activity ActivityName; NewWorker does both and also registers the
+// example workflow FanOut. A workflow schedules a run with Execute (or
+// workflow.ExecuteActivity with ActivityName and a Request), with the
+// options ActivityOptions recommends.
+//
+// # The activity
+//
+// A Request names its script by content address and carries its bytes, so
+// workers need no shared store; the worker's effect checks that the bytes
+// hash to the address before anything runs. It also names the engine (or
+// a language), the input as JSON text, the limits and an optional shape.
+// The activity's result is the run's record, an *effect.Record: the value
+// as canonical JSON, what the script logged, the run's stats and its
+// receipt (script, input and output digests, engine, limits). A typed
+// failure's error carries the record too (RecordOf), logs included.
+//
+// # Errors and retries
+//
+// The activity's errors are Temporal application errors:
+//
+//   - a typed failure (*effect.Failure) is non-retryable, of type
+//     "sandbank.<code>" (such as "sandbank.limitExceeded"), its message the
+//     failure's text (which names the limit kind), its details the failure
+//     (code and limit kind included) and the run record: FailureOf and
+//     RecordOf read them back in a workflow;
+//   - an invalid request (a source that does not hash to its address, an
+//     engine the worker does not run, limits above its ceiling) is
+//     non-retryable TypeInvalidCall;
+//   - a request or a result over the payload limit is non-retryable
+//     TypePayloadTooLarge (see PayloadError; there is no claim-check store);
+//   - anything else is infrastructure, retryable TypeInfrastructure, retried
+//     as the activity's retry policy says;
+//   - a cancelled activity cancels the run, and a run whose context ends
+//     returns the context's error, as the SDK expects.
+//
+// While a script runs, the activity heartbeats (when its activity has a
+// heartbeat timeout), so a run whose worker died is retried on another
+// worker once the heartbeat timeout passes, and a cancellation reaches the
+// run.
+//
+// # Sizing workers
+//
+// A run is CPU-bound: a worker runs at most GOMAXPROCS runs at once by
+// default (WorkerOptions.Worker.MaxConcurrentActivityExecutionSize), with
+// one effect per engine, shared by all of them. docs/temporal.md in the
+// repository says more: the retry policy, the timeouts, the heartbeat,
+// and what is and is not retried.
+package temporal

@@ -1,0 +1,107 @@
+package temporal
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"github.com/sandbank/sandbank/effect"
+	temporalsdk "go.temporal.io/sdk/temporal"
+)
+
+// TypePrefix starts the type of every application error the activity
+// returns: "sandbank.<code>" for a typed failure (such as
+// "sandbank.limitExceeded"), TypeInvalidCall, TypePayloadTooLarge and
+// TypeInfrastructure.
+const TypePrefix = "sandbank."
+
+// The error types the activity returns besides "sandbank.<code>".
+const (
+	// TypeInvalidCall: the request is the caller's mistake (an address its
+	// source does not hash to, an unknown engine or language, limits above
+	// the worker's ceiling, an invalid shape). Not retryable.
+	TypeInvalidCall = TypePrefix + "invalidCall"
+	// TypePayloadTooLarge: the request or the result does not fit in the
+	// payload limit (see Options.PayloadLimit). Not retryable.
+	TypePayloadTooLarge = TypePrefix + "payloadTooLarge"
+	// TypeInfrastructure: the engine or the worker failed. Retryable.
+	TypeInfrastructure = TypePrefix + "infrastructure"
+)
+
+// TypeOf returns the application error type of a typed failure code,
+// "sandbank.<code>", such as "sandbank.scriptError".
+func TypeOf(code effect.Code) string {
+	return TypePrefix + code.String()
+}
+
+// activityError maps an error of the effect, and the run's record (nil
+// when the run made none), to what the activity returns. Every error it
+// makes has two details, the typed failure and the record, either of them
+// null (a record that would not fit in limit bytes is left out):
+//
+//   - a typed failure (*effect.Failure) becomes a non-retryable application
+//     error of type "sandbank.<code>" whose message is the failure's text
+//     (which names the limit kind): a retry would give the same answer;
+//   - an invalid call becomes a non-retryable TypeInvalidCall;
+//   - a context error is returned as is, so that the SDK reports a
+//     cancelled activity as cancelled and a timed-out one as timed out;
+//   - everything else is infrastructure: a retryable TypeInfrastructure.
+func activityError(err error, rec *effect.Record, limit int64) error {
+	var failure *effect.Failure
+	if rec != nil && checkPayload("record", rec, limit) != nil {
+		rec = nil
+	}
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &failure):
+		return temporalsdk.NewNonRetryableApplicationError(failure.Error(), TypeOf(failure.Code), nil, failure, rec)
+	case errors.Is(err, effect.ErrInvalidCall):
+		return temporalsdk.NewNonRetryableApplicationError(err.Error(), TypeInvalidCall, nil, nil, rec)
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return err
+	default:
+		return temporalsdk.NewApplicationError(err.Error(), TypeInfrastructure, nil, rec)
+	}
+}
+
+// details decodes the two details of a sandbank application error in err's
+// chain.
+func details(err error) (*temporalsdk.ApplicationError, *effect.Failure, *effect.Record, bool) {
+	var appErr *temporalsdk.ApplicationError
+	if !errors.As(err, &appErr) || !strings.HasPrefix(appErr.Type(), TypePrefix) || !appErr.HasDetails() {
+		return nil, nil, nil, false
+	}
+	var (
+		f   *effect.Failure
+		rec *effect.Record
+	)
+	if appErr.Details(&f, &rec) != nil {
+		return nil, nil, nil, false
+	}
+	return appErr, f, rec, true
+}
+
+// FailureOf returns the typed failure an activity error carries, decoded
+// from its details, as the worker's effect reported it. It reports false
+// for any other error: an invalid call, infrastructure, a timeout, a
+// cancellation. Use it in a workflow on the error of a run's future:
+//
+//	if f, ok := temporal.FailureOf(err); ok && f.Code == effect.CodeLimitExceeded { … }
+func FailureOf(err error) (*effect.Failure, bool) {
+	appErr, f, _, ok := details(err)
+	if !ok || f == nil || TypeOf(f.Code) != appErr.Type() {
+		return nil, false
+	}
+	return f, true
+}
+
+// RecordOf returns the run record an activity error carries: for a typed
+// failure, what the script logged before it failed, its stats and its
+// receipt. It reports false when the error carries none (an invalid call,
+// a run that never reached the engine, a record too large for a payload,
+// an error that is not the activity's).
+func RecordOf(err error) (*effect.Record, bool) {
+	_, _, rec, ok := details(err)
+	return rec, ok && rec != nil
+}
