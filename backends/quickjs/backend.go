@@ -175,6 +175,7 @@ func (b *Backend) Capabilities() spi.Capabilities {
 		Memory:      true,
 		CPU:         false, // this build exports no interrupt hook to count work with
 		FreshPerRun: true,
+		Logs:        true,
 	}
 }
 

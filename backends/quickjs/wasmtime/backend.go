@@ -89,6 +89,7 @@ func (b *Backend) Capabilities() spi.Capabilities {
 		Memory:      true,
 		CPU:         true, // fuel
 		FreshPerRun: true,
+		Logs:        true,
 	}
 }
 
