@@ -28,7 +28,9 @@ func TestConformance(t *testing.T) {
 	rep, err := conformance.Check(context.Background(), factory, &conformance.Options{Fixtures: &set, CPUBudget: small})
 	require.NoError(t, err)
 	require.Equal(t, conformance.CaseNames(), caseNames(rep))
-	skipped := map[string]bool{"host_objects": true, "async_value": true}
+	// logs: the guest's print goes nowhere yet, and the backend does not
+	// declare Logs (the case is gated by it).
+	skipped := map[string]bool{"host_objects": true, "async_value": true, "logs": true}
 	for _, c := range rep.Cases {
 		t.Run(c.Name, func(t *testing.T) {
 			want := conformance.StatusPass
