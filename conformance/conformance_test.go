@@ -154,6 +154,7 @@ func TestGates(t *testing.T) {
 		"cpu_budget":      "CPU",
 		"input_too_big":   "Memory",
 		"abort_mid_run":   "WallClock hard",
+		"logs":            "Logs",
 	}
 	for _, c := range rep.Cases {
 		if gate, ok := want[c.Name]; ok {
