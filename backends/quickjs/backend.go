@@ -196,6 +196,7 @@ func (b *Backend) Capabilities() spi.Capabilities {
 		CPU:         b.set.fuel > 0, // Options.Fuel
 		FreshPerRun: true,
 		HostCalls:   true,
+		Logs:        true,
 	}
 }
 

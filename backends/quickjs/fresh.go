@@ -25,7 +25,7 @@ func (r *run) fresh(runCtx context.Context, j *job, compiled wazero.CompiledModu
 	cfg := b.moduleConfig(r.limits.MemoryBytes, &fakeClock{}, newReplayRand()).
 		WithStdin(stdin).
 		WithStdout(j.stdoutW).
-		WithStderr(j.stderr)
+		WithStderr(j.stderrW)
 
 	r.setPhase(phaseInstantiate)
 	defer mem.release() // after the module is closed (deferred below, so run first)

@@ -109,7 +109,7 @@ func (w writer) Write(p []byte) (int, error) {
 	case w.stdout:
 		return j.stdoutW.Write(p)
 	default:
-		return j.stderr.Write(p)
+		return j.stderrW.Write(p)
 	}
 	return len(p), nil
 }

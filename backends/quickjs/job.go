@@ -23,6 +23,8 @@ type job struct {
 	stdout  *guest.Stdout
 	stdoutW io.Writer // stdout, seen first by the beforeWrite test hook
 	stderr  *cappedBuffer
+	stderrW io.Writer // stderr, with the script's log records taken out (guest.Stderr)
+	memPeak int64     // the linear memory's size when the run ended
 
 	inputRead atomic.Bool
 
@@ -50,13 +52,15 @@ func (r *run) newJob(req spi.Request) (*job, error) {
 	}
 	stdout := guest.NewStdout(nonce, stdoutLimit(r.limits.MemoryBytes), r.scriptStarts)
 	r.stdout = stdout
+	stderr := &cappedBuffer{limit: r.b.set.maxStderrBytes}
 	return &job{
 		r:       r,
 		payload: guest.Payload(nonce, req.Script, req.Input, req.Host != nil),
 		canary:  canary,
 		stdout:  stdout,
 		stdoutW: r.stdoutWriter(stdout),
-		stderr:  &cappedBuffer{limit: r.b.set.maxStderrBytes},
+		stderr:  stderr,
+		stderrW: guest.NewStderr(nonce, req.Logs, stderr),
 		done:    make(chan struct{}),
 	}, nil
 }
@@ -65,6 +69,9 @@ func (r *run) newJob(req spi.Request) (*job, error) {
 // sinks; mem is the allocator of the run's linear memory.
 func (j *job) factsFrom(memory api.Memory, bottom uint32, mem *limitedAllocator) guest.Facts {
 	back, ok := memory.Read(bottom, guest.CanarySize)
+	// The memory starts every run at its park point's size (or fresh) and
+	// never shrinks: its size now is the run's high-water mark.
+	j.memPeak = int64(memory.Size())
 	return guest.Facts{
 		Record:        j.stdout.Record(),
 		InputRead:     j.inputRead.Load(),

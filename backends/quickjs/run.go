@@ -52,7 +52,7 @@ func (b *Backend) Evaluate(ctx context.Context, req spi.Request) (spi.Outcome, e
 	}
 	defer b.runs.Done()
 
-	r := &run{b: b, limits: limits}
+	r := &run{b: b, limits: limits, begun: time.Now()}
 	return r.do(ctx, req)
 }
 
@@ -88,6 +88,8 @@ type run struct {
 	wallTimer   *time.Timer
 	wallExpired atomic.Bool
 	cpuOut      atomic.Bool // the run's fuel ran out (fuel.go)
+	begun       time.Time   // when Evaluate started
+	startedAt   time.Time   // when the script started (under timersMu)
 }
 
 // do is the lifecycle of a run in either mode.
@@ -122,7 +124,26 @@ func (r *run) do(ctx context.Context, req spi.Request) (spi.Outcome, error) {
 	}
 	f.WallClockExpired = r.wallExpired.Load()
 	f.Late = j.stdout.Took() > r.limits.WallClock
-	return r.conclude(ctx, runCtx, f, phase, j.stderr)
+	out, err := r.conclude(ctx, runCtx, f, phase, j.stderr)
+	if err == nil && req.Logs != nil {
+		out.Stats = r.stats(j)
+	}
+	return out, err
+}
+
+// stats are the run's figures, asked for by the effect's log sink: the
+// start-up (from Evaluate to the script's start), the script's time as
+// its stdout shows it, and the linear memory's high-water mark.
+func (r *run) stats(j *job) spi.Stats {
+	s := spi.Stats{MemoryPeakBytes: j.memPeak}
+	r.timersMu.Lock()
+	startedAt := r.startedAt
+	r.timersMu.Unlock()
+	if !startedAt.IsZero() {
+		s.Startup = startedAt.Sub(r.begun)
+		s.ScriptTime = j.stdout.Took()
+	}
+	return s
 }
 
 // start opens a run in either mode: its context, cancelled when the

@@ -18,6 +18,7 @@ func (r *run) scriptStarts() {
 		return // the allowance already ran out; the run is being stopped
 	}
 	r.setPhase(phaseScript)
+	r.startedAt = time.Now()
 	r.wallTimer = time.AfterFunc(r.limits.WallClock, r.expireWallClock)
 }
 

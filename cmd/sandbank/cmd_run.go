@@ -139,7 +139,7 @@ If the object cannot be written, the run exits 1, never 2.`,
 	_ = cmd.RegisterFlagCompletionFunc("lang", a.completeLanguages)
 	f.StringVar(&o.cacheDir, "cache-dir", "", "keep compiled modules in `DIR` (default: the user cache directory's sandbank/)")
 	f.BoolVar(&o.noCache, "no-cache", false, "compile the engine's module afresh, with no compiled-module cache")
-	o.rec.addFlags(f)
+	o.rec.addFlags(cmd)
 	return cmd
 }
 

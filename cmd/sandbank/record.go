@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/spf13/pflag"
+	"github.com/spf13/cobra"
 
 	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/spi"
@@ -26,7 +26,8 @@ type recordOptions struct {
 	rec  *effect.Record // the run's record, nil when it has none
 }
 
-func (r *recordOptions) addFlags(f *pflag.FlagSet) {
+func (r *recordOptions) addFlags(cmd *cobra.Command) {
+	f := cmd.Flags()
 	f.BoolVar(&r.quiet, "quiet", false, "do not print what the script logs on stderr")
 	f.StringVar(&r.receipt, "receipt", "", "write the run's receipt (canonical JSON) to `FILE`")
 }

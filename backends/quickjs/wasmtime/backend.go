@@ -90,6 +90,7 @@ func (b *Backend) Capabilities() spi.Capabilities {
 		CPU:         true, // fuel
 		FreshPerRun: true,
 		HostCalls:   true,
+		Logs:        true,
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"strings"
 	"sync"
@@ -45,7 +46,7 @@ func (b *Backend) Evaluate(ctx context.Context, req spi.Request) (spi.Outcome, e
 		return spi.Outcome{}, err
 	}
 	defer b.runs.Done()
-	r := &run{b: b, limits: limits}
+	r := &run{b: b, limits: limits, begun: time.Now()}
 	return r.do(ctx, req)
 }
 
@@ -74,10 +75,13 @@ type run struct {
 	b      *Backend
 	limits spi.Limits
 
-	store  *wt.Store
-	stdin  *guest.Stdin
-	stdout *guest.Stdout
-	stderr *cappedBuffer
+	store   *wt.Store
+	stdin   *guest.Stdin
+	stdout  *guest.Stdout
+	stderr  *cappedBuffer
+	stderrW io.Writer // stderr, with the script's log records taken out (guest.Stderr)
+	begun   time.Time // when Evaluate started
+	started time.Time // when the script started (under timersMu)
 
 	clockReads atomic.Int64
 	monoReads  atomic.Int64
@@ -116,6 +120,7 @@ func (r *run) scriptStarts() {
 		return // the allowance already ran out; the run is being stopped
 	}
 	r.setPhase(phaseScript)
+	r.started = time.Now()
 	r.fuelErr = r.store.SetFuel(r.b.set.fuel)
 	r.wallTimer = time.AfterFunc(r.limits.WallClock, r.expireWallClock)
 }
@@ -176,6 +181,7 @@ func (r *run) do(ctx context.Context, req spi.Request) (spi.Outcome, error) {
 	}
 	r.stdout = guest.NewStdout(nonce, stdoutLimit(r.limits.MemoryBytes), r.scriptStarts)
 	r.stderr = &cappedBuffer{limit: b.set.maxStderrBytes}
+	r.stderrW = guest.NewStderr(nonce, req.Logs, r.stderr)
 	// stdin: the payload, then the replies to the guest's host calls.
 	r.stdin = guest.NewStdin(runCtx, guest.Payload(nonce, req.Script, req.Input, req.Host != nil), r.stdout, req.Host)
 
@@ -263,7 +269,29 @@ func (r *run) do(ctx context.Context, req spi.Request) (spi.Outcome, error) {
 	if err != nil && !facts.Started {
 		return spi.Outcome{}, fmt.Errorf("%w; stderr: %q", err, r.stderr.head(256))
 	}
+	if err == nil && req.Logs != nil {
+		out.Stats = r.stats(facts, fuelLeft, int64(len(data)))
+	}
 	return out, err
+}
+
+// stats are the run's figures, asked for by the effect's log sink: the
+// start-up and the script's time, the fuel the script spent (it gets
+// Options.Fuel when it starts), and the linear memory's size at the end
+// (wasm memory never shrinks: the high-water mark).
+func (r *run) stats(f guest.Facts, fuelLeft uint64, memory int64) spi.Stats {
+	s := spi.Stats{MemoryPeakBytes: memory}
+	r.timersMu.Lock()
+	started := r.started
+	r.timersMu.Unlock()
+	if f.Started && !started.IsZero() {
+		s.Startup = started.Sub(r.begun)
+		s.ScriptTime = r.stdout.Took()
+		if r.fuelErr == nil && fuelLeft <= r.b.set.fuel {
+			s.CPUUnit, s.CPUUnits = "fuel", int64(r.b.set.fuel-fuelLeft)
+		}
+	}
+	return s
 }
 
 // ending classifies how _start returned. stopping is true when the run

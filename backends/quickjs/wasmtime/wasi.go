@@ -103,7 +103,7 @@ func fdWrite(c *wt.Caller, fd, iovs, iovsLen, nwritten int32) int32 {
 			w = hookedWriter{r.stdout, func(p []byte) { r.b.beforeWrite(p, r.expireWallClock) }}
 		}
 	case 2:
-		w = r.stderr
+		w = r.stderrW
 	default:
 		return errnoBadf
 	}

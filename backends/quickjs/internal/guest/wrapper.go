@@ -22,6 +22,26 @@ const (
 // framePrefix starts every framed record (wasmguest.FramePrefix).
 const framePrefix = wasmguest.FramePrefix
 
+// recLog is the record kind of a line the script logged, on stderr: the
+// frame prefix and the nonce, 'L', the level and the stream as spi
+// numbers (one digit each), the line as a JSON string, and a newline.
+// The script never sees the nonce, so it cannot make a line look like the
+// engine's own stderr text; a record on stderr is never a result.
+const recLog = "L"
+
+// LogLineUnits is how much of a logged line the wrapper sends, in UTF-16
+// units: the effect keeps less (effect.MaxLogLineUnits), and a longer line
+// costs the host no more than this. logLineUnits is the same number, as
+// the wrapper's text holds it.
+const (
+	LogLineUnits = 16384
+	logLineUnits = "16384"
+)
+
+// LogPrefix is what starts every logged line's record on stderr, for a
+// run with nonce n.
+func LogPrefix(n Nonce) string { return framePrefix + string(n) + recLog }
+
 // Wrapper is the JavaScript the engine evaluates (qjs -e). It is constant:
 // everything that varies per run arrives on stdin (see [Payload]).
 //
@@ -50,6 +70,7 @@ const eputs = serr.puts.bind(serr);
 const exit = std.exit, parse = JSON.parse, stringify = JSON.stringify;
 const Str = String, geval = G.eval, IErr = G.InternalError, gc = std.gc;
 const apply = Reflect.apply, split = Str.prototype.split, exec = RegExp.prototype.exec, SErr = G.SyntaxError;
+const slice = Str.prototype.slice;
 const Prom = G.Promise, resolveP = Prom.resolve, thenP = Prom.prototype.then, setTimer = os.setTimeout;
 const rejectP = Prom.reject, sliceS = Str.prototype.slice, Err = G.Error, TErr = G.TypeError, PX = G.Proxy;
 const AT = /^ *at <input>:(\d+):(\d+)$/;
@@ -57,7 +78,7 @@ delete G.execArgv; delete G.scriptArgs; delete G.argv0;
 delete G.DOMException; delete G.gc; delete G.navigator; delete G.performance; delete G.queueMicrotask;
 const nonce = getline();
 const P = "` + framePrefix + `" + nonce;
-const MEM = P + "M\n", TOO = P + "I\n", END = P + "E\n";
+const MEM = P + "M\n", TOO = P + "I\n", END = P + "E\n", LOG = P + "` + recLog + `";
 function send(s) { puts(s); flush(); }
 function isOOM(e) {
   if (typeof e === "unknown") return true;
@@ -88,10 +109,11 @@ function threw(e) {
   }
   report("", text(e));
 }
-function out(args) {
+function out(ls, args) {
   let s = "";
-  for (let i = 0; i < args.length; i++) { if (i > 0) s += " "; s += text(args[i]); }
-  eputs(s + "\n");
+  for (let i = 0; i < args.length && s.length <= ` + logLineUnits + `; i++) { if (i > 0) s += " "; s += text(args[i]); }
+  if (s.length > ` + logLineUnits + `) s = apply(slice, s, [0, ` + logLineUnits + `]);
+  eputs(LOG + ls + stringify(s) + "\n");
 }
 let script, input, big = false, hosted = false;
 try { script = parse(getline()); } catch (e) {
@@ -112,9 +134,11 @@ try {
   send(P + "X\n"); exit(0);
 }
 G.input = input;
-G.print = function print(...a) { out(a); };
+G.print = function print(...a) { out("21", a); };
 if (typeof G.console === "object" && G.console !== null) {
-  for (const k of ["log", "info", "warn", "error", "debug", "trace"]) G.console[k] = function (...a) { out(a); };
+  for (const [k, ls] of [["log", "21"], ["info", "21"], ["debug", "11"], ["warn", "32"], ["error", "42"], ["trace", "12"]]) {
+    G.console[k] = function (...a) { out(ls, a); };
+  }
 }
 input = undefined;
 if (hosted) {
