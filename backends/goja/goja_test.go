@@ -78,6 +78,7 @@ func TestCapabilities(t *testing.T) {
 		Memory:      false,
 		CPU:         false,
 		FreshPerRun: true,
+		HostCalls:   true,
 	}, c)
 }
 

@@ -87,7 +87,7 @@ func TestCapabilitiesAreTheMeasuredOnes(t *testing.T) {
 	require.NoError(t, c.Validate())
 	assert.Equal(t, spi.Capabilities{
 		Language: "starlark", Network: spi.NetworkNone, WallClock: spi.WallClockSoft,
-		Memory: false, CPU: true, FreshPerRun: true,
+		Memory: false, CPU: true, FreshPerRun: true, HostCalls: true,
 	}, c)
 }
 
