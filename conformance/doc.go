@@ -92,8 +92,10 @@
 //	                over HostResultBound is a scriptError naming the bound
 //	host_stop       (HostCalls) a run blocked in a host call ends in
 //	                limitExceeded wallClock within RunawayWallClock +
-//	                StopGrace, and a cancelled one in context.Canceled, the
-//	                host function's context done both times
+//	                StopGrace (a 4× and then 16× clock when the engine's
+//	                start-up spent it before the call), and a cancelled one
+//	                in context.Canceled, the host function's context done
+//	                both times
 //
 // Every host case fails a backend that calls its broker after its run
 // ended (waiting HostLateWait for such a call).
