@@ -80,6 +80,25 @@
 //	                effect.MaxTextUnits UTF-16 units (plus MarkerAllowance
 //	                for the marker), valid UTF-8; a 2 MB output under a
 //	                1 MiB MaxOutputBytes ends in limitExceeded output
+//	host_calls      (HostCalls) host.probe(input) then host.probe(answer):
+//	                both calls arrive in order with their exact arguments,
+//	                and the second answer (a fresh nonce, text beyond the
+//	                BMP, ±(2^53-1), nesting) is the result exactly
+//	host_errors     (HostCalls) a host error is caught with its exact text,
+//	                uncaught it is a scriptError with bounded text; an
+//	                argument over HostArgBound never reaches the host
+//	host_limits     (HostCalls) host_loop ends in limitExceeded hostCalls
+//	                after exactly HostLoopCalls delivered calls; an answer
+//	                over HostResultBound is a scriptError naming the bound
+//	host_stop       (HostCalls) a run blocked in a host call ends in
+//	                limitExceeded wallClock within RunawayWallClock +
+//	                StopGrace (a 4× and then 16× clock when the engine's
+//	                start-up spent it before the call), and a cancelled one
+//	                in context.Canceled, the host function's context done
+//	                both times
+//
+// Every host case fails a backend that calls its broker after its run
+// ended (waiting HostLateWait for such a call).
 //
 // Every script is varied per run (fixtures.Set.Prepare: the nonce
 // placeholder replaced, the set's salt appended), so a backend that

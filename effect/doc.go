@@ -71,6 +71,21 @@
 // durations as attributes, host calls as child spans); both are off by
 // default, and no global state is read.
 //
+// # Host calls
+//
+// A script may ask its host for data while it runs (SPI 1.1): register
+// [HostFunc]s by name on [Options].Host and/or [Call].Host, on a backend
+// that declares HostCalls (else the call is refused with [ErrInvalidHost]
+// before the backend is touched). The backend sees only a per-run broker;
+// the effect checks names, bounds arguments ([Options].MaxHostArgBytes,
+// default [DefaultMaxHostArgBytes]) and answers (MaxHostResultBytes,
+// [DefaultMaxHostResultBytes]) with errors thrown into the script, ends
+// the run past [Options].MaxHostCalls (default [DefaultMaxHostCalls]) with
+// limitExceeded ([LimitHostCalls]), gives each host function the run's
+// context (host time counts toward the wall clock), recovers a panic into
+// an untyped error, delivers calls one at a time, and none after the run
+// ended. See [HostFunc] and ExampleHostFunc.
+//
 // # Security considerations
 //
 //   - Refusals by default: a backend that declares network access or an

@@ -30,8 +30,9 @@ import (
 // (the backend returned, or the effect stopped waiting for it) and when the
 // run's wall clock, counted from when the backend was called, runs out. A
 // host function still running then is not waited for: the run ends with
-// limitExceeded (wallClock) or the caller's context error, and the
-// function's goroutine is counted in Abandoned until it returns.
+// limitExceeded (wallClock) or the caller's context error. The function
+// runs on the backend's goroutine, so one that ignores its context keeps
+// that backend call running: it is counted in Abandoned until it returns.
 //
 // A panic is recovered and fails the run with an untyped, retryable error
 // (the host's fault, not the script's), as does a result encoding/json
@@ -262,21 +263,15 @@ func (b *broker) Call(ctx context.Context, name string, args json.RawMessage) (j
 	arg := append(json.RawMessage(nil), args...)
 	ended := b.st.hostCallBegun(name, int64(len(arg)))
 
-	ch := make(chan hostResult, 1)
-	j := b.e.newJob()
-	go func() {
-		defer j.finish()
-		ch <- runHostFunc(hctx, fn, arg)
-	}()
-	var r hostResult
-	select {
-	case r = <-ch:
-	case <-hctx.Done():
-		j.abandon()
-		err := b.stopped(hctx)
-		ended(0, err)
-		return nil, err
-	}
+	// The host function runs on the backend's goroutine (no hand-off: a
+	// call costs microseconds). If it outlives the wall clock, the watch
+	// decides the run's outcome and cancels the backend's context, so the
+	// effect stops waiting for the backend at once, even when the host
+	// function ignores its own context (the backend's goroutine is then
+	// abandoned and counted until the function returns).
+	watch := context.AfterFunc(hctx, func() { _ = b.stopped(hctx) })
+	r := runHostFunc(hctx, fn, arg)
+	watch()
 	switch {
 	case r.panicked:
 		ended(0, errHostPanicked)

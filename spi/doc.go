@@ -38,8 +38,18 @@
 // does: a backend may implement [Warmer] (advisory pre-warm) and io.Closer
 // (release pools, runtimes, compiled modules).
 //
+// # Host calls (1.1)
+//
+// A backend that declares [Capabilities].HostCalls relays a script's host
+// calls to [Request].Host, the effect's per-run broker ([Host]): the name
+// as written and one argument as JSON text in, the answer as JSON text
+// out, every error thrown into the script as is. The broker owns every
+// rule (names, sizes, counts, the context, the end of the run).
+//
 // # Versioning
 //
 // [Version] is the semantic version of this interface. Closed enumerations
-// are never renumbered; new values are additions in a minor version.
+// are never renumbered; new values are additions in a minor version. 1.1.0
+// added [Request].Host and [Capabilities].HostCalls (and the run record's
+// log sink and stats); a 1.0 backend compiles and works unchanged.
 package spi

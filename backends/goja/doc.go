@@ -90,6 +90,23 @@
 // cancelled the runtime is interrupted the same way and Evaluate returns
 // the context's error at once. Limits.MemoryBytes is not enforced.
 //
+// # Host calls
+//
+// In a run with host functions (SPI 1.1; package effect's Options.Host and
+// Call.Host) the script has a global host: every member is a function
+// taking one JSON-representable value (none is null) and returning a
+// promise of the host's answer, decoded as the input is (host.go):
+//
+//	const [orders, names] = await Promise.all([host.orders({since: "2026-01-01"}), host.customers()]);
+//
+// A call blocks the script until the host answers, so calls run one at a
+// time in the script's order, and the promise is settled when the function
+// returns. A failed call rejects with an Error whose message is the
+// effect's text (an unknown name, an oversized argument or answer, the
+// host's own error); more than one argument, or one JSON cannot
+// represent, rejects with a TypeError. host.then is undefined, so `await
+// host` is host itself. A run without host functions has no host global.
+//
 // # Security considerations
 //
 // The backend declares Network none, WallClock soft, Memory false, CPU

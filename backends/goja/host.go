@@ -29,13 +29,26 @@ type hostObject struct {
 	// failed call rejects with.
 	errorCtor, typeError, rangeError js.Value
 	maxNesting                       int
+	// fns caches the function of each name read, up to maxCachedHostFns
+	// names (a script reading endless names gets fresh functions).
+	fns map[string]js.Value
 }
+
+// maxCachedHostFns bounds hostObject.fns.
+const maxCachedHostFns = 64
 
 func (h *hostObject) Get(key string) js.Value {
 	if key == "then" {
 		return nil
 	}
-	return h.r.rt.ToValue(func(call js.FunctionCall) js.Value { return h.call(key, call) })
+	if f, ok := h.fns[key]; ok {
+		return f
+	}
+	f := h.r.rt.ToValue(func(call js.FunctionCall) js.Value { return h.call(key, call) })
+	if len(h.fns) < maxCachedHostFns {
+		h.fns[key] = f
+	}
+	return f
 }
 
 func (h *hostObject) Set(string, js.Value) bool { return false }
@@ -46,7 +59,7 @@ func (h *hostObject) Keys() []string            { return nil }
 // installHost makes the global host relay to broker with ctx; results
 // nested deeper than maxNesting are refused (MaxNesting).
 func (r *run) installHost(ctx context.Context, broker spi.Host, maxNesting int) error {
-	h := &hostObject{r: r, ctx: ctx, host: broker, maxNesting: maxNesting,
+	h := &hostObject{r: r, ctx: ctx, host: broker, maxNesting: maxNesting, fns: map[string]js.Value{},
 		errorCtor: r.rt.Get("Error"), typeError: r.rt.Get("TypeError"), rangeError: r.rt.Get("RangeError")}
 	if err := r.rt.Set("host", r.rt.NewDynamicObject(h)); err != nil {
 		return fmt.Errorf("goja: installing host: %w", err)

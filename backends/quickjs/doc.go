@@ -113,6 +113,20 @@
 // InternalError), so the effect's output depth limit (10,000) is never
 // what stops a QuickJS result.
 //
+// # Host calls
+//
+// In a run with host functions (SPI 1.1) the script has a global host, as
+// on goja: every member returns a promise of the host's answer
+// (`await host.orders({since: "2026-01-01"})`), a failed call rejects with
+// an Error carrying the effect's text, and calls run one at a time in the
+// script's order. Over the guest protocol a call is a framed H record on
+// stdout ([name, argument JSON]) after which the guest blocks reading
+// stdin until the host serves the reply (internal/guest/host.go); the
+// input is length-prefixed on stdin so that the stream stays open. The
+// same holds on wasmtime. In parked mode the reply reader belongs to the
+// run, and the park point and its restore are unchanged: a run that made
+// host calls leaves nothing behind (the differential corpus proves it).
+//
 // # Security considerations
 //
 // The engine has no host capability by construction, and each run gets

@@ -55,6 +55,22 @@
 // cancelled for another reason, Evaluate returns the context's error at
 // once.
 //
+// # Host calls
+//
+// In a run with host functions (SPI 1.1; package effect's Options.Host and
+// Call.Host) the script sees two more names (host.go):
+//
+//	rows = host.orders({"since": "2026-01-01"})   # the answer, decoded; integers exact
+//	rows, err = host_try("orders", {"since": 1})  # (value, None) or (None, message)
+//
+// host.NAME(args) takes at most one positional argument (none is None,
+// sent as null) and returns the decoded answer; a failed call is an error
+// the script cannot catch (Starlark has no try), which ends the run as a
+// thrown Error naming the host's text. host_try makes the same call and
+// returns the failure's message instead. Calls are synchronous, in the
+// script's order. A run without host functions has neither name, so a
+// script using them does not compile there.
+//
 // # Security considerations
 //
 // The backend declares Network none, WallClock soft, Memory false, CPU true

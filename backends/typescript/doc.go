@@ -18,6 +18,13 @@
 // properties) is accepted and removed; enums and namespaces become the
 // JavaScript esbuild emits for them.
 //
+// # Host calls
+//
+// The backend declares what its inner engine declares, HostCalls included,
+// and passes the request's broker through: TypeScript's `host` is the
+// inner engine's (declare it, e.g. `declare const host: {orders(q:
+// {since: string}): Promise<Order[]>}`; types are stripped, not checked).
+//
 // # Fixed semantics
 //
 // The transform (esbuild's, in pure Go) runs with options that are fixed,

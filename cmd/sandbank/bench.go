@@ -108,6 +108,7 @@ type engineBench struct {
 	KillNative *killFigures       `json:"kill_native"`
 	Cold       *coldFigures       `json:"cold"`
 	Throughput *throughputFigures `json:"throughput"`
+	HostCall   *hostCallFigures   `json:"host_call"` // bench_host.go
 
 	// Errors lists what went wrong while measuring (a failed run, a
 	// reshape output that differs from JavaScript's).
@@ -197,6 +198,8 @@ Then, per engine:
                a first process); "n/a" for engines without such an option
   throughput   reshapes per second with 1 worker and with GOMAXPROCS
                workers sharing one effect, and the ratio
+  host call    the host_loop fixture's round trip per host call (script
+               to host function and back): p50 and p99 in microseconds
 
 Progress goes to stderr; the table, or with --json one JSON object, to
 stdout. No figure is estimated: each is measured by this run.
@@ -314,6 +317,8 @@ func (a *app) bench(ctx context.Context, o *benchOptions) error {
 		e.fig.Cold = a.measureCold(ctx, e, o.coldRuns)
 		a.progress("[%s] throughput", e.entry.Engine)
 		e.fig.Throughput = e.measureThroughput(ctx, o.throughput)
+		a.progress("[%s] host calls", e.entry.Engine)
+		e.fig.HostCall = a.measureHostCalls(ctx, e)
 	}
 	if err := ctx.Err(); err != nil {
 		return untyped(err)

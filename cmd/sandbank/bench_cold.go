@@ -347,6 +347,10 @@ func printBench(a *app, r *benchReport) error {
 	fmt.Fprintln(a.stdout, "echo: µs per run through the effect, new instance per run; reshape: ms per run; kill: ms from calling Evaluate")
 	fmt.Fprintln(a.stdout, "until it returned, deadline 50 ms; cold: ms from starting a new process to its first result (p50 of the")
 	fmt.Fprintln(a.stdout, "samples); RESHAPE/s: reshapes per second with 1 and N workers; SCALING: N workers / 1 worker.")
+	fmt.Fprintln(a.stdout)
+	if err := printHostCalls(a.stdout, r); err != nil {
+		return err
+	}
 	if len(notes) > 0 {
 		fmt.Fprintln(a.stdout)
 		for _, n := range notes {

@@ -165,12 +165,18 @@ if (hosted) {
       return apply(rejectP, Prom, [e]);
     }
   };
+  const fns = { __proto__: null };
+  let cached = 0;
   G.host = new PX({}, { get: function (t, k) {
     if (typeof k !== "string" || k === "then") return undefined;
-    return function (...a) {
-      if (a.length > 1) return apply(rejectP, Prom, [new TErr("host." + k + " takes one argument")]);
-      return call(k, a[0]);
+    let f = fns[k];
+    if (f !== undefined) return f;
+    f = function (a) {
+      if (arguments.length > 1) return apply(rejectP, Prom, [new TErr("host." + k + " takes one argument")]);
+      return call(k, a);
     };
+    if (cached < 64) { fns[k] = f; cached++; }
+    return f;
   } });
 }
 if (big) gc(); // pay the collector's debt for a large input before the clock starts
