@@ -62,6 +62,24 @@ type Options struct {
 	// Version is the server's version as it tells clients. Empty means
 	// "(devel)".
 	Version string
+	// Admit, when not nil, is asked before every run whether the call may
+	// run, and within which limits: it is where a transport's
+	// authentication (req.Extra.TokenInfo) becomes quotas. An error that
+	// matches effect.ErrInvalidCall (an engine the caller may not use)
+	// answers the call with an error result saying so; any other error (a
+	// caller at its cap of concurrent runs) is a protocol error, and
+	// retryable. Nil admits every call within the server's limits.
+	Admit func(ctx context.Context, req *mcp.CallToolRequest, engine string) (Admission, error)
+}
+
+// Admission is what Options.Admit grants one call.
+type Admission struct {
+	// Limits is the caller's ceiling, below the server's: a zero field, or
+	// one above the server's, means the server's. A call's own limits may
+	// only lower it, and a call that sets none runs with it.
+	Limits spi.Limits
+	// Release, when not nil, is called once when the call ends.
+	Release func()
 }
 
 // Server is a Model Context Protocol server that runs scripts through the
@@ -73,6 +91,7 @@ type Server struct {
 	limits   limits
 	progress time.Duration
 	logger   *slog.Logger
+	admit    func(context.Context, *mcp.CallToolRequest, string) (Admission, error)
 
 	closeOnce sync.Once
 	closeErr  error
@@ -116,7 +135,7 @@ func New(reg *registry.Registry, opts *Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{limits: lim, progress: o.ProgressInterval, logger: o.Logger}
+	s := &Server{limits: lim, progress: o.ProgressInterval, logger: o.Logger, admit: o.Admit}
 	for _, lang := range langs {
 		entry, err := chooseEngine(reg, lang, o.Engines[lang])
 		if err != nil {
@@ -139,6 +158,17 @@ func New(reg *registry.Registry, opts *Options) (*Server, error) {
 	}
 	s.server.AddTool(listEnginesDefinition(), s.listEngines)
 	return s, nil
+}
+
+// lower returns l with the positive fields of c that are below l's.
+func (l limits) lower(c spi.Limits) limits {
+	if c.WallClock > 0 && c.WallClock < l.wallClock {
+		l.wallClock = c.WallClock
+	}
+	if c.MemoryBytes > 0 && c.MemoryBytes < l.memoryBytes {
+		l.memoryBytes = c.MemoryBytes
+	}
+	return l
 }
 
 func resolveLimits(o *Options) (limits, error) {

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -363,4 +365,48 @@ func TestClosedServerAnswersWithAProtocolError(t *testing.T) {
 	_, _, err = call(t, cs, "run_javascript", map[string]any{"script": "echo"})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "closed")
+}
+
+func TestAdmitGrantsLimitsAndRefuses(t *testing.T) {
+	f := newFakes()
+	var released atomic.Int32
+	errAtCap := errors.New("test: at the cap of concurrent runs")
+	admit := func(_ context.Context, req *mcp.CallToolRequest, engine string) (mcpserver.Admission, error) {
+		assert.Equal(t, "fake-javascript", engine)
+		var a struct {
+			Input string `json:"input"`
+		}
+		_ = json.Unmarshal(req.Params.Arguments, &a)
+		switch a.Input {
+		case "forbidden":
+			return mcpserver.Admission{}, fmt.Errorf("test: engine %s is not yours: %w", engine, effect.ErrInvalidCall)
+		case "busy":
+			return mcpserver.Admission{}, errAtCap
+		}
+		return mcpserver.Admission{Limits: spi.Limits{WallClock: time.Second, MemoryBytes: 4 << 20}, Release: func() { released.Add(1) }}, nil
+	}
+	cs := connect(t, newServer(t, f, &mcpserver.Options{Admit: admit}, "javascript"), nil)
+
+	_, r, err := call(t, cs, "run_javascript", map[string]any{"script": "echo", "input": "ok"})
+	require.NoError(t, err)
+	require.NotNil(t, r.Receipt)
+	assert.Equal(t, spi.Limits{WallClock: time.Second, MemoryBytes: 4 << 20}, spi.Limits{WallClock: r.Receipt.Limits.WallClock, MemoryBytes: r.Receipt.Limits.MemoryBytes},
+		"a call without limits runs at the admitted ceiling")
+	assert.Equal(t, int32(1), released.Load())
+
+	res, r, err := call(t, cs, "run_javascript", map[string]any{"script": "echo", "input": "ok", "limits": map[string]any{"timeoutMs": 1001}})
+	require.NoError(t, err)
+	assert.True(t, res.IsError)
+	assert.Contains(t, r.InvalidCall, "limit of 1000 ms", "the admitted ceiling bounds a call's limits")
+	assert.Equal(t, int32(2), released.Load())
+
+	res, r, err = call(t, cs, "run_javascript", map[string]any{"script": "echo", "input": "forbidden"})
+	require.NoError(t, err)
+	assert.True(t, res.IsError)
+	assert.Contains(t, r.InvalidCall, "is not yours")
+
+	_, _, err = call(t, cs, "run_javascript", map[string]any{"script": "echo", "input": "busy"})
+	require.Error(t, err, "a caller at its cap is a protocol error")
+	assert.Contains(t, err.Error(), "at the cap")
+	assert.Equal(t, 1, f.calls(), "only the admitted call within its limits ran")
 }

@@ -115,21 +115,41 @@ func (t *runTool) close() error {
 // error.
 func (t *runTool) handle(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	start := time.Now()
-	args, problem := decodeArgs(req.Params.Arguments, t.s.limits)
+	ceiling := t.s.limits
+	if t.s.admit != nil {
+		adm, err := t.s.admit(ctx, req, t.entry.Engine)
+		if err != nil {
+			if errors.Is(err, effect.ErrInvalidCall) {
+				t.s.logCall(ctx, t, "refused", time.Since(start), nil)
+				return invalidResult(t.entry.Engine, oneLine(err.Error())), nil
+			}
+			t.s.logCall(ctx, t, "refused", time.Since(start), err)
+			return nil, err
+		}
+		if adm.Release != nil {
+			defer adm.Release()
+		}
+		ceiling = ceiling.lower(adm.Limits)
+	}
+	args, problem := decodeArgs(req.Params.Arguments, ceiling)
 	if problem != "" {
 		t.s.logCall(ctx, t, "invalidArguments", time.Since(start), nil)
 		return invalidResult(t.entry.Engine, problem), nil
+	}
+	// A call that sets no limit of its own runs at the ceiling, which an
+	// admission may have lowered below the server's.
+	if args.limits.WallClock == 0 {
+		args.limits.WallClock = ceiling.wallClock
+	}
+	if args.limits.MemoryBytes == 0 {
+		args.limits.MemoryBytes = ceiling.memoryBytes
 	}
 	eff, err := t.effect()
 	if err != nil {
 		t.s.logCall(ctx, t, effect.OutcomeInfrastructure, time.Since(start), err)
 		return nil, err
 	}
-	wall := t.s.limits.wallClock
-	if args.limits.WallClock > 0 {
-		wall = args.limits.WallClock
-	}
-	stop := t.s.startProgress(ctx, req, wall)
+	stop := t.s.startProgress(ctx, req, args.limits.WallClock)
 	rec, err := eff.Run(ctx, effect.Call{Source: []byte(args.script), Input: args.input, Limits: args.limits})
 	stop()
 	res, perr := toResult(t.entry.Engine, t.s.limits, rec, err)
