@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
+	"github.com/sandbank/sandbank/internal/tenant"
 	"github.com/sandbank/sandbank/mcpserver"
 	"github.com/sandbank/sandbank/registry"
 	"github.com/sandbank/sandbank/spi"
@@ -28,6 +29,7 @@ type mcpOptions struct {
 	quiet           bool
 	cacheDir        string
 	noCache         bool
+	tenantsFile     string
 }
 
 func (a *app) mcpCommand() *cobra.Command {
@@ -38,8 +40,14 @@ func (a *app) mcpCommand() *cobra.Command {
 		Long: `mcp serves Sandbank as a Model Context Protocol (MCP) server, so an agent
 can run the scripts its model writes. By default it speaks MCP on
 standard input and output (register the command with your MCP client);
-with --http ADDR it serves streamable HTTP on ADDR instead, which must
-be a loopback address (127.0.0.1:PORT, [::1]:PORT, localhost:PORT).
+with --http ADDR it serves streamable HTTP on ADDR instead.
+
+Over HTTP, callers authenticate as for 'sandbank serve': with
+"Authorization: Bearer KEY" of a tenant in --tenants FILE or, without it,
+in $SANDBANK_TENANTS ('sandbank serve --new-key' makes a key). Each
+tenant's quotas apply: its limits ceiling, its engines, its concurrent
+runs and its rate. Without tenants, --http serves only a loopback address
+(127.0.0.1:PORT, [::1]:PORT, localhost:PORT), to anyone on this machine.
 
 The tools: run_javascript, run_typescript and run_starlark (for the
 languages the registry has; --lang chooses), each taking
@@ -58,14 +66,16 @@ One line per call (tool, engine, outcome, duration; never a script)
 goes to standard error; --quiet drops them.`,
 		Example: `  sandbank mcp
   sandbank mcp --timeout 10s --memory 64MiB --lang javascript
-  sandbank mcp --http 127.0.0.1:8765`,
+  sandbank mcp --http 127.0.0.1:8765
+  sandbank mcp --http 0.0.0.0:8765 --tenants tenants.json`,
 		Args: cobra.NoArgs,
 		RunE: wrap(func(cmd *cobra.Command, _ []string) error {
 			return a.serveMCP(cmd.Context(), &o)
 		}),
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.http, "http", "", "serve streamable HTTP on `ADDR` (loopback only) instead of standard input and output")
+	f.StringVar(&o.http, "http", "", "serve streamable HTTP on `ADDR` instead of standard input and output (off loopback only with tenants)")
+	f.StringVar(&o.tenantsFile, "tenants", "", "with --http: read the tenants document from `FILE` (default: $"+tenant.EnvVar+")")
 	f.StringVar(&o.memory, "memory", "", "memory limit `SIZE` of every run, as run's --memory (default 32MiB)")
 	f.StringVar(&o.timeout, "timeout", "", "wall-clock limit `DURATION` of every run, such as 10s (default 5s)")
 	f.StringSliceVar(&o.languages, "lang", nil, "serve only these `LANGUAGES` (javascript, typescript, starlark; default: every one the registry has)")
@@ -96,10 +106,19 @@ func (a *app) serveMCP(ctx context.Context, o *mcpOptions) error {
 		}
 		limits.WallClock = d
 	}
+	var tenants *tenant.Set
 	if o.http != "" {
-		if err := checkLoopback(o.http); err != nil {
+		var err error
+		if tenants, err = mcpTenants(o); err != nil {
 			return err
 		}
+		if tenants == nil {
+			if err := checkLoopback(o.http); err != nil {
+				return err
+			}
+		}
+	} else if o.tenantsFile != "" {
+		return usagef("--tenants is for --http: a client that starts the server on standard input and output is its only caller")
 	}
 	reg, err := a.registry()
 	if err != nil {
@@ -141,6 +160,9 @@ func (a *app) serveMCP(ctx context.Context, o *mcpOptions) error {
 	if !o.quiet {
 		opts.Logger = slog.New(slog.NewTextHandler(a.stderr, nil))
 	}
+	if tenants != nil {
+		opts.Admit = admitTenant
+	}
 	srv, err := mcpserver.New(reg, opts)
 	switch {
 	case factoryErr != nil:
@@ -168,7 +190,7 @@ func (a *app) serveMCP(ctx context.Context, o *mcpOptions) error {
 		}
 	}()
 	if o.http != "" {
-		return a.serveMCPHTTP(ctx, srv, o.http)
+		return a.serveMCPHTTP(ctx, srv, o.http, tenants)
 	}
 	t := &mcp.IOTransport{
 		Reader:        io.NopCloser(a.stdin),
@@ -187,12 +209,17 @@ func (a *app) serveMCP(ctx context.Context, o *mcpOptions) error {
 }
 
 // serveMCPHTTP serves streamable HTTP on addr until ctx is done.
-func (a *app) serveMCPHTTP(ctx context.Context, srv *mcpserver.Server, addr string) error {
+// With tenants, every request needs a tenant's key, and takes a token
+// from its rate limit.
+func (a *app) serveMCPHTTP(ctx context.Context, srv *mcpserver.Server, addr string, tenants *tenant.Set) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return usagef("--http: %v", err)
 	}
-	handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv.MCP() }, nil)
+	var handler http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv.MCP() }, nil)
+	if tenants != nil {
+		handler = requireTenant(tenants, handler)
+	}
 	max := srv.MaxMessageBytes()
 	hs := &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -215,15 +242,15 @@ func (a *app) serveMCPHTTP(ctx context.Context, srv *mcpserver.Server, addr stri
 	return signalled(ctx, ctx.Err())
 }
 
-// checkLoopback refuses an --http address that is not on loopback.
-// Serving off loopback needs API keys, as 'sandbank serve' has; this
-// command has none yet, so it refuses rather than serve without them.
+// checkLoopback refuses an --http address that is not on loopback: a
+// server without tenants has no API keys, and must not serve beyond this
+// machine.
 func checkLoopback(addr string) error {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return usagef("--http %q: want HOST:PORT, such as 127.0.0.1:8765", addr)
 	}
-	refuse := usagef("--http %s is not a loopback address: serving MCP beyond this machine needs API keys, which 'sandbank mcp' does not have yet; serve on 127.0.0.1:PORT or [::1]:PORT", addr)
+	refuse := usagef("--http %s is not a loopback address: serving MCP beyond this machine needs API keys (--tenants FILE or $%s, as for 'sandbank serve'); or serve on 127.0.0.1:PORT or [::1]:PORT", addr, tenant.EnvVar)
 	if host == "localhost" {
 		ips, err := net.DefaultResolver.LookupIPAddr(context.Background(), host)
 		if err != nil || len(ips) == 0 {

@@ -6,8 +6,10 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -19,6 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sandbank/sandbank/effect"
+	"github.com/sandbank/sandbank/internal/tenant"
 	"github.com/sandbank/sandbank/mcpserver"
 )
 
@@ -219,13 +222,34 @@ func TestMCPEndToEnd(t *testing.T) {
 	assert.NotContains(t, stderr.String(), "outcome=infrastructure")
 }
 
-// TestMCPOverHTTP serves "sandbank mcp --http 127.0.0.1:0" and runs a
-// script over streamable HTTP.
+// bearer adds an API key to every request.
+type bearer struct {
+	key string
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.key)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// TestMCPOverHTTP serves "sandbank mcp --http 127.0.0.1:0" with tenants
+// and runs scripts over streamable HTTP: a key is required, and each
+// tenant's engines and limits ceiling apply.
 func TestMCPOverHTTP(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts sandbank mcp with the real engines")
 	}
-	cmd := mcpChild("--http", "127.0.0.1:0", "--lang", "javascript", "--cache-dir", t.TempDir())
+	acme, acmeDigest, err := tenant.NewKey()
+	require.NoError(t, err)
+	narrow, narrowDigest, err := tenant.NewKey()
+	require.NoError(t, err)
+	doc := filepath.Join(t.TempDir(), "tenants.json")
+	require.NoError(t, os.WriteFile(doc, []byte(`{"tenants": [
+		{"name": "acme", "keys": ["`+acmeDigest+`"], "limits": {"wallClock": "700ms"}},
+		{"name": "narrow", "keys": ["`+narrowDigest+`"], "engines": ["starlark"]}]}`), 0o600))
+
+	cmd := mcpChild("--http", "127.0.0.1:0", "--tenants", doc, "--lang", "javascript", "--cache-dir", t.TempDir())
 	errPipe, err := cmd.StderrPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
@@ -259,12 +283,48 @@ func TestMCPOverHTTP(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), mcpCallBound)
 	defer cancel()
-	client := mcp.NewClient(&mcp.Implementation{Name: "sandbank-test", Version: "1"}, nil)
-	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, nil)
+	connect := func(key string) (*mcp.ClientSession, error) {
+		client := mcp.NewClient(&mcp.Implementation{Name: "sandbank-test", Version: "1"}, nil)
+		tr := &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearer{key}}}
+		return client.Connect(ctx, tr, nil)
+	}
+
+	for name, key := range map[string]string{"no key": "", "a wrong key": strings.Repeat("x", 40)} {
+		_, err := connect(key)
+		assert.Error(t, err, name)
+	}
+
+	cs, err := connect(acme)
 	require.NoError(t, err)
 	defer cs.Close()
 	_, r := callTool(t, cs, &mcp.CallToolParams{Name: "run_javascript", Arguments: map[string]any{"script": "input.map(x => x * x)", "input": []int{1, 2, 3}}})
 	assert.Equal(t, "[1,4,9]", string(r.Value))
+	require.NotNil(t, r.Receipt)
+	assert.Equal(t, 700*time.Millisecond, r.Receipt.Limits.WallClock, "the tenant's ceiling")
+	res, r := callTool(t, cs, &mcp.CallToolParams{Name: "run_javascript", Arguments: map[string]any{"script": "1", "limits": map[string]any{"timeoutMs": 701}}})
+	assert.True(t, res.IsError)
+	assert.Contains(t, r.InvalidCall, "700 ms")
+
+	ns, err := connect(narrow)
+	require.NoError(t, err)
+	defer ns.Close()
+	res, r = callTool(t, ns, &mcp.CallToolParams{Name: "run_javascript", Arguments: map[string]any{"script": "1"}})
+	assert.True(t, res.IsError)
+	assert.Contains(t, r.InvalidCall, "engine quickjs is not among the engines of tenant narrow")
+}
+
+func TestMCPTenantsNeedHTTP(t *testing.T) {
+	res := runMain("", "mcp", "--tenants", "tenants.json")
+	assert.Equal(t, exitUsage, res.code)
+	assert.Contains(t, res.stderr, "--tenants is for --http")
+	// Off loopback, a tenants document is what the server needs: the
+	// document is read (and here refused), not the address.
+	bad := filepath.Join(t.TempDir(), "tenants.json")
+	require.NoError(t, os.WriteFile(bad, []byte(`{"tenants": [{"name": "x", "keys": ["nope"]}]}`), 0o600))
+	res = runMain("", "mcp", "--http", "0.0.0.0:0", "--tenants", bad)
+	assert.Equal(t, exitUsage, res.code)
+	assert.Contains(t, res.stderr, "--tenants:")
+	assert.NotContains(t, res.stderr, "loopback")
 }
 
 func TestMCPRefusesAnAddressOffLoopback(t *testing.T) {
