@@ -50,11 +50,14 @@
 // a script's behalf: there are no host calls (a script cannot call another
 // MCP server's tools) until the effect brokers host functions.
 //
-// An engine that does not bound memory (go.starlark.net's Starlark, goja)
-// runs in the server's process: a script can make the whole process
-// allocate until the system stops it. The run tools' descriptions say so,
-// and [Options].Languages or Engines serve only engines that bound memory
-// (quickjs, quickjs-ts).
+// For a language nobody chose an engine for, New serves the registry's
+// default when it bounds memory and preempts a running script (a hard wall
+// clock), else the first engine of the language that does (Starlark:
+// starlark-wasm rather than the in-process starlark default), else the
+// default. An engine that does not bound memory (go.starlark.net's
+// Starlark, goja) runs in the server's process: a script can make the
+// whole process allocate until the system stops it; its tool's description
+// says so.
 //
 // What arrives over a transport is as trusted as the transport: the
 // standard input of a process its client started, or a loopback HTTP

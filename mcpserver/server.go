@@ -45,8 +45,10 @@ type Options struct {
 	// them the registry has. A language the registry lacks is refused.
 	Languages []string
 	// Engines chooses the engine of a language by name
-	// ({"javascript": "goja"}). A language not named here runs its
-	// registry default.
+	// ({"javascript": "goja"}). A language not named here runs the engine
+	// [Requirements] selects: its registry default when that bounds memory
+	// and preempts, else the first engine of the language (by name) that
+	// does, else its default.
 	Engines map[string]string
 	// Factory, when not nil, returns the factory a served engine's backend
 	// is built with (the command line passes one that keeps compiled
@@ -244,15 +246,26 @@ func checkEngineLanguages(engines map[string]string, served []string) error {
 	return nil
 }
 
-// chooseEngine returns the engine of lang: name, or the language's
-// default. An engine that declares network access or reuses its
-// environment is refused: the effect would refuse it too, and a tool a
-// model is handed must keep the project's guarantees.
+// requirements are what the server looks for in the engine of a language
+// nobody chose one for: a model's scripts are hostile until shown
+// otherwise, so an engine that bounds memory and preempts a running script
+// is preferred to a default that does neither.
+var requirements = registry.Requirements{
+	Network: spi.NetworkNone, WallClock: spi.WallClockHard, Memory: true, FreshPerRun: true,
+}
+
+// chooseEngine returns the engine of lang: name, or the one requirements
+// select, or the language's default. An engine that declares network
+// access or reuses its environment is refused: the effect would refuse it
+// too, and a tool a model is handed must keep the project's guarantees.
 func chooseEngine(reg *registry.Registry, lang, name string) (registry.Entry, error) {
 	var e registry.Entry
 	var err error
 	if name == "" {
-		e, err = reg.Default(lang)
+		e, err = reg.Select(lang, requirements)
+		if errors.Is(err, registry.ErrNoMatch) {
+			e, err = reg.Default(lang)
+		}
 	} else {
 		e, err = reg.Lookup(name)
 	}

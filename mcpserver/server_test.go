@@ -410,3 +410,36 @@ func TestAdmitGrantsLimitsAndRefuses(t *testing.T) {
 	assert.Contains(t, err.Error(), "at the cap")
 	assert.Equal(t, 1, f.calls(), "only the admitted call within its limits ran")
 }
+
+func TestAnEngineThatBoundsMemoryIsPreferred(t *testing.T) {
+	soft := fakebackend.Capabilities()
+	soft.Language, soft.Memory, soft.WallClock = "starlark", false, spi.WallClockSoft
+	hard := fakebackend.Capabilities()
+	hard.Language = "starlark"
+	r := registry.New()
+	for name, caps := range map[string]spi.Capabilities{"in-process": soft, "sealed": hard} {
+		r.Register(registry.Entry{Engine: name, Language: "starlark", Capabilities: caps,
+			Factory: func() (spi.Backend, error) { return fakebackend.New(caps, fakebackend.Echo()), nil }})
+	}
+	require.NoError(t, r.SetDefault("starlark", "in-process"))
+	engineOf := func(o *mcpserver.Options) string {
+		srv, err := mcpserver.New(r, o)
+		require.NoError(t, err)
+		cs := connect(t, srv, nil)
+		_, res, err := call(t, cs, "run_starlark", map[string]any{"script": "x"})
+		require.NoError(t, err)
+		return res.Engine
+	}
+	assert.Equal(t, "sealed", engineOf(nil), "the engine that bounds memory and preempts, over the default")
+	assert.Equal(t, "in-process", engineOf(&mcpserver.Options{Engines: map[string]string{"starlark": "in-process"}}), "a chosen engine is served")
+
+	only := registry.New()
+	only.Register(registry.Entry{Engine: "in-process", Language: "starlark", Capabilities: soft,
+		Factory: func() (spi.Backend, error) { return fakebackend.New(soft, fakebackend.Echo()), nil }})
+	srv, err := mcpserver.New(only, nil)
+	require.NoError(t, err)
+	cs := connect(t, srv, nil)
+	_, res, err := call(t, cs, "run_starlark", map[string]any{"script": "x"})
+	require.NoError(t, err)
+	assert.Equal(t, "in-process", res.Engine, "without one, the default")
+}
