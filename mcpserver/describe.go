@@ -56,7 +56,7 @@ func printing(lang string, caps spi.Capabilities) string {
 	if caps.Logs {
 		return "- " + what + " lines come back in the result's logs (bounded); the result itself is still the completion value."
 	}
-	return "- " + what + " output is discarded: put everything you want to see in the result."
+	return "- What " + what + " prints is discarded: put everything you want to see in the result."
 }
 
 // limitLines describes the limits of a tool's runs, by declaration.
