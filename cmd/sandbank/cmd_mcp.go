@@ -185,8 +185,16 @@ func (a *app) serveMCP(ctx context.Context, o *mcpOptions) error {
 	go func() {
 		// The first call would build its engine; building them now
 		// makes it fast. A failure here is retried by that call.
-		if srv.Warm(ctx) == nil {
+		start := time.Now()
+		err := srv.Warm(ctx)
+		switch {
+		case err == nil:
 			seal()
+			if opts.Logger != nil {
+				opts.Logger.Info("sandbank: engines warmed", slog.Duration("duration", time.Since(start)))
+			}
+		case opts.Logger != nil && ctx.Err() == nil:
+			opts.Logger.Warn("sandbank: warming the engines", slog.String("error", oneLine(err.Error())))
 		}
 	}()
 	if o.http != "" {

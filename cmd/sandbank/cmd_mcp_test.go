@@ -31,6 +31,11 @@ import (
 // stopped cannot be mistaken for one that was.
 const mcpCallBound = 45 * time.Second
 
+// mcpWarmBound bounds the server's start: building and warming every
+// engine, which compiles QuickJS and starlark-wasm (minutes under -race on
+// a loaded machine; seconds otherwise).
+const mcpWarmBound = 8 * time.Minute
+
 // mcpWallClock is the server's wall-clock limit in the end-to-end tests:
 // longer than any bound a test waits, so only a cancellation or a call's
 // own lower limit can end a runaway script in time.
@@ -117,16 +122,25 @@ func TestMCPEndToEnd(t *testing.T) {
 			}
 		},
 	})
-	ctx, cancel := context.WithTimeout(context.Background(), mcpCallBound)
-	defer cancel()
-	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	connectCtx, cancelConnect := context.WithTimeout(context.Background(), mcpCallBound)
+	defer cancelConnect()
+	cs, err := client.Connect(connectCtx, &mcp.CommandTransport{Command: cmd}, nil)
 	require.NoError(t, err)
 	closed := false
 	defer func() {
 		if !closed {
 			_ = cs.Close()
 		}
+		if t.Failed() {
+			t.Logf("the server's stderr:\n%s", stderr.String())
+		}
 	}()
+	// Each call below is bounded by mcpCallBound; the engines' build is
+	// not a call's.
+	stderr.waitFor(t, regexp.MustCompile(`sandbank: engines warmed`), mcpWarmBound)
+	// The session's own bound; each call has its own, mcpCallBound.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*mcpCallBound)
+	defer cancel()
 
 	t.Run("tools", func(t *testing.T) {
 		list, err := cs.ListTools(ctx, nil)
