@@ -250,6 +250,8 @@ func TestMCPEndToEnd(t *testing.T) {
 	closed = true
 	require.NoError(t, cs.Close(), "the server exits 0 when its client closes standard input")
 	assert.NotContains(t, stderr.String(), "outcome=infrastructure")
+	assert.Contains(t, stderr.String(), "outcome=scriptError")
+	assert.NotContains(t, stderr.String(), "no rows in", "the server's log never holds a script or its failure's text")
 }
 
 // bearer adds an API key to every request.
