@@ -60,6 +60,7 @@
 // says so.
 //
 // What arrives over a transport is as trusted as the transport: the
-// standard input of a process its client started, or a loopback HTTP
-// address. 'sandbank mcp' refuses a non-loopback address.
+// standard input of a process its client started, or an HTTP address.
+// 'sandbank mcp --http' refuses an address off loopback unless it has
+// tenants (API keys, and each tenant's quotas through [Options].Admit).
 package mcpserver
