@@ -143,7 +143,7 @@ func TestEngineNotInThisBuild(t *testing.T) {
 func TestHelpForEveryCommand(t *testing.T) {
 	for _, args := range [][]string{
 		{"--help"}, {"run", "--help"}, {"matrix", "--help"}, {"engines", "--help"},
-		{"new", "--help"}, {"new", "backend", "--help"}, {"version", "--help"},
+		{"new", "--help"}, {"new", "backend", "--help"}, {"version", "--help"}, {"mcp", "--help"},
 	} {
 		a, _ := fakeApp(t)
 		res := cli(a, "", args...)

@@ -1,13 +1,16 @@
 // Command sandbank is the Sandbank command line, for people meeting Sandbank
 // for the first time and for backend authors: it runs one untrusted script
 // through the effect, prints the verified conformance matrix of every
-// built-in engine, lists the engines, and scaffolds a new backend package.
+// built-in engine, lists the engines, serves them to agents as a Model
+// Context Protocol server (mcp), and scaffolds a new backend package.
 //
 //	sandbank run [--engine NAME | --lang LANG] [--input JSON | --input-file FILE|-]
 //	             [--memory 32MiB] [--timeout 2s] [--shape SCHEMA.json] [--store DIR]
 //	             [--cache-dir DIR | --no-cache] [--json] SCRIPT|-
 //	sandbank matrix [--engine NAME]... [--case NAME]... [--json]
 //	sandbank engines [--json]
+//	sandbank mcp [--http ADDR [--tenants FILE]] [--lang LANG]... [--engine NAME]...
+//	             [--memory 32MiB] [--timeout 5s] [--cache-dir DIR | --no-cache] [--quiet]
 //	sandbank bench [--engine NAME]... [--runs N] [--json]
 //	sandbank new backend NAME --language LANG [--dir DIR]
 //	sandbank version [--json]

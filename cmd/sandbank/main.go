@@ -160,6 +160,7 @@ invalid request; 130/143 cancelled by SIGINT/SIGTERM.`,
 		a.enginesCommand(),
 		a.newCommand(),
 		a.versionCommand(),
+		a.mcpCommand(),
 		a.benchCommand(),
 		a.benchColdCommand(),
 	)

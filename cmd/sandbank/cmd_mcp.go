@@ -1,0 +1,284 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"runtime/debug"
+	"slices"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/spf13/cobra"
+
+	"github.com/sandbank/sandbank/internal/tenant"
+	"github.com/sandbank/sandbank/mcpserver"
+	"github.com/sandbank/sandbank/registry"
+	"github.com/sandbank/sandbank/spi"
+)
+
+type mcpOptions struct {
+	http            string
+	memory, timeout string
+	languages       []string
+	engines         []string
+	quiet           bool
+	cacheDir        string
+	noCache         bool
+	tenantsFile     string
+}
+
+func (a *app) mcpCommand() *cobra.Command {
+	var o mcpOptions
+	cmd := &cobra.Command{
+		Use:   "mcp [flags]",
+		Short: "Serve the engines to agents as a Model Context Protocol server",
+		Long: `mcp serves Sandbank as a Model Context Protocol (MCP) server, so an agent
+can run the scripts its model writes. By default it speaks MCP on
+standard input and output (register the command with your MCP client);
+with --http ADDR it serves streamable HTTP on ADDR instead.
+
+Over HTTP, callers authenticate as for 'sandbank serve': with
+"Authorization: Bearer KEY" of a tenant in --tenants FILE or, without it,
+in $SANDBANK_TENANTS ('sandbank serve --new-key' makes a key). Each
+tenant's quotas apply: its limits ceiling, its engines, its concurrent
+runs and its rate. Without tenants, --http serves only a loopback address
+(127.0.0.1:PORT, [::1]:PORT, localhost:PORT), to anyone on this machine.
+
+The tools: run_javascript, run_typescript and run_starlark (for the
+languages the registry has; --lang chooses), each taking
+{"script": "<source>", "input": <any JSON>} and optional "limits"
+{"timeoutMs": N, "memoryBytes": N} that may only lower the server's
+(--timeout, --memory); and list_engines. A tool result carries the
+script's value, or its typed failure as an error result the model can
+read and correct, with the logs and the run's stats.
+
+Cancelling a call (notifications/cancelled) cancels its run; a call
+with a progress token hears of its run every second while it lasts.
+
+The engines are built and warmed in the background as the server
+starts; compiled modules are cached as for run (--cache-dir, --no-cache).
+One line per call (tool, engine, outcome, duration; never a script)
+goes to standard error; --quiet drops them.`,
+		Example: `  sandbank mcp
+  sandbank mcp --timeout 10s --memory 64MiB --lang javascript
+  sandbank mcp --http 127.0.0.1:8765
+  sandbank mcp --http 0.0.0.0:8765 --tenants tenants.json`,
+		Args: cobra.NoArgs,
+		RunE: wrap(func(cmd *cobra.Command, _ []string) error {
+			return a.serveMCP(cmd.Context(), &o)
+		}),
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.http, "http", "", "serve streamable HTTP on `ADDR` instead of standard input and output (off loopback only with tenants)")
+	f.StringVar(&o.tenantsFile, "tenants", "", "with --http: read the tenants document from `FILE` (default: $"+tenant.EnvVar+")")
+	f.StringVar(&o.memory, "memory", "", "memory limit `SIZE` of every run, as run's --memory (default 32MiB)")
+	f.StringVar(&o.timeout, "timeout", "", "wall-clock limit `DURATION` of every run, such as 10s (default 5s)")
+	f.StringSliceVar(&o.languages, "lang", nil, "serve only these `LANGUAGES` (javascript, typescript, starlark; default: every one the registry has)")
+	f.StringSliceVar(&o.engines, "engine", nil, "run each `ENGINE`'s language on it instead of the language's default engine")
+	f.BoolVar(&o.quiet, "quiet", false, "write no line per call on standard error")
+	f.StringVar(&o.cacheDir, "cache-dir", "", "keep compiled modules in `DIR` (default: the user cache directory's sandbank/)")
+	f.BoolVar(&o.noCache, "no-cache", false, "compile the engines' modules afresh, with no compiled-module cache")
+	_ = cmd.RegisterFlagCompletionFunc("engine", a.completeEngines)
+	_ = cmd.RegisterFlagCompletionFunc("lang", a.completeLanguages)
+	return cmd
+}
+
+// serveMCP checks the flags, builds the server and serves it until the
+// client goes away (stdio) or a signal stops it.
+func (a *app) serveMCP(ctx context.Context, o *mcpOptions) error {
+	var limits spi.Limits
+	if o.memory != "" {
+		n, err := parseBytes(o.memory)
+		if err != nil {
+			return usagef("--memory: %v", err)
+		}
+		limits.MemoryBytes = n
+	}
+	if o.timeout != "" {
+		d, err := time.ParseDuration(o.timeout)
+		if err != nil || d <= 0 {
+			return usagef("--timeout: invalid duration %q (want a positive duration such as 10s)", o.timeout)
+		}
+		limits.WallClock = d
+	}
+	var tenants *tenant.Set
+	if o.http != "" {
+		var err error
+		if tenants, err = mcpTenants(o); err != nil {
+			return err
+		}
+		if tenants == nil {
+			if err := checkLoopback(o.http); err != nil {
+				return err
+			}
+		}
+	} else if o.tenantsFile != "" {
+		return usagef("--tenants is for --http: a client that starts the server on standard input and output is its only caller")
+	}
+	reg, err := a.registry()
+	if err != nil {
+		return err
+	}
+	engines := map[string]string{}
+	for _, name := range o.engines {
+		e, err := lookupEngine(reg, name)
+		if err != nil {
+			return err
+		}
+		if prev, ok := engines[e.Language]; ok {
+			return usagef("--engine: both %s and %s run %s; choose one", prev, name, e.Language)
+		}
+		engines[e.Language] = name
+	}
+	if o.noCache && o.cacheDir != "" {
+		return usagef("--cache-dir and --no-cache cannot be used together")
+	}
+	var cacheDirs []string
+	var factoryErr error
+	opts := &mcpserver.Options{
+		Limits:    limits,
+		Languages: o.languages,
+		Engines:   engines,
+		Version:   moduleVersion(debug.ReadBuildInfo()),
+		Factory: func(e registry.Entry) spi.Factory {
+			f, dir, err := a.engineFactory(e, &runOptions{cacheDir: o.cacheDir, noCache: o.noCache})
+			if err != nil {
+				factoryErr = err
+				return nil
+			}
+			if dir != "" && !slices.Contains(cacheDirs, dir) {
+				cacheDirs = append(cacheDirs, dir)
+			}
+			return f
+		},
+	}
+	if !o.quiet {
+		opts.Logger = slog.New(slog.NewTextHandler(a.stderr, nil))
+	}
+	if tenants != nil {
+		opts.Admit = admitTenant
+	}
+	srv, err := mcpserver.New(reg, opts)
+	switch {
+	case factoryErr != nil:
+		return factoryErr
+	case err != nil:
+		return usagef("%v", err)
+	}
+	seal := func() {
+		for _, dir := range cacheDirs {
+			sealCache(dir)
+		}
+	}
+	// Seal what the engines wrote to the cache once they are closed
+	// (deferred before srv.Close, so it runs after it).
+	defer seal()
+	defer srv.Close()
+
+	ctx, stop := cancelOnSignal(ctx)
+	defer stop()
+	go func() {
+		// The first call would build its engine; building them now
+		// makes it fast. A failure here is retried by that call.
+		start := time.Now()
+		err := srv.Warm(ctx)
+		switch {
+		case err == nil:
+			seal()
+			if opts.Logger != nil {
+				opts.Logger.Info("sandbank: engines warmed", slog.Duration("duration", time.Since(start)))
+			}
+		case opts.Logger != nil && ctx.Err() == nil:
+			opts.Logger.Warn("sandbank: warming the engines", slog.String("error", oneLine(err.Error())))
+		}
+	}()
+	if o.http != "" {
+		return a.serveMCPHTTP(ctx, srv, o.http, tenants)
+	}
+	t := &mcp.IOTransport{
+		Reader:        io.NopCloser(a.stdin),
+		Writer:        nopWriteCloser{a.stdout},
+		MaxLineLength: int(srv.MaxMessageBytes()),
+	}
+	err = srv.MCP().Run(ctx, t)
+	switch {
+	case ctx.Err() != nil:
+		return signalled(ctx, ctx.Err())
+	case err == nil, errors.Is(err, io.EOF), errors.Is(err, mcp.ErrConnectionClosed):
+		return nil // the client closed the connection: done
+	default:
+		return untyped(fmt.Errorf("mcp: %w", err))
+	}
+}
+
+// serveMCPHTTP serves streamable HTTP on addr until ctx is done.
+// With tenants, every request needs a tenant's key, and takes a token
+// from its rate limit.
+func (a *app) serveMCPHTTP(ctx context.Context, srv *mcpserver.Server, addr string, tenants *tenant.Set) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return usagef("--http: %v", err)
+	}
+	var handler http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv.MCP() }, nil)
+	if tenants != nil {
+		handler = requireTenant(tenants, handler)
+	}
+	max := srv.MaxMessageBytes()
+	hs := &http.Server{
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			r.Body = http.MaxBytesReader(w, r.Body, max)
+			handler.ServeHTTP(w, r)
+		}),
+		ReadHeaderTimeout: 10 * time.Second,
+	}
+	fmt.Fprintf(a.stderr, "sandbank: serving MCP (streamable HTTP) on http://%s/\n", ln.Addr())
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	select {
+	case err := <-served:
+		return untyped(fmt.Errorf("mcp: %w", err))
+	case <-ctx.Done():
+	}
+	shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	_ = hs.Shutdown(shutdown)
+	return signalled(ctx, ctx.Err())
+}
+
+// checkLoopback refuses an --http address that is not on loopback: a
+// server without tenants has no API keys, and must not serve beyond this
+// machine.
+func checkLoopback(addr string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return usagef("--http %q: want HOST:PORT, such as 127.0.0.1:8765", addr)
+	}
+	refuse := usagef("--http %s is not a loopback address: serving MCP beyond this machine needs API keys (--tenants FILE or $%s, as for 'sandbank serve'); or serve on 127.0.0.1:PORT or [::1]:PORT", addr, tenant.EnvVar)
+	if host == "localhost" {
+		ips, err := net.DefaultResolver.LookupIPAddr(context.Background(), host)
+		if err != nil || len(ips) == 0 {
+			return refuse
+		}
+		for _, ip := range ips {
+			if !ip.IP.IsLoopback() {
+				return refuse
+			}
+		}
+		return nil
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return nil
+	}
+	return refuse
+}
+
+// nopWriteCloser is a Writer whose Close does nothing: the command's
+// standard output is not the server's to close.
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }

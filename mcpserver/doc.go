@@ -1,0 +1,66 @@
+// Package mcpserver is Sandbank as a Model Context Protocol server: a
+// model's client (an agent, an IDE, a chat application) calls its tools to
+// run the scripts the model writes, behind every guarantee of package
+// effect. The command line serves it as 'sandbank mcp'; a Go program can
+// serve it on any transport of github.com/modelcontextprotocol/go-sdk.
+//
+// [New] builds a [Server] from a registry of engines and the server's
+// limits. Its tools are, for each language the registry has,
+//
+//	run_javascript   {"script": "<source>", "input": <any JSON>, "limits": {"timeoutMs": n, "memoryBytes": n}}
+//	run_typescript   the same
+//	run_starlark     the same
+//	list_engines     {}
+//
+// each with an input schema and a description written for the model: what
+// the script sees, how it returns a value, what it cannot do, the limits
+// (from the engine's declared capabilities and the server's limits, so a
+// description never promises more than the engine declares).
+//
+// # Results
+//
+// A run tool's result carries, as structured content ([Result]) and as
+// text, the value or the typed failure, the logs and the stats of the
+// effect's run record, plus its receipt:
+//
+//   - a value: a result;
+//   - a typed failure (*effect.Failure: scriptError, limitExceeded, …): a
+//     result with IsError set and a hint, which the model reads and
+//     corrects;
+//   - arguments the server refuses (no script, an unknown argument, limits
+//     above the server's): a result with IsError set and InvalidCall
+//     saying what was wrong; the script does not run;
+//   - infrastructure (an engine that failed to build or to answer,
+//     effect.ErrOverloaded): a protocol error, retryable;
+//   - the client's cancellation (notifications/cancelled): the run's
+//     context is cancelled, so the effect stops the run (at once on an
+//     engine with a hard wall clock), and the call ends with the context's
+//     error.
+//
+// A call whose request carries a progress token hears of its run every
+// [Options].ProgressInterval (default one second) while it lasts, with the
+// seconds elapsed out of the wall-clock limit.
+//
+// # Security considerations
+//
+// Every run goes through package effect: the server's limits are the
+// effect's ceiling and a call's own limits may only lower them (a higher
+// one is refused, not clamped). New refuses an engine that declares
+// network access or reuses its environment. The server reaches nothing on
+// a script's behalf: there are no host calls (a script cannot call another
+// MCP server's tools) until the effect brokers host functions.
+//
+// For a language nobody chose an engine for, New serves the registry's
+// default when it bounds memory and preempts a running script (a hard wall
+// clock), else the first engine of the language that does (Starlark:
+// starlark-wasm rather than the in-process starlark default), else the
+// default. An engine that does not bound memory (go.starlark.net's
+// Starlark, goja) runs in the server's process: a script can make the
+// whole process allocate until the system stops it; its tool's description
+// says so.
+//
+// What arrives over a transport is as trusted as the transport: the
+// standard input of a process its client started, or an HTTP address.
+// 'sandbank mcp --http' refuses an address off loopback unless it has
+// tenants (API keys, and each tenant's quotas through [Options].Admit).
+package mcpserver
