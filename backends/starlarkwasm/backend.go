@@ -179,7 +179,8 @@ func New(opts *Options) (*Backend, error) {
 // Capabilities declares what the conformance kit proves for this backend:
 // no network, a hard wall clock (the instance is stopped), the memory
 // limit (linear memory cannot grow past it), the step budget as the CPU
-// limit, and a fresh instance per run.
+// limit, a fresh instance per run, host calls (host and host_try, relayed
+// over the guest's stdio) and logs (print, as framed log records).
 func (b *Backend) Capabilities() spi.Capabilities {
 	return spi.Capabilities{
 		Language:    Language,
@@ -188,6 +189,8 @@ func (b *Backend) Capabilities() spi.Capabilities {
 		Memory:      true,
 		CPU:         true,
 		FreshPerRun: true,
+		HostCalls:   true,
+		Logs:        true,
 	}
 }
 
