@@ -124,7 +124,7 @@ func (r *run) do(ctx context.Context, req spi.Request) (spi.Outcome, error) {
 		cancel(nil)
 	}()
 
-	compiled, err := b.compiledModule(runCtx)
+	compiled, err := b.eng.compiledModule(runCtx)
 	if err != nil {
 		return r.failure(ctx, runCtx, err)
 	}
@@ -165,7 +165,7 @@ func (r *run) do(ctx context.Context, req spi.Request) (spi.Outcome, error) {
 		WithStdout(tap).
 		WithStderr(stderr)
 
-	mod, callErr := b.rt.InstantiateModule(experimental.WithMemoryAllocator(runCtx, mem), compiled, cfg)
+	mod, callErr := b.eng.rt.InstantiateModule(experimental.WithMemoryAllocator(runCtx, mem), compiled, cfg)
 	if mod != nil {
 		defer mod.Close(context.Background())
 	}
