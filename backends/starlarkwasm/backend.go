@@ -7,9 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tetratelabs/wazero"
-	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
-
 	"github.com/sandbank/sandbank/backends/starlark"
 	"github.com/sandbank/sandbank/spi"
 )
@@ -85,25 +82,16 @@ type Options struct {
 	CompilationCacheDir string
 }
 
-// processCache is the in-memory compilation cache every backend of the
-// process without a cache directory shares, so that only the first one
-// pays the compile. It lives as long as the process.
-var processCache = sync.OnceValue(wazero.NewCompilationCache)
-
 // Backend runs every evaluation in a fresh instance of the guest module,
-// in one wazero runtime. Build one with [New]; it is safe for concurrent
-// use, and [Backend.Close] releases it.
+// in a wazero runtime every backend of the process without a cache
+// directory shares (one of its own with a cache directory). Build one
+// with [New]; it is safe for concurrent use, and [Backend.Close] releases
+// it.
 type Backend struct {
 	maxSteps, maxResult int64
 	coldStart           time.Duration
-	rt                  wazero.Runtime
-	cache               wazero.CompilationCache // nil without a cache directory
-
-	// compiled is closed when compiling finished; mod or compileErr is set.
-	compileOnce sync.Once
-	compiled    chan struct{}
-	mod         wazero.CompiledModule
-	compileErr  error
+	eng                 *engine
+	ownsEngine          bool // a cache directory: Close releases the engine
 
 	// life is cancelled by Close; every run's context follows it.
 	life     context.Context
@@ -141,45 +129,33 @@ func New(opts *Options) (*Backend, error) {
 	if o.ColdStartAllowance == 0 {
 		o.ColdStartAllowance = DefaultColdStartAllowance
 	}
-	cfg := wazero.NewRuntimeConfigCompiler().
-		WithDebugInfoEnabled(false). // with it on, every guest exit costs tens of ms
-		WithCloseOnContextDone(true) // the hard clock: a done context stops the guest
-	var cache wazero.CompilationCache
+	var eng *engine
+	var err error
 	if o.CompilationCacheDir != "" {
-		var err error
-		if cache, err = wazero.NewCompilationCacheWithDir(o.CompilationCacheDir); err != nil {
-			return nil, fmt.Errorf("starlarkwasm: compilation cache: %w", err)
-		}
-		cfg = cfg.WithCompilationCache(cache)
+		eng, err = newDirEngine(o.CompilationCacheDir)
 	} else {
-		cfg = cfg.WithCompilationCache(processCache())
+		eng, err = processEngine()
 	}
-	ctx := context.Background()
-	rt := wazero.NewRuntimeWithConfig(ctx, cfg)
-	if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
-		_ = rt.Close(ctx)
-		if cache != nil {
-			_ = cache.Close(ctx)
-		}
-		return nil, fmt.Errorf("starlarkwasm: WASI: %w", err)
+	if err != nil {
+		return nil, err
 	}
 	life, shutdown := context.WithCancel(context.Background())
 	return &Backend{
-		maxSteps:  o.MaxSteps,
-		maxResult: o.MaxResultBytes,
-		coldStart: o.ColdStartAllowance,
-		rt:        rt,
-		cache:     cache,
-		compiled:  make(chan struct{}),
-		life:      life,
-		shutdown:  shutdown,
+		maxSteps:   o.MaxSteps,
+		maxResult:  o.MaxResultBytes,
+		coldStart:  o.ColdStartAllowance,
+		eng:        eng,
+		ownsEngine: o.CompilationCacheDir != "",
+		life:       life,
+		shutdown:   shutdown,
 	}, nil
 }
 
 // Capabilities declares what the conformance kit proves for this backend:
 // no network, a hard wall clock (the instance is stopped), the memory
 // limit (linear memory cannot grow past it), the step budget as the CPU
-// limit, and a fresh instance per run.
+// limit, a fresh instance per run, host calls (host and host_try, relayed
+// over the guest's stdio) and logs (print, as framed log records).
 func (b *Backend) Capabilities() spi.Capabilities {
 	return spi.Capabilities{
 		Language:    Language,
@@ -188,6 +164,8 @@ func (b *Backend) Capabilities() spi.Capabilities {
 		Memory:      true,
 		CPU:         true,
 		FreshPerRun: true,
+		HostCalls:   true,
+		Logs:        true,
 	}
 }
 
@@ -198,12 +176,14 @@ func (b *Backend) Warm(ctx context.Context) error {
 		return err
 	}
 	defer b.runs.Done()
-	_, err := b.compiledModule(ctx)
+	_, err := b.eng.compiledModule(ctx)
 	return err
 }
 
-// Close stops every run in flight, waits for them to return, and releases
-// the runtime, the compiled module and the cache. It is idempotent.
+// Close stops every run in flight and waits for them to return; with a
+// cache directory it also releases the backend's runtime, compiled module
+// and cache (the process's shared runtime stays for the next backend). It
+// is idempotent.
 func (b *Backend) Close() error {
 	b.mu.Lock()
 	if b.closed {
@@ -214,12 +194,10 @@ func (b *Backend) Close() error {
 	b.mu.Unlock()
 	b.shutdown()
 	b.runs.Wait()
-	ctx := context.Background()
-	err := b.rt.Close(ctx)
-	if b.cache != nil {
-		err = errors.Join(err, b.cache.Close(ctx))
+	if !b.ownsEngine {
+		return nil
 	}
-	return err
+	return b.eng.close()
 }
 
 // enter registers a run, or fails after Close.
@@ -231,27 +209,4 @@ func (b *Backend) enter() error {
 	}
 	b.runs.Add(1)
 	return nil
-}
-
-// compiledModule returns the compiled module, compiling it on first use.
-// Compiling runs on its own goroutine, so a caller whose ctx is done stops
-// waiting while the compile goes on for the next caller.
-func (b *Backend) compiledModule(ctx context.Context) (wazero.CompiledModule, error) {
-	b.compileOnce.Do(func() {
-		b.runs.Add(1) // Close waits for the compile to finish
-		go func() {
-			defer b.runs.Done()
-			defer close(b.compiled)
-			b.mod, b.compileErr = b.rt.CompileModule(context.Background(), guestWASM)
-			if b.compileErr != nil {
-				b.compileErr = fmt.Errorf("starlarkwasm: compile: %w", b.compileErr)
-			}
-		}()
-	})
-	select {
-	case <-b.compiled:
-		return b.mod, b.compileErr
-	case <-ctx.Done():
-		return nil, context.Cause(ctx)
-	}
 }

@@ -3,6 +3,7 @@ package starlarkwasm_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -94,6 +95,48 @@ func BenchmarkKill(b *testing.B) {
 					b.Fatal("the loop ended without a limit")
 				}
 			}
+		})
+	}
+}
+
+// hostCallScript makes input["n"] host calls, each passing the previous
+// answer back.
+const hostCallScript = "def main(input):\n    x = 0\n    for _ in range(input[\"n\"]):\n        x = host.inc(x)\n    return x\n"
+
+// hostCalls is how many calls the measured run of BenchmarkHostCall
+// makes.
+const hostCalls = 500
+
+// BenchmarkHostCall: the cost of one host call's round trip through the
+// effect, in µs/call: each iteration times a run making hostCalls calls
+// and the same script making none, and the metric is the difference per
+// call (the run's start-up cancels out).
+func BenchmarkHostCall(b *testing.B) {
+	for _, eng := range benchEngines {
+		b.Run(eng.name, func(b *testing.B) {
+			e, addr := benchEffect(b, eng.factory, []byte(hostCallScript), spi.Limits{WallClock: time.Minute})
+			inc := func(_ context.Context, args json.RawMessage) (any, error) {
+				var n int
+				if err := json.Unmarshal(args, &n); err != nil {
+					return nil, err
+				}
+				return n + 1, nil
+			}
+			host := effect.HostFuncs{"inc": inc}
+			run := func(n int) time.Duration {
+				start := time.Now()
+				got, err := e.Evaluate(context.Background(), effect.Call{Script: addr, Input: json.RawMessage(fmt.Sprintf(`{"n":%d}`, n)), Host: host})
+				if err != nil || string(got) != fmt.Sprint(n) {
+					b.Fatalf("%d calls: got %s, %v", n, got, err)
+				}
+				return time.Since(start)
+			}
+			var with, without time.Duration
+			for b.Loop() {
+				with += run(hostCalls)
+				without += run(0)
+			}
+			b.ReportMetric(float64((with-without).Microseconds())/float64(b.N*hostCalls), "µs/call")
 		})
 	}
 }

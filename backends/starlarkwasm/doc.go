@@ -13,8 +13,9 @@
 //
 // # How a run works
 //
-// The host writes an internal/wasmguest payload to the guest's stdin (a
-// per-run nonce, the script, the input). The guest reads it, calls the
+// The host writes an internal/wasmguest sized payload to the guest's stdin
+// (a per-run nonce, the script, the input's length, marked when the run
+// has host functions, the input). The guest reads it, calls the
 // in-process engine's Evaluate without a clock of its own, and writes
 // nonce-framed records to stdout: the start record once the script is
 // compiled and its input converted (starlark.Options.OnStart), then one
@@ -24,8 +25,39 @@
 // when it runs out, and reads what the run left behind into an outcome.
 //
 // Declared capabilities: Network none (the guest has no sockets), WallClock
-// hard, Memory true, CPU true (the step budget, Options.MaxSteps) and
-// FreshPerRun true.
+// hard, Memory true, CPU true (the step budget, Options.MaxSteps),
+// FreshPerRun true, HostCalls true and Logs true.
+//
+// # Host calls and logs
+//
+// The script sees what the in-process engine offers, because the guest
+// runs that code with a broker and a log sink of its own:
+//
+//   - host.NAME(arg) and host_try(NAME, arg), in a run with host functions
+//     only. The guest writes a host-call record (the body is the JSON
+//     array [NAME, the argument's JSON text]) and blocks reading its
+//     stdin; the host's reader of stdin (wasmguest.Stdin) takes the
+//     record, asks the request's broker with the run's context, and serves
+//     the reply "O<bytes>\n" and the answer's JSON text, or "F<bytes>\n"
+//     and the failure's text, which the script gets as the error's
+//     message exactly. Calls are made one at a time, in the script's
+//     order. The read returns as soon as the run is stopped (the wall
+//     clock, cancellation, Close), even when the broker does not; the
+//     instance is then closed. Time in a host call counts toward the wall
+//     clock.
+//   - print, when the request has a log sink (the guest's fourth
+//     argument says so): every line, cut at spi.MaxLogLineBytes, is a log
+//     record (level and stream digits, the length in bytes, the line) that
+//     the host's wasmguest.LogTap takes out of stdout as it arrives and
+//     hands to the sink, in order, ahead of any later host call. Log
+//     records never reach the record sink, so a script printing without
+//     end cannot crowd out its result; once the sink is full the host
+//     drops the rest. Without a sink print goes nowhere.
+//
+// A host call's round trip costs about a fifth of a millisecond (the
+// guest's share, converting in WebAssembly, is most of it; about 10 µs in
+// process: BenchmarkHostCall, docs/performance.md). The run's Stats are
+// not reported: the guest's clocks are fake.
 //
 // # Memory
 //
@@ -42,8 +74,8 @@
 // # Notes
 //
 // The module (about 6 MB) is compiled once per process, on first use or
-// by Warm, into an in-memory compilation cache every backend of the
-// process shares (several seconds on a loaded machine;
+// by Warm, into a runtime every backend of the process without a cache
+// directory shares (several seconds on a loaded machine;
 // Options.CompilationCacheDir keeps it on disk for the next process, which
 // cmd/sandbank does). Every run then starts a new Go runtime: tens of
 // milliseconds, against a fraction of one for the in-process engine; and
@@ -59,11 +91,14 @@
 //   - The guest has no filesystem, no environment, no arguments beyond
 //     three numbers, a fake wall clock and monotonic clock
 //     (internal/wasmhost.Isolate) and seeded randomness. Starlark offers a
-//     script no clock, no randomness and no I/O anyway; print goes
-//     nowhere.
+//     script no clock, no randomness and no I/O anyway; print reaches only
+//     the log sink, as framed log records.
 //   - The script cannot reach the guest's stdout or stderr: the records
 //     are written by the guest program, and carry a nonce the script never
-//     sees. The host keeps a bounded prefix of each stream.
+//     sees. A printed line is the length-delimited body of a log record,
+//     so it cannot end its record early or pass for another (a forged
+//     record inside it is only text). The host keeps a bounded prefix of
+//     each stream, plus at most one log record in the tap.
 //   - The Go runtime's fatal errors are read from stderr ("fatal error: out
 //     of memory", "fatal error: stack overflow"); a value nested deeply
 //     enough to overflow the goroutine stack in the in-process engine ends

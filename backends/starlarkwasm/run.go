@@ -124,7 +124,7 @@ func (r *run) do(ctx context.Context, req spi.Request) (spi.Outcome, error) {
 		cancel(nil)
 	}()
 
-	compiled, err := b.compiledModule(runCtx)
+	compiled, err := b.eng.compiledModule(runCtx)
 	if err != nil {
 		return r.failure(ctx, runCtx, err)
 	}
@@ -136,7 +136,21 @@ func (r *run) do(ctx context.Context, req spi.Request) (spi.Outcome, error) {
 	}
 	r.stdout = wasmguest.NewStdout(nonce, stdoutLimit(r.limits.MemoryBytes, b.maxResult), r.scriptStarts)
 	stderr := &cappedBuffer{limit: maxStderrBytes}
-	stdin := &countingReader{r: bytes.NewReader(wasmguest.Payload(nonce, req.Script, req.Input))}
+	// stdin: the payload, then the replies to the script's host calls,
+	// asked of the broker with the run's context (hostcall.go).
+	var host spi.Host
+	if req.Host != nil {
+		host = &stoppableHost{inner: req.Host}
+	}
+	payload := wasmguest.SizedPayload(nonce, req.Script, req.Input, host != nil)
+	stdin := &countingReader{r: wasmguest.NewStdin(runCtx, payload, r.stdout, host)}
+	// stdout: the log records go to the request's sink as they arrive,
+	// the rest to the run's record sink.
+	logs := "0"
+	if req.Logs != nil {
+		logs = "1"
+	}
+	tap := wasmguest.NewLogTap(nonce, r.stdout, req.Logs)
 	mem := wasmhost.NewAllocator(uint64(r.limits.MemoryBytes))
 	defer mem.Release() // after the module is closed (deferred below, so run first)
 
@@ -145,12 +159,13 @@ func (r *run) do(ctx context.Context, req spi.Request) (spi.Outcome, error) {
 		WithArgs("guest",
 			strconv.FormatInt(b.maxSteps, 10),
 			strconv.FormatInt(b.maxResult, 10),
-			strconv.FormatInt(goMemoryLimit(r.limits.MemoryBytes), 10)).
+			strconv.FormatInt(goMemoryLimit(r.limits.MemoryBytes), 10),
+			logs).
 		WithStdin(stdin).
-		WithStdout(r.stdout).
+		WithStdout(tap).
 		WithStderr(stderr)
 
-	mod, callErr := b.rt.InstantiateModule(experimental.WithMemoryAllocator(runCtx, mem), compiled, cfg)
+	mod, callErr := b.eng.rt.InstantiateModule(experimental.WithMemoryAllocator(runCtx, mem), compiled, cfg)
 	if mod != nil {
 		defer mod.Close(context.Background())
 	}

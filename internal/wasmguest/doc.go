@@ -9,7 +9,10 @@
 // code units, a newline, the body, and the end marker (FramePrefix, the
 // nonce, "E\n"). Other records end right after the kind letter with a
 // newline. The start record tells the host that the start-up phases are
-// over and the script's wall clock starts now.
+// over and the script's wall clock starts now. A host-call record (see
+// [Stdin]) is answered on stdin ([Reply], read by [ReadReply]); a log
+// record carries one line the script logged, which the host's [LogTap]
+// takes out of the stream for the run's log sink.
 //
 // It knows nothing about the engine inside the guest (QuickJS for
 // backends/quickjs, go.starlark.net for backends/starlarkwasm) nor about

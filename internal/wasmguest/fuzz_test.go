@@ -2,9 +2,12 @@ package wasmguest
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/sandbank/sandbank/spi"
 )
 
 // FuzzStdout feeds the host's stdout sink arbitrary guest output, split at
@@ -90,6 +93,45 @@ func FuzzUTF16Prefix(f *testing.F) {
 		}
 		if count != int(units) {
 			t.Fatalf("prefix %q is %d units, want %d", prefix, count, units)
+		}
+	})
+}
+
+// FuzzLogTap feeds the log tap arbitrary guest output, split at an
+// arbitrary point: it never panics, the split never changes the lines it
+// hands over nor the bytes it passes on, every line is at most
+// spi.MaxLogLineBytes, and what it holds stays within one record.
+func FuzzLogTap(f *testing.F) {
+	var g bytes.Buffer
+	_ = WriteLog(&g, testNonce, 2, 1, "a ✓")
+	_ = WriteRecord(&g, testNonce, RecResult, []byte(`1`))
+	_ = WriteLog(&g, testNonce, 4, 2, "")
+	for i, s := range []string{g.String(), FramePrefix + string(testNonce) + "L119\n", FramePrefix + string(testNonce) + "L11", "x" + FramePrefix, FramePrefix + FramePrefix + string(testNonce) + "L113\nabc"} {
+		f.Add([]byte(s), uint16(i*5))
+	}
+	f.Fuzz(func(t *testing.T, stream []byte, cut uint16) {
+		run := func(parts ...[]byte) ([]string, string) {
+			var sink lines
+			var rest bytes.Buffer
+			tap := NewLogTap(testNonce, &rest, &sink)
+			for _, p := range parts {
+				_, _ = tap.Write(p)
+				if len(tap.pend) > len(tap.marker)+2+maxLogHeaderDigits+1+spi.MaxLogLineBytes {
+					t.Fatalf("the tap holds %d bytes", len(tap.pend))
+				}
+			}
+			return sink.got, rest.String()
+		}
+		at := int(cut) % (len(stream) + 1)
+		got, rest := run(stream)
+		got2, rest2 := run(stream[:at], stream[at:])
+		if !slices.Equal(got, got2) || rest != rest2 {
+			t.Fatalf("the split at %d changed the tap's output: %q %q, then %q %q", at, got, rest, got2, rest2)
+		}
+		for _, l := range got {
+			if len(l) > len("error/stderr ")+spi.MaxLogLineBytes {
+				t.Fatalf("a line of %d bytes", len(l))
+			}
 		}
 	})
 }

@@ -7,8 +7,8 @@ import (
 )
 
 // WriteRecord is the guest side of the protocol, for a guest written in
-// Go: it writes one framed record of kind k to w. A result or thrown
-// record carries body, which must be well-formed UTF-8 (JSON text from
+// Go: it writes one framed record of kind k to w. A result, thrown or
+// host-call record carries body, which must be well-formed UTF-8 (JSON text from
 // encoding/json is), with its length in UTF-16 code units; every other
 // kind ignores body. The body is written as given, not copied, so a large
 // result costs no second buffer in the guest.
@@ -17,7 +17,7 @@ func WriteRecord(w io.Writer, n Nonce, k byte, body []byte) error {
 	head = append(head, FramePrefix...)
 	head = append(head, n...)
 	head = append(head, k)
-	if k != RecResult && k != RecThrew {
+	if k != RecResult && k != RecThrew && k != RecHostCall {
 		head = append(head, '\n')
 		_, err := w.Write(head)
 		return err

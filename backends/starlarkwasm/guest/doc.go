@@ -4,8 +4,9 @@
 // run on the host). The host (backends/starlarkwasm)
 // builds it with go generate and embeds the result.
 //
-// It reads a wasmguest.Payload from stdin (the nonce, the script as a
-// JSON string literal, the input), runs the script through
+// It reads a wasmguest.SizedPayload from stdin (the nonce, the script as
+// a JSON string literal, the input's length, prefixed with "h" when the
+// run has host functions, and the input), runs the script through
 // starlark.Backend.Evaluate without a wall clock of its own (the host's
 // clock is hard: it stops the whole instance), writes the start record
 // once the script is compiled and its input converted (the OnStart hook),
@@ -14,7 +15,12 @@
 // "fatal error: out of memory" on stderr and no record; the host reads it
 // from what it saw.
 //
+// The script's host calls (host.NAME, host_try) go to a relay (relay.go)
+// that writes a host-call record and blocks reading the reply from stdin
+// (wasmguest.ReadReply); its prints, when the run has a log sink, are log
+// records (wasmguest.WriteLog) the host takes out of the stream.
+//
 // Arguments: the step budget, the result bound in bytes, and the soft
 // memory limit of the Go runtime in bytes (debug.SetMemoryLimit), each a
-// decimal integer.
+// decimal integer, then 1 when the run has a log sink, else 0.
 package main

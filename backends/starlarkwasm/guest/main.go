@@ -22,12 +22,12 @@ func main() {
 // run is the whole guest; it returns the exit code (0 once a record was
 // written).
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	if len(args) != 4 {
-		io.WriteString(stderr, "guest: want 3 arguments: steps, result bytes, memory limit\n")
+	if len(args) != 5 {
+		io.WriteString(stderr, "guest: want 4 arguments: steps, result bytes, memory limit, logs (0 or 1)\n")
 		return 2
 	}
 	var n [3]int64
-	for i, a := range args[1:] {
+	for i, a := range args[1:4] {
 		v, err := strconv.ParseInt(a, 10, 64)
 		if err != nil || v <= 0 {
 			io.WriteString(stderr, "guest: argument "+strconv.Itoa(i+1)+" is not a positive integer\n")
@@ -35,6 +35,11 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		n[i] = v
 	}
+	if args[4] != "0" && args[4] != "1" {
+		io.WriteString(stderr, "guest: argument 4 is not 0 or 1\n")
+		return 2
+	}
+	logs := args[4] == "1"
 	debug.SetMemoryLimit(n[2])
 
 	in := bufio.NewReader(stdin)
@@ -58,9 +63,25 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return protocol("the script line is not a JSON string")
 	}
 	lit = nil
-	input, err := io.ReadAll(in)
+	size, err := in.ReadString('\n')
 	if err != nil {
+		return protocol("no size line")
+	}
+	size, hasHost := strings.CutPrefix(strings.TrimSuffix(size, "\n"), "h")
+	inputLen, err := strconv.Atoi(size)
+	if err != nil || inputLen < 0 {
+		return protocol("the size line is not a length")
+	}
+	input := make([]byte, inputLen)
+	if _, err := io.ReadFull(in, input); err != nil {
 		return protocol("reading the input")
+	}
+	req := spi.Request{Script: []byte(script), Input: input}
+	if hasHost {
+		req.Host = &hostRelay{out: stdout, in: in, nonce: nonce}
+	}
+	if logs {
+		req.Logs = &logRelay{out: stdout, nonce: nonce}
 	}
 
 	started := false
@@ -75,7 +96,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err != nil {
 		return protocol("options: " + err.Error())
 	}
-	out, err := b.Evaluate(context.Background(), spi.Request{Script: []byte(script), Input: input})
+	out, err := b.Evaluate(context.Background(), req)
 	if err != nil {
 		return protocol("evaluate: " + err.Error())
 	}

@@ -17,7 +17,7 @@ const testNonce = wasmguest.Nonce("0123456789abcdef0123456789abcdef")
 func guest(t *testing.T, steps string, script, input string) (wasmguest.Record, bool, string) {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
-	code := run([]string{"guest", steps, "1000000", "1073741824"}, bytes.NewReader(wasmguest.Payload(testNonce, []byte(script), []byte(input))), &stdout, &stderr)
+	code := run([]string{"guest", steps, "1000000", "1073741824", "0"}, bytes.NewReader(wasmguest.SizedPayload(testNonce, []byte(script), []byte(input), false)), &stdout, &stderr)
 	assert.Equal(t, 0, code, stderr.String())
 	s := wasmguest.NewStdout(testNonce, 1<<20, nil)
 	_, _ = s.Write(stdout.Bytes())
@@ -54,7 +54,7 @@ func TestGuestRecords(t *testing.T) {
 // TestGuestRefusesBadArguments: a malformed command line is refused with
 // exit code 2 before anything is read.
 func TestGuestRefusesBadArguments(t *testing.T) {
-	for _, args := range [][]string{{"guest"}, {"guest", "1", "2", "x"}, {"guest", "1", "0", "3"}} {
+	for _, args := range [][]string{{"guest"}, {"guest", "1", "2", "x"}, {"guest", "1", "0", "3", "0"}, {"guest", "1", "2", "3", "2"}} {
 		var stderr bytes.Buffer
 		code := run(args, strings.NewReader(""), &bytes.Buffer{}, &stderr)
 		assert.Equal(t, 2, code, args)
@@ -66,7 +66,7 @@ func TestGuestRefusesBadArguments(t *testing.T) {
 // protocol record, never a script error.
 func TestGuestScriptLine(t *testing.T) {
 	var stdout, stderr bytes.Buffer
-	code := run([]string{"guest", "1", "1", "1073741824"}, strings.NewReader(string(testNonce)+"\nnot json\n{}"), &stdout, &stderr)
+	code := run([]string{"guest", "1", "1", "1073741824", "0"}, strings.NewReader(string(testNonce)+"\nnot json\n{}"), &stdout, &stderr)
 	assert.Equal(t, 0, code)
 	s := wasmguest.NewStdout(testNonce, 1<<20, nil)
 	_, _ = s.Write(stdout.Bytes())

@@ -1,0 +1,61 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+
+	"github.com/sandbank/sandbank/internal/wasmguest"
+	"github.com/sandbank/sandbank/spi"
+)
+
+// hostRelay is the script's spi.Host inside the guest: a call is a
+// host-call record on stdout, then the reply the host writes to stdin,
+// read while the whole guest waits (it has one thread).
+type hostRelay struct {
+	out   io.Writer
+	in    *bufio.Reader
+	nonce wasmguest.Nonce
+}
+
+// errNoReply is what the script sees when the host did not answer (it is
+// stopping the run).
+var errNoReply = errors.New("the host did not answer the call")
+
+// Call implements spi.Host.
+func (h *hostRelay) Call(_ context.Context, name string, args json.RawMessage) (json.RawMessage, error) {
+	var body bytes.Buffer
+	enc := json.NewEncoder(&body)
+	enc.SetEscapeHTML(false) // the argument's text goes to the host as it is
+	if err := enc.Encode([2]string{name, string(args)}); err != nil {
+		return nil, err
+	}
+	if err := wasmguest.WriteRecord(h.out, h.nonce, wasmguest.RecHostCall, bytes.TrimSuffix(body.Bytes(), []byte("\n"))); err != nil {
+		return nil, errNoReply
+	}
+	reply, failed, err := wasmguest.ReadReply(h.in)
+	switch {
+	case err != nil:
+		return nil, errNoReply
+	case failed:
+		return nil, errors.New(string(reply))
+	}
+	return reply, nil
+}
+
+// logRelay is the script's spi.LogSink inside the guest: every line is a
+// log record on stdout, which the host takes out of the stream (its
+// wasmguest.LogTap) and hands to the run's sink. The host bounds the log;
+// the guest always asks for more.
+type logRelay struct {
+	out   io.Writer
+	nonce wasmguest.Nonce
+}
+
+// Log implements spi.LogSink.
+func (l *logRelay) Log(level spi.LogLevel, stream spi.LogStream, line string) bool {
+	return wasmguest.WriteLog(l.out, l.nonce, level, stream, line) == nil
+}
