@@ -9,6 +9,7 @@ import (
 	"github.com/tetratelabs/wazero/experimental"
 
 	"github.com/sandbank/sandbank/backends/quickjs/internal/guest"
+	"github.com/sandbank/sandbank/internal/wasmhost"
 )
 
 // fresh is ModeFresh's runtime: a new module instance for run r, booted
@@ -21,14 +22,14 @@ func (r *run) fresh(runCtx context.Context, j *job, compiled wazero.CompiledModu
 		m.arm(&r.cpuOut)
 		r.setPhase(phaseInput)
 	}}
-	mem := &limitedAllocator{limit: uint64(r.limits.MemoryBytes)}
+	mem := wasmhost.NewAllocator(uint64(r.limits.MemoryBytes))
 	cfg := b.moduleConfig(r.limits.MemoryBytes, &fakeClock{}, newReplayRand()).
 		WithStdin(stdin).
 		WithStdout(j.stdoutW).
 		WithStderr(j.stderrW)
 
 	r.setPhase(phaseInstantiate)
-	defer mem.release() // after the module is closed (deferred below, so run first)
+	defer mem.Release() // after the module is closed (deferred below, so run first)
 	mod, err := b.rt.InstantiateModule(experimental.WithMemoryAllocator(runCtx, mem), compiled, cfg)
 	if err != nil {
 		return guest.Facts{}, fmt.Errorf("quickjs: instantiate: %w", err)

@@ -13,6 +13,7 @@ import (
 	"github.com/tetratelabs/wazero/experimental"
 
 	"github.com/sandbank/sandbank/backends/quickjs/internal/guest"
+	"github.com/sandbank/sandbank/internal/wasmhost"
 )
 
 // Parked mode's instances: one goroutine each, which boots the guest and
@@ -32,7 +33,7 @@ type instance struct {
 	ready chan struct{} // closed at the first park, or when the instance ended
 	dead  chan struct{} // closed when the goroutine ended
 
-	mem       *limitedAllocator
+	mem       *wasmhost.Allocator
 	clock     *fakeClock
 	rng       *replayRand
 	meter     *meter
@@ -83,7 +84,7 @@ func (b *Backend) startInstance(p *pool, memoryBytes int64, j *job, compiled waz
 		jobs:        make(chan *job, 1),
 		ready:       make(chan struct{}),
 		dead:        make(chan struct{}),
-		mem:         &limitedAllocator{limit: uint64(memoryBytes)},
+		mem:         wasmhost.NewAllocator(uint64(memoryBytes)),
 		clock:       &fakeClock{},
 		rng:         newReplayRand(),
 		meter:       &meter{fuel: b.set.fuel},
@@ -137,7 +138,7 @@ func (inst *instance) main(compiled wazero.CompiledModule) {
 		WithStdout(writer{inst: inst, stdout: true}).
 		WithStderr(writer{inst: inst})
 	ctx := experimental.WithMemoryAllocator(inst.ctx, inst.mem)
-	defer inst.mem.release() // after the module is closed (deferred below, so run first)
+	defer inst.mem.Release() // after the module is closed (deferred below, so run first)
 	mod, err := b.rt.InstantiateModule(ctx, compiled, cfg)
 	if err != nil {
 		inst.fail(fmt.Errorf("quickjs: instantiate: %w", err))

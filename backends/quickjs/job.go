@@ -8,6 +8,7 @@ import (
 	"github.com/tetratelabs/wazero/api"
 
 	"github.com/sandbank/sandbank/backends/quickjs/internal/guest"
+	"github.com/sandbank/sandbank/internal/wasmhost"
 	"github.com/sandbank/sandbank/spi"
 )
 
@@ -67,7 +68,7 @@ func (r *run) newJob(req spi.Request) (*job, error) {
 
 // factsFrom reads what the run of j left behind in memory and in its
 // sinks; mem is the allocator of the run's linear memory.
-func (j *job) factsFrom(memory api.Memory, bottom uint32, mem *limitedAllocator) guest.Facts {
+func (j *job) factsFrom(memory api.Memory, bottom uint32, mem *wasmhost.Allocator) guest.Facts {
 	back, ok := memory.Read(bottom, guest.CanarySize)
 	// The memory starts every run at its park point's size (or fresh) and
 	// never shrinks: its size now is the run's high-water mark.
@@ -77,7 +78,7 @@ func (j *job) factsFrom(memory api.Memory, bottom uint32, mem *limitedAllocator)
 		InputRead:     j.inputRead.Load(),
 		Started:       j.stdout.Started(),
 		CanaryIntact:  ok && j.canary.Intact(back),
-		MemoryRefused: mem.refused.Load(),
+		MemoryRefused: mem.Refused(),
 	}
 }
 

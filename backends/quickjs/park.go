@@ -83,7 +83,7 @@ func (inst *instance) resume(mod api.Module, j *job) {
 	inst.clock.wall.Store(inst.wall)
 	inst.clock.mono.Store(inst.mono)
 	inst.rng.restore(inst.rngState)
-	inst.mem.refused.Store(false)
+	inst.mem.ClearRefused()
 	inst.unexpected.Store(false)
 	inst.meter.granted = inst.granted
 	inst.meter.arm(&j.r.cpuOut)

@@ -54,6 +54,10 @@ func (a *Allocator) Allocate(capacity, _ uint64) experimental.LinearMemory {
 // Refused reports whether a growth past the limit was refused.
 func (a *Allocator) Refused() bool { return a.refused.Load() }
 
+// ClearRefused forgets a refusal, for a memory that serves another run (a
+// parked instance restored to its park point).
+func (a *Allocator) ClearRefused() { a.refused.Store(false) }
+
 // Release frees the memory; call it once the module is closed.
 func (a *Allocator) Release() {
 	if a.mem != nil {
