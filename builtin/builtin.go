@@ -9,6 +9,7 @@ import (
 	"github.com/sandbank/sandbank/backends/goja"
 	"github.com/sandbank/sandbank/backends/quickjs"
 	"github.com/sandbank/sandbank/backends/starlark"
+	"github.com/sandbank/sandbank/backends/starlarkwasm"
 	"github.com/sandbank/sandbank/backends/typescript"
 	"github.com/sandbank/sandbank/fixtures"
 	jsfixtures "github.com/sandbank/sandbank/fixtures/javascript"
@@ -64,12 +65,17 @@ func engines() []engine {
 			factory:     func() (spi.Backend, error) { return starlark.New(nil) },
 			description: "go.starlark.net, a step budget as the CPU limit",
 		},
+		{
+			name:        starlarkwasm.Engine,
+			factory:     func() (spi.Backend, error) { return starlarkwasm.New(nil) },
+			description: "go.starlark.net compiled to WebAssembly, run by wazero, a new instance per run: memory cap, hard clock, step budget",
+		},
 	}
 }
 
 // Register adds every built-in backend to r (extism, goja, quickjs,
-// quickjs-fresh — the same engine with a new instance per run — and
-// starlark; quickjs-wasmtime too in a build with cgo), and for each
+// quickjs-fresh — the same engine with a new instance per run —,
+// starlark and starlark-wasm; quickjs-wasmtime too in a build with cgo), and for each
 // JavaScript engine NAME a TypeScript engine NAME-ts, the same engine
 // behind package typescript. It makes quickjs the default engine of
 // "javascript" and quickjs-ts that of "typescript". Each entry's
@@ -208,6 +214,10 @@ func CPUBudgetFactory(engine string) spi.Factory {
 	switch engine {
 	case "starlark":
 		return func() (spi.Backend, error) { return starlark.New(&starlark.Options{MaxSteps: CPUBudgetSteps}) }
+	case starlarkwasm.Engine:
+		return func() (spi.Backend, error) {
+			return starlarkwasm.New(&starlarkwasm.Options{MaxSteps: CPUBudgetSteps})
+		}
 	default:
 		return cgoCPUBudgetFactory(engine)
 	}
@@ -231,6 +241,10 @@ func CacheFactory(engine, dir string) spi.Factory {
 	case quickjs.EngineFresh:
 		return func() (spi.Backend, error) {
 			return quickjs.New(&quickjs.Options{Mode: quickjs.ModeFresh, CompilationCacheDir: dir})
+		}
+	case starlarkwasm.Engine:
+		return func() (spi.Backend, error) {
+			return starlarkwasm.New(&starlarkwasm.Options{CompilationCacheDir: dir})
 		}
 	default:
 		return cgoCacheFactory(engine, dir)

@@ -16,6 +16,7 @@ import (
 	"github.com/sandbank/sandbank/backends/goja"
 	"github.com/sandbank/sandbank/backends/quickjs"
 	"github.com/sandbank/sandbank/backends/starlark"
+	"github.com/sandbank/sandbank/backends/starlarkwasm"
 	"github.com/sandbank/sandbank/backends/typescript"
 	"github.com/sandbank/sandbank/conformance"
 	"github.com/sandbank/sandbank/effect"
@@ -32,9 +33,10 @@ var direct = map[string]spi.Factory{
 	"quickjs-fresh": func() (spi.Backend, error) {
 		return quickjs.New(&quickjs.Options{Mode: quickjs.ModeFresh})
 	},
-	"starlark": func() (spi.Backend, error) { return starlark.New(nil) },
-	"extism":   func() (spi.Backend, error) { return extism.New(nil) },
-	"goja":     func() (spi.Backend, error) { return goja.New(nil) },
+	"starlark":      func() (spi.Backend, error) { return starlark.New(nil) },
+	"starlark-wasm": func() (spi.Backend, error) { return starlarkwasm.New(nil) },
+	"extism":        func() (spi.Backend, error) { return extism.New(nil) },
+	"goja":          func() (spi.Backend, error) { return goja.New(nil) },
 }
 
 // withTypeScript returns names plus NAME-ts for each JavaScript engine
@@ -82,7 +84,7 @@ func TestRegister(t *testing.T) {
 	for _, e := range r.Engines() {
 		names = append(names, e.Engine)
 	}
-	assert.Equal(t, withTypeScript(withCgoEngines([]string{"extism", "goja", "quickjs", "quickjs-fresh", "starlark"})), names, "every built-in backend is registered, and every JavaScript engine as TypeScript")
+	assert.Equal(t, withTypeScript(withCgoEngines([]string{"extism", "goja", "quickjs", "quickjs-fresh", "starlark", "starlark-wasm"})), names, "every built-in backend is registered, and every JavaScript engine as TypeScript")
 
 	for _, e := range r.Engines() {
 		t.Run(e.Engine, func(t *testing.T) {

@@ -53,6 +53,12 @@ type Options struct {
 	// DefaultMaxResultBytes; negative is refused. The effect's
 	// MaxOutputBytes is the bound callers rely on; keep this one above it.
 	MaxResultBytes int64
+	// OnStart, when set, is called on the run's goroutine once the script
+	// is compiled and its input converted, just before the script starts
+	// (where the wall clock is armed). Nil means nothing is called. The
+	// starlark-wasm guest (backends/starlarkwasm) uses it to tell its host
+	// that the script's hard wall clock starts now.
+	OnStart func()
 }
 
 // Backend is a Starlark interpreter per run. It holds no mutable state:
@@ -61,6 +67,7 @@ type Backend struct {
 	maxSteps    uint64
 	maxResult   int
 	predeclared sl.StringDict
+	onStart     func()
 	// timer arms the wall clock (time.NewTimer; tests replace it).
 	timer func(time.Duration) (<-chan time.Time, func() bool)
 	// afterRun, when set (tests only), is called when a run has ended and
@@ -106,6 +113,7 @@ func New(opts *Options) (*Backend, error) {
 		maxSteps:    uint64(o.MaxSteps),
 		maxResult:   int(maxResult),
 		predeclared: newPredeclared(),
+		onStart:     o.OnStart,
 		timer:       newTimer,
 	}, nil
 }
@@ -178,6 +186,9 @@ func (b *Backend) Evaluate(ctx context.Context, req spi.Request) (spi.Outcome, e
 
 	// The wall clock is armed as the script starts: compiling and
 	// converting the input are not charged to it.
+	if b.onStart != nil {
+		b.onStart()
+	}
 	var expired <-chan time.Time
 	start := time.Now()
 	if req.Limits.WallClock > 0 {

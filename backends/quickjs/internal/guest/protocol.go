@@ -1,32 +1,20 @@
 package guest
 
 import (
-	"bytes"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"strconv"
 	"strings"
-	"sync"
-	"time"
-	"unicode/utf8"
 
 	"github.com/sandbank/sandbank/internal/jsfront"
+	"github.com/sandbank/sandbank/internal/wasmguest"
 )
 
-// Nonce is a per-run secret that every framed record carries. The script
-// never sees it, so it cannot write a record the host would accept.
-type Nonce string
+// Nonce is a per-run secret that every framed record carries (see
+// wasmguest.Nonce).
+type Nonce = wasmguest.Nonce
 
 // NewNonce returns 128 random bits as 32 hex digits.
-func NewNonce() (Nonce, error) {
-	var b [16]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return "", fmt.Errorf("quickjs: nonce: %w", err)
-	}
-	return Nonce(hex.EncodeToString(b[:])), nil
-}
+func NewNonce() (Nonce, error) { return wasmguest.NewNonce() }
 
 // Payload returns what the host writes to the guest's stdin for one run:
 // the nonce on the first line, the script as a JSON string literal on the
@@ -34,14 +22,14 @@ func NewNonce() (Nonce, error) {
 // the run has host functions: the wrapper then gives the script its global
 // host), and the caller's input (JSON text, possibly spanning lines) as
 // the rest. The guest reads exactly that many bytes of input, so stdin
-// stays open for host-call replies (see [Stdin]). Invalid UTF-8 in the script is replaced by U+FFFD, and the
-// script goes through the JavaScript front end (jsfront.Prepare: a script
-// with top-level await runs as an async function; every other script is
-// unchanged).
+// stays open for host-call replies (see wasmguest.Stdin). Invalid UTF-8
+// in the script is replaced by U+FFFD, and the script goes through the
+// JavaScript front end (jsfront.Prepare: a script with top-level await
+// runs as an async function; every other script is unchanged).
 func Payload(n Nonce, script []byte, input []byte, host bool) []byte {
 	src, _ := jsfront.Prepare([]byte(strings.ToValidUTF8(string(script), "\uFFFD")))
 	lit, _ := json.Marshal(string(src)) // a string always marshals
-	buf := make([]byte, 0, len(n)+len(lit)+len(input)+2)
+	buf := make([]byte, 0, len(n)+len(lit)+len(input)+24)
 	buf = append(buf, n...)
 	buf = append(buf, '\n')
 	buf = append(buf, lit...)
@@ -54,192 +42,15 @@ func Payload(n Nonce, script []byte, input []byte, host bool) []byte {
 	return append(buf, input...)
 }
 
-// Stdout is the host's sink for the guest's stdout. It keeps at most
-// Limit bytes (the rest is dropped and counted), and calls OnStart once,
-// synchronously inside the guest's write, when the start record arrives.
-// It is safe for concurrent use.
-type Stdout struct {
-	nonce   Nonce
-	limit   int
-	onStart func()
-
-	mu      sync.Mutex
-	buf     []byte
-	dropped int64
-	started bool
-	sealed  bool
-	startAt time.Time // when the start record arrived
-	lastAt  time.Time // when the last write kept arrived
-}
+// Stdout is the host's bounded sink for the guest's stdout (see
+// wasmguest.Stdout).
+type Stdout = wasmguest.Stdout
 
 // NewStdout returns a sink for a run with nonce n that keeps at most limit
 // bytes and calls onStart (which may be nil) when the script starts.
 func NewStdout(n Nonce, limit int, onStart func()) *Stdout {
-	return &Stdout{nonce: n, limit: limit, onStart: onStart}
-}
-
-// Write implements io.Writer. It never fails, so the guest sees no error
-// (an over-limit stream is visible to the host as a missing record).
-func (s *Stdout) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	if s.sealed {
-		s.dropped += int64(len(p))
-		s.mu.Unlock()
-		return len(p), nil
-	}
-	room := s.limit - len(s.buf)
-	if room < 0 {
-		room = 0
-	}
-	keep := p
-	if len(keep) > room {
-		keep = keep[:room]
-		s.dropped += int64(len(p) - room)
-	}
-	s.buf = append(s.buf, keep...)
-	s.lastAt = time.Now()
-	fire := false
-	if !s.started && bytes.Contains(s.buf, s.marker(recStart)) {
-		s.started, fire = true, true
-		s.startAt = s.lastAt
-	}
-	s.mu.Unlock()
-	if fire && s.onStart != nil {
-		s.onStart()
-	}
-	return len(p), nil
-}
-
-// Seal drops every later write. The host seals the sink when the script's
-// wall clock runs out, so that a record the guest finishes writing after
-// its deadline is never read: a late value is never delivered.
-func (s *Stdout) Seal() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.sealed = true
-}
-
-// Took is how long the script ran as the stream shows it: from the start
-// record to the last write kept (the conclusive record, when there is
-// one). It is zero before the script started.
-func (s *Stdout) Took() time.Duration {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.started {
-		return 0
-	}
-	return s.lastAt.Sub(s.startAt)
-}
-
-// Started reports whether the start record arrived.
-func (s *Stdout) Started() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.started
-}
-
-// Dropped is how many bytes went past the limit.
-func (s *Stdout) Dropped() int64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.dropped
-}
-
-func (s *Stdout) marker(kind byte) []byte {
-	m := make([]byte, 0, len(framePrefix)+len(s.nonce)+2)
-	m = append(m, framePrefix...)
-	m = append(m, s.nonce...)
-	m = append(m, kind)
-	if kind != recResult && kind != recThrew && kind != recHostCall {
-		m = append(m, '\n')
-	}
-	return m
+	return wasmguest.NewStdout(n, limit, onStart)
 }
 
 // Record is the one conclusive record of a run, as read from stdout.
-type Record struct {
-	// Kind is one of the record letters (0 when no record was found).
-	Kind byte
-	// Body is the JSON text of a result or of a [name, message] pair.
-	Body []byte
-}
-
-// Settled reports whether r is a result or a thrown record: the only two
-// endings after which a parked instance may serve another run.
-func (r Record) Settled() bool { return r.Kind == recResult || r.Kind == recThrew }
-
-// Record returns the conclusive record the guest wrote, if any: the first
-// complete result, thrown, memory, input, script or protocol record. A result or
-// thrown record counts only when its length and end marker check out.
-func (s *Stdout) Record() Record {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, k := range []byte{recResult, recThrew} {
-		if body, ok := s.body(k); ok {
-			return Record{Kind: k, Body: body}
-		}
-	}
-	for _, k := range []byte{recMemory, recInputOOM, recScriptOOM, recProtocol} {
-		if bytes.Contains(s.buf, s.marker(k)) {
-			return Record{Kind: k}
-		}
-	}
-	return Record{}
-}
-
-// body finds a length-prefixed record of kind k and checks it.
-func (s *Stdout) body(k byte) ([]byte, bool) {
-	m := s.marker(k)
-	i := bytes.Index(s.buf, m)
-	if i < 0 {
-		return nil, false
-	}
-	rest := s.buf[i+len(m):]
-	nl := bytes.IndexByte(rest, '\n')
-	if nl < 1 || nl > 12 {
-		return nil, false
-	}
-	units, err := strconv.Atoi(string(rest[:nl]))
-	if err != nil || units < 0 {
-		return nil, false
-	}
-	rest = rest[nl+1:]
-	n, ok := utf16Prefix(rest, units)
-	if !ok {
-		return nil, false
-	}
-	if !bytes.HasPrefix(rest[n:], s.marker('E')) {
-		return nil, false
-	}
-	return rest[:n:n], true
-}
-
-// utf16Prefix returns how many bytes of b encode exactly units UTF-16
-// code units (as QuickJS writes a JavaScript string: a supplementary
-// character is four bytes and two units), or false when b is shorter or
-// is not well-formed UTF-8.
-func utf16Prefix(b []byte, units int) (int, bool) {
-	n := 0
-	for units > 0 {
-		if n >= len(b) {
-			return 0, false
-		}
-		c := b[n]
-		if c < utf8.RuneSelf {
-			n++
-			units--
-			continue
-		}
-		r, size := utf8.DecodeRune(b[n:])
-		if r == utf8.RuneError && size <= 1 {
-			return 0, false
-		}
-		n += size
-		if r >= 0x10000 {
-			units -= 2
-		} else {
-			units--
-		}
-	}
-	return n, units == 0
-}
+type Record = wasmguest.Record

@@ -1,23 +1,26 @@
 package guest
 
-import "strconv"
+import (
+	"strconv"
 
-// Record kinds: the letter that follows the nonce in a framed record.
-const (
-	recStart     = 'S' // the input is parsed; the script starts now
-	recResult    = 'R' // <units>\n<JSON text> then the end marker
-	recThrew     = 'T' // <units>\n<JSON [name, message]> then the end marker
-	recMemory    = 'M' // the script ran out of memory
-	recInputOOM  = 'I' // the input could not be parsed within memory
-	recScriptOOM = 'C' // the script could not be read within memory
-	recProtocol  = 'X' // the payload was malformed (a host bug)
-	recHostCall  = 'H' // <units>\n<JSON [name, argument text]> then the end marker; the reply comes on stdin
+	"github.com/sandbank/sandbank/internal/wasmguest"
 )
 
-// framePrefix starts every framed record, followed by the nonce and the
-// record kind. The record separator byte keeps it off any line a human
-// would print.
-const framePrefix = "\x1eSBK"
+// Record kinds: the letter that follows the nonce in a framed record
+// (wasmguest's record kinds).
+const (
+	recStart     = wasmguest.RecStart
+	recResult    = wasmguest.RecResult
+	recThrew     = wasmguest.RecThrew
+	recMemory    = wasmguest.RecMemory
+	recInputOOM  = wasmguest.RecInputOOM
+	recScriptOOM = wasmguest.RecScriptOOM
+	recProtocol  = wasmguest.RecProtocol
+	recHostCall  = wasmguest.RecHostCall // <units>\n<JSON [name, argument text]> then the end marker; the reply comes on stdin
+)
+
+// framePrefix starts every framed record (wasmguest.FramePrefix).
+const framePrefix = wasmguest.FramePrefix
 
 // Wrapper is the JavaScript the engine evaluates (qjs -e). It is constant:
 // everything that varies per run arrives on stdin (see [Payload]).

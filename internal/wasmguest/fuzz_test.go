@@ -1,4 +1,4 @@
-package guest
+package wasmguest
 
 import (
 	"bytes"
@@ -23,10 +23,10 @@ func FuzzStdout(f *testing.F) {
 		"hello\n",
 		frame("ffffffffffffffffffffffffffffffff", 'R', `"forged"`) + frame(testNonce, 'R', `"real"`),
 		"junk\x1eSBK" + frame(testNonce, 'R', `1`) + "more",
-		framePrefix + string(testNonce) + "R5\n123" + framePrefix + string(testNonce) + "E\n",
-		framePrefix + string(testNonce) + "R1\n1",
-		framePrefix + string(testNonce) + "R2\n😀" + framePrefix + string(testNonce) + "E\n",
-		framePrefix + string(testNonce) + "R-1\n" + framePrefix + string(testNonce) + "E\n",
+		FramePrefix + string(testNonce) + "R5\n123" + FramePrefix + string(testNonce) + "E\n",
+		FramePrefix + string(testNonce) + "R1\n1",
+		FramePrefix + string(testNonce) + "R2\n😀" + FramePrefix + string(testNonce) + "E\n",
+		FramePrefix + string(testNonce) + "R-1\n" + FramePrefix + string(testNonce) + "E\n",
 	}
 	for i, s := range seeds {
 		f.Add([]byte(s), uint16(i*7))
@@ -47,16 +47,16 @@ func FuzzStdout(f *testing.F) {
 			t.Fatalf("the split at %d changed Started", at)
 		}
 		switch rec.Kind {
-		case 0, recMemory, recInputOOM, recScriptOOM, recProtocol:
+		case 0, RecMemory, RecInputOOM, RecScriptOOM, RecProtocol, RecCPU:
 			if rec.Body != nil {
 				t.Fatalf("record %q has a body", rec.Kind)
 			}
-		case recResult, recThrew:
+		case RecResult, RecThrew:
 			if !utf8.Valid(rec.Body) {
 				t.Fatalf("accepted a body that is not UTF-8: %q", rec.Body)
 			}
-			header := framePrefix + string(testNonce) + string(rec.Kind)
-			end := framePrefix + string(testNonce) + "E"
+			header := FramePrefix + string(testNonce) + string(rec.Kind)
+			end := FramePrefix + string(testNonce) + "E"
 			if !strings.Contains(string(stream), header) || !strings.Contains(string(stream), string(rec.Body)+end) {
 				t.Fatalf("accepted a body that is not framed in the stream: %q", rec.Body)
 			}

@@ -1,0 +1,20 @@
+// Command guest is the starlark-wasm guest: the project's in-process
+// Starlark engine (backends/starlark) compiled with GOOS=wasip1
+// GOARCH=wasm, one run per process (it builds natively too, so that its tests
+// run on the host). The host (backends/starlarkwasm)
+// builds it with go generate and embeds the result.
+//
+// It reads a wasmguest.Payload from stdin (the nonce, the script as a
+// JSON string literal, the input), runs the script through
+// starlark.Backend.Evaluate without a wall clock of its own (the host's
+// clock is hard: it stops the whole instance), writes the start record
+// once the script is compiled and its input converted (the OnStart hook),
+// and ends with one framed record: the result, the thrown error, the step
+// budget, or a protocol error. An out-of-memory ends the Go runtime with
+// "fatal error: out of memory" on stderr and no record; the host reads it
+// from what it saw.
+//
+// Arguments: the step budget, the result bound in bytes, and the soft
+// memory limit of the Go runtime in bytes (debug.SetMemoryLimit), each a
+// decimal integer.
+package main

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"runtime/debug"
+	"strconv"
+	"strings"
+
+	"github.com/sandbank/sandbank/backends/starlark"
+	"github.com/sandbank/sandbank/internal/wasmguest"
+	"github.com/sandbank/sandbank/spi"
+)
+
+func main() {
+	os.Exit(run(os.Args, os.Stdin, os.Stdout, os.Stderr))
+}
+
+// run is the whole guest; it returns the exit code (0 once a record was
+// written).
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) != 4 {
+		io.WriteString(stderr, "guest: want 3 arguments: steps, result bytes, memory limit\n")
+		return 2
+	}
+	var n [3]int64
+	for i, a := range args[1:] {
+		v, err := strconv.ParseInt(a, 10, 64)
+		if err != nil || v <= 0 {
+			io.WriteString(stderr, "guest: argument "+strconv.Itoa(i+1)+" is not a positive integer\n")
+			return 2
+		}
+		n[i] = v
+	}
+	debug.SetMemoryLimit(n[2])
+
+	in := bufio.NewReader(stdin)
+	line, err := in.ReadString('\n')
+	if err != nil {
+		io.WriteString(stderr, "guest: no nonce line\n")
+		return 2
+	}
+	nonce := wasmguest.Nonce(strings.TrimSuffix(line, "\n"))
+	protocol := func(what string) int {
+		io.WriteString(stderr, "guest: "+what+"\n")
+		_ = wasmguest.WriteRecord(stdout, nonce, wasmguest.RecProtocol, nil)
+		return 0
+	}
+	lit, err := in.ReadBytes('\n')
+	if err != nil {
+		return protocol("no script line")
+	}
+	var script string
+	if err := json.Unmarshal(lit, &script); err != nil {
+		return protocol("the script line is not a JSON string")
+	}
+	lit = nil
+	input, err := io.ReadAll(in)
+	if err != nil {
+		return protocol("reading the input")
+	}
+
+	started := false
+	b, err := starlark.New(&starlark.Options{
+		MaxSteps:       n[0],
+		MaxResultBytes: n[1],
+		OnStart: func() {
+			started = true
+			_ = wasmguest.WriteRecord(stdout, nonce, wasmguest.RecStart, nil)
+		},
+	})
+	if err != nil {
+		return protocol("options: " + err.Error())
+	}
+	out, err := b.Evaluate(context.Background(), spi.Request{Script: []byte(script), Input: input})
+	if err != nil {
+		return protocol("evaluate: " + err.Error())
+	}
+	switch out.Kind {
+	case spi.KindOK:
+		_ = wasmguest.WriteRecord(stdout, nonce, wasmguest.RecResult, out.Value)
+	case spi.KindThrew:
+		pair, _ := json.Marshal([2]string{out.Name, out.Message}) // invalid UTF-8 becomes U+FFFD
+		_ = wasmguest.WriteRecord(stdout, nonce, wasmguest.RecThrew, pair)
+	case spi.KindLimit:
+		if out.Limit != spi.LimitCPU || !started {
+			return protocol("unexpected limit " + out.Limit.String())
+		}
+		_ = wasmguest.WriteRecord(stdout, nonce, wasmguest.RecCPU, nil)
+	default:
+		return protocol("outcome " + out.Kind.String() + ": " + out.Message)
+	}
+	return 0
+}

@@ -1,0 +1,9 @@
+// Package wasmhost holds the host-side wazero pieces that the engines
+// running a WASI guest program share: [Isolate], the module configuration
+// that gives a guest deterministic stand-ins for the host's clocks, sleep
+// and randomness. It is kept apart from package wasmguest, which a guest
+// program compiled to WebAssembly imports too, so that the guest does not
+// link wazero.
+//
+// Application code never uses this package.
+package wasmhost
