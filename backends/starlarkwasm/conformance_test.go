@@ -28,7 +28,9 @@ func TestConformance(t *testing.T) {
 	rep, err := conformance.Check(context.Background(), factory, &conformance.Options{Fixtures: &set, CPUBudget: small})
 	require.NoError(t, err)
 	require.Equal(t, conformance.CaseNames(), caseNames(rep))
-	skipped := map[string]bool{"host_objects": true, "async_value": true}
+	skipped := map[string]bool{"host_objects": true, "async_value": true,
+		// Not declared yet: the guest has no host-call relay (SPI 1.1).
+		"host_calls": true, "host_errors": true, "host_limits": true, "host_stop": true}
 	for _, c := range rep.Cases {
 		t.Run(c.Name, func(t *testing.T) {
 			want := conformance.StatusPass
