@@ -154,7 +154,6 @@ func itoa(n int) string { return strconv.Itoa(n) }
 
 func fmtInt(n int) string { return strconv.Itoa(n) }
 
-
 func (s *Server) health(ctx context.Context, _ *struct{}) (*healthOutput, error) {
 	if s.draining.Load() {
 		return &healthOutput{Status: http.StatusServiceUnavailable, Body: Health{Status: "draining"}}, nil
