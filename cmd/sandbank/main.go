@@ -161,6 +161,7 @@ invalid request; 130/143 cancelled by SIGINT/SIGTERM.`,
 		a.versionCommand(),
 		a.benchCommand(),
 		a.benchColdCommand(),
+		a.serveCommand(),
 	)
 	return root
 }
