@@ -218,4 +218,3 @@ func waitFor(t *testing.T, cond func() bool) {
 		}
 	}
 }
-

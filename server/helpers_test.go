@@ -94,3 +94,5 @@ func mustLookup(t testing.TB, s *Server, engine string) registry.Entry {
 	require.NoError(t, err)
 	return e
 }
+
+func jsonDecode(r io.Reader, v any) error { return json.NewDecoder(r).Decode(v) }
