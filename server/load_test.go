@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"runtime"
@@ -178,6 +179,7 @@ func TestLoad(t *testing.T) {
 		wrong  []string
 		lat    = make([]time.Duration, 0, total)
 		good   []time.Duration // runs that return a value
+		runNs  = map[string]time.Duration{} // the server-side run time, by job class
 		counts = map[int]int{}
 		wg     sync.WaitGroup
 	)
@@ -204,6 +206,15 @@ func TestLoad(t *testing.T) {
 				} else if msg := j.outcome(code, b); msg != "" {
 					wrong = append(wrong, fmt.Sprintf("request %d: %s", i, msg))
 				}
+				var st struct {
+					Stats struct {
+						Duration time.Duration `json:"durationNs"`
+					} `json:"stats"`
+				}
+				if code == http.StatusOK && json.Unmarshal(b, &st) == nil {
+					src, _ := j.body["source"].(string)
+					runNs[fmt.Sprintf("%s %.24q", j.body["engine"], src)] += st.Stats.Duration
+				}
 				mu.Unlock()
 			}
 		})
@@ -214,6 +225,11 @@ func TestLoad(t *testing.T) {
 	assert.Empty(t, wrong, "every response is the right one")
 	slices.Sort(lat)
 	slices.Sort(good)
+	classes := slices.Collect(maps.Keys(runNs))
+	slices.SortFunc(classes, func(a, b string) int { return int(runNs[b] - runNs[a]) })
+	for _, k := range classes[:min(5, len(classes))] {
+		t.Logf("load: server-side run time of %s: %s in all", k, runNs[k].Round(time.Millisecond))
+	}
 	if len(good) > 0 {
 		t.Logf("load: the %d runs that return a value: p50 %s, p99 %s", len(good), good[len(good)/2].Round(time.Microsecond), good[len(good)*99/100].Round(time.Microsecond))
 	}
