@@ -102,6 +102,9 @@ type runBody struct {
 // record and its *effect.Failure; any other error returns a nil record
 // (see the package doc for the kinds).
 func (c *Client) Run(ctx context.Context, r Run) (*effect.Record, error) {
+	if (r.Source != "" && (r.Binary != nil || r.Script != "")) || (r.Binary != nil && r.Script != "") {
+		return nil, fmt.Errorf("client: %w: only one of Source, Binary and Script may be set", effect.ErrInvalidCall)
+	}
 	body := runBody{Language: r.Language, Engine: r.Engine, Script: r.Script, Shape: r.Shape}
 	switch {
 	case r.Binary != nil:

@@ -188,6 +188,21 @@ func TestConnectionErrorsAreRetryable(t *testing.T) {
 	assert.ErrorIs(t, err, context.Canceled)
 }
 
+func TestRunRefusesTwoScripts(t *testing.T) {
+	c, err := client.New("http://127.0.0.1:1", nil)
+	require.NoError(t, err)
+	for _, r := range []client.Run{
+		{Engine: "goja", Source: "1", Script: effect.AddressOf([]byte("1"))},
+		{Engine: "goja", Source: "1", Binary: []byte("1")},
+		{Engine: "goja", Binary: []byte("1"), Script: effect.AddressOf([]byte("1"))},
+		{Engine: "goja", Source: "1", Limits: spi.Limits{WallClock: 1500 * time.Microsecond}},
+		{Engine: "goja", Source: "1", Input: func() {}},
+	} {
+		_, err := c.Run(context.Background(), r)
+		assert.ErrorIs(t, err, effect.ErrInvalidCall)
+	}
+}
+
 func TestNewRefusesABadURL(t *testing.T) {
 	for _, u := range []string{"", "ftp://x", "127.0.0.1:80", "http://"} {
 		_, err := client.New(u, nil)
