@@ -84,6 +84,13 @@ func TestTheThreeKindsCrossTheWire(t *testing.T) {
 	assert.Equal(t, "goja", rec.Receipt.Engine)
 	require.NoError(t, effect.Verify(rec, []byte("input.n * 2"), map[string]int{"n": 21}), "the record verifies on this side of the wire")
 
+	// Bytes travel in base64 (sourceBase64): the receipt names the same
+	// script.
+	rec, err = a.Run(ctx, client.Run{Engine: "goja", Binary: []byte("40 + 2")})
+	require.NoError(t, err)
+	assert.JSONEq(t, "42", string(rec.Value))
+	assert.Equal(t, effect.AddressOf([]byte("40 + 2")), rec.Receipt.Script)
+
 	// Typed failures: errors.As and the code's sentinel work.
 	rec, err = a.Run(ctx, client.Run{Engine: "goja", Source: "throw new TypeError('no')"})
 	var f *effect.Failure
