@@ -178,7 +178,7 @@ func TestLoad(t *testing.T) {
 		mu     sync.Mutex
 		wrong  []string
 		lat    = make([]time.Duration, 0, total)
-		good   []time.Duration // runs that return a value
+		good   []time.Duration              // runs that return a value
 		runNs  = map[string]time.Duration{} // the server-side run time, by job class
 		counts = map[int]int{}
 		wg     sync.WaitGroup
