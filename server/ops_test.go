@@ -21,6 +21,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/sandbank/sandbank/conformance"
+	"github.com/sandbank/sandbank/internal/tenant"
 	"github.com/sandbank/sandbank/registry"
 )
 
@@ -224,5 +225,28 @@ func TestNewRefusesBadOptions(t *testing.T) {
 	for i, o := range []Options{{MaxQueue: -1}, {QueueTimeout: -1}, {MaxBodyBytes: -1}, {ReadTimeout: -1}, {MaxConcurrentRuns: -1}} {
 		_, err := New(testRegistry(t), &o)
 		assert.Error(t, err, fmt.Sprint(i))
+	}
+}
+
+// TestTenantCeiling: a tenant's ceiling lowers the server's; a run without
+// limits gets the ceiling, one above it is a 400.
+func TestTenantCeiling(t *testing.T) {
+	k, d, _ := tenant.NewKey()
+	set, err := tenant.Parse(fmt.Appendf(nil, `{"tenants":[{"name":"a","keys":[%q],"limits":{"wallClock":"1s","memoryBytes":8388608}}]}`, d))
+	require.NoError(t, err)
+	l := startServer(t, testRegistry(t), &Options{Tenants: set})
+	c := &http.Client{Timeout: time.Minute}
+	code, _, body := post(t, c, l.url+"/v1/runs", k, map[string]any{"engine": "goja", "source": "1"})
+	require.Equal(t, 200, code)
+	limits := body["receipt"].(map[string]any)["limits"].(map[string]any)
+	assert.Equal(t, 1e9, limits["wallClockNs"])
+	assert.Equal(t, 8388608.0, limits["memoryBytes"])
+	code, _, body = post(t, c, l.url+"/v1/runs", k, map[string]any{"engine": "goja", "source": "1", "limits": map[string]int{"wallClockMs": 500}})
+	require.Equal(t, 200, code)
+	assert.Equal(t, 5e8, body["receipt"].(map[string]any)["limits"].(map[string]any)["wallClockNs"])
+	for _, lim := range []map[string]int{{"wallClockMs": 1001}, {"memoryBytes": 8388609}} {
+		code, _, body = post(t, c, l.url+"/v1/runs", k, map[string]any{"engine": "goja", "source": "1", "limits": lim})
+		assert.Equal(t, 400, code, "%v", lim)
+		assert.Equal(t, KindInvalidCall, body["kind"])
 	}
 }
