@@ -304,8 +304,8 @@ func (s *Server) run(ctx context.Context, in *runInput) (*runOutput, error) {
 		return nil, unavailable(KindInfrastructure, "server: the request was cancelled while queued", time.Second)
 	}
 	defer free()
-	s.metrics.inFlight.Inc()
-	defer s.metrics.inFlight.Dec()
+	s.metrics.inFlight.WithLabelValues(entry.Engine).Inc()
+	defer s.metrics.inFlight.WithLabelValues(entry.Engine).Dec()
 
 	eff, err := s.engines.effect(entry)
 	if err != nil {

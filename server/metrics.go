@@ -12,7 +12,7 @@ type metrics struct {
 	runs     *prometheus.CounterVec   // engine, outcome
 	duration *prometheus.HistogramVec // engine
 	queue    prometheus.Gauge
-	inFlight prometheus.Gauge
+	inFlight *prometheus.GaugeVec   // engine
 	rejected *prometheus.CounterVec // reason
 	requests *prometheus.CounterVec // route, code
 }
@@ -44,10 +44,10 @@ func newMetrics() *metrics {
 			Name: "sandbank_queue_depth",
 			Help: "Runs waiting for a slot of the global concurrency cap.",
 		}),
-		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
+		inFlight: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "sandbank_runs_in_flight",
-			Help: "Runs holding a slot of the global concurrency cap.",
-		}),
+			Help: "Runs holding a slot of the global concurrency cap, by engine.",
+		}, []string{"engine"}),
 		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sandbank_rejected_requests_total",
 			Help: "Requests refused before their run, by reason.",

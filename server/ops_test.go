@@ -115,7 +115,7 @@ func TestMetrics(t *testing.T) {
 		`sandbank_runs_total{engine="starlark",outcome="scriptError"} 1`,
 		`sandbank_run_duration_seconds_count{engine="goja"} 1`,
 		`sandbank_queue_depth 0`,
-		`sandbank_runs_in_flight 0`,
+		`sandbank_runs_in_flight{engine="goja"} 0`,
 		`sandbank_rejected_requests_total{reason="shuttingDown"} 1`,
 		`sandbank_http_requests_total{code="200",route="/v1/runs"} 2`,
 		`go_goroutines`,

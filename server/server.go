@@ -34,6 +34,7 @@ const (
 	DefaultIdleTimeout       = 60 * time.Second
 	DefaultStoreBytes        = 64 << 20
 	DefaultStoreEntries      = 4096
+	DefaultMaxConnections    = 1024
 )
 
 // shutdownGrace is how long Shutdown waits, past its deadline and the
@@ -63,6 +64,10 @@ type Options struct {
 	// MaxBodyBytes bounds a request body, enforced before it is read
 	// (413). Zero means DefaultMaxBodyBytes.
 	MaxBodyBytes int64
+	// MaxConnections bounds the connections Serve holds open at once;
+	// further clients wait in the kernel's backlog. Zero means
+	// DefaultMaxConnections.
+	MaxConnections int
 	// StoreBytes and StoreEntries bound each tenant's script store (least
 	// recently used scripts are evicted). Zero means DefaultStoreBytes
 	// and DefaultStoreEntries.
@@ -119,8 +124,9 @@ type Server struct {
 	cancelHard context.CancelFunc
 	draining   atomic.Bool
 
-	srvMu sync.Mutex
-	srvs  []*http.Server
+	srvMu     sync.Mutex
+	srvs      []*http.Server
+	listeners []*limitListener
 }
 
 // New returns a Server running the engines of reg. It validates opts.
@@ -134,7 +140,7 @@ func New(reg *registry.Registry, opts *Options) (*Server, error) {
 	}
 	switch {
 	case o.MaxConcurrentRuns < 0, o.MaxQueue < 0, o.QueueTimeout < 0, o.MaxBodyBytes < 0,
-		o.StoreBytes < 0, o.StoreEntries < 0, o.ReadHeaderTimeout < 0, o.ReadTimeout < 0,
+		o.StoreBytes < 0, o.StoreEntries < 0, o.MaxConnections < 0, o.ReadHeaderTimeout < 0, o.ReadTimeout < 0,
 		o.WriteTimeout < 0, o.IdleTimeout < 0, o.Limits.WallClock < 0, o.Limits.MemoryBytes < 0:
 		return nil, errors.New("server: options: negative value")
 	}
@@ -149,6 +155,9 @@ func New(reg *registry.Registry, opts *Options) (*Server, error) {
 	}
 	if o.MaxBodyBytes == 0 {
 		o.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if o.MaxConnections == 0 {
+		o.MaxConnections = DefaultMaxConnections
 	}
 	if o.StoreBytes == 0 {
 		o.StoreBytes = DefaultStoreBytes
@@ -242,9 +251,11 @@ func (s *Server) Serve(ln net.Listener) error {
 		s.srvMu.Unlock()
 		return http.ErrServerClosed
 	}
+	ll := newLimitListener(ln, s.opts.MaxConnections)
 	s.srvs = append(s.srvs, hs)
+	s.listeners = append(s.listeners, ll)
 	s.srvMu.Unlock()
-	return hs.Serve(ln)
+	return hs.Serve(ll)
 }
 
 // IsLoopback reports whether addr is on a loopback address (127.0.0.0/8,
@@ -311,6 +322,17 @@ func (s *Server) Close() error {
 	}
 	errs = append(errs, s.engines.close())
 	return errors.Join(errs...)
+}
+
+// openConnections returns the connections Serve holds open.
+func (s *Server) openConnections() int {
+	s.srvMu.Lock()
+	defer s.srvMu.Unlock()
+	n := 0
+	for _, l := range s.listeners {
+		n += len(l.slots)
+	}
+	return n
 }
 
 // store returns the tenant's script store.
