@@ -69,7 +69,8 @@
 // and their (bounded) bodies are bounded too. Each tenant's concurrent
 // runs and request rate are capped on top (package internal/tenant).
 // Serve sets read-header, read, write and idle timeouts, so a slow client
-// cannot hold a connection or a run. Shutdown stops accepting, lets the
+// cannot hold a connection or a run, and holds at most MaxConnections
+// connections open (further clients wait in the kernel's backlog). Shutdown stops accepting, lets the
 // runs in flight finish until its context is done, then cancels them:
 // their callers get a retryable 503, and nothing is half-written (a
 // response is written only once its run has ended).

@@ -25,6 +25,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sandbank/sandbank/internal/tenant"
+	"github.com/sandbank/sandbank/spi"
 )
 
 // job is one request of the load and what its response must be.
@@ -318,7 +319,9 @@ func TestRateLimitIsPerTenant(t *testing.T) {
 // request gets a right response, a retryable 503, or a connection error;
 // never a wrong value. Runs past the drain deadline are cancelled.
 func TestShutdownDuringLoad(t *testing.T) {
-	s, err := New(testRegistry(t), &Options{MaxQueue: 64, QueueTimeout: time.Minute})
+	// The long runs' wall clock is a minute: they never end by themselves
+	// before Shutdown cancels them, and hold four of the eight run slots.
+	s, err := New(testRegistry(t), &Options{MaxConcurrentRuns: 8, MaxQueue: 64, QueueTimeout: time.Minute, Limits: spi.Limits{WallClock: time.Minute}})
 	require.NoError(t, err)
 	ln, err := newLoopbackListener()
 	require.NoError(t, err)
@@ -342,7 +345,7 @@ func TestShutdownDuringLoad(t *testing.T) {
 				j := mix(w*1000 + i)
 				if w%4 == 0 {
 					// Some runs outlive the drain deadline.
-					j = job{body: map[string]any{"engine": "quickjs", "source": "for(;;){}", "limits": map[string]int{"wallClockMs": 4000}}, failure: "limitExceeded", kind: "wallClock"}
+					j = job{body: map[string]any{"engine": "quickjs", "source": "for(;;){}", "limits": map[string]int{"wallClockMs": 60000}}, failure: "limitExceeded", kind: "wallClock"}
 				}
 				code, b, err := postJSON(context.Background(), c, url+"/v1/runs", "", j.body)
 				answered.Add(1)
@@ -390,8 +393,8 @@ func TestShutdownDuringLoad(t *testing.T) {
 	wg.Wait()
 	t.Logf("shutdown during load: %d right answers, %d retryable 503s (%d runs cancelled at the deadline), %d connection errors; Shutdown took %s", ok, retry, cancelled, conn, took.Round(time.Millisecond))
 	assert.Empty(t, wrong)
-	// Shutdown began with a long run (a 4 s loop on quickjs) in flight:
-	// it still is at the 0.5 s drain deadline.
+	// Shutdown began with a long run (a loop on quickjs with a minute's
+	// wall clock) in flight: it still is at the 0.5 s drain deadline.
 	assert.Positive(t, cancelled, "the long runs past the deadline were cancelled with a retryable 503")
 
 	// After Shutdown a run cannot start.
