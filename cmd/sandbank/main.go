@@ -163,6 +163,7 @@ invalid request; 130/143 cancelled by SIGINT/SIGTERM.`,
 		a.mcpCommand(),
 		a.benchCommand(),
 		a.benchColdCommand(),
+		a.serveCommand(),
 	)
 	return root
 }

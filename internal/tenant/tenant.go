@@ -49,7 +49,8 @@ type Tenant struct {
 	Limits spi.Limits
 	// Engines are the engines the tenant may use, sorted; empty means all.
 	Engines []string
-	// MaxConcurrentRuns caps the tenant's runs in flight at once.
+	// MaxConcurrentRuns caps the tenant's runs in flight at once; zero
+	// (the Dev tenant only) means no cap of its own.
 	MaxConcurrentRuns int
 	// RatePerSecond and Burst are the token bucket of the tenant's
 	// requests; RatePerSecond zero means no rate limit.
@@ -93,6 +94,9 @@ func (t *Tenant) Allow() (ok bool, retryAfter time.Duration) {
 // the function that gives the slot back (call it exactly once), or false
 // when MaxConcurrentRuns runs are in flight.
 func (t *Tenant) Acquire() (release func(), ok bool) {
+	if t.slots == nil {
+		return func() {}, true
+	}
 	select {
 	case t.slots <- struct{}{}:
 		var done bool
@@ -138,14 +142,10 @@ func (s *Set) Authenticate(key string) (*Tenant, bool) {
 }
 
 // Dev returns the tenant of a server without keys (development mode):
-// named "dev", every engine, the server's ceiling, the default concurrent
-// cap and no rate limit.
+// named "dev", every engine, the server's ceiling, no concurrent cap of
+// its own (the server's global cap applies) and no rate limit.
 func Dev() *Tenant {
-	t, err := build(document{Name: "dev"})
-	if err != nil {
-		panic(err) // a fixed document
-	}
-	return t
+	return &Tenant{Name: "dev"}
 }
 
 // HashKey returns the digest of a key as a tenants document holds it:

@@ -134,6 +134,10 @@ func TestDefaults(t *testing.T) {
 		ok, _ := dev.Allow()
 		require.True(t, ok, "dev has no rate limit")
 	}
+	for range 1000 {
+		_, ok := dev.Acquire()
+		require.True(t, ok, "dev has no concurrent cap of its own")
+	}
 }
 
 func TestConcurrentAcquireNeverPassesTheCap(t *testing.T) {

@@ -1,0 +1,184 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"runtime/debug"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sandbank/sandbank/conformance"
+	"github.com/sandbank/sandbank/internal/tenant"
+	"github.com/sandbank/sandbank/registry"
+	"github.com/sandbank/sandbank/server"
+)
+
+type serveOptions struct {
+	addr, tenantsFile string
+	dev, noVerify     bool
+	newKey            bool
+	maxRuns, queue    int
+	queueTimeout      time.Duration
+	drain             time.Duration
+	logFormat         string
+}
+
+func (a *app) serveCommand() *cobra.Command {
+	var o serveOptions
+	cmd := &cobra.Command{
+		Use:   "serve [flags]",
+		Short: "Serve the effect over HTTP, with tenants and quotas",
+		Long: `serve runs the Sandbank HTTP API (see docs/architecture.md and the
+OpenAPI document at /v1/openapi.json) on --addr.
+
+Callers authenticate with "Authorization: Bearer KEY". The tenants, their
+key digests (never the keys) and quotas come from --tenants FILE or, without
+it, from the environment variable SANDBANK_TENANTS (the document itself).
+'sandbank serve --new-key' prints a new key and the digest to put in the
+document.
+
+--dev serves without keys (every caller is the tenant "dev") and only on a
+loopback address: it refuses any other --addr.
+
+SIGINT or SIGTERM stops accepting connections and drains the runs in flight
+for --drain; then the runs still going are cancelled (their callers get a
+retryable 503) and the server exits.`,
+		Example: `  sandbank serve --dev
+  sandbank serve --addr 0.0.0.0:8080 --tenants tenants.json
+  sandbank serve --new-key`,
+		Args: cobra.NoArgs,
+		RunE: wrap(func(cmd *cobra.Command, _ []string) error { return a.serve(cmd.Context(), &o) }),
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.addr, "addr", "127.0.0.1:8080", "listen on `HOST:PORT`")
+	f.BoolVar(&o.dev, "dev", false, "development mode: no API keys, loopback addresses only")
+	f.StringVar(&o.tenantsFile, "tenants", "", "read the tenants document from `FILE` (default: $"+tenant.EnvVar+")")
+	f.BoolVar(&o.newKey, "new-key", false, "print a new API key and its digest for the tenants document, and exit")
+	f.IntVar(&o.maxRuns, "max-runs", 0, "runs in flight across all tenants (default 2 × GOMAXPROCS)")
+	f.IntVar(&o.queue, "queue", 0, fmt.Sprintf("runs that may wait for a slot (default %d)", server.DefaultMaxQueue))
+	f.DurationVar(&o.queueTimeout, "queue-timeout", 0, fmt.Sprintf("longest wait for a slot (default %s)", server.DefaultQueueTimeout))
+	f.DurationVar(&o.drain, "drain", 30*time.Second, "on SIGINT/SIGTERM, how long the runs in flight may finish")
+	f.BoolVar(&o.noVerify, "no-verify", false, "do not run the conformance kit for GET /v1/engines' verified capabilities")
+	f.StringVar(&o.logFormat, "log-format", "json", "access log format on stderr: json or text")
+	return cmd
+}
+
+func (a *app) serve(ctx context.Context, o *serveOptions) error {
+	if o.newKey {
+		key, digest, err := tenant.NewKey()
+		if err != nil {
+			return untyped(err)
+		}
+		_, err = fmt.Fprintf(a.stdout, "key:    %s\ndigest: %s\n", key, digest)
+		return err
+	}
+	var handler slog.Handler
+	switch o.logFormat {
+	case "json":
+		handler = slog.NewJSONHandler(a.stderr, nil)
+	case "text":
+		handler = slog.NewTextHandler(a.stderr, nil)
+	default:
+		return usagef("--log-format: want json or text, not %q", o.logFormat)
+	}
+	tenants, err := loadTenants(o)
+	if err != nil {
+		return err
+	}
+	host, _, err := net.SplitHostPort(o.addr)
+	if err != nil {
+		return usagef("--addr: %v", err)
+	}
+	if o.dev {
+		if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+			return usagef("--dev serves without API keys, so only on a loopback address (127.0.0.1, ::1, localhost), not %q", host)
+		}
+	}
+	reg, err := a.registry()
+	if err != nil {
+		return err
+	}
+	opts := &server.Options{
+		Tenants:           tenants,
+		MaxConcurrentRuns: o.maxRuns,
+		MaxQueue:          o.queue,
+		QueueTimeout:      o.queueTimeout,
+		Logger:            slog.New(handler),
+		Version:           moduleVersion(debug.ReadBuildInfo()),
+	}
+	if !o.noVerify {
+		opts.Verify = func(ctx context.Context, e registry.Entry) (*conformance.Report, error) {
+			copts := &conformance.Options{}
+			if set, ok := a.fixtures(e.Language); ok {
+				copts.Fixtures = set
+			}
+			return conformance.Check(ctx, e.Factory, copts)
+		}
+	}
+	srv, err := server.New(reg, opts)
+	if err != nil {
+		return usagef("%v", err)
+	}
+	ln, err := net.Listen("tcp", o.addr)
+	if err != nil {
+		return untyped(fmt.Errorf("listening on %s: %w", o.addr, err))
+	}
+	if o.dev {
+		fmt.Fprintf(a.stderr, "sandbank: DEVELOPMENT MODE: no API keys, every caller is tenant \"dev\"; serving on loopback %s only. Do not expose this port.\n", ln.Addr())
+	}
+	fmt.Fprintf(a.stderr, "sandbank: serving on http://%s (OpenAPI: /v1/openapi.json)\n", ln.Addr())
+
+	ctx, stop := cancelOnSignal(ctx)
+	defer stop()
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	select {
+	case err := <-served:
+		_ = srv.Close()
+		return untyped(err)
+	case <-ctx.Done():
+	}
+	fmt.Fprintf(a.stderr, "sandbank: shutting down: draining runs for up to %s\n", o.drain)
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), o.drain)
+	defer cancel()
+	err = srv.Shutdown(dctx)
+	if serr := <-served; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
+		err = errors.Join(err, serr)
+	}
+	if err != nil {
+		return untyped(err)
+	}
+	return nil
+}
+
+// loadTenants reads the tenants for serve: none in --dev (refusing a
+// document, which would be ignored), else from --tenants or the
+// environment, one of which is required.
+func loadTenants(o *serveOptions) (*tenant.Set, error) {
+	if o.dev {
+		if o.tenantsFile != "" {
+			return nil, usagef("--dev and --tenants cannot be used together")
+		}
+		return nil, nil
+	}
+	if o.tenantsFile != "" {
+		s, err := tenant.Load(o.tenantsFile)
+		if err != nil {
+			return nil, usagef("--tenants: %v", err)
+		}
+		return s, nil
+	}
+	s, ok, err := tenant.FromEnv()
+	switch {
+	case err != nil:
+		return nil, usagef("$%s: %v", tenant.EnvVar, err)
+	case !ok:
+		return nil, usagef("no tenants: give --tenants FILE or $%s, or --dev for a loopback server without keys", tenant.EnvVar)
+	}
+	return s, nil
+}

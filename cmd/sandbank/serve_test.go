@@ -1,0 +1,46 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sandbank/sandbank/internal/tenant"
+)
+
+func TestServeRefusals(t *testing.T) {
+	t.Setenv(tenant.EnvVar, "")
+	for name, args := range map[string][]string{
+		"dev off loopback":     {"serve", "--dev", "--addr", "0.0.0.0:0"},
+		"dev on a LAN name":    {"serve", "--dev", "--addr", "example.com:8080"},
+		"no tenants":           {"serve", "--addr", "127.0.0.1:0"},
+		"dev with tenants":     {"serve", "--dev", "--tenants", "x.json"},
+		"missing tenants":      {"serve", "--tenants", "/nonexistent/tenants.json"},
+		"bad log format":       {"serve", "--dev", "--log-format", "xml"},
+		"address without port": {"serve", "--dev", "--addr", "127.0.0.1"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(args, strings.NewReader(""), &stdout, &stderr)
+			assert.Equal(t, exitUsage, code, stderr.String())
+			assert.Empty(t, stdout.String())
+		})
+	}
+	t.Setenv(tenant.EnvVar, `{"tenants":[]}`)
+	var stdout, stderr bytes.Buffer
+	assert.Equal(t, exitUsage, run([]string{"serve"}, strings.NewReader(""), &stdout, &stderr))
+	assert.Contains(t, stderr.String(), tenant.EnvVar)
+}
+
+func TestServeNewKey(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	require.Equal(t, exitOK, run([]string{"serve", "--new-key"}, strings.NewReader(""), &stdout, &stderr), stderr.String())
+	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+	require.Len(t, lines, 2)
+	key := strings.TrimSpace(strings.TrimPrefix(lines[0], "key:"))
+	digest := strings.TrimSpace(strings.TrimPrefix(lines[1], "digest:"))
+	assert.Equal(t, tenant.HashKey(key), digest)
+}

@@ -1,0 +1,414 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"net/http"
+	"reflect"
+	"strconv"
+	"time"
+
+	"github.com/danielgtaylor/huma/v2"
+	"github.com/danielgtaylor/huma/v2/adapters/humago"
+
+	"github.com/sandbank/sandbank/effect"
+	"github.com/sandbank/sandbank/registry"
+	"github.com/sandbank/sandbank/spi"
+)
+
+// RunLimits are a run's limits; zero fields mean the tenant's ceiling.
+type RunLimits struct {
+	WallClockMs int64 `json:"wallClockMs,omitempty" minimum:"0" doc:"The wall-clock limit in milliseconds; 0: the tenant's ceiling."`
+	MemoryBytes int64 `json:"memoryBytes,omitempty" minimum:"0" doc:"The memory limit in bytes; 0: the tenant's ceiling."`
+}
+
+// RunRequest is the body of POST /v1/runs.
+type RunRequest struct {
+	Language     string          `json:"language,omitempty" doc:"The script's language; runs its default engine. One of language and engine is required."`
+	Engine       string          `json:"engine,omitempty" doc:"The engine (see GET /v1/engines)."`
+	Source       *string         `json:"source,omitempty" doc:"The script's text. Exactly one of source, sourceBase64 and script."`
+	SourceBase64 []byte          `json:"sourceBase64,omitempty" doc:"The script's bytes in base64 (a wasm module)."`
+	Script       string          `json:"script,omitempty" pattern:"^sha256:[0-9a-f]{64}$" doc:"The content address of a script stored with POST /v1/scripts by the same tenant."`
+	Input        json.RawMessage `json:"input,omitempty" doc:"The script's input, any JSON value; absent: null."`
+	Limits       *RunLimits      `json:"limits,omitempty"`
+	Shape        json.RawMessage `json:"shape,omitempty" doc:"A JSON Schema the result must satisfy."`
+}
+
+// ScriptRequest is the body of POST /v1/scripts.
+type ScriptRequest struct {
+	Source       *string `json:"source,omitempty" doc:"The script's text. Exactly one of source and sourceBase64."`
+	SourceBase64 []byte  `json:"sourceBase64,omitempty" doc:"The script's bytes in base64 (a wasm module)."`
+}
+
+// ScriptStored is the response of POST /v1/scripts.
+type ScriptStored struct {
+	Script effect.Address `json:"script" doc:"The script's content address; storing the same bytes again returns it again."`
+	Bytes  int64          `json:"bytes"`
+}
+
+// EngineInfo describes one engine of GET /v1/engines.
+type EngineInfo struct {
+	Engine      string           `json:"engine"`
+	Language    string           `json:"language"`
+	Description string           `json:"description,omitempty"`
+	Default     bool             `json:"default" doc:"The default engine of its language."`
+	Declared    spi.Capabilities `json:"declared" doc:"The capabilities the engine declares."`
+	Verified    Verification     `json:"verified" doc:"What the conformance kit proved of the declaration on this server."`
+}
+
+// EngineList is the response of GET /v1/engines.
+type EngineList struct {
+	Engines []EngineInfo `json:"engines"`
+}
+
+// Health is the response of GET /healthz.
+type Health struct {
+	Status string `json:"status" enum:"ok,draining"`
+}
+
+// failureSchema is the JSON form of effect.Failure (its MarshalJSON), for
+// the document: the Go type's fields are not its wire form.
+type failureSchema struct {
+	Code    string `json:"code" enum:"inputNotSerializable,inputTooLarge,scriptMissing,limitExceeded,scriptError,shapeMismatch,scriptTooLarge"`
+	Kind    string `json:"kind,omitempty" enum:"cpu,memory,wallClock,output,input"`
+	Name    string `json:"name,omitempty"`
+	Message string `json:"message,omitempty"`
+	Reason  string `json:"reason,omitempty"`
+	Bytes   int64  `json:"bytes,omitempty"`
+	Limit   int64  `json:"limit,omitempty"`
+	Script  string `json:"script,omitempty"`
+}
+
+type runInput struct{ Body RunRequest }
+type runOutput struct{ Body *effect.Record }
+type scriptInput struct{ Body ScriptRequest }
+type scriptOutput struct{ Body ScriptStored }
+type enginesOutput struct{ Body EngineList }
+type healthOutput struct {
+	Status int
+	Body   Health
+}
+
+// register declares the API's operations on mux and returns the API.
+func (s *Server) register(mux *http.ServeMux) huma.API {
+	cfg := huma.DefaultConfig("Sandbank", s.opts.Version)
+	cfg.OpenAPIPath = "/v1/openapi"
+	cfg.DocsPath = ""
+	cfg.SchemasPath = ""
+	cfg.CreateHooks = nil // no $schema members, no Link headers
+	cfg.Transformers = []huma.Transformer{asProblem}
+	cfg.Info.Description = "Runs untrusted scripts behind one set of guarantees. A run's typed failure (the script's own doing) is a 200 whose record holds failure; every other error is an application/problem+json Problem whose status and kind say which of the other two kinds it is: the caller's invalid request (4xx but 429, not retryable) or retryable infrastructure (429 and 503, with Retry-After)."
+	cfg.Components.SecuritySchemes = map[string]*huma.SecurityScheme{
+		"bearer": {Type: "http", Scheme: "bearer", Description: "The tenant's API key (none in development mode)."},
+	}
+	reg := cfg.Components.Schemas
+	reg.RegisterTypeAlias(reflect.TypeFor[effect.Failure](), reflect.TypeFor[failureSchema]())
+	api := humago.New(mux, cfg)
+	problemSchema := reg.Schema(reflect.TypeFor[Problem](), true, "Problem")
+	errs := func(codes ...int) map[string]*huma.Response {
+		m := map[string]*huma.Response{}
+		for _, c := range codes {
+			m[itoa(c)] = &huma.Response{Description: http.StatusText(c),
+				Content: map[string]*huma.MediaType{"application/problem+json": {Schema: problemSchema}}}
+		}
+		return m
+	}
+	secured := []map[string][]string{{"bearer": {}}}
+	body := []int{400, 401, 413, 415, 422, 429, 503}
+
+	huma.Register(api, huma.Operation{
+		OperationID: "createRun", Method: http.MethodPost, Path: "/v1/runs",
+		Summary:      "Run a script",
+		Description:  "Runs a script, inline or by address, and returns its run record: the value, or the typed failure with 200. 404: the address is not in the tenant's store. 403: the tenant may not use the engine.",
+		Responses:    errs(append(body, 403, 404)...),
+		Security:     secured,
+		MaxBodyBytes: s.opts.MaxBodyBytes,
+	}, s.run)
+	huma.Register(api, huma.Operation{
+		OperationID: "storeScript", Method: http.MethodPost, Path: "/v1/scripts",
+		Summary:      "Store a script",
+		Description:  "Stores a script in the tenant's own store and returns its content address; idempotent.",
+		Responses:    errs(body...),
+		Security:     secured,
+		MaxBodyBytes: s.opts.MaxBodyBytes,
+	}, s.storeScript)
+	huma.Register(api, huma.Operation{
+		OperationID: "listEngines", Method: http.MethodGet, Path: "/v1/engines",
+		Summary:     "List the engines",
+		Description: "The engines the tenant may use, with their declared capabilities and what the conformance kit verified on this server (run once per engine, in the background, on the first listing).",
+		Responses:   errs(401, 429),
+		Security:    secured,
+	}, s.listEngines)
+	huma.Register(api, huma.Operation{
+		OperationID: "health", Method: http.MethodGet, Path: "/healthz",
+		Summary:     "Health and readiness",
+		Description: "200 while serving; 503 while draining for shutdown.",
+		Responses:   map[string]*huma.Response{"503": {Description: "Draining."}},
+	}, s.health)
+	return api
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+func fmtInt(n int) string { return strconv.Itoa(n) }
+
+func (s *Server) health(ctx context.Context, _ *struct{}) (*healthOutput, error) {
+	if s.draining.Load() {
+		return &healthOutput{Status: http.StatusServiceUnavailable, Body: Health{Status: "draining"}}, nil
+	}
+	return &healthOutput{Status: http.StatusOK, Body: Health{Status: "ok"}}, nil
+}
+
+func (s *Server) listEngines(ctx context.Context, _ *struct{}) (*enginesOutput, error) {
+	t := tenantOf(ctx)
+	out := &enginesOutput{Body: EngineList{Engines: []EngineInfo{}}}
+	for _, e := range s.reg.Engines() {
+		if !t.AllowsEngine(e.Engine) {
+			continue
+		}
+		def, err := s.reg.Default(e.Language)
+		out.Body.Engines = append(out.Body.Engines, EngineInfo{
+			Engine: e.Engine, Language: e.Language, Description: e.Description,
+			Default:  err == nil && def.Engine == e.Engine,
+			Declared: e.Capabilities, Verified: s.verifier.get(e),
+		})
+	}
+	return out, nil
+}
+
+// source returns the script bytes of a request's source or sourceBase64,
+// or nil when it has neither.
+func source(text *string, b64 []byte) ([]byte, *Problem) {
+	switch {
+	case text != nil && b64 != nil:
+		return nil, invalidCall(http.StatusBadRequest, "server: source and sourceBase64 cannot both be set")
+	case text != nil:
+		return []byte(*text), nil
+	case b64 != nil:
+		return b64, nil
+	}
+	return nil, nil
+}
+
+func (s *Server) storeScript(ctx context.Context, in *scriptInput) (*scriptOutput, error) {
+	src, p := source(in.Body.Source, in.Body.SourceBase64)
+	if p != nil {
+		return nil, p
+	}
+	if src == nil {
+		return nil, invalidCall(http.StatusBadRequest, "server: source or sourceBase64 is required")
+	}
+	addr, err := s.store(tenantOf(ctx)).Put(src)
+	if err != nil {
+		if errors.Is(err, effect.ErrInvalidCall) {
+			return nil, invalidCall(http.StatusRequestEntityTooLarge, "server: the script does not fit in the tenant's store")
+		}
+		return nil, unavailable(KindInfrastructure, "server: storing the script failed", time.Second)
+	}
+	return &scriptOutput{Body: ScriptStored{Script: addr, Bytes: int64(len(src))}}, nil
+}
+
+// chooseEngine resolves a request's engine and language.
+func (s *Server) chooseEngine(engine, language string) (registry.Entry, *Problem) {
+	switch {
+	case engine != "":
+		e, err := s.reg.Lookup(engine)
+		if err != nil {
+			return registry.Entry{}, invalidCall(http.StatusBadRequest, "server: "+err.Error())
+		}
+		if language != "" && language != e.Language {
+			return registry.Entry{}, invalidCall(http.StatusBadRequest, "server: engine "+e.Engine+" runs "+e.Language+", not "+boundDetail(language))
+		}
+		return e, nil
+	case language != "":
+		e, err := s.reg.Default(language)
+		if err != nil {
+			return registry.Entry{}, invalidCall(http.StatusBadRequest, "server: "+err.Error())
+		}
+		return e, nil
+	}
+	return registry.Entry{}, invalidCall(http.StatusBadRequest, "server: language or engine is required")
+}
+
+func (s *Server) run(ctx context.Context, in *runInput) (*runOutput, error) {
+	t := tenantOf(ctx)
+	acc := accessOf(ctx)
+	req := &in.Body
+	if s.draining.Load() {
+		s.metrics.rejected.WithLabelValues(rejectShutdown).Inc()
+		return nil, unavailable(KindInfrastructure, "server: shutting down", time.Second)
+	}
+	entry, p := s.chooseEngine(req.Engine, req.Language)
+	if p != nil {
+		return nil, p
+	}
+	acc.engine = entry.Engine
+	if !t.AllowsEngine(entry.Engine) {
+		return nil, invalidCall(http.StatusForbidden, "server: the tenant may not use engine "+entry.Engine)
+	}
+
+	call := effect.Call{Input: json.RawMessage("null"), Shape: req.Shape}
+	if len(req.Input) > 0 {
+		call.Input = req.Input
+	}
+	src, p := source(req.Source, req.SourceBase64)
+	if p != nil {
+		return nil, p
+	}
+	switch {
+	case src != nil && req.Script != "":
+		return nil, invalidCall(http.StatusBadRequest, "server: source and script cannot both be set")
+	case src != nil:
+		call.Source = src
+	case req.Script != "":
+		addr, err := effect.ParseAddress(req.Script)
+		if err != nil {
+			return nil, invalidCall(http.StatusBadRequest, "server: malformed script address")
+		}
+		b, err := s.store(t).ReadScript(ctx, addr)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, invalidCall(http.StatusNotFound, "server: no script "+string(addr)+" in the tenant's store")
+		} else if err != nil {
+			return nil, unavailable(KindInfrastructure, "server: reading the script failed", time.Second)
+		}
+		call.Script, call.Source = addr, b
+	default:
+		return nil, invalidCall(http.StatusBadRequest, "server: source, sourceBase64 or script is required")
+	}
+
+	limits, p := s.limits(t.Limits, req.Limits)
+	if p != nil {
+		return nil, p
+	}
+	call.Limits = limits
+
+	release, ok := t.Acquire()
+	if !ok {
+		s.metrics.rejected.WithLabelValues(rejectTenantCap).Inc()
+		return nil, quota("server: the tenant's concurrent runs are at their cap", time.Second)
+	}
+	defer release()
+	queued := time.Now()
+	free, err := s.admission.acquire(ctx)
+	acc.queued = time.Since(queued)
+	switch {
+	case errors.Is(err, errQueueFull):
+		s.metrics.rejected.WithLabelValues(rejectQueueFull).Inc()
+		return nil, unavailable(KindOverloaded, "server: overloaded: the run queue is full", time.Second)
+	case errors.Is(err, errQueueTimeout):
+		s.metrics.rejected.WithLabelValues(rejectQueueTimeout).Inc()
+		return nil, unavailable(KindOverloaded, "server: overloaded: no run slot within the queue timeout", time.Second)
+	case err != nil:
+		return nil, unavailable(KindInfrastructure, "server: the request was cancelled while queued", time.Second)
+	}
+	defer free()
+	s.metrics.inFlight.WithLabelValues(entry.Engine).Inc()
+	defer s.metrics.inFlight.WithLabelValues(entry.Engine).Dec()
+
+	eff, err := s.engines.effect(entry)
+	if err != nil {
+		if errors.Is(err, effect.ErrInvalidCall) {
+			return nil, invalidCall(http.StatusBadRequest, "server: engine "+entry.Engine+" is refused by this server: "+boundDetail(err.Error()))
+		}
+		return nil, unavailable(KindInfrastructure, "server: engine "+entry.Engine+" could not start", 5*time.Second)
+	}
+
+	// A run stops when its caller goes away, and when Shutdown's drain
+	// deadline passes.
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(s.hard, cancel)
+	defer stop()
+	start := time.Now()
+	rec, err := eff.Run(runCtx, call)
+	acc.runTime = time.Since(start)
+	s.metrics.duration.WithLabelValues(entry.Engine).Observe(acc.runTime.Seconds())
+
+	var failure *effect.Failure
+	switch {
+	case err == nil || errors.As(err, &failure) && rec != nil:
+		acc.outcome = rec.Receipt.Outcome
+		s.metrics.runs.WithLabelValues(entry.Engine, acc.outcome).Inc()
+		return &runOutput{Body: rec}, nil
+	case errors.Is(err, effect.ErrInvalidCall):
+		acc.outcome = KindInvalidCall
+		s.metrics.runs.WithLabelValues(entry.Engine, acc.outcome).Inc()
+		return nil, invalidCall(http.StatusBadRequest, boundDetail(err.Error()))
+	case s.hard.Err() != nil:
+		acc.outcome = effect.OutcomeCanceled
+		s.metrics.runs.WithLabelValues(entry.Engine, acc.outcome).Inc()
+		return nil, unavailable(KindInfrastructure, "server: shutting down: the run was cancelled", time.Second)
+	case errors.Is(err, effect.ErrOverloaded):
+		acc.outcome = effect.OutcomeInfrastructure
+		s.metrics.runs.WithLabelValues(entry.Engine, acc.outcome).Inc()
+		return nil, unavailable(KindOverloaded, "server: overloaded: the engine has too many abandoned runs", 5*time.Second)
+	default:
+		acc.outcome = effect.OutcomeInfrastructure
+		if ctx.Err() != nil {
+			acc.outcome = effect.OutcomeCanceled
+		}
+		s.metrics.runs.WithLabelValues(entry.Engine, acc.outcome).Inc()
+		return nil, unavailable(KindInfrastructure, "server: the run failed: "+boundDetail(err.Error()), time.Second)
+	}
+}
+
+// limits resolves a request's limits against the tenant's ceiling (whose
+// zero fields are the server's).
+func (s *Server) limits(ceiling spi.Limits, l *RunLimits) (spi.Limits, *Problem) {
+	if ceiling.WallClock == 0 || ceiling.WallClock > s.opts.Limits.WallClock {
+		ceiling.WallClock = s.opts.Limits.WallClock
+	}
+	if ceiling.MemoryBytes == 0 || ceiling.MemoryBytes > s.opts.Limits.MemoryBytes {
+		ceiling.MemoryBytes = s.opts.Limits.MemoryBytes
+	}
+	out := ceiling
+	if l == nil {
+		return out, nil
+	}
+	if l.WallClockMs < 0 || l.MemoryBytes < 0 {
+		return spi.Limits{}, invalidCall(http.StatusBadRequest, "server: negative limits")
+	}
+	if l.WallClockMs > 0 {
+		if l.WallClockMs > int64(ceiling.WallClock/time.Millisecond) {
+			return spi.Limits{}, invalidCall(http.StatusBadRequest, "server: limits.wallClockMs is above the tenant's ceiling of "+fmtInt(int(ceiling.WallClock/time.Millisecond)))
+		}
+		out.WallClock = time.Duration(l.WallClockMs) * time.Millisecond
+	}
+	if l.MemoryBytes > 0 {
+		if l.MemoryBytes > ceiling.MemoryBytes {
+			return spi.Limits{}, invalidCall(http.StatusBadRequest, "server: limits.memoryBytes is above the tenant's ceiling of "+fmtInt(int(ceiling.MemoryBytes)))
+		}
+		out.MemoryBytes = l.MemoryBytes
+	}
+	return out, nil
+}
+
+// asProblem turns the errors huma writes itself (a body that does not
+// parse, validate or fit) into Problems: with kind, and without the
+// offending values, which are the caller's own input (its script text,
+// perhaps) and have no place in an error.
+func asProblem(_ huma.Context, _ string, v any) (any, error) {
+	em, ok := v.(*huma.ErrorModel)
+	if !ok {
+		return v, nil
+	}
+	p := &Problem{Type: em.Type, Title: em.Title, Status: em.Status, Detail: em.Detail, Instance: em.Instance}
+	for _, d := range em.Errors {
+		if d != nil {
+			p.Errors = append(p.Errors, &huma.ErrorDetail{Message: d.Message, Location: d.Location})
+		}
+	}
+	switch {
+	case p.Status == http.StatusTooManyRequests:
+		p.Kind, p.Retryable = KindQuota, true
+	case p.Status >= 500:
+		p.Kind, p.Retryable = KindInfrastructure, true
+	case p.Status == http.StatusUnauthorized:
+		p.Kind = KindUnauthorized
+	case p.Status >= 400:
+		p.Kind = KindInvalidCall
+	}
+	return p, nil
+}

@@ -1,0 +1,155 @@
+package server
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.opentelemetry.io/otel/propagation"
+
+	"github.com/sandbank/sandbank/internal/tenant"
+)
+
+type ctxKey int
+
+const (
+	tenantKey ctxKey = iota + 1
+	accessKey
+)
+
+// access is what a handler tells the access log about its request.
+type access struct {
+	tenant  string
+	engine  string
+	outcome string
+	runTime time.Duration
+	queued  time.Duration
+}
+
+// statusWriter records the status a handler wrote.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// public are the routes that need no API key.
+func public(path string) bool {
+	return path == "/healthz" || path == "/metrics" || strings.HasPrefix(path, "/v1/openapi")
+}
+
+// middleware wraps the routes: it bounds the body before anything reads
+// it, takes the trace context from the headers, authenticates the
+// tenant and applies its rate limit before the body is read, and writes
+// one access record per request.
+func (s *Server) middleware(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		sw := &statusWriter{ResponseWriter: w}
+		acc := &access{}
+		defer func() {
+			route := routeOf(r.URL.Path)
+			s.metrics.requests.WithLabelValues(route, strconv.Itoa(sw.status)).Inc()
+			attrs := []slog.Attr{slog.String("method", r.Method), slog.String("route", route),
+				slog.Int("status", sw.status), slog.Duration("duration", time.Since(start)),
+				slog.Int64("bytesIn", r.ContentLength)}
+			if acc.tenant != "" {
+				attrs = append(attrs, slog.String("tenant", acc.tenant))
+			}
+			if acc.engine != "" {
+				attrs = append(attrs, slog.String("engine", acc.engine), slog.String("outcome", acc.outcome),
+					slog.Duration("run", acc.runTime), slog.Duration("queued", acc.queued))
+			}
+			level := slog.LevelInfo
+			if sw.status >= 500 {
+				level = slog.LevelWarn
+			}
+			s.log.LogAttrs(r.Context(), level, "sandbank: request", attrs...)
+		}()
+
+		r.Body = http.MaxBytesReader(sw, r.Body, s.opts.MaxBodyBytes)
+		ctx := s.prop.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
+		ctx = context.WithValue(ctx, accessKey, acc)
+		sw.Header().Set("X-Content-Type-Options", "nosniff")
+
+		if !public(r.URL.Path) {
+			t, p := s.authenticate(r)
+			if p != nil {
+				p.write(sw)
+				return
+			}
+			acc.tenant = t.Name
+			if ok, after := t.Allow(); !ok {
+				s.metrics.rejected.WithLabelValues(rejectRateLimit).Inc()
+				quota("server: the tenant's rate limit is reached", after).write(sw)
+				return
+			}
+			ctx = context.WithValue(ctx, tenantKey, t)
+		}
+		next.ServeHTTP(sw, r.WithContext(ctx))
+	})
+}
+
+// authenticate returns the request's tenant: from its bearer key, or the
+// development tenant when the server has no tenants.
+func (s *Server) authenticate(r *http.Request) (*tenant.Tenant, *Problem) {
+	if s.tenants == nil {
+		return s.dev, nil
+	}
+	h := r.Header.Get("Authorization")
+	key, ok := strings.CutPrefix(h, "Bearer ")
+	if !ok {
+		s.metrics.rejected.WithLabelValues(rejectUnauthorized).Inc()
+		p := problem(http.StatusUnauthorized, KindUnauthorized, "server: missing API key (Authorization: Bearer KEY)")
+		return nil, p
+	}
+	t, ok := s.tenants.Authenticate(strings.TrimSpace(key))
+	if !ok {
+		s.metrics.rejected.WithLabelValues(rejectUnauthorized).Inc()
+		return nil, problem(http.StatusUnauthorized, KindUnauthorized, "server: unknown API key")
+	}
+	return t, nil
+}
+
+func tenantOf(ctx context.Context) *tenant.Tenant {
+	t, _ := ctx.Value(tenantKey).(*tenant.Tenant)
+	return t
+}
+
+func accessOf(ctx context.Context) *access {
+	if a, ok := ctx.Value(accessKey).(*access); ok {
+		return a
+	}
+	return &access{}
+}
+
+// routeOf names a path's route for logs and metrics, with a fixed set of
+// values (never the path itself, which a caller chooses).
+func routeOf(path string) string {
+	switch path {
+	case "/v1/runs", "/v1/scripts", "/v1/engines", "/healthz", "/metrics", "/v1/openapi.json", "/v1/openapi.yaml":
+		return path
+	}
+	if strings.HasPrefix(path, "/v1/scripts/") {
+		return "/v1/scripts/{address}"
+	}
+	return "other"
+}

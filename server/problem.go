@@ -1,0 +1,111 @@
+package server
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/danielgtaylor/huma/v2"
+)
+
+// The kinds of a Problem: what went wrong, in the project's three kinds
+// of error (a typed failure is never a Problem: it is a 200 with the run
+// record's failure).
+const (
+	// KindInvalidCall: the caller's request is wrong (400, 404, 413, 415,
+	// 422 and 403); the same request fails the same way. Not retryable.
+	KindInvalidCall = "invalidCall"
+	// KindUnauthorized: no API key, or not a known one (401). Not
+	// retryable.
+	KindUnauthorized = "unauthorized"
+	// KindQuota: the tenant's rate limit or concurrent-run cap (429).
+	// Retryable after Retry-After.
+	KindQuota = "quota"
+	// KindOverloaded: the server's run queue is full or the wait in it ran
+	// out (503). Retryable after Retry-After.
+	KindOverloaded = "overloaded"
+	// KindInfrastructure: the engine or the server failed, or the server
+	// is shutting down (503). Retryable.
+	KindInfrastructure = "infrastructure"
+)
+
+// Problem is the body of every error response: RFC 9457 problem details
+// (application/problem+json) with two members of Sandbank's own, kind and
+// retryable. Its members are a superset of huma's own error model, so the
+// errors huma writes itself (a body that does not parse or validate, one
+// too large) are Problems too, without kind: their status tells.
+type Problem struct {
+	Type     string              `json:"type,omitempty" doc:"A URI reference naming the problem type; about:blank when absent."`
+	Title    string              `json:"title,omitempty" doc:"The HTTP status text."`
+	Status   int                 `json:"status,omitempty" doc:"The HTTP status code."`
+	Detail   string              `json:"detail,omitempty" doc:"What went wrong, in fixed wording; never the script or its input."`
+	Instance string              `json:"instance,omitempty"`
+	Errors   []*huma.ErrorDetail `json:"errors,omitempty" doc:"Each invalid part of the request."`
+	Kind     string              `json:"kind,omitempty" enum:"invalidCall,unauthorized,quota,overloaded,infrastructure" doc:"Sandbank's kind of error."`
+	// Retryable is true exactly when the same request may succeed later.
+	Retryable bool `json:"retryable,omitempty" doc:"True when the same request may succeed later (429 and 503)."`
+
+	retryAfter time.Duration
+}
+
+// Error returns the problem's detail.
+func (p *Problem) Error() string { return p.Detail }
+
+// GetStatus returns the problem's HTTP status (huma.StatusError).
+func (p *Problem) GetStatus() int { return p.Status }
+
+// ContentType makes the problem application/problem+json
+// (huma.ContentTypeFilter).
+func (p *Problem) ContentType(ct string) string {
+	if ct == "application/json" {
+		return "application/problem+json"
+	}
+	return ct
+}
+
+// GetHeaders returns Retry-After for a retryable problem
+// (huma.HeadersError).
+func (p *Problem) GetHeaders() http.Header {
+	h := http.Header{}
+	if p.Retryable {
+		h.Set("Retry-After", strconv.Itoa(retryAfterSeconds(p.retryAfter)))
+	}
+	return h
+}
+
+// retryAfterSeconds rounds d up to whole seconds, at least one.
+func retryAfterSeconds(d time.Duration) int {
+	s := int((d + time.Second - 1) / time.Second)
+	return max(1, s)
+}
+
+func problem(status int, kind, detail string) *Problem {
+	return &Problem{Status: status, Title: http.StatusText(status), Kind: kind, Detail: detail,
+		Retryable: status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable}
+}
+
+func invalidCall(status int, detail string) *Problem { return problem(status, KindInvalidCall, detail) }
+
+func quota(detail string, after time.Duration) *Problem {
+	p := problem(http.StatusTooManyRequests, KindQuota, detail)
+	p.retryAfter = after
+	return p
+}
+
+func unavailable(kind, detail string, after time.Duration) *Problem {
+	p := problem(http.StatusServiceUnavailable, kind, detail)
+	p.retryAfter = after
+	return p
+}
+
+// write writes p outside huma (the middleware's refusals).
+func (p *Problem) write(w http.ResponseWriter) {
+	for k, v := range p.GetHeaders() {
+		w.Header()[k] = v
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(p.Status)
+	_ = json.NewEncoder(w).Encode(p)
+}

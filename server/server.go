@@ -1,0 +1,352 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/danielgtaylor/huma/v2"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/sandbank/sandbank/conformance"
+	"github.com/sandbank/sandbank/effect"
+	"github.com/sandbank/sandbank/internal/tenant"
+	"github.com/sandbank/sandbank/registry"
+	"github.com/sandbank/sandbank/spi"
+)
+
+// The defaults of Options.
+const (
+	DefaultMaxQueue          = 64
+	DefaultQueueTimeout      = 2 * time.Second
+	DefaultMaxBodyBytes      = 8 << 20
+	DefaultReadHeaderTimeout = 5 * time.Second
+	DefaultReadTimeout       = 30 * time.Second
+	DefaultIdleTimeout       = 60 * time.Second
+	DefaultStoreBytes        = 64 << 20
+	DefaultStoreEntries      = 4096
+	DefaultMaxConnections    = 1024
+)
+
+// shutdownGrace is how long Shutdown waits, past its deadline and the
+// cancellation of the runs, for the handlers to answer.
+const shutdownGrace = 5 * time.Second
+
+// Options configure a Server. A nil *Options means defaults, and
+// development mode: see Tenants.
+type Options struct {
+	// Tenants are the callers and their quotas. Nil is development mode:
+	// no keys, every request is the tenant "dev" (tenant.Dev), and Serve
+	// refuses a listener that is not on a loopback address.
+	Tenants *tenant.Set
+	// Limits is the server's ceiling for every run (the effect's
+	// Options.Limits); a tenant's ceiling may only lower it. Zero fields
+	// mean the effect's defaults.
+	Limits spi.Limits
+	// MaxConcurrentRuns caps the runs in flight across all tenants. Zero
+	// means 2 × GOMAXPROCS.
+	MaxConcurrentRuns int
+	// MaxQueue bounds the runs waiting for a slot; past it a run is
+	// refused with 503 at once. Zero means DefaultMaxQueue.
+	MaxQueue int
+	// QueueTimeout bounds a run's wait for a slot; past it, 503. Zero
+	// means DefaultQueueTimeout.
+	QueueTimeout time.Duration
+	// MaxBodyBytes bounds a request body, enforced before it is read
+	// (413). Zero means DefaultMaxBodyBytes.
+	MaxBodyBytes int64
+	// MaxConnections bounds the connections Serve holds open at once;
+	// further clients wait in the kernel's backlog. Zero means
+	// DefaultMaxConnections.
+	MaxConnections int
+	// StoreBytes and StoreEntries bound each tenant's script store (least
+	// recently used scripts are evicted). Zero means DefaultStoreBytes
+	// and DefaultStoreEntries.
+	StoreBytes   int64
+	StoreEntries int
+	// ReadHeaderTimeout, ReadTimeout, WriteTimeout and IdleTimeout are
+	// Serve's http.Server timeouts, so a slow client cannot hold a
+	// connection or a run. Zero means DefaultReadHeaderTimeout,
+	// DefaultReadTimeout, the ceiling's wall clock + QueueTimeout + 30 s,
+	// and DefaultIdleTimeout.
+	ReadHeaderTimeout, ReadTimeout, WriteTimeout, IdleTimeout time.Duration
+	// Logger receives one access record per request (never the input or
+	// the script) and the server's own diagnostics. Nil means none.
+	Logger *slog.Logger
+	// TracerProvider traces every run (the effect's spans), as children of
+	// the trace context of the incoming request's headers (W3C traceparent
+	// and baggage). Nil means no tracing.
+	TracerProvider trace.TracerProvider
+	// Verify runs the conformance kit on an engine for GET /v1/engines'
+	// verified capabilities; the server calls it at most once per engine,
+	// one at a time, in the background (see Verification). Nil means the
+	// verdict is "unchecked".
+	Verify func(ctx context.Context, e registry.Entry) (*conformance.Report, error)
+	// AllowNetwork and AllowReusedEnvironment are the effect's opt-ins;
+	// an engine the effect refuses without them cannot run.
+	AllowNetwork, AllowReusedEnvironment bool
+	// Version is the server's version in the OpenAPI document. Empty means
+	// "dev".
+	Version string
+}
+
+// Server is the HTTP API of Sandbank: an http.Handler, with Serve and
+// Shutdown for a server of its own.
+type Server struct {
+	opts      Options
+	reg       *registry.Registry
+	tenants   *tenant.Set // nil: development mode
+	dev       *tenant.Tenant
+	engines   *engines
+	verifier  *verifier
+	admission *admission
+	metrics   *metrics
+	prop      propagation.TextMapPropagator
+	log       *slog.Logger
+	handler   http.Handler
+	api       huma.API
+
+	storesMu sync.Mutex
+	stores   map[*tenant.Tenant]*effect.MemoryStore
+
+	// hard is cancelled when Shutdown's drain deadline passes: every run
+	// still going is cancelled and its caller gets a retryable 503.
+	hard       context.Context
+	cancelHard context.CancelFunc
+	draining   atomic.Bool
+
+	srvMu     sync.Mutex
+	srvs      []*http.Server
+	listeners []*limitListener
+}
+
+// New returns a Server running the engines of reg. It validates opts.
+func New(reg *registry.Registry, opts *Options) (*Server, error) {
+	if reg == nil {
+		return nil, errors.New("server: nil registry")
+	}
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	switch {
+	case o.MaxConcurrentRuns < 0, o.MaxQueue < 0, o.QueueTimeout < 0, o.MaxBodyBytes < 0,
+		o.StoreBytes < 0, o.StoreEntries < 0, o.MaxConnections < 0, o.ReadHeaderTimeout < 0, o.ReadTimeout < 0,
+		o.WriteTimeout < 0, o.IdleTimeout < 0, o.Limits.WallClock < 0, o.Limits.MemoryBytes < 0:
+		return nil, errors.New("server: options: negative value")
+	}
+	if o.MaxConcurrentRuns == 0 {
+		o.MaxConcurrentRuns = 2 * runtime.GOMAXPROCS(0)
+	}
+	if o.MaxQueue == 0 {
+		o.MaxQueue = DefaultMaxQueue
+	}
+	if o.QueueTimeout == 0 {
+		o.QueueTimeout = DefaultQueueTimeout
+	}
+	if o.MaxBodyBytes == 0 {
+		o.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if o.MaxConnections == 0 {
+		o.MaxConnections = DefaultMaxConnections
+	}
+	if o.StoreBytes == 0 {
+		o.StoreBytes = DefaultStoreBytes
+	}
+	if o.StoreEntries == 0 {
+		o.StoreEntries = DefaultStoreEntries
+	}
+	if o.Limits.WallClock == 0 {
+		o.Limits.WallClock = effect.DefaultWallClock
+	}
+	if o.Limits.MemoryBytes == 0 {
+		o.Limits.MemoryBytes = effect.DefaultMemoryBytes
+	}
+	if o.ReadHeaderTimeout == 0 {
+		o.ReadHeaderTimeout = DefaultReadHeaderTimeout
+	}
+	if o.ReadTimeout == 0 {
+		o.ReadTimeout = DefaultReadTimeout
+	}
+	if o.WriteTimeout == 0 {
+		o.WriteTimeout = o.Limits.WallClock + o.QueueTimeout + 30*time.Second
+	}
+	if o.IdleTimeout == 0 {
+		o.IdleTimeout = DefaultIdleTimeout
+	}
+	if o.Version == "" {
+		o.Version = "dev"
+	}
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{
+		opts:    o,
+		reg:     reg,
+		tenants: o.Tenants,
+		metrics: newMetrics(),
+		prop:    propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}),
+		log:     log,
+		stores:  map[*tenant.Tenant]*effect.MemoryStore{},
+	}
+	if s.tenants == nil {
+		s.dev = tenant.Dev()
+	}
+	s.hard, s.cancelHard = context.WithCancel(context.Background())
+	s.engines = &engines{reg: reg, effects: map[string]*engineSlot{}, opts: effect.Options{
+		Limits:                 o.Limits,
+		MaxScriptBytes:         o.MaxBodyBytes,
+		AllowNetwork:           o.AllowNetwork,
+		AllowReusedEnvironment: o.AllowReusedEnvironment,
+		Logger:                 o.Logger,
+		TracerProvider:         o.TracerProvider,
+	}}
+	s.verifier = &verifier{check: o.Verify, ctx: s.hard, results: map[string]*Verification{},
+		queue: make(chan registry.Entry, 256)}
+	s.admission = newAdmission(o.MaxConcurrentRuns, o.MaxQueue, o.QueueTimeout,
+		func(n int64) { s.metrics.queue.Set(float64(n)) })
+
+	mux := http.NewServeMux()
+	s.api = s.register(mux)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
+	s.handler = s.middleware(mux)
+	return s, nil
+}
+
+// ServeHTTP serves the API.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
+
+// OpenAPI returns the server's OpenAPI 3.1 document, as GET
+// /v1/openapi.json serves it.
+func (s *Server) OpenAPI() *huma.OpenAPI { return s.api.OpenAPI() }
+
+// Serve accepts connections on ln with the server's timeouts until
+// Shutdown, then returns http.ErrServerClosed. In development mode (no
+// Tenants) it refuses a listener that is not on a loopback address.
+func (s *Server) Serve(ln net.Listener) error {
+	if s.tenants == nil && !IsLoopback(ln.Addr()) {
+		return fmt.Errorf("server: development mode (no API keys) serves only on a loopback address, not %s", ln.Addr())
+	}
+	hs := &http.Server{
+		Handler:           s,
+		ReadHeaderTimeout: s.opts.ReadHeaderTimeout,
+		ReadTimeout:       s.opts.ReadTimeout,
+		WriteTimeout:      s.opts.WriteTimeout,
+		IdleTimeout:       s.opts.IdleTimeout,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	s.srvMu.Lock()
+	if s.draining.Load() {
+		s.srvMu.Unlock()
+		return http.ErrServerClosed
+	}
+	ll := newLimitListener(ln, s.opts.MaxConnections)
+	s.srvs = append(s.srvs, hs)
+	s.listeners = append(s.listeners, ll)
+	s.srvMu.Unlock()
+	return hs.Serve(ll)
+}
+
+// IsLoopback reports whether addr is on a loopback address (127.0.0.0/8,
+// ::1).
+func IsLoopback(addr net.Addr) bool {
+	host := addr.String()
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// Shutdown stops accepting connections and lets the runs in flight finish
+// until ctx is done; then it cancels them (their callers get a retryable
+// 503), waits for their handlers to answer, and closes the engines. New
+// runs during the drain are refused with a retryable 503.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.draining.Store(true)
+	s.srvMu.Lock()
+	srvs := s.srvs
+	s.srvMu.Unlock()
+	// Past the drain deadline the runs are cancelled: their handlers then
+	// answer at once, and the http.Servers' Shutdown returns. A handler
+	// that still has not answered shutdownGrace later (a client that
+	// does not read its response) has its connection closed.
+	drain, stopDrain := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopDrain()
+	stop := context.AfterFunc(ctx, func() {
+		s.cancelHard()
+		time.AfterFunc(shutdownGrace, stopDrain)
+	})
+	defer stop()
+	errs := make(chan error, len(srvs))
+	for _, hs := range srvs {
+		go func() {
+			err := hs.Shutdown(drain)
+			if err != nil {
+				err = errors.Join(err, hs.Close())
+			}
+			errs <- err
+		}()
+	}
+	var all []error
+	for range srvs {
+		all = append(all, <-errs)
+	}
+	s.cancelHard()
+	all = append(all, s.engines.close())
+	return errors.Join(all...)
+}
+
+// Close cancels every run at once and closes the engines and the
+// listeners.
+func (s *Server) Close() error {
+	s.draining.Store(true)
+	s.cancelHard()
+	s.srvMu.Lock()
+	srvs := s.srvs
+	s.srvMu.Unlock()
+	var errs []error
+	for _, hs := range srvs {
+		errs = append(errs, hs.Close())
+	}
+	errs = append(errs, s.engines.close())
+	return errors.Join(errs...)
+}
+
+// openConnections returns the connections Serve holds open.
+func (s *Server) openConnections() int {
+	s.srvMu.Lock()
+	defer s.srvMu.Unlock()
+	n := 0
+	for _, l := range s.listeners {
+		n += len(l.slots)
+	}
+	return n
+}
+
+// store returns the tenant's script store.
+func (s *Server) store(t *tenant.Tenant) *effect.MemoryStore {
+	s.storesMu.Lock()
+	defer s.storesMu.Unlock()
+	st := s.stores[t]
+	if st == nil {
+		var err error
+		st, err = effect.NewMemoryStoreWith(&effect.MemoryStoreOptions{MaxBytes: s.opts.StoreBytes, MaxEntries: s.opts.StoreEntries})
+		if err != nil {
+			panic(err) // bounds checked in New
+		}
+		s.stores[t] = st
+	}
+	return st
+}
