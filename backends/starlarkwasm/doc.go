@@ -21,8 +21,15 @@
 // compiled and its input converted (starlark.Options.OnStart), then one
 // record with the result, the thrown error or the exhausted step budget.
 // The host arms the script's wall clock when the start record arrives,
-// seals stdout and stops the instance (wazero's close-on-context-done)
-// when it runs out, and reads what the run left behind into an outcome.
+// seals stdout and stops the instance when it runs out, and reads what
+// the run left behind into an outcome. The stop is internal/wasmrewrite's
+// stop check, which the guest module carries (rewritten once per process):
+// a counter at every loop header and function entry, a visit to the host
+// every few thousand units, which ends the call once the run's context is
+// done. It replaced wazero's close-on-context-done, whose check left
+// compiled code at every loop header: reshape runs in half the time with
+// it (go test -bench Reshape ./backends/starlarkwasm: 2.41 s before, 1.18 s
+// after, in one session on a loaded machine).
 //
 // Declared capabilities: Network none (the guest has no sockets), WallClock
 // hard, Memory true, CPU true (the step budget, Options.MaxSteps),

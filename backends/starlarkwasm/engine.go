@@ -8,6 +8,9 @@ import (
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+
+	"github.com/sandbank/sandbank/internal/wasmhost"
+	"github.com/sandbank/sandbank/internal/wasmrewrite"
 )
 
 // engine is a wazero runtime with the guest module compiled into it,
@@ -36,6 +39,11 @@ var processEngine = sync.OnceValues(func() (*engine, error) {
 	return newEngine(processCache(), nil)
 })
 
+// stopCheckGuest is the guest module with internal/wasmrewrite's stop
+// check, rewritten once per process (wazero's compilation cache keys on
+// the bytes, so its compiled form is cached apart from the original's).
+var stopCheckGuest = sync.OnceValues(func() ([]byte, error) { return wasmrewrite.Rewrite(guestWASM) })
+
 // processCache is the in-memory compilation cache of processEngine. It
 // lives as long as the process.
 var processCache = sync.OnceValue(wazero.NewCompilationCache)
@@ -57,14 +65,20 @@ func newDirEngine(dir string) (*engine, error) {
 // is closed with the engine.
 func newEngine(cache, owned wazero.CompilationCache) (*engine, error) {
 	cfg := wazero.NewRuntimeConfigCompiler().
-		WithDebugInfoEnabled(false).  // with it on, every guest exit costs tens of ms
-		WithCloseOnContextDone(true). // the hard clock: a done context stops the guest
+		WithDebugInfoEnabled(false). // with it on, every guest exit costs tens of ms
 		WithCompilationCache(cache)
+	// The hard clock is the stop check the rewritten guest carries
+	// (stopCheckGuest), not wazero's close-on-context-done, whose check
+	// leaves compiled code for Go at every loop header.
 	ctx := context.Background()
 	rt := wazero.NewRuntimeWithConfig(ctx, cfg)
 	if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
 		_ = rt.Close(ctx)
 		return nil, fmt.Errorf("starlarkwasm: WASI: %w", err)
+	}
+	if err := wasmhost.InstantiateStopCheck(ctx, rt); err != nil {
+		_ = rt.Close(ctx)
+		return nil, fmt.Errorf("starlarkwasm: the stop check: %w", err)
 	}
 	return &engine{rt: rt, cache: owned, compiled: make(chan struct{})}, nil
 }
@@ -78,7 +92,12 @@ func (e *engine) compiledModule(ctx context.Context) (wazero.CompiledModule, err
 		go func() {
 			defer e.compiling.Done()
 			defer close(e.compiled)
-			e.mod, e.compileErr = e.rt.CompileModule(context.Background(), guestWASM)
+			wasm, err := stopCheckGuest()
+			if err != nil {
+				e.compileErr = fmt.Errorf("starlarkwasm: rewriting the guest: %w", err)
+				return
+			}
+			e.mod, e.compileErr = e.rt.CompileModule(context.Background(), wasm)
 			if e.compileErr != nil {
 				e.compileErr = fmt.Errorf("starlarkwasm: compile: %w", e.compileErr)
 			}

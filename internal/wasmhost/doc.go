@@ -1,9 +1,9 @@
 // Package wasmhost holds the host-side wazero pieces that the engines
 // running a WASI guest program share: [Isolate], the module configuration
 // that gives a guest deterministic stand-ins for the host's clocks, sleep
-// and randomness, and [Allocator], which caps one run's linear memory at
-// its limit. (backends/quickjs has its own copies of both, which predate
-// this package.) It is kept apart from package wasmguest, which a guest
+// and randomness; [Allocator], which caps one run's linear memory at its
+// limit; and [InstantiateStopCheck], the host side of the stop check that
+// internal/wasmrewrite puts in a module. It is kept apart from package wasmguest, which a guest
 // program compiled to WebAssembly imports too, so that the guest does not
 // link wazero.
 //
