@@ -25,6 +25,7 @@ var shortNames = map[string]string{
 	"quickjs-fresh-ts":    "qjsf-ts",
 	"quickjs-wasmtime-ts": "qwt-ts",
 	"starlark":            "star",
+	"starlark-wasm":       "star-w",
 }
 
 // maxLabel is the widest engine column head.
