@@ -23,7 +23,7 @@ func (f *Failure) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	var code Code
-	for c := CodeInputNotSerializable; c <= CodeScriptTooLarge; c++ {
+	for c := Code(1); c.Valid(); c++ {
 		if w.Code == codeNames[c] {
 			code = c
 		}
@@ -33,7 +33,7 @@ func (f *Failure) UnmarshalJSON(b []byte) error {
 	}
 	var kind LimitKind
 	if w.Kind != "" {
-		for k := LimitCPU; k <= LimitInput; k++ {
+		for k := LimitKind(1); k.Valid(); k++ {
 			if w.Kind == limitNames[k] {
 				kind = k
 			}

@@ -159,3 +159,29 @@ func TestAddress(t *testing.T) {
 	_, err = ParseAddress("sha256:BA7816BF8F01CFEA414140DE5DAE2223B00361A396177A9CB410FF61F20015AD")
 	assert.EqualError(t, err, `effect: malformed script address (want "sha256:" and 64 lower-case hex digits)`)
 }
+
+// TestFailureJSONCoversEveryCodeAndKind: every code and every limit kind of
+// the closed sets reads back from its JSON (a kind added later, such as
+// hostCalls, included).
+func TestFailureJSONCoversEveryCodeAndKind(t *testing.T) {
+	var all []*Failure
+	for c := Code(1); c.Valid(); c++ {
+		switch c {
+		case CodeLimitExceeded: // with every kind, below
+		case CodeInputTooLarge:
+			all = append(all, &Failure{Code: c, Kind: LimitInput, Bytes: 2, Limit: 1})
+		default:
+			all = append(all, &Failure{Code: c})
+		}
+	}
+	for k := LimitKind(1); k.Valid(); k++ {
+		all = append(all, &Failure{Code: CodeLimitExceeded, Kind: k})
+	}
+	for _, want := range all {
+		b, err := json.Marshal(want)
+		require.NoError(t, err)
+		var got Failure
+		require.NoError(t, json.Unmarshal(b, &got), "%s", b)
+		assert.Equal(t, *want, got, "%s", b)
+	}
+}

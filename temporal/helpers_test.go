@@ -40,6 +40,14 @@ func fakeBehavior(flaky *atomic.Int32, waited chan<- error) fakebackend.Behavior
 			}
 		case script == "throw":
 			return spi.Threw("TypeError", "boom"), nil
+		case script == "hostloop":
+			// Calls the host until the broker refuses (past MaxHostCalls
+			// it also ends the run, which the effect then reports).
+			for req.Host != nil {
+				if _, err := req.Host.Call(ctx, "f", json.RawMessage("null")); err != nil {
+					return spi.Threw("Error", err.Error()), nil
+				}
+			}
 		case script == "inputTooLarge":
 			return spi.InputTooLarge(), nil
 		case script == "infra":
@@ -72,6 +80,7 @@ func fakeBehavior(flaky *atomic.Int32, waited chan<- error) fakebackend.Behavior
 func fakeRegistry(b fakebackend.Behavior) *registry.Registry {
 	var r registry.Registry
 	caps := fakebackend.Capabilities()
+	caps.HostCalls = true
 	r.Register(registry.Entry{Engine: fakeEngine, Language: caps.Language, Capabilities: caps,
 		Factory: func() (spi.Backend, error) { return fakebackend.New(caps, b), nil }})
 	return &r

@@ -105,6 +105,10 @@ func TestTypedFailuresAreNotRetried(t *testing.T) {
 		{"scriptMissing", missing, nil, effect.CodeScriptMissing, 0},
 		{"scriptTooLarge", fakeRequest(t, strings.Repeat("x", 100), nil), &Options{Effect: &effect.Options{MaxScriptBytes: 16}}, effect.CodeScriptTooLarge, 0},
 		{"shapeMismatch", shaped, nil, effect.CodeShapeMismatch, 0},
+		{"limit hostCalls", fakeRequest(t, "hostloop", nil), &Options{Effect: &effect.Options{
+			Host:         effect.HostFuncs{"f": func(context.Context, json.RawMessage) (any, error) { return 1, nil }},
+			MaxHostCalls: 2,
+		}}, effect.CodeLimitExceeded, effect.LimitHostCalls},
 	}
 	codes, kinds := map[effect.Code]bool{effect.CodeInputNotSerializable: true}, map[effect.LimitKind]bool{}
 	for _, c := range cases {
