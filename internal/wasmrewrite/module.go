@@ -228,6 +228,17 @@ func Decode(wasm []byte) (*Module, error) {
 	if len(m.Funcs) != len(m.Code) {
 		return nil, fmt.Errorf("%w: %d functions but %d bodies", ErrMalformed, len(m.Funcs), len(m.Code))
 	}
+	types := uint32(len(m.Types))
+	for i, t := range m.Funcs {
+		if t >= types {
+			return nil, fmt.Errorf("%w: function %d has type %d of %d", ErrMalformed, i, t, types)
+		}
+	}
+	for i, im := range m.Imports {
+		if im.Kind == KindFunc && im.Type >= types {
+			return nil, fmt.Errorf("%w: import %d has type %d of %d", ErrMalformed, i, im.Type, types)
+		}
+	}
 	return m, nil
 }
 
