@@ -37,7 +37,7 @@
 //
 // # Notes
 //
-// Version (and PreemptVersion) name the output: a cache keyed on the
-// input module must include them. The rewritten module has the DWARF
+// Version(passes...) names the output: a cache keyed on the
+// input module must include it. The rewritten module has the DWARF
 // sections removed (their code offsets no longer hold).
 package wasmrewrite
