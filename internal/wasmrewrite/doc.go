@@ -35,6 +35,27 @@
 // in chunks of BulkChunk bytes, each charged first, so that one huge
 // bulk operation cannot hold the goroutine either.
 //
+// # The passes of parked instances
+//
+// A host that parks an instance and restores it to one point again and
+// again (the QuickJS backend's parked mode) needs, beside linear memory,
+// the module's other state, through wazero's public API only. Three
+// passes give it that:
+//
+//   - ParkRead wraps the fd_read import in a function that calls it again
+//     with the same arguments while it answers ParkRetry, so that the host
+//     can restore a snapshot taken inside fd_read with ParkRetry and take
+//     the next run's snapshot in the repeated call: every snapshot is
+//     restored once.
+//   - ExportGlobals exports every mutable global (GlobalExportName(k)); it
+//     runs after every pass that adds a global, so the host can save and
+//     restore them all as api.MutableGlobal.
+//   - StaticTables rewrites nothing: it proves that no table can change
+//     after instantiation (no table.set, table.grow, table.fill,
+//     table.copy, table.init or elem.drop in any body, no imported or
+//     exported table) or refuses the module with ErrTableWritten, so the
+//     host has no table to save or compare.
+//
 // # Notes
 //
 // Version(passes...) names the output: a cache keyed on the

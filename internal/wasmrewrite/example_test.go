@@ -3,6 +3,7 @@ package wasmrewrite_test
 import (
 	"context"
 	"fmt"
+	"os"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
@@ -51,4 +52,82 @@ func Example() {
 	_, err = mod.ExportedFunction("run").Call(ctx)
 	fmt.Println(visits, err != nil)
 	// Output: 1000 true
+}
+
+// ExampleExportGlobals exports the budget global the preemption pass
+// adds, and reads and writes it through wazero's public API.
+func ExampleExportGlobals() {
+	wasm, err := wasmrewrite.RewriteWith(loopWasm, wasmrewrite.PreemptPass, wasmrewrite.ExportGlobalsPass)
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+	rt := wazero.NewRuntime(ctx)
+	defer rt.Close(ctx)
+	i32 := []api.ValueType{api.ValueTypeI32}
+	_, err = rt.NewHostModuleBuilder(wasmrewrite.PreemptModule).NewFunctionBuilder().
+		WithGoFunction(api.GoFunc(func(context.Context, []uint64) {}), i32, i32).
+		Export(wasmrewrite.PreemptName).Instantiate(ctx)
+	if err != nil {
+		panic(err)
+	}
+	mod, err := rt.Instantiate(ctx, wasm)
+	if err != nil {
+		panic(err)
+	}
+	budget := mod.ExportedGlobal(wasmrewrite.GlobalExportName(0)).(api.MutableGlobal)
+	budget.Set(7)
+	fmt.Println(wasmrewrite.GlobalExportName(0), budget.Get(), mod.ExportedGlobal(wasmrewrite.GlobalExportName(1)) == nil)
+	// Output: sandbank.global.0 7 true
+}
+
+// ExampleParkRead wraps a module's fd_read: a host that answers
+// ParkRetry is called again with the same arguments.
+func ExampleParkRead() {
+	wasm, err := os.ReadFile("testdata/park.wasm")
+	if err != nil {
+		panic(err)
+	}
+	if wasm, err = wasmrewrite.RewriteWith(wasm, wasmrewrite.ParkReadPass); err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+	rt := wazero.NewRuntime(ctx)
+	defer rt.Close(ctx)
+	i32 := api.ValueTypeI32
+	reads := 0
+	_, err = rt.NewHostModuleBuilder(wasmrewrite.ParkReadModule).NewFunctionBuilder().
+		WithGoFunction(api.GoFunc(func(_ context.Context, stack []uint64) {
+			reads++
+			stack[0] = 0 // success
+			if reads == 1 {
+				stack[0] = uint64(wasmrewrite.ParkRetry)
+			}
+		}), []api.ValueType{i32, i32, i32, i32}, []api.ValueType{i32}).
+		Export(wasmrewrite.ParkReadName).Instantiate(ctx)
+	if err != nil {
+		panic(err)
+	}
+	_, err = rt.NewHostModuleBuilder("env").NewFunctionBuilder().
+		WithGoFunction(api.GoFunc(func(context.Context, []uint64) {}), nil, nil).Export("done").Instantiate(ctx)
+	if err != nil {
+		panic(err)
+	}
+	mod, err := rt.Instantiate(ctx, wasm)
+	if err != nil {
+		panic(err)
+	}
+	r, err := mod.ExportedFunction("read").Call(ctx, 0)
+	fmt.Println(reads, r[0], err)
+	// Output: 2 0 <nil>
+}
+
+// ExampleStaticTables proves that a module never writes a table.
+func ExampleStaticTables() {
+	m, err := wasmrewrite.Decode(loopWasm)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(wasmrewrite.StaticTables(m))
+	// Output: <nil>
 }
