@@ -103,16 +103,15 @@ func build(set settings) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	var parkedErr error
-	if set.mode == ModeParked {
-		// Parked mode reads wazero's internals; check them here, once per
-		// process, so that an incompatible wazero means a fresh backend
-		// that says so, never runs that fail.
-		if parkedErr = parkedInternals(); parkedErr != nil {
-			set.mode = ModeFresh
-		}
-	}
 	wasm, err := guestModule(set)
+	var parkedErr error
+	if err != nil && set.mode == ModeParked {
+		// Parked mode's passes refused the module (its proofs do not hold
+		// for this binary): a fresh backend that says why, never a parked
+		// instance whose restore would be incomplete.
+		parkedErr, set.mode = err, ModeFresh
+		wasm, err = guestModule(set)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -165,15 +164,17 @@ func build(set settings) (*Backend, error) {
 }
 
 // Mode is the mode the backend runs in: the one Options asked for, except
-// that ModeParked falls back to ModeFresh when the wazero in this build
-// lacks the internals parked mode needs (see ParkedModeError).
+// that ModeParked falls back to ModeFresh when the module cannot be
+// proven restorable (see ParkedModeError).
 func (b *Backend) Mode() Mode { return b.set.mode }
 
 // ParkedModeError is nil unless ModeParked was asked for and New fell
-// back to ModeFresh: then it says why (an error wrapping the reason the
-// check of wazero's internals failed, typically a wazero other than the
-// v1.12.0 this package was written against). Runs are correct either way;
-// fresh mode is slower per run.
+// back to ModeFresh: then it says why, an error wrapping the refusal of
+// parked mode's rewriting passes (internal/wasmrewrite), such as a
+// QuickJS binary that could write its function table, which a restore
+// does not cover. Parked mode uses only wazero's public API, so the
+// wazero version of a build does not matter. Runs are correct either
+// way; fresh mode is slower per run.
 func (b *Backend) ParkedModeError() error { return b.parkedErr }
 
 // HostObjects declares what a script sees beyond ECMAScript's standard

@@ -33,27 +33,26 @@ type instance struct {
 	ready chan struct{} // closed at the first park, or when the instance ended
 	dead  chan struct{} // closed when the goroutine ended
 
-	mem       *wasmhost.Allocator
-	clock     *fakeClock
-	rng       *replayRand
-	meter     *meter
-	mod       api.Module
-	internals *moduleInternals
+	mem     *wasmhost.Allocator
+	clock   *fakeClock
+	rng     *replayRand
+	meter   *meter
+	mod     api.Module
+	globals []api.MutableGlobal // every mutable global of the module (parkglobals.go)
 
-	// The park point.
-	snap      experimental.Snapshot
-	stack     []byte // the snapshot's stack (live after a restore)
-	pristine  []byte // its contents at the park point
-	memory    []byte // linear memory at the park point
-	globals   []uint64
-	tables    [][]uintptr
-	readArgs  [4]uint64
-	wall      int64
-	mono      int64
-	rngState  []byte
-	granted   int32 // the meter's last grant at the park point
-	parked    bool
-	readyOnce sync.Once
+	// The park point (park.go).
+	snap        experimental.Snapshot // the next run's snapshot, restored once
+	retaking    bool                  // restored: the guest's next read takes the next snapshot
+	restores    int                   // runs served
+	maxRestores int                   // runs it may serve (maxRestores; tests lower it)
+	memory      []byte                // linear memory at the park point
+	globalVals  []uint64              // the mutable globals at the park point
+	wall        int64
+	mono        int64
+	rngState    []byte
+	granted     int32 // the meter's last grant at the park point
+	parked      bool
+	readyOnce   sync.Once
 
 	// The current run (only the instance goroutine touches these).
 	cur        *job
@@ -88,6 +87,7 @@ func (b *Backend) startInstance(p *pool, memoryBytes int64, j *job, compiled waz
 		clock:       &fakeClock{},
 		rng:         newReplayRand(),
 		meter:       &meter{fuel: b.set.fuel},
+		maxRestores: maxRestores,
 		cur:         j,
 	}
 	if j != nil && b.onRun != nil {
@@ -146,7 +146,7 @@ func (inst *instance) main(compiled wazero.CompiledModule) {
 	}
 	defer mod.Close(context.Background())
 	inst.mod = mod
-	if inst.internals, err = inspectModule(mod); err != nil {
+	if inst.globals, err = exportedGlobals(mod); err != nil {
 		inst.fail(err)
 		return
 	}

@@ -8,19 +8,33 @@ import (
 	"github.com/tetratelabs/wazero/experimental"
 
 	"github.com/sandbank/sandbank/backends/quickjs/internal/guest"
+	"github.com/sandbank/sandbank/internal/wasmrewrite"
 )
 
 // Parked mode's park point: the snapshot an instance takes at its first
 // read of stdin, and the restore every run starts with.
+//
+// A snapshot (wazero's experimental Snapshotter) is restored once: its
+// saved call stack becomes the live one, which the run then overwrites.
+// So every run takes the next run's snapshot. The park-read pass
+// (internal/wasmrewrite) wraps the guest's fd_read in a loop that calls
+// it again while it answers ParkRetry; resume restores the snapshot with
+// ParkRetry, and the guest, back at its park point, calls fd_read again
+// with the same arguments. That call (retake) snapshots the guest there,
+// memory and globals still as resume restored them, before it serves the
+// run's first read.
+
+// maxRestores is how many runs a parked instance serves before it is
+// replaced: each snapshot's stack is 16 bytes longer than the one it
+// was taken from (wazero v1.12.0 clones a stack with 16 bytes to spare),
+// so an instance's snapshots would grow without bound. 2,048 runs add
+// 32 KiB to a stack of about 40 KiB; the replacement's boot (about 4 ms)
+// is off the request path.
+const maxRestores = 2048
 
 // parkPoint takes the snapshot, parks, and resumes with a run.
-func (inst *instance) parkPoint(ctx context.Context, mod api.Module, stack []uint64) {
+func (inst *instance) parkPoint(ctx context.Context, mod api.Module) {
 	snap := experimental.GetSnapshotter(ctx).Snapshot()
-	stk, err := snapshotStack(snap)
-	if err != nil {
-		inst.fail(err)
-		exit(ctx, mod, 1)
-	}
 	memory := mod.Memory()
 	buf, ok := memory.Read(0, memory.Size())
 	if !ok {
@@ -32,11 +46,9 @@ func (inst *instance) parkPoint(ctx context.Context, mod api.Module, stack []uin
 			exit(ctx, mod, 1) // the boot clobbered the stack guard: no snapshot of that
 		}
 	}
-	inst.snap, inst.stack, inst.pristine = snap, stk, slices.Clone(stk)
+	inst.snap = snap
 	inst.memory = slices.Clone(buf)
-	inst.globals = inst.internals.globals()
-	inst.tables = inst.internals.tableContents()
-	copy(inst.readArgs[:], stack[:4])
+	inst.globalVals = saveGlobals(inst.globals)
 	inst.wall, inst.mono = inst.clock.wall.Load(), inst.clock.mono.Load()
 	inst.rngState = inst.rng.state()
 	inst.granted = inst.meter.granted
@@ -70,7 +82,8 @@ func (inst *instance) wait() *job {
 }
 
 // resume restores the park point and resumes the guest with run j. It
-// does not return: the snapshot's Restore unwinds to the park point.
+// does not return: the snapshot's Restore unwinds to the park point,
+// where the guest reads again (retake).
 func (inst *instance) resume(mod api.Module, j *job) {
 	memory := mod.Memory()
 	buf, ok := memory.Read(0, uint32(len(inst.memory)))
@@ -79,7 +92,7 @@ func (inst *instance) resume(mod api.Module, j *job) {
 		exit(context.Background(), mod, 1)
 	}
 	copy(buf, inst.memory)
-	inst.internals.setGlobals(inst.globals)
+	restoreGlobals(inst.globals, inst.globalVals)
 	inst.clock.wall.Store(inst.wall)
 	inst.clock.mono.Store(inst.mono)
 	inst.rng.restore(inst.rngState)
@@ -96,7 +109,19 @@ func (inst *instance) resume(mod api.Module, j *job) {
 	inst.stdin = j.stdin
 	j.inputRead.Store(true)
 	j.r.setPhase(phaseInput)
-	errno := inst.readStdin(memory, uint32(inst.readArgs[1]), uint32(inst.readArgs[2]), uint32(inst.readArgs[3]))
-	copy(inst.stack, inst.pristine)
-	inst.snap.Restore([]uint64{errno})
+	inst.restores++
+	inst.retaking = true
+	inst.snap.Restore([]uint64{uint64(wasmrewrite.ParkRetry)})
 }
+
+// retake takes the snapshot the next run restores, in the read the guest
+// repeats after a restore: the guest stands at its park point again, with
+// the memory and globals resume wrote back, and no code but the
+// park-read wrapper's loop has run since.
+func (inst *instance) retake(ctx context.Context) {
+	inst.snap = experimental.GetSnapshotter(ctx).Snapshot()
+	inst.retaking = false
+}
+
+// worn reports whether the instance has served its maxRestores runs.
+func (inst *instance) worn() bool { return inst.restores >= inst.maxRestores }

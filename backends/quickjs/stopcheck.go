@@ -28,20 +28,55 @@ import (
 // bulk memory work), between two visits of the guest to the host.
 const preemptGrant = 4096
 
-// rewrittenQuickJS is the QuickJS binary with the stop check, rewritten
-// once per process. wazero's compilation cache keys on the module's
-// bytes, so the rewritten module has its compiled form cached apart from
-// the original's.
-var rewrittenQuickJS = sync.OnceValues(func() ([]byte, error) {
-	return wasmrewrite.Rewrite(quickjswasi.QuickJSWASM)
-})
+// quickJSWASM is the binary the backend rewrites: the one
+// go-quickjs-wasi ships (tests replace it).
+var quickJSWASM = quickjswasi.QuickJSWASM
+
+// guestPasses is the pass list of the module a backend with set compiles,
+// in the order every pass must keep: stack, memory size, park-read,
+// preempt, export-globals (last of the passes that add code or globals,
+// so that it exports every mutable global), then the static-tables proof,
+// which checks the module as it will run. Parked mode's passes
+// (park.go) apply in ModeParked only; with neither them nor the stop
+// check the module runs as shipped.
+func guestPasses(set settings) []wasmrewrite.Pass {
+	parked := set.mode == ModeParked
+	var passes []wasmrewrite.Pass
+	if parked {
+		passes = append(passes, wasmrewrite.ParkReadPass)
+	}
+	if set.stopCheck {
+		passes = append(passes, wasmrewrite.PreemptPass)
+	}
+	if parked {
+		passes = append(passes, wasmrewrite.ExportGlobalsPass, wasmrewrite.StaticTablesPass)
+	}
+	return passes
+}
+
+// rewriteKey names one rewritten module: its input and its pass list.
+type rewriteKey struct {
+	input   *byte
+	version string
+}
+
+// rewritten caches the rewritten modules, once per process each (a
+// rewriteKey's func() ([]byte, error)). wazero's compilation cache keys
+// on the module's bytes, so each has its compiled form cached apart.
+var rewritten sync.Map
 
 // guestModule returns the bytes the backend compiles.
 func guestModule(set settings) ([]byte, error) {
-	if !set.stopCheck {
-		return quickjswasi.QuickJSWASM, nil
+	passes := guestPasses(set)
+	if len(passes) == 0 {
+		return quickJSWASM, nil
 	}
-	wasm, err := rewrittenQuickJS()
+	input := quickJSWASM
+	key := rewriteKey{input: &input[0], version: wasmrewrite.Version(passes...)}
+	f, _ := rewritten.LoadOrStore(key, sync.OnceValues(func() ([]byte, error) {
+		return wasmrewrite.RewriteWith(input, passes...)
+	}))
+	wasm, err := f.(func() ([]byte, error))()
 	if err != nil {
 		return nil, fmt.Errorf("quickjs: rewriting the module: %w", err)
 	}

@@ -99,7 +99,10 @@ func parkedFdRead(ctx context.Context, mod api.Module, stack []uint64) {
 		return
 	}
 	if inst.snap == nil {
-		inst.parkPoint(ctx, mod, stack) // does not return
+		inst.parkPoint(ctx, mod) // does not return
+	}
+	if inst.retaking {
+		inst.retake(ctx) // the read repeated at the park point, after a restore
 	}
 	if inst.stdin == nil {
 		stack[0] = errnoBadf
@@ -155,7 +158,7 @@ func parkedProcExit(ctx context.Context, mod api.Module, stack []uint64) {
 	f.Ending, f.ExitCode = guest.EndExit, code
 	keep := code == 0 && f.CanaryIntact && !f.MemoryRefused && f.Started && f.Record.Settled() &&
 		memory.Size() == uint32(len(inst.memory)) &&
-		inst.internals.tablesEqual(inst.tables) &&
+		!inst.worn() &&
 		!inst.unexpected.Load() && !j.r.wallExpired.Load() && inst.ctx.Err() == nil
 	if j.finish() {
 		keep = false
