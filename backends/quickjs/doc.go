@@ -20,21 +20,22 @@
 //     once, on a goroutine of its own, and stopped inside its first read
 //     of the request, where the host snapshots it: the native call stack
 //     (wazero's experimental Snapshotter), all of linear memory (about
-//     320 KiB), every mutable global, the function table, the fake clocks
-//     and the random source. A run restores all of it, writes its stack
-//     canary, serves that read from its own request and resumes the guest;
-//     at the guest's proc_exit the host takes the result and parks the
-//     instance again. A run that finds no parked instance boots one, as a
-//     fresh run would; at most four memory limits keep a pool, and a run
-//     with any other limit uses a one-shot instance. Measured on two
-//     cores with the hard kill on, an echo through the effect takes
-//     0.13 ms at the median in this mode and 3.5 ms in ModeFresh; a
-//     CPU-bound script (the reshape benchmark) takes the same time in
-//     both, and a run that grows memory pays for a replacement instance,
-//     booted after it. Parked mode reads some of wazero's internal state
-//     (written against wazero v1.12.0): New checks it with a probe module,
-//     once per process, and when a build's wazero lacks it, the backend
-//     runs in ModeFresh instead and says why ([Backend.Mode],
+//     320 KiB), every mutable global, the fake clocks and the random
+//     source. A run restores all of it, writes its stack canary, serves
+//     that read from its own request and resumes the guest; at the
+//     guest's proc_exit the host takes the result and parks the instance
+//     again. A run that finds no parked instance boots one, as a fresh run
+//     would; at most four memory limits keep a pool, and a run with any
+//     other limit uses a one-shot instance. Measured on two cores with the
+//     hard kill on, an echo through the effect takes 0.13 ms at the median
+//     in this mode and 3.5 ms in ModeFresh; a CPU-bound script (the
+//     reshape benchmark) takes the same time in both, and a run that grows
+//     memory pays for a replacement instance, booted after it. Parked mode
+//     uses only wazero's public API, helped by rewriting passes
+//     (internal/wasmrewrite) that export every mutable global, make the
+//     park point's read repeatable, and prove that no table is ever
+//     written; when that proof does not hold for the module, New says why
+//     and the backend runs in ModeFresh instead ([Backend.Mode],
 //     [Backend.ParkedModeError]), rather than failing at run time.
 //   - ModeFresh (engine "quickjs-fresh"): a new module instance per run,
 //     booted inside the run.
@@ -45,33 +46,38 @@
 // output buffers). The engine's heap, the JavaScript globals and
 // prototypes, the symbol registry, job queues, the libc stdio buffers and
 // the C stack all live in linear memory. A run restores every one of these
-// to the park point: memory by copy, globals and the stack through wazero
-// internals, clocks and the random source by resetting them, and stdin,
-// stdout and stderr are the run's own. What a restore cannot cover ends
-// the instance instead: a run is followed by another only when it ended
-// in proc_exit with code 0 after a result or a thrown record, its canary
-// intact, linear memory neither grown nor refused, the table unchanged,
-// no WASI call outside the expected set (args, environ, clocks, random,
-// fd_fdstat_get, fd_prestat_*, fd_write, fd_read of stdin, proc_exit;
-// any other answers ENOSYS), no wall clock, cancel or Close. Every other
-// ending (a trap, a kill, a stack overflow, an out-of-memory, an
-// allocation that grew memory) discards the instance, and a replacement
-// boots off the request path. A differential test runs a corpus of
-// scripts built to observe leftovers (prototype pollution, globals, let
-// bindings, the symbol registry, WeakRef and FinalizationRegistry,
-// pending jobs, clock and random sequences, thrown errors, caught
-// out-of-memory errors) in both modes, each also right after every other
-// one on the same parked instance, and requires byte-identical outcomes;
-// that is what backs FreshPerRun in this mode.
+// to the park point: memory by copy, globals through the exports a pass
+// adds, the stack by restoring a snapshot taken at the park point (a new
+// one for every run, since a snapshot is restored once), clocks and the
+// random source by resetting them, and stdin, stdout and stderr are the
+// run's own. The tables need no restore: a pass proves that none is ever
+// written (no table.set, grow, fill, copy or init, no imported or
+// exported table). What a restore cannot cover ends the instance instead:
+// a run is followed by another only when it ended in proc_exit with code
+// 0 after a result or a thrown record, its canary intact, linear memory
+// neither grown nor refused, no WASI call outside the expected set (args,
+// environ, clocks, random, fd_fdstat_get, fd_prestat_*, fd_write, fd_read
+// of stdin, proc_exit; any other answers ENOSYS), no wall clock, cancel or
+// Close, and the instance has served fewer than 2,048 runs (each
+// snapshot's stack is 16 bytes longer than the one it was taken from).
+// Every other ending (a trap, a kill, a stack overflow, an out-of-memory,
+// an allocation that grew memory) discards the instance, and a
+// replacement boots off the request path. A differential test runs a
+// corpus of scripts built to observe leftovers (prototype pollution,
+// globals, let bindings, the symbol registry, WeakRef and
+// FinalizationRegistry, pending jobs, clock and random sequences, thrown
+// errors, caught out-of-memory errors) in both modes, each also right
+// after every other one on the same parked instance, and requires
+// byte-identical outcomes; that is what backs FreshPerRun in this mode.
 //
 // Limits of that argument: it is as strong as the list of state above.
-// It relies on three internals of wazero v1.12.0 (a snapshot's stack, the
-// module's unexported globals and its tables, all in
-// wazero_internals.go, pinned by a test that fails on an upgrade); a
-// wazero bug in Snapshot or Restore would be shared by every run of an
-// instance. Timing is not isolated: a run can observe how warm the host's
-// caches are, as in any pool. A parked instance holds its memory, a copy
-// of it and a goroutine while it waits.
+// It relies on wazero's experimental Snapshotter doing what its
+// documentation says (a snapshot, restored from a later host call of the
+// same call of _start, resumes the guest there; the backend restores each
+// snapshot once); a wazero bug in Snapshot or Restore would be shared by
+// every run of an instance. Timing is not isolated: a run can observe how
+// warm the host's caches are, as in any pool. A parked instance holds its
+// memory, a copy of it and a goroutine while it waits.
 //
 // # The script contract
 //

@@ -70,9 +70,10 @@ func ExampleOptions_mode() {
 	// 1 <nil>
 }
 
-// The mode a backend runs in: parked unless the wazero in this build lacks
-// the internals parked mode reads, in which case New falls back to fresh
-// mode and says why.
+// The mode a backend runs in: parked unless parked mode's rewriting
+// passes refuse the module (a QuickJS binary that could write its
+// function table), in which case New falls back to fresh mode and says
+// why.
 func ExampleBackend_Mode() {
 	backend, err := quickjs.New(nil)
 	if err != nil {

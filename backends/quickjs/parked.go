@@ -15,19 +15,27 @@ import (
 // took it. The guest boots the engine and evaluates the wrapper, which
 // reads its request from stdin; at that first read (the park point) the
 // host takes a snapshot of everything the run could change: the native
-// call stack (wazero's Snapshotter), all of linear memory, every mutable
-// global, the function tables, the fake clocks and the random source, and
-// the arguments of that read. Then it parks, waiting for a run.
+// call stack (wazero's experimental Snapshotter), all of linear memory,
+// every mutable global (exported by the export-globals pass), the fake
+// clocks and the random source. Then it parks, waiting for a run. The
+// function table needs no snapshot: the static-tables proof (a pass of
+// internal/wasmrewrite that New applies) shows no table is ever written,
+// and New falls back to ModeFresh for a module it refuses.
 //
-// A run restores all of it, writes a fresh stack canary, serves the read
-// from the run's own payload and resumes the guest from the park point.
-// The wrapper ends every run with proc_exit, whose host function does not
-// unwind: it reads the run's facts, hands them to the waiting Evaluate,
-// and, when the run ended exactly as expected, parks again. Anything else
-// (a trap, a kill, a clobbered canary, memory that grew or was refused,
-// a changed table, a WASI call outside the expected set, an exit code or
-// record that is not a result or a thrown value) ends the instance; a
-// replacement is booted off the request path.
+// A run restores all of it, writes a fresh stack canary and resumes the
+// guest from the park point. A snapshot is restored once (park.go): the
+// guest's fd_read goes through the park-read pass's wrapper, so the
+// restored read answers ParkRetry and the guest reads again, with the same
+// arguments; that read takes the next run's snapshot, then is served from
+// the run's own payload. Everything goes through wazero's public API.
+// The guest's JavaScript wrapper ends every run with proc_exit, whose host
+// function does not unwind: it reads the run's facts, hands them to the
+// waiting Evaluate, and, when the run ended exactly as expected, parks
+// again. Anything else (a trap, a kill, a clobbered canary, memory that
+// grew or was refused, a WASI call outside the expected set, an exit code
+// or record that is not a result or a thrown value, an instance that
+// served maxRestores runs) ends the instance; a replacement is booted off
+// the request path.
 
 // maxPools bounds how many memory limits keep a pool of their own; a
 // run with any other limit boots a one-shot instance.

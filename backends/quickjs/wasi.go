@@ -86,7 +86,9 @@ func exit(ctx context.Context, mod api.Module, code uint32) {
 }
 
 // parkedFdRead is fd_read in parked mode. The first read of stdin is the
-// park point; every other read of stdin is served from the run's payload.
+// park point; the read the guest repeats after a restore takes the next
+// run's snapshot (park.go); every read but the first is served from the
+// run's payload.
 func parkedFdRead(ctx context.Context, mod api.Module, stack []uint64) {
 	inst := instanceOf(ctx)
 	if inst == nil {
