@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	_ "embed"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -202,4 +203,27 @@ func TestTestdataMatchesSources(t *testing.T) {
 			t.Errorf("testdata/%s.wasm differs from its .wat; run go generate ./internal/wasmrewrite/", name)
 		}
 	}
+}
+
+// FuzzParkedPasses: whatever the bytes, the pass list of a parked host
+// returns a module that decodes, or an error of a known kind (the
+// decoder's, or one of the passes' refusals), never a panic.
+func FuzzParkedPasses(f *testing.F) {
+	f.Add(parkWasm)
+	f.Add(guestWasm)
+	f.Add(module(opI32Const, 0, 0xd0, 0x70, opTableSet, 0, opEnd))
+	f.Fuzz(func(t *testing.T, wasm []byte) {
+		out, err := RewriteWith(wasm, ParkReadPass, PreemptPass, ExportGlobalsPass, StaticTablesPass)
+		if err != nil {
+			for _, known := range []error{ErrMalformed, ErrUnsupported, ErrTableWritten, errParkReadType, errGlobalsExported, errRewritten} {
+				if errors.Is(err, known) {
+					return
+				}
+			}
+			t.Fatalf("an error of no known kind: %v", err)
+		}
+		if _, err := Decode(out); err != nil {
+			t.Fatalf("a rewritten module does not decode: %v", err)
+		}
+	})
 }
