@@ -33,8 +33,14 @@ const preemptGrant = 4096
 // bytes, so the rewritten module has its compiled form cached apart from
 // the original's.
 var rewrittenQuickJS = sync.OnceValues(func() ([]byte, error) {
-	return wasmrewrite.Rewrite(quickjswasi.QuickJSWASM)
+	return wasmrewrite.RewriteWith(quickjswasi.QuickJSWASM, guestPasses...)
 })
+
+// guestPasses are the passes of the rewritten module, in the order of
+// TEAM.md: the memory-size pass (growth.go) before the preemption pass,
+// so that the preemption pass instruments the memory-size pass's helper
+// too.
+var guestPasses = []wasmrewrite.Pass{wasmrewrite.MemorySizePass, wasmrewrite.PreemptPass}
 
 // guestModule returns the bytes the backend compiles.
 func guestModule(set settings) ([]byte, error) {
