@@ -24,7 +24,8 @@ import (
 // The wrapper ends every run with proc_exit, whose host function does not
 // unwind: it reads the run's facts, hands them to the waiting Evaluate,
 // and, when the run ended exactly as expected, parks again. Anything else
-// (a trap, a kill, a clobbered canary, memory that grew or was refused,
+// (a trap, a kill, a clobbered canary, memory that was refused, or grew
+// in the module as shipped (growth.go),
 // a changed table, a WASI call outside the expected set, an exit code or
 // record that is not a result or a thrown value) ends the instance; a
 // replacement is booted off the request path.
