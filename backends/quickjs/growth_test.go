@@ -170,3 +170,52 @@ func TestParkedGrowthKeepsTheLimit(t *testing.T) {
 		assert.LessOrEqual(t, int64(insts[1].mod.Memory().Size()), int64(memory), "the real memory stays within the limit")
 	}
 }
+
+// BenchmarkRestoreGrownMemory is the memory part of a restore after a
+// run that grew the memory: zeroing above the park point and copying the
+// park point's bytes back, on an instance a reshape run left at its real
+// size (and after a run that touched 64 MiB: its first restore gives the
+// pages back, the ones measured find none). One run's figure, no
+// assertion:
+//
+//	go test -run '^$' -bench BenchmarkRestoreGrownMemory ./backends/quickjs/
+func BenchmarkRestoreGrownMemory(b *testing.B) {
+	script, err := os.ReadFile("testdata/reshape.js")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, tc := range []struct{ name, script string }{
+		{"echo", `input`}, // no growth: the copy alone, as before issue 17
+		{"reshape", string(script)},
+		{"64MiB", `const a = new Uint8Array(64 << 20); for (let i = 0; i < a.length; i += 4096) a[i] = 1; a.length`},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			be, err := New(&Options{Mode: ModeParked, PoolSize: 1})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer be.Close()
+			limits := spi.Limits{WallClock: 20 * time.Second, MemoryBytes: 128 << 20}
+			out, err := be.Evaluate(context.Background(), spi.Request{Script: []byte(tc.script), Input: []byte(`null`), Limits: limits})
+			if err != nil || out.Kind != spi.KindOK {
+				b.Fatalf("%+v %v", out, err)
+			}
+			p := be.poolFor(limits.MemoryBytes)
+			inst := p.take()
+			if inst == nil {
+				b.Fatal("the run's instance is not parked")
+			}
+			defer p.put(inst)
+			memory := inst.mod.Memory()
+			b.ResetTimer()
+			for range b.N {
+				if !inst.restoreMemory(memory) {
+					b.Fatal("not restored")
+				}
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(memory.Size()-uint32(len(inst.memory)))/(1<<20), "MiB-zeroed")
+			b.ReportMetric(float64(len(inst.memory))/(1<<10), "KiB-copied")
+		})
+	}
+}
