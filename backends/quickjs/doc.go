@@ -52,8 +52,8 @@
 // in proc_exit with code 0 after a result or a thrown record, its canary
 // intact, linear memory not refused (a grown memory is kept: the rewritten
 // module's memory size is a global, restored with the others, see
-// internal/wasmrewrite's memory-size pass; with StopCheck off, the module
-// as shipped, a grown memory is discarded), the table unchanged,
+// internal/wasmrewrite's memory-size pass; the module as shipped, which
+// only a benchmark runs, discards a grown memory), the table unchanged,
 // no WASI call outside the expected set (args, environ, clocks, random,
 // fd_fdstat_get, fd_prestat_*, fd_write, fd_read of stdin, proc_exit;
 // any other answers ENOSYS), no wall clock, cancel or Close. Every other

@@ -26,7 +26,7 @@ import (
 
 // guestPages is the global that holds the module's guest-visible memory
 // size in pages, or nil for a module the memory-size pass did not rewrite
-// (the module as shipped: Options.StopCheck off).
+// (the module as shipped: NewWazeroClose).
 func guestPages(mod api.Module) api.Global {
 	if mod == nil {
 		return nil

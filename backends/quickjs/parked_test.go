@@ -104,7 +104,7 @@ func TestParkedInstanceIsDiscarded(t *testing.T) {
 		wrapper  func(t *testing.T) string
 		cancel   bool
 		table    bool
-		shipped  bool // the module as shipped (StopCheck off): no memory-size pass
+		shipped  bool // the module as shipped (NewWazeroClose): no memory-size pass
 		want     spi.OutcomeKind
 		discards bool
 	}{
@@ -123,11 +123,15 @@ func TestParkedInstanceIsDiscarded(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			opts := &Options{Mode: ModeParked, PoolSize: 1}
+			var b *Backend
 			if tc.shipped {
-				off := false
-				opts.StopCheck = &off
+				var err error
+				b, err = NewWazeroClose(opts)
+				require.NoError(t, err)
+				t.Cleanup(func() { _ = b.Close() })
+			} else {
+				b = newBackend(t, opts)
 			}
-			b := newBackend(t, opts)
 			if tc.wrapper != nil {
 				w := tc.wrapper(t)
 				b.args = func(mem int64) []string { a := guest.Args(mem); a[len(a)-1] = w; return a }

@@ -42,12 +42,34 @@ var rewrittenQuickJS = sync.OnceValues(func() ([]byte, error) {
 // too.
 var guestPasses = []wasmrewrite.Pass{wasmrewrite.MemorySizePass, wasmrewrite.PreemptPass}
 
-// guestModule returns the bytes the backend compiles.
+// uncheckedQuickJS is the module of Options.StopCheck off: rewritten by
+// every pass but the preemption pass, so that turning the check off
+// measures the check alone (parked instances still survive memory
+// growth).
+var uncheckedQuickJS = sync.OnceValues(func() ([]byte, error) {
+	var passes []wasmrewrite.Pass
+	for _, p := range guestPasses {
+		if p.Name != wasmrewrite.PreemptPass.Name {
+			passes = append(passes, p)
+		}
+	}
+	return wasmrewrite.RewriteWith(quickjswasi.QuickJSWASM, passes...)
+})
+
+// guestModule returns the bytes the backend compiles: QuickJS rewritten,
+// without the stop check when it is off, and as shipped for wazero's
+// close-on-context-done (NewWazeroClose: the configuration before the
+// rewriting, kept for benchmarks and the differential test of the
+// rewrite).
 func guestModule(set settings) ([]byte, error) {
-	if !set.stopCheck {
+	if set.wazeroClose {
 		return quickjswasi.QuickJSWASM, nil
 	}
-	wasm, err := rewrittenQuickJS()
+	rewrite := rewrittenQuickJS
+	if !set.stopCheck {
+		rewrite = uncheckedQuickJS
+	}
+	wasm, err := rewrite()
 	if err != nil {
 		return nil, fmt.Errorf("quickjs: rewriting the module: %w", err)
 	}
