@@ -57,7 +57,10 @@ const (
 )
 
 // MemorySize applies the memory-size pass to m. A module without a
-// memory is left as it is. It refuses, with an error wrapping
+// memory is left as it is. The added global starts at the memory's
+// minimum as m.Memories (or the memory's import) gives it: a pass before
+// this one that changes the memory's limits must change them there too,
+// or the guest would see a memory smaller than the one it has. It refuses, with an error wrapping
 // ErrUnsupported, a module with more than one memory, and with
 // ErrMemorySized one it rewrote already.
 func MemorySize(m *Module) error {
