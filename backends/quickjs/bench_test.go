@@ -24,7 +24,7 @@ var reshapeJS []byte
 const (
 	stopCheck   = iota // the rewritten module's stop check (the default)
 	wazeroClose        // the module as shipped, stopped by wazero's close-on-context-done (before issue 17)
-	noCheck            // the module as shipped, nothing to stop it
+	noCheck            // the module rewritten without the stop check (Options.StopCheck off), nothing to stop it
 	fuel               // the stop check with a CPU budget (Options.Fuel)
 )
 

@@ -14,8 +14,8 @@ import (
 )
 
 // corpusCase is one script of the differential corpus. discards is true
-// when the script's run ends its parked instance (a limit, an overflow, a
-// memory growth), so the next run may boot a new one.
+// when the script's run ends its parked instance (a limit, an overflow;
+// not a memory growth, which the instance survives: growth.go), so the next run may boot a new one.
 type corpusCase struct {
 	name, script, input string
 	limits              spi.Limits

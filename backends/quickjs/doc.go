@@ -29,11 +29,11 @@
 //     other limit uses a one-shot instance. Measured on two cores with the
 //     hard kill on, an echo through the effect takes 0.13 ms at the median
 //     in this mode and 3.5 ms in ModeFresh; a CPU-bound script (the
-//     reshape benchmark) takes the same time in both, and a run that grows
-//     memory pays for a replacement instance, booted after it. Parked mode
-//     uses only wazero's public API, helped by rewriting passes
-//     (internal/wasmrewrite) that export every mutable global, make the
-//     park point's read repeatable, and prove that no table is ever
+//     reshape benchmark) keeps its instance even though it grows linear
+//     memory (see the safety argument). Parked mode uses only wazero's
+//     public API, helped by rewriting passes (internal/wasmrewrite) that
+//     export every mutable global, make the park point's read repeatable,
+//     virtualise the memory's size and prove that no table is ever
 //     written; when that proof does not hold for the module, New says why
 //     and the backend runs in ModeFresh instead ([Backend.Mode],
 //     [Backend.ParkedModeError]), rather than failing at run time.
@@ -46,29 +46,32 @@
 // output buffers). The engine's heap, the JavaScript globals and
 // prototypes, the symbol registry, job queues, the libc stdio buffers and
 // the C stack all live in linear memory. A run restores every one of these
-// to the park point: memory by copy, globals through the exports a pass
-// adds, the stack by restoring a snapshot taken at the park point (a new
-// one for every run, since a snapshot is restored once), clocks and the
+// to the park point: memory by copy (and zeros above the park point's
+// size in a memory a run grew), globals through the exports a pass adds,
+// the stack by restoring a snapshot taken at the park point (a new one
+// for every run, since a snapshot is restored once), clocks and the
 // random source by resetting them, and stdin, stdout and stderr are the
 // run's own. The tables need no restore: a pass proves that none is ever
 // written (no table.set, grow, fill, copy or init, no imported or
-// exported table). What a restore cannot cover ends the instance instead:
-// a run is followed by another only when it ended in proc_exit with code
-// 0 after a result or a thrown record, its canary intact, linear memory
-// neither grown nor refused, no WASI call outside the expected set (args,
+// exported table). A grown memory is kept: the rewritten module's memory
+// size is a global, restored with the others (internal/wasmrewrite's
+// memory-size pass). What a restore cannot cover ends the instance
+// instead: a run is followed by another only when it ended in proc_exit
+// with code 0 after a result or a thrown record, its canary intact,
+// linear memory not refused, no WASI call outside the expected set (args,
 // environ, clocks, random, fd_fdstat_get, fd_prestat_*, fd_write, fd_read
 // of stdin, proc_exit; any other answers ENOSYS), no wall clock, cancel or
 // Close, and the instance has served fewer than 2,048 runs (each
 // snapshot's stack is 16 bytes longer than the one it was taken from).
-// Every other ending (a trap, a kill, a stack overflow, an out-of-memory,
-// an allocation that grew memory) discards the instance, and a
-// replacement boots off the request path. A differential test runs a
-// corpus of scripts built to observe leftovers (prototype pollution,
-// globals, let bindings, the symbol registry, WeakRef and
-// FinalizationRegistry, pending jobs, clock and random sequences, thrown
-// errors, caught out-of-memory errors) in both modes, each also right
-// after every other one on the same parked instance, and requires
-// byte-identical outcomes; that is what backs FreshPerRun in this mode.
+// Every other ending (a trap, a kill, a stack overflow, an out-of-memory)
+// discards the instance, and a replacement boots off the request path. A
+// differential test runs a corpus of scripts built to observe leftovers
+// (prototype pollution, globals, let bindings, the symbol registry,
+// WeakRef and FinalizationRegistry, pending jobs, clock and random
+// sequences, thrown errors, caught out-of-memory errors) in both modes,
+// each also right after every other one on the same parked instance, and
+// requires byte-identical outcomes; that is what backs FreshPerRun in
+// this mode.
 //
 // Limits of that argument: it is as strong as the list of state above.
 // It relies on wazero's experimental Snapshotter doing what its
@@ -217,8 +220,17 @@
 //     limit, committed only as the guest touches it, so growing costs the
 //     host no copy (a 1 GiB run is stopped at its clock within a few ms).
 //   - Speed: string-heavy work is slow in this build. In
-//     parked mode, a run that grows linear memory pays for a new instance
-//     after it (off its own request path, but on the host's cores).
+//     parked mode, a run that grew linear memory leaves its instance
+//     holding the grown memory: the next run's restore zeroes it (the
+//     first MiB above the park point in place, about 50 µs per MiB; whole
+//     pages past it go back to the kernel), and the instance's resident
+//     memory is up to its park point plus what the last run touched.
+//   - An access past the guest-visible memory size but inside the real
+//     (grown) memory reads or writes instead of trapping, in parked mode
+//     only: the bounds checks are wazero's, against the real size. It
+//     reads zeros, never an earlier run's bytes. QuickJS makes no such
+//     access (a corrupted engine could, and the trap it would meet on a
+//     fresh instance is not guaranteed here).
 //   - A script can throw its own InternalError("out of memory"), which is
 //     reported as the memory limit: the engine's out-of-memory error cannot
 //     be told apart from a copy.

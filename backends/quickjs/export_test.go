@@ -1,6 +1,6 @@
 package quickjs
 
-// NewWazeroClose is New with the module as shipped and wazero's
+// NewWazeroClose is New with the module as shipped (no rewriting pass) and wazero's
 // close-on-context-done stopping it: the configuration before the stop
 // check, kept for benchmarks that measure the two side by side.
 func NewWazeroClose(opts *Options) (*Backend, error) {

@@ -210,7 +210,9 @@ func (inst *instance) fail(err error) {
 
 // facts reads what the run of j left behind.
 func (inst *instance) facts(j *job, memory api.Memory) guest.Facts {
-	return j.factsFrom(memory, inst.b.layout.Bottom, inst.mem)
+	f := j.factsFrom(memory, inst.b.layout.Bottom, inst.mem)
+	j.memPeak = guestMemoryBytes(inst.mod, memory) // the run's, not the instance's (growth.go)
+	return f
 }
 
 func (inst *instance) deliver(j *job, f guest.Facts) {

@@ -25,7 +25,7 @@ type job struct {
 	stdoutW io.Writer // stdout, seen first by the beforeWrite test hook
 	stderr  *cappedBuffer
 	stderrW io.Writer // stderr, with the script's log records taken out (guest.Stderr)
-	memPeak int64     // the linear memory's size when the run ended
+	memPeak int64     // the memory size the guest saw when the run ended
 
 	inputRead atomic.Bool
 
@@ -70,8 +70,8 @@ func (r *run) newJob(req spi.Request) (*job, error) {
 // sinks; mem is the allocator of the run's linear memory.
 func (j *job) factsFrom(memory api.Memory, bottom uint32, mem *wasmhost.Allocator) guest.Facts {
 	back, ok := memory.Read(bottom, guest.CanarySize)
-	// The memory starts every run at its park point's size (or fresh) and
-	// never shrinks: its size now is the run's high-water mark.
+	// A fresh memory never shrinks: its size now is the run's high-water
+	// mark. Parked mode replaces it with the guest-visible size (growth.go).
 	j.memPeak = int64(memory.Size())
 	return guest.Facts{
 		Record:        j.stdout.Record(),

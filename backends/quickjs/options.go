@@ -90,8 +90,8 @@ type Options struct {
 	// is what stops a script at its deadline, and what keeps a running
 	// script from holding up the Go runtime's garbage collector: the
 	// backend then declares WallClock hard. Set it to false only to
-	// measure what the check costs: the module then runs as shipped, a
-	// runaway script runs until it ends on its own (a script that never
+	// measure what the check costs: the module then runs without it (the
+	// other rewrites, such as the memory-size pass, stay), a runaway script runs until it ends on its own (a script that never
 	// ends keeps a goroutine and a core busy forever, and Close waits for
 	// it), Evaluate reports the wall clock only once the script has
 	// ended, and the backend declares WallClock soft.

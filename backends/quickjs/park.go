@@ -86,12 +86,10 @@ func (inst *instance) wait() *job {
 // where the guest reads again (retake).
 func (inst *instance) resume(mod api.Module, j *job) {
 	memory := mod.Memory()
-	buf, ok := memory.Read(0, uint32(len(inst.memory)))
-	if !ok || memory.Size() != uint32(len(inst.memory)) {
+	if !inst.restoreMemory(memory) { // growth.go
 		inst.cur = j
 		exit(context.Background(), mod, 1)
 	}
-	copy(buf, inst.memory)
 	restoreGlobals(inst.globals, inst.globalVals)
 	inst.clock.wall.Store(inst.wall)
 	inst.clock.mono.Store(inst.mono)

@@ -31,11 +31,11 @@ import (
 // The guest's JavaScript wrapper ends every run with proc_exit, whose host
 // function does not unwind: it reads the run's facts, hands them to the
 // waiting Evaluate, and, when the run ended exactly as expected, parks
-// again. Anything else (a trap, a kill, a clobbered canary, memory that
-// grew or was refused, a WASI call outside the expected set, an exit code
-// or record that is not a result or a thrown value, an instance that
-// served maxRestores runs) ends the instance; a replacement is booted off
-// the request path.
+// again. A run that grew memory keeps its instance (growth.go). Anything
+// else (a trap, a kill, a clobbered canary, memory that was refused, a
+// WASI call outside the expected set, an exit code or record that is not
+// a result or a thrown value, an instance that served maxRestores runs)
+// ends the instance; a replacement is booted off the request path.
 
 // maxPools bounds how many memory limits keep a pool of their own; a
 // run with any other limit boots a one-shot instance.

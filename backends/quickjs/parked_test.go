@@ -38,15 +38,24 @@ func TestParkedInstancesAreReused(t *testing.T) {
 // change one; see TestParkedModeRefusesAWritableTable.)
 func TestParkedRestoreIsComplete(t *testing.T) {
 	b := newBackend(t, &Options{Mode: ModeParked, PoolSize: 1})
-	var checked, moved atomic.Int64
+	var checked, moved, grown atomic.Int64
 	var mu sync.Mutex
 	var problems []string
 	b.restored = func(inst *instance) {
 		mem := inst.mod.Memory()
 		buf, _ := mem.Read(0, mem.Size())
 		var bad []string
-		if !bytes.Equal(buf, inst.memory) {
+		park := len(inst.memory)
+		if len(buf) < park || !bytes.Equal(buf[:park], inst.memory) {
 			bad = append(bad, "memory")
+		} else if slices.ContainsFunc(buf[park:], func(c byte) bool { return c != 0 }) {
+			bad = append(bad, "memory above the park point") // a grown memory (growth.go)
+		}
+		if guestMemoryBytes(inst.mod, mem) != int64(park) {
+			bad = append(bad, "guest-visible memory size")
+		}
+		if len(buf) > park {
+			grown.Add(1)
 		}
 		if !slices.Equal(saveGlobals(inst.globals), inst.globalVals) {
 			bad = append(bad, "globals")
@@ -70,11 +79,16 @@ func TestParkedRestoreIsComplete(t *testing.T) {
 		}
 	}
 	for i := range 20 {
-		out := eval(t, b, `[Date.now(), Math.random(), typeof performance, input]`, fmt.Sprint(i), spi.Limits{})
+		script := `[Date.now(), Math.random(), typeof performance, input]`
+		if i%4 == 1 { // grows the memory, which the instance survives (growth.go)
+			script = `globalThis.big = "g".repeat((2 + input) << 20); [big.length, Math.random()]`
+		}
+		out := eval(t, b, script, fmt.Sprint(i), spi.Limits{})
 		require.Equal(t, spi.KindOK, out.Kind, out.Message)
 	}
 	assert.Empty(t, problems)
 	assert.Equal(t, int64(20), checked.Load())
+	assert.Positive(t, grown.Load(), "some runs must resume a grown memory, or the test proves less")
 	assert.Positive(t, moved.Load(), "the runs must leave globals to restore, or the test proves nothing")
 }
 
@@ -88,6 +102,7 @@ func TestParkedInstanceIsDiscarded(t *testing.T) {
 		limits   spi.Limits
 		wrapper  func(t *testing.T) string
 		cancel   bool
+		shipped  bool // the module as shipped (NewWazeroClose): no memory-size pass
 		want     spi.OutcomeKind
 		discards bool
 	}{
@@ -96,20 +111,27 @@ func TestParkedInstanceIsDiscarded(t *testing.T) {
 		{name: "trap or clobbered canary", script: `function f(n) { return n === 0 ? 0 : 1 + f(n - 1); } f(100000)`, want: spi.KindThrew, discards: true},
 		{name: "deadline", script: `for (;;) {}`, limits: spi.Limits{WallClock: 20 * time.Millisecond}, want: spi.KindLimit, discards: true},
 		{name: "cancel", script: `for (;;) {}`, cancel: true, discards: true},
-		{name: "memory grew", script: `globalThis.s = "y".repeat(4 << 20); s.length`, want: spi.KindOK, discards: true},
+		{name: "memory grew (control: kept, growth.go)", script: `globalThis.s = "y".repeat(4 << 20); s.length`, want: spi.KindOK},
+		{name: "memory grew, size not virtualised", script: `globalThis.s = "y".repeat(4 << 20); s.length`, shipped: true, want: spi.KindOK, discards: true},
 		{name: "memory refused", script: `globalThis.h = []; for (;;) h.push(new Array(1024).fill(1));`, limits: spi.Limits{MemoryBytes: 4 << 20}, want: spi.KindLimit, discards: true},
 		{name: "unexpected WASI call", script: `input`, wrapper: func(t *testing.T) string {
 			return patchWrapper(t, `send(P + "S\n");`, `if (G.input === 2) sin.seek(0, 0); send(P + "S\n");`)
 		}, want: spi.KindOK, discards: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			opts := &Options{Mode: ModeParked, PoolSize: 1}
 			var b *Backend
+			if tc.shipped {
+				var err error
+				b, err = NewWazeroClose(opts)
+				require.NoError(t, err)
+				t.Cleanup(func() { _ = b.Close() })
+			} else {
+				b = newBackend(t, opts)
+			}
 			if tc.wrapper != nil {
-				b = newBackend(t, &Options{Mode: ModeParked, PoolSize: 1})
 				w := tc.wrapper(t)
 				b.args = func(mem int64) []string { a := guest.Args(mem); a[len(a)-1] = w; return a }
-			} else {
-				b = newBackend(t, &Options{Mode: ModeParked, PoolSize: 1})
 			}
 			var got []*instance
 			b.onRun = func(inst *instance) { got = append(got, inst) }

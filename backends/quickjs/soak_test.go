@@ -25,11 +25,17 @@ import (
 //	SANDBANK_SOAK=100000 go test -run TestParkedSoak -v ./backends/quickjs/
 const defaultSoakRuns = 1000
 
-// soakKind picks the kind of run i: mostly results, then thrown values,
-// out-of-memory runs of two kinds, deadlines and stack overflows.
+// soakKind picks the kind of run i: mostly results (some of which grow
+// the memory by 1 or 2 MiB, which their instance survives), then thrown
+// values, out-of-memory runs of two kinds, deadlines and stack overflows.
 func soakKind(i int) (script string, limits spi.Limits, want func(i int) spi.Outcome) {
 	limits = spi.Limits{WallClock: 20 * time.Second, MemoryBytes: 4 << 20}
 	switch m := i % 100; {
+	case m < 7:
+		return `const seen = typeof globalThis.g; globalThis.g = "z".repeat((1 + input.i % 2) << 20); ({i: input.i, n: g.length, seen})`, limits,
+			func(i int) spi.Outcome {
+				return spi.OK(json.RawMessage(fmt.Sprintf(`{"i":%d,"n":%d,"seen":"undefined"}`, i, (1+i%2)<<20)))
+			}
 	case m < 70:
 		return `globalThis.n = (globalThis.n || 0) + 1; Object.prototype.p = input.i; ({i: input.i, n, d: Date.now()})`, limits,
 			func(i int) spi.Outcome {

@@ -36,12 +36,18 @@ var quickJSWASM = quickjswasi.QuickJSWASM
 // in the order every pass must keep: stack, memory size, park-read,
 // preempt, export-globals (last of the passes that add code or globals,
 // so that it exports every mutable global), then the static-tables proof,
-// which checks the module as it will run. Parked mode's passes
-// (park.go) apply in ModeParked only; with neither them nor the stop
-// check the module runs as shipped.
+// which checks the module as it will run. The memory-size pass (growth.go)
+// applies with the stop check off too, so that turning the check off
+// measures the check alone; parked mode's passes (park.go) apply in
+// ModeParked only. wazero's close-on-context-done (NewWazeroClose, the
+// configuration before the rewriting, kept for benchmarks and the
+// differential test of the rewrite) gets parked mode's passes only.
 func guestPasses(set settings) []wasmrewrite.Pass {
 	parked := set.mode == ModeParked
 	var passes []wasmrewrite.Pass
+	if !set.wazeroClose {
+		passes = append(passes, wasmrewrite.MemorySizePass)
+	}
 	if parked {
 		passes = append(passes, wasmrewrite.ParkReadPass)
 	}
@@ -65,7 +71,8 @@ type rewriteKey struct {
 // on the module's bytes, so each has its compiled form cached apart.
 var rewritten sync.Map
 
-// guestModule returns the bytes the backend compiles.
+// guestModule returns the bytes the backend compiles: QuickJS rewritten
+// by guestPasses, or as shipped when the list is empty.
 func guestModule(set settings) ([]byte, error) {
 	passes := guestPasses(set)
 	if len(passes) == 0 {

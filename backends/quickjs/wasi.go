@@ -159,7 +159,7 @@ func parkedProcExit(ctx context.Context, mod api.Module, stack []uint64) {
 	f := inst.facts(j, memory)
 	f.Ending, f.ExitCode = guest.EndExit, code
 	keep := code == 0 && f.CanaryIntact && !f.MemoryRefused && f.Started && f.Record.Settled() &&
-		memory.Size() == uint32(len(inst.memory)) &&
+		inst.memoryParkable(memory) &&
 		!inst.worn() &&
 		!inst.unexpected.Load() && !j.r.wallExpired.Load() && inst.ctx.Err() == nil
 	if j.finish() {

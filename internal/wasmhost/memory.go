@@ -39,6 +39,7 @@ func NewAllocator(limit uint64) *Allocator { return &Allocator{limit: limit} }
 type linearMemory interface {
 	experimental.LinearMemory
 	release()
+	zero(from, to uint64)
 }
 
 // Allocate implements experimental.MemoryAllocator.

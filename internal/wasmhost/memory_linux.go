@@ -46,3 +46,17 @@ func (m *mappedMemory) release() {
 		m.region = nil
 	}
 }
+
+func (m *mappedMemory) zero(from, to uint64) {
+	from, to = clip(from, to, uint64(len(m.region)))
+	page := uint64(syscall.Getpagesize())
+	if start := (from + zeroInPlace + page - 1) &^ (page - 1); start < to {
+		end := to &^ (page - 1)
+		if start < end && syscall.Madvise(m.region[start:end], syscall.MADV_DONTNEED) == nil {
+			clear(m.region[from:start])
+			clear(m.region[end:to])
+			return
+		}
+	}
+	clear(m.region[from:to])
+}

@@ -56,6 +56,20 @@
 //     exported table) or refuses the module with ErrTableWritten, so the
 //     host has no table to save or compare.
 //
+// # The memory-size pass
+//
+// MemorySize makes the memory size the guest sees a value the host can
+// restore: an added mutable global (exported as MemorySizeExport) holds
+// it in pages, memory.size reads it, and memory.grow calls an added
+// function that raises it and grows the real memory only past the size
+// it has already. A wasm memory cannot shrink; with the pass, a host that
+// restores a snapshot taken before a run grew the memory (the park point
+// of backends/quickjs) sets the global back, zeroes the memory above the
+// snapshot's size, and the guest sees the memory of the snapshot again.
+// The real size is the largest the guest-visible one has been. Loads and
+// stores are still bounds-checked against the real size (see the pass's
+// file for what that means for an out-of-bounds access).
+//
 // # Notes
 //
 // Version(passes...) names the output: a cache keyed on the
