@@ -10,6 +10,7 @@ import (
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/sys"
 
+	"github.com/sandbank/sandbank/backends/quickjs/internal/guest"
 	"github.com/sandbank/sandbank/internal/wasmrewrite"
 )
 
@@ -28,34 +29,59 @@ import (
 // bulk memory work), between two visits of the guest to the host.
 const preemptGrant = 4096
 
-// rewrittenQuickJS is the QuickJS binary with the stop check, rewritten
-// once per process. wazero's compilation cache keys on the module's
-// bytes, so the rewritten module has its compiled form cached apart from
-// the original's.
-var rewrittenQuickJS = sync.OnceValues(func() ([]byte, error) {
-	return wasmrewrite.Rewrite(quickjswasi.QuickJSWASM)
-})
-
-// guestModule returns the bytes the backend compiles.
-func guestModule(set settings) ([]byte, error) {
-	if !set.stopCheck {
-		return quickjswasi.QuickJSWASM, nil
-	}
-	wasm, err := rewrittenQuickJS()
-	if err != nil {
-		return nil, fmt.Errorf("quickjs: rewriting the module: %w", err)
-	}
-	return wasm, nil
+// guestBinary is the module the backend compiles, and where its C stack
+// lies.
+type guestBinary struct {
+	wasm   []byte
+	layout guest.Layout
 }
 
-// instantiateStopCheck instantiates the host module the rewritten module
-// imports its stop check from.
-func instantiateStopCheck(ctx context.Context, rt wazero.Runtime) error {
+// guestModules holds the rewritten QuickJS binaries of the process, by
+// the Version of their pass list, each rewritten once (a
+// func() (guestBinary, error) from sync.OnceValues). wazero's
+// compilation cache keys on the module's bytes, so every rewritten module
+// has its compiled form cached apart.
+var guestModules sync.Map
+
+// guestPasses is the pass list of the module the backend compiles, in
+// the order the passes must run: the stack pass, then the stop check.
+func guestPasses(set settings) []wasmrewrite.Pass {
+	passes := []wasmrewrite.Pass{guest.StackPass(set.stackBytes).Pass()}
+	if set.stopCheck {
+		passes = append(passes, wasmrewrite.PreemptPass)
+	}
+	return passes
+}
+
+// guestModule returns the bytes the backend compiles and their stack
+// layout.
+func guestModule(set settings) (guestBinary, error) {
+	passes := guestPasses(set)
+	rewrite, _ := guestModules.LoadOrStore(wasmrewrite.Version(passes...), sync.OnceValues(func() (guestBinary, error) {
+		layout, err := guest.GuardedLayout(quickjswasi.QuickJSWASM, set.stackBytes)
+		if err != nil {
+			return guestBinary{}, err
+		}
+		wasm, err := wasmrewrite.RewriteWith(quickjswasi.QuickJSWASM, passes...)
+		if err != nil {
+			return guestBinary{}, fmt.Errorf("quickjs: rewriting the module: %w", err)
+		}
+		return guestBinary{wasm: wasm, layout: layout}, nil
+	}))
+	return rewrite.(func() (guestBinary, error))()
+}
+
+// instantiateHost instantiates the host module the rewritten module
+// imports its stack check and stop check from.
+func instantiateHost(ctx context.Context, rt wazero.Runtime) error {
 	i32 := []api.ValueType{api.ValueTypeI32}
 	_, err := rt.NewHostModuleBuilder(wasmrewrite.PreemptModule).
 		NewFunctionBuilder().
 		WithGoFunction(api.GoFunc(preempt), i32, i32).
 		Export(wasmrewrite.PreemptName).
+		NewFunctionBuilder().
+		WithGoFunction(api.GoFunc(stackOverflow), nil, nil).
+		Export(wasmrewrite.StackOverflowName).
 		Instantiate(ctx)
 	return err
 }
