@@ -260,9 +260,12 @@ func TestInputTooLarge(t *testing.T) {
 	assert.Equal(t, spi.InputTooLarge(), eval(t, b, "input.length", big, spi.Limits{MemoryBytes: 4 << 20}))
 	// The same input parses within a larger limit: the phase is the input's.
 	assert.Equal(t, spi.OK(json.RawMessage(fmt.Sprint(6<<20))), eval(t, b, "input.length", big, spi.Limits{MemoryBytes: 64 << 20}))
-	// An input nested too deeply for the engine's stack.
-	deep := strings.Repeat("[", 20000) + strings.Repeat("]", 20000)
+	// An input nested too deeply for the engine's stack (1 MiB: about
+	// 65,000 levels of arrays fit).
+	deep := strings.Repeat("[", 100000) + strings.Repeat("]", 100000)
 	assert.Equal(t, spi.InputTooLarge(), eval(t, b, "input.length", deep, spi.Limits{}))
+	deep = strings.Repeat("[", 20000) + strings.Repeat("]", 20000)
+	assert.Equal(t, spi.OK([]byte(`1`)), eval(t, b, "input.length", deep, spi.Limits{}))
 }
 
 func TestWallClock(t *testing.T) {

@@ -71,7 +71,7 @@ const (
 	// MaxFuel is the largest Options.Fuel: 2^62 units.
 	MaxFuel uint64 = 1 << 62
 	// DefaultStackBytes is the engine's C stack when Options.StackBytes
-	// is zero: 1 MiB, about 7,500 plain JavaScript frames.
+	// is zero: 1 MiB, 3,616 plain JavaScript frames.
 	DefaultStackBytes = 1 << 20
 	// MinStackBytes and MaxStackBytes bound Options.StackBytes.
 	MinStackBytes = 64 << 10
@@ -146,8 +146,11 @@ type Options struct {
 	// run's memory limit: a run's linear memory starts at about 192 KiB
 	// plus StackBytes. A recursion that runs out of it ends in the thrown
 	// RangeError "Maximum call stack size exceeded", never in a wrong
-	// value or a trap; docs/recursion.md gives the depths that fit.
-	// Another value is refused.
+	// value or a trap; docs/recursion.md gives the depths that fit
+	// (about 290 bytes a plain JavaScript frame). Above about 5 MiB a
+	// larger stack buys no depth: wazero's own native call stack (a
+	// ceiling of 50 million bytes in v1.12.0) runs out first, at 17,368
+	// frames, and is read the same way. Another value is refused.
 	StackBytes int
 
 	// PoolSize is how many parked instances ModeParked keeps ready per
