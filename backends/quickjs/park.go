@@ -78,7 +78,7 @@ func (inst *instance) resume(mod api.Module, j *job) {
 		inst.cur = j
 		exit(context.Background(), mod, 1)
 	}
-	copy(buf, inst.memory)
+	inst.restoreMemory(buf) // stack.go
 	inst.internals.setGlobals(inst.globals)
 	inst.clock.wall.Store(inst.wall)
 	inst.clock.mono.Store(inst.mono)

@@ -3,6 +3,9 @@ package quickjs
 import (
 	"context"
 	"errors"
+
+	"github.com/sandbank/sandbank/backends/quickjs/internal/guest"
+	"github.com/sandbank/sandbank/internal/wasmrewrite"
 )
 
 // The C stack's bound. The module this backend compiles has a C stack of
@@ -24,4 +27,31 @@ var errStackOverflow = errors.New("quickjs: the C stack is exhausted")
 // the stack: it traps, with errStackOverflow.
 func stackOverflow(context.Context, []uint64) {
 	panic(errStackOverflow)
+}
+
+// restoreMemory puts linear memory (buf, the size of the park point's)
+// back to the park point, except the part of the C stack that no run
+// since the park point reached: everything below the stack region, the
+// canary at its bottom, and the region from the stack pass's low-water
+// mark (less the red zone leaf functions use below the stack pointer) to
+// its top. The stack below the mark is dead (no frame was ever there since
+// the last restore; a run writes no byte below the mark less the red
+// zone), so it still holds the park point's bytes: the restore is as
+// complete as a full copy, without copying the 1 MiB stack every run. The
+// caller restores the mark with the other globals. Without the mark (it
+// is not exported, or out of the region) it copies everything.
+func (inst *instance) restoreMemory(buf []byte) {
+	bottom, top := inst.b.layout.Bottom, inst.b.layout.Top
+	var low uint32
+	if g := inst.mod.ExportedGlobal(wasmrewrite.StackLowName); g != nil {
+		low = uint32(g.Get())
+	}
+	if low < bottom+guest.CanarySize+wasmrewrite.StackRedZone || low > top || int(top) > len(buf) || len(buf) != len(inst.memory) {
+		copy(buf, inst.memory)
+		return
+	}
+	canaryEnd := bottom + guest.CanarySize
+	dirty := low - wasmrewrite.StackRedZone
+	copy(buf[:canaryEnd], inst.memory[:canaryEnd])
+	copy(buf[dirty:], inst.memory[dirty:])
 }

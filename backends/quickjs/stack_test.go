@@ -200,3 +200,41 @@ func TestCanaryIsTheSecondLine(t *testing.T) {
 	assert.Zero(t, exhausted, "the check was removed: nothing reports an exhausted stack")
 	assert.Positive(t, clobberedYetEnded, "no run ended normally with a clobbered canary: the canary was never needed, so this test proves nothing")
 }
+
+// TestParkedRestoreAfterDeepRuns: parked mode restores the C stack only
+// from the low-water mark of the runs since the park point up; after
+// deep recursions the memory is still exactly the park point's (compared
+// in full), and every run's value is right.
+func TestParkedRestoreAfterDeepRuns(t *testing.T) {
+	b := newBackend(t, &Options{Mode: ModeParked, PoolSize: 1})
+	var mu sync.Mutex
+	var problems []string
+	var deepest uint64 = 1 << 32
+	b.onRun = func(inst *instance) {
+		if inst.mod == nil {
+			return // booting for this run
+		}
+		low := inst.mod.ExportedGlobal(wasmrewrite.StackLowName).Get()
+		mu.Lock()
+		deepest = min(deepest, low)
+		mu.Unlock()
+	}
+	b.restored = func(inst *instance) {
+		mem := inst.mod.Memory()
+		buf, _ := mem.Read(0, mem.Size())
+		if !bytes.Equal(buf, inst.memory) {
+			mu.Lock()
+			problems = append(problems, "memory")
+			mu.Unlock()
+		}
+	}
+	for i, n := range []int{3000, 10, 2500, 3500, 1, 3000} {
+		out := eval(t, b, recursion, fmt.Sprintf(`{"n":%d}`, n), spi.Limits{})
+		require.Equal(t, spi.OK([]byte(fmt.Sprint(n))), out, "run %d", i)
+	}
+	assert.Empty(t, problems)
+	assert.Equal(t, int64(1), b.boots.Load(), "every run must reuse the one instance")
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Less(t, deepest, uint64(b.layout.Top-3000*200), "the runs must have gone deep, or the test proves nothing")
+}

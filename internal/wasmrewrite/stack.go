@@ -1,6 +1,7 @@
 package wasmrewrite
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 )
@@ -23,7 +24,9 @@ import (
 //     calls the imported host function PreemptModule.StackOverflowName
 //     (which records the overflow and traps) and, should it return,
 //     traps itself (unreachable). Limit is Bottom + Guard + StackRedZone,
-//     so no frame ever writes below Bottom + Guard.
+//     so no frame ever writes below Bottom + Guard;
+//   - the check also keeps the lowest value the stack pointer took in an
+//     added global, exported as StackLowName.
 //
 // Why no frame writes below the stack pointer it set: wasm addresses are
 // the base plus an unsigned offset, and LLVM addresses a frame from the
@@ -61,6 +64,14 @@ const StackOverflowName = "stack_overflow"
 // StackPointerName is the name (in the name section) of the global the
 // stack pass bounds.
 const StackPointerName = "__stack_pointer"
+
+// StackLowName is the name under which the stack pass exports the stack
+// pointer's low-water mark: a mutable i32 global that starts at the
+// stack's top and that every check lowers to the stack pointer, so that
+// a host that saved the memory can tell how much of the stack a run may
+// have written (everything from the mark less StackRedZone up) and set
+// the mark back.
+const StackLowName = "sandbank_stack_low"
 
 // StackRedZone is how many bytes below the stack pointer a leaf function
 // may write without moving it: LLVM's wasm red zone.
@@ -111,7 +122,7 @@ func (s Stack) size() uint32 {
 // Pass returns the stack pass as a Pass; its name includes the size and
 // the guard.
 func (s Stack) Pass() Pass {
-	return Pass{Name: fmt.Sprintf("stack-1:%d:%d", s.size(), s.Guard), Apply: s.Apply}
+	return Pass{Name: fmt.Sprintf("stack-2:%d:%d", s.size(), s.Guard), Apply: s.Apply}
 }
 
 // stackPlan is what the pass found in a module.
@@ -210,6 +221,9 @@ func stackPointer(m *Module) (uint32, error) {
 		return 0, fmt.Errorf("%w: the stack pointer (global %d) is not a mutable i32 with a constant value", ErrStackShape, sp)
 	}
 	for _, e := range m.Exports {
+		if e.Name == StackLowName {
+			return 0, fmt.Errorf("%w: the module exports %s already", ErrStackShape, StackLowName)
+		}
 		if e.Kind == KindGlobal && e.Index == sp {
 			return 0, fmt.Errorf("%w: the stack pointer is exported (as %q): the host could move it", ErrStackShape, e.Name)
 		}
@@ -325,13 +339,15 @@ func (s Stack) Apply(m *Module) error {
 	if err := m.shiftFuncs(nImp, 1, true); err != nil {
 		return err
 	}
-	g := &m.Globals[p.sp-m.ImportedGlobals()]
-	g.Init = appendS64([]byte{opI32Const}, int64(int32(p.region.Top)))
-	g.Init = append(g.Init, opEnd)
+	top := append(appendS64([]byte{opI32Const}, int64(int32(p.region.Top))), opEnd)
+	m.Globals[p.sp-m.ImportedGlobals()].Init = top
 	m.Memories[0].Min = p.newMin
 	m.memoryEdited = true
 
-	check := p.region.check(p.sp, nImp)
+	low := m.ImportedGlobals() + uint32(len(m.Globals))
+	m.Globals = append(m.Globals, Global{Type: I32, Mutable: true, Init: bytes.Clone(top)})
+	m.Exports = append(m.Exports, Export{Name: StackLowName, Kind: KindGlobal, Index: low})
+	check := p.region.check(p.sp, nImp, low)
 	inserted := 0
 	for i := range m.Code {
 		b := &m.Code[i]
@@ -365,16 +381,23 @@ func (s Stack) Apply(m *Module) error {
 
 // check is the code the pass inserts after a global.set of the stack
 // pointer (global sp): unless Limit <= sp <= Top, call the host function
-// (function index call) and trap. One unsigned comparison covers both
-// ends: sp - Limit wraps above Top - Limit when sp is below Limit, and a
-// stack pointer moved so far down that it wrapped around the address
-// space (a huge alloca) lands above Top.
-func (r StackRegion) check(sp, call uint32) []byte {
+// (function index call) and trap; then lower the low-water mark (global
+// low) to sp. One unsigned comparison covers both ends: sp - Limit wraps
+// above Top - Limit when sp is below Limit, and a stack pointer moved so
+// far down that it wrapped around the address space (a huge alloca)
+// lands above Top.
+func (r StackRegion) check(sp, call, low uint32) []byte {
 	b := appendU32([]byte{opGlobalGet}, sp)
 	b = appendS64(append(b, opI32Const), int64(int32(r.Limit)))
 	b = append(b, opI32Sub)
 	b = appendS64(append(b, opI32Const), int64(int32(r.Top-r.Limit)))
 	b = append(b, opI32GtU, opIf, blockVoid)
 	b = appendU32(append(b, opCall), call)
-	return append(b, opUnreachable, opEnd)
+	b = append(b, opUnreachable, opEnd)
+	b = appendU32(append(b, opGlobalGet), sp)
+	b = appendU32(append(b, opGlobalGet), low)
+	b = append(b, opI32LtU, opIf, blockVoid)
+	b = appendU32(append(b, opGlobalGet), sp)
+	b = appendU32(append(b, opGlobalSet), low)
+	return append(b, opEnd)
 }

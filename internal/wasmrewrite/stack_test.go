@@ -79,10 +79,14 @@ func TestStackPassGivesTheStackItsRegion(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, uint64(g.region.Top), sp)
 
+	low := g.mod.ExportedGlobal(StackLowName)
+	require.NotNil(t, low)
+	assert.Equal(t, uint64(g.region.Top), low.Get(), "the low-water mark starts at the top")
 	// 64-byte frames: about 2,000 fit in 128 KiB.
 	got, err := g.call(t, "recurse", 1500)
 	require.NoError(t, err)
 	assert.Equal(t, uint64(1500*1501/2), got)
+	assert.Equal(t, uint64(g.region.Top-1501*64), low.Get(), "the low-water mark is the deepest frame")
 	got, err = g.call(t, "leaf", 42)
 	require.NoError(t, err)
 	assert.Equal(t, uint64(42), got)
@@ -140,11 +144,22 @@ func (s Stack) withoutCheck(m *Module) error {
 	if err := s.Apply(m); err != nil {
 		return err
 	}
-	check := p.region.check(p.sp, nImp)
+	check := p.region.check(p.sp, nImp, lowIndex(m))
 	for i := range m.Code {
 		m.Code[i].Code = bytes.ReplaceAll(m.Code[i].Code, check, bytes.Repeat([]byte{0x01}, len(check)))
 	}
 	return nil
+}
+
+// lowIndex is the index of the global the stack pass exports as
+// StackLowName.
+func lowIndex(m *Module) uint32 {
+	for _, e := range m.Exports {
+		if e.Name == StackLowName {
+			return e.Index
+		}
+	}
+	panic("no " + StackLowName)
 }
 
 // TestStackPassChecksEverySetOfQuickJS rewrites QuickJS and checks that
@@ -158,7 +173,7 @@ func TestStackPassChecksEverySetOfQuickJS(t *testing.T) {
 	require.NoError(t, err)
 	t.Logf("QuickJS: stack [%d, %d), limit %d; %d writes of the stack pointer", p.region.Bottom, p.region.Top, p.region.Limit, p.written)
 	require.NoError(t, s.Apply(m))
-	check := p.region.check(p.sp, m.ImportedFuncs()-1)
+	check := p.region.check(p.sp, m.ImportedFuncs()-1, lowIndex(m))
 	sets, checked := 0, 0
 	for _, b := range m.Code {
 		require.NoError(t, walk(b.Code, func(in instr) error {
@@ -209,6 +224,9 @@ func TestStackPassRefuses(t *testing.T) {
 		{"starts beyond the memory", Stack{}, func(m *Module) { m.Memories[0].Min = 0 }},
 		{"size not in pages", Stack{Size: 100000}, func(*Module) {}},
 		{"guard too large", Stack{Size: 64 << 10, Guard: 32 << 10}, func(*Module) {}},
+		{"exports the low-water mark already", Stack{}, func(m *Module) {
+			m.Exports = append(m.Exports, Export{Name: StackLowName, Kind: KindFunc, Index: 1})
+		}},
 		{"imports the host function already", Stack{}, func(m *Module) {
 			m.Imports = append(m.Imports, Import{Module: PreemptModule, Name: StackOverflowName, Kind: KindFunc})
 		}},
