@@ -44,10 +44,11 @@ func TestWazeroInternals(t *testing.T) {
 	again, err := snapshotStack(inst.snap)
 	require.NoError(t, err)
 	assert.Same(t, &inst.stack[0], &again[0])
-	// The module has exactly two mutable globals: __stack_pointer, whose
-	// value at the park point lies inside the C stack, and the stop
-	// check's budget, which the rewrite added last.
-	require.Len(t, inst.internals.getters, 2)
+	// The module has exactly three mutable globals: __stack_pointer, whose
+	// value at the park point lies inside the C stack, the stack pass's
+	// low-water mark, and the stop check's budget, which the rewrite
+	// added last.
+	require.Len(t, inst.internals.getters, 3)
 	sp := inst.globals[0]
 	assert.Greater(t, sp, uint64(b.layout.Bottom))
 	assert.LessOrEqual(t, sp, uint64(b.layout.Top))
