@@ -216,8 +216,9 @@
 //     backend then declares CPU); without it there is no CPU budget and
 //     the backend declares CPU false.
 //   - Memory: at most 4 GiB (the 32-bit address space). The engine needs
-//     between 256 and 512 KiB to boot; a smaller limit is reported as the
-//     memory limit. On Linux, linear memory is one reserved mapping of the
+//     its C stack (Options.StackBytes, 1 MiB by default) plus between 256
+//     and 512 KiB to boot; a smaller limit is reported as the memory
+//     limit. On Linux, linear memory is one reserved mapping of the
 //     limit, committed only as the guest touches it, so growing costs the
 //     host no copy (a 1 GiB run is stopped at its clock within a few ms).
 //   - Speed: string-heavy work is slow in this build. In
