@@ -247,7 +247,9 @@ func stackPointer(m *Module) (uint32, error) {
 // zone. Its frame is the value, or a local it was saved in, less a
 // constant, which must be at most StackRedZone; its other uses of the
 // value (QuickJS's lre_check_stack_overflow compares it to a limit)
-// address nothing below it. Every other shape is refused.
+// address nothing below it. In every function, a local that was set into
+// the stack pointer must not be used less a constant (an address below
+// the frame). Every other shape is refused.
 func checkShapes(code []byte, sp uint32) (int, error) {
 	var ins []instr
 	if err := walk(code, func(in instr) error { ins = append(ins, in); return nil }); err != nil {
@@ -287,9 +289,25 @@ func checkShapes(code []byte, sp uint32) (int, error) {
 			return 0, fmt.Errorf("a leaf function's frame below the stack pointer (at byte %d) exceeds the red zone", in.start)
 		}
 	}
+	// A frame is addressed upwards from the value set: a local that was
+	// set into the stack pointer (local.tee; global.set) less a constant
+	// would address below it (none in QuickJS-NG 0.11; refused, since the
+	// check could not see it).
+	frame := map[uint32]bool{}
+	for i := 0; i+1 < len(ins); i++ {
+		if ins[i].op == opLocalTee && isSP(ins[i+1], opGlobalSet) {
+			frame[imm(ins[i])] = true
+		}
+	}
 	for i, in := range ins {
-		if in.op == opLocalGet && saved[imm(in)] && !redZoneOK(code, ins[i+1:]) {
+		if in.op != opLocalGet {
+			continue
+		}
+		switch l := imm(in); {
+		case saved[l] && !redZoneOK(code, ins[i+1:]):
 			return 0, fmt.Errorf("a leaf function's frame below the stack pointer (at byte %d) exceeds the red zone", in.start)
+		case frame[l] && i+2 < len(ins) && ins[i+1].op == opI32Const && ins[i+2].op == opI32Sub:
+			return 0, fmt.Errorf("an address below the frame the stack pointer was set to (at byte %d)", in.start)
 		}
 	}
 	return sets, nil

@@ -238,6 +238,9 @@ func TestStackPassRefuses(t *testing.T) {
 		{"frame stored before the set", Stack{}, body(
 			opGlobalGet, 0, opI32Const, 64, opI32Sub, opLocalTee, 1, opI32Const, 0, opI32Store, 2, 0,
 			opLocalGet, 1, opGlobalSet, 0)},
+		{"an address below the frame", Stack{}, body(
+			opGlobalGet, 0, opI32Const, 64, opI32Sub, opLocalTee, 1, opGlobalSet, 0,
+			opLocalGet, 1, opI32Const, 8, opI32Sub, opI32Const, 0, opI32Store, 2, 0)},
 		{"a caller that never sets it", Stack{}, body(
 			opGlobalGet, 0, opI32Const, 16, opI32Sub, opI32Const, 0, opI32Store, 2, 0, opCall, 0)},
 		{"a leaf frame beyond the red zone", Stack{}, body(
