@@ -96,9 +96,9 @@ func TestStackBytesIsValidated(t *testing.T) {
 
 // TestRecursionDepth finds, by bisection, the deepest plain JavaScript
 // recursion that fits at several stack sizes, and which bound stopped the
-// next deeper one: the stack pass's check ("C stack") or wazero's own
-// native call stack ("wazero"), whose ceiling (50 million bytes in
-// v1.12.0, about 3 KiB a frame of QuickJS's interpreter loop) binds from
+// next deeper one: the stack pass's check or wazero's own native call
+// stack, whose ceiling (it stops growing past 50 million bytes in
+// v1.12.0, at about 84 MB; about 4.8 KB a JavaScript frame) binds from
 // about 5 MiB of C stack on. It checks the default's target of issue 17,
 // at least 3,000 frames, and 25,000 at 8 MiB unless wazero's ceiling
 // stopped it first. Run with -v for the table of docs/recursion.md:
