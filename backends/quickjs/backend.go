@@ -7,7 +7,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	quickjswasi "github.com/paralin/go-quickjs-wasi"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
@@ -44,11 +43,13 @@ var processCache = sync.OnceValue(wazero.NewCompilationCache)
 // safe for concurrent use, and [Backend.Close] releases it.
 type Backend struct {
 	set       settings
-	wasm      []byte // the module compiled: QuickJS, rewritten with the stop check
+	wasm      []byte // the module compiled: QuickJS, rewritten with the stack pass and the stop check
 	parkedErr error  // why ModeParked fell back to ModeFresh, or nil
-	layout    guest.Layout
-	rt        wazero.Runtime
-	cache     wazero.CompilationCache // nil without a cache directory
+	// layout is where the C stack lies in wasm's memory: the canary goes
+	// at its bottom.
+	layout guest.Layout
+	rt     wazero.Runtime
+	cache  wazero.CompilationCache // nil without a cache directory
 
 	// compiled is closed when compiling finished; mod or compileErr is set.
 	compileOnce sync.Once
@@ -85,10 +86,11 @@ type Backend struct {
 	restored func(*instance)
 }
 
-// New returns a QuickJS backend. A nil opts means defaults. It derives the
-// C stack region from the embedded binary (and fails if it cannot: the
-// backend refuses to run without its stack guard) and creates the wazero
-// runtime; the module is compiled by Warm or by the first Evaluate.
+// New returns a QuickJS backend. A nil opts means defaults. It rewrites
+// the embedded binary (once per process and pass list) with a C stack of
+// its own and a bound check (and fails if it cannot: the backend refuses
+// to run without its stack guard) and creates the wazero runtime; the
+// module is compiled by Warm or by the first Evaluate.
 func New(opts *Options) (*Backend, error) {
 	set, err := opts.settings()
 	if err != nil {
@@ -99,18 +101,14 @@ func New(opts *Options) (*Backend, error) {
 
 // build is New with validated settings.
 func build(set settings) (*Backend, error) {
-	layout, err := guest.ParseLayout(quickjswasi.QuickJSWASM)
-	if err != nil {
-		return nil, err
-	}
-	wasm, err := guestModule(set)
+	bin, err := guestModule(set)
 	var parkedErr error
-	if err != nil && set.mode == ModeParked {
+	if err != nil && set.mode == ModeParked && !errors.Is(err, errStackGuard) {
 		// Parked mode's passes refused the module (its proofs do not hold
 		// for this binary): a fresh backend that says why, never a parked
 		// instance whose restore would be incomplete.
 		parkedErr, set.mode = err, ModeFresh
-		wasm, err = guestModule(set)
+		bin, err = guestModule(set)
 	}
 	if err != nil {
 		return nil, err
@@ -130,14 +128,12 @@ func build(set settings) (*Backend, error) {
 	}
 	ctx := context.Background()
 	rt := wazero.NewRuntimeWithConfig(ctx, cfg)
-	if set.stopCheck {
-		if err := instantiateStopCheck(ctx, rt); err != nil {
-			_ = rt.Close(ctx)
-			if cache != nil {
-				_ = cache.Close(ctx)
-			}
-			return nil, fmt.Errorf("quickjs: stop check: %w", err)
+	if err := instantiateHost(ctx, rt); err != nil {
+		_ = rt.Close(ctx)
+		if cache != nil {
+			_ = cache.Close(ctx)
 		}
+		return nil, fmt.Errorf("quickjs: stack and stop check: %w", err)
 	}
 	if set.mode == ModeFresh { // parked mode instantiates its own WASI after compiling
 		if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
@@ -151,9 +147,9 @@ func build(set settings) (*Backend, error) {
 	life, shutdown := context.WithCancel(context.Background())
 	return &Backend{
 		set:       set,
-		wasm:      wasm,
+		wasm:      bin.wasm,
 		parkedErr: parkedErr,
-		layout:    layout,
+		layout:    bin.layout,
 		rt:        rt,
 		cache:     cache,
 		compiled:  make(chan struct{}),

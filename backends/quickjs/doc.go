@@ -117,10 +117,10 @@
 // A script too large to be read within the memory limit (12 MB under the
 // default 32 MiB: the engine holds it twice while it reads it) is the
 // memory limit, reported before it runs; the input's own size is never
-// blamed for it. A completion value nested deeper than about 3,700 levels
-// overflows the engine's C stack in JSON.stringify (a thrown
-// InternalError), so the effect's output depth limit (10,000) is never
-// what stops a QuickJS result.
+// blamed for it. A completion value nested deeper than the C stack
+// allows in JSON.stringify (tens of thousands of levels at the default
+// 1 MiB) is the thrown RangeError; below that, the effect's output depth
+// limit (10,000) applies.
 //
 // # Host calls
 //
@@ -192,31 +192,42 @@
 // a run.
 //
 // The C stack: this build has no stack check and a 64 KiB C stack that
-// sits directly above the static data, so a deep recursion silently
-// overwrites static data (measured without a guard: one over-deep run
-// returned a well-formed wrong value). The backend derives the stack
-// region from the binary (the __stack_pointer global and the DWARF layout
-// of the static data, never fixed addresses; New fails if it cannot),
-// writes 1 KiB of random canary at its bottom before each run and checks
-// it after: a clobbered canary, or a trap, is reported as a thrown
-// "InternalError" describing a stack overflow, never as a value, and the
-// instance is discarded (in parked mode too).
+// sits directly above the static data, so a deep recursion would silently
+// overwrite static data (measured without a guard: one over-deep run
+// returned a well-formed wrong value). The backend runs the module
+// rewritten by internal/wasmrewrite's stack pass: a C stack of
+// Options.StackBytes (default 1 MiB) of its own, after the module's
+// initial memory, where the allocator never reaches (wasi-libc's dlmalloc
+// takes its first heap from linker constants and grows with memory.grow,
+// above it), and a bound check after every move of the stack pointer,
+// which stops a frame before it writes one byte below the stack (stack.go;
+// New fails if the pass cannot identify the stack pointer or meets a use
+// of it it does not know). A recursion too deep is the thrown RangeError
+// "Maximum call stack size exceeded", as on V8, except that a script
+// cannot catch it: the run ends there, and its instance is discarded (in
+// parked mode too). The 1 KiB random canary the backend writes at the
+// stack's bottom before each run, and checks after, stays as a second
+// line of defence: a clobbered canary is read as the same RangeError, never
+// as a value.
 //
 // # Limits
 //
-//   - Recursion: plain JavaScript recursion of about 200 frames fits in
-//     the C stack (measured: 200 returns, 205 overflows; QuickJS's
-//     --stack-size has no effect on WASI). JSON.parse of the input and
-//     JSON.stringify of the result handle nesting of 3,000 levels; an
-//     input nested so deeply that parsing it overflows the stack is
-//     reported as InputTooLarge.
+//   - Recursion: plain JavaScript recursion of 3,616 frames fits in the
+//     default 1 MiB C stack, 885 in 256 KiB, and 17,368 from about 5 MiB
+//     on, where wazero's own native call stack binds first (its trap is
+//     read as the same RangeError); docs/recursion.md has the table and
+//     the command that prints it. QuickJS's --stack-size has no effect on
+//     WASI. JSON.parse of the input handles about 65,000 levels of nesting
+//     at the default; an input nested so deeply that parsing it overflows
+//     the stack is reported as InputTooLarge.
 //   - CPU: Options.Fuel, when set, is a deterministic budget in the stop
 //     check's units (a run that spends it ends in the limit cpu; the
 //     backend then declares CPU); without it there is no CPU budget and
 //     the backend declares CPU false.
 //   - Memory: at most 4 GiB (the 32-bit address space). The engine needs
-//     between 256 and 512 KiB to boot; a smaller limit is reported as the
-//     memory limit. On Linux, linear memory is one reserved mapping of the
+//     its C stack (Options.StackBytes, 1 MiB by default) plus between 256
+//     and 512 KiB to boot; a smaller limit is reported as the memory
+//     limit. On Linux, linear memory is one reserved mapping of the
 //     limit, committed only as the guest touches it, so growing costs the
 //     host no copy (a 1 GiB run is stopped at its clock within a few ms).
 //   - Speed: string-heavy work is slow in this build. In

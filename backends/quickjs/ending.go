@@ -24,13 +24,18 @@ func setEnding(f *guest.Facts, callErr error, killed bool) {
 		}
 	default:
 		f.Ending, f.Trap = guest.EndTrap, callErr.Error()
-		f.StackExhausted = nativeStackOverflow(callErr)
+		f.StackExhausted = errors.Is(callErr, errStackOverflow) || nativeStackOverflow(callErr)
 	}
 }
 
 // nativeStackOverflow reports whether err is wazero's trap for an
-// exhausted native call stack (its wasmruntime.ErrRuntimeStackOverflow,
-// which is internal: matched by its fixed text).
+// exhausted native call stack: its wasmruntime.ErrRuntimeStackOverflow,
+// which is internal, so matched by its fixed text. The compiler returns
+// it bare ("stack overflow": its call stack grows up to a ceiling of 50
+// million bytes, internal/engine/wazevo's callStackCeiling in v1.12.0),
+// the interpreter wrapped ("wasm error: stack overflow", past 2,000
+// frames).
 func nativeStackOverflow(err error) bool {
-	return strings.HasPrefix(err.Error(), "wasm error: stack overflow")
+	s := err.Error()
+	return s == "stack overflow" || strings.HasPrefix(s, "stack overflow\n") || strings.HasPrefix(s, "wasm error: stack overflow")
 }

@@ -70,6 +70,29 @@ func ExampleOptions_mode() {
 	// 1 <nil>
 }
 
+// The C stack's size sets how deep a recursion may go; deeper is the
+// thrown RangeError, never a wrong value.
+func ExampleOptions_stackBytes() {
+	backend, err := quickjs.New(&quickjs.Options{StackBytes: 2 << 20})
+	if err != nil {
+		panic(err)
+	}
+	scripts := effect.NewMemoryStore()
+	e, err := effect.New(scripts, backend, nil)
+	if err != nil {
+		panic(err)
+	}
+	defer e.Close()
+	deep, _ := scripts.Put([]byte(`function f(n) { return n === 0 ? 0 : 1 + f(n - 1) } f(input)`))
+	for _, n := range []int{5000, 1000000} {
+		out, err := e.Evaluate(context.Background(), effect.Call{Script: deep, Input: n})
+		fmt.Println(string(out), err)
+	}
+	// Output:
+	// 5000 <nil>
+	//  effect: scriptError: RangeError: Maximum call stack size exceeded
+}
+
 // The mode a backend runs in: parked unless parked mode's rewriting
 // passes refuse the module (a QuickJS binary that could write its
 // function table), in which case New falls back to fresh mode and says

@@ -70,6 +70,6 @@ func (inst *instance) restoreMemory(memory api.Memory) bool {
 		return false
 	}
 	inst.mem.Zero(uint64(park), uint64(memory.Size()))
-	copy(buf, inst.memory)
+	inst.restoreParkBytes(buf) // stack.go
 	return true
 }

@@ -70,6 +70,12 @@ const (
 	MaxMemoryBytes int64 = 4 << 30
 	// MaxFuel is the largest Options.Fuel: 2^62 units.
 	MaxFuel uint64 = 1 << 62
+	// DefaultStackBytes is the engine's C stack when Options.StackBytes
+	// is zero: 1 MiB, 3,616 plain JavaScript frames.
+	DefaultStackBytes = 1 << 20
+	// MinStackBytes and MaxStackBytes bound Options.StackBytes.
+	MinStackBytes = 64 << 10
+	MaxStackBytes = 256 << 20
 )
 
 // Options configure a backend. A nil *Options, or the zero value of a
@@ -133,6 +139,20 @@ type Options struct {
 	// run (ModeFresh). Zero means ModeParked; any other value is refused.
 	Mode Mode
 
+	// StackBytes is the size of the engine's C stack, a multiple of
+	// 64 KiB from MinStackBytes to MaxStackBytes; zero means
+	// DefaultStackBytes. The stack is a region of linear memory of its
+	// own (internal/wasmrewrite's stack pass), so it counts against every
+	// run's memory limit: a run's linear memory starts at about 192 KiB
+	// plus StackBytes. A recursion that runs out of it ends in the thrown
+	// RangeError "Maximum call stack size exceeded", never in a wrong
+	// value or a trap; docs/recursion.md gives the depths that fit
+	// (about 290 bytes a plain JavaScript frame). Above about 5 MiB a
+	// larger stack buys no depth: wazero's own native call stack (a
+	// ceiling of 50 million bytes in v1.12.0) runs out first, at 17,368
+	// frames, and is read the same way. Another value is refused.
+	StackBytes int
+
 	// PoolSize is how many parked instances ModeParked keeps ready per
 	// memory limit. Zero means runtime.GOMAXPROCS(0); negative is
 	// refused. A run that finds no parked instance boots one of its own
@@ -152,6 +172,7 @@ type settings struct {
 	maxStderrBytes int
 	mode           Mode
 	poolSize       int
+	stackBytes     uint32
 }
 
 func (o *Options) settings() (settings, error) {
@@ -162,6 +183,7 @@ func (o *Options) settings() (settings, error) {
 		maxStderrBytes: DefaultMaxStderrBytes,
 		mode:           ModeParked,
 		poolSize:       runtime.GOMAXPROCS(0),
+		stackBytes:     DefaultStackBytes,
 	}
 	if o == nil {
 		return s, nil
@@ -204,6 +226,13 @@ func (o *Options) settings() (settings, error) {
 		return settings{}, errors.New("quickjs: negative PoolSize")
 	case o.PoolSize > 0:
 		s.poolSize = o.PoolSize
+	}
+	switch {
+	case o.StackBytes == 0:
+	case o.StackBytes < MinStackBytes || o.StackBytes > MaxStackBytes || o.StackBytes%(64<<10) != 0:
+		return settings{}, errors.New("quickjs: StackBytes is not a multiple of 64 KiB from MinStackBytes to MaxStackBytes")
+	default:
+		s.stackBytes = uint32(o.StackBytes)
 	}
 	return s, nil
 }

@@ -108,7 +108,7 @@ func TestParkedInstanceIsDiscarded(t *testing.T) {
 	}{
 		{name: "clean result (control)", script: `input`, want: spi.KindOK},
 		{name: "thrown (control)", script: `throw new Error("x")`, want: spi.KindThrew},
-		{name: "trap or clobbered canary", script: `function f(n) { return n === 0 ? 0 : 1 + f(n - 1); } f(100000)`, want: spi.KindThrew, discards: true},
+		{name: "stack overflow", script: `function f(n) { return n === 0 ? 0 : 1 + f(n - 1); } f(100000)`, want: spi.KindThrew, discards: true},
 		{name: "deadline", script: `for (;;) {}`, limits: spi.Limits{WallClock: 20 * time.Millisecond}, want: spi.KindLimit, discards: true},
 		{name: "cancel", script: `for (;;) {}`, cancel: true, discards: true},
 		{name: "memory grew (control: kept, growth.go)", script: `globalThis.s = "y".repeat(4 << 20); s.length`, want: spi.KindOK},

@@ -94,10 +94,12 @@ func TestParkedModeRefusesAWritableTable(t *testing.T) {
 }
 
 // TestParkedGlobalsThroughExports: the module's mutable globals are
-// reached through the exports the export-globals pass adds: exactly two
+// reached through the exports the export-globals pass adds: exactly four
 // in QuickJS rewritten with the stop check, __stack_pointer (its value at
-// the park point inside the C stack) and the stop check's budget, which
-// the preemption pass added last; a write through them is seen.
+// the park point inside the C stack), then the globals the passes add in
+// their order: the stack pass's low-water mark, the memory-size pass's
+// guest-visible size and the stop check's budget; a write through them is
+// seen.
 func TestParkedGlobalsThroughExports(t *testing.T) {
 	b := newBackend(t, &Options{Mode: ModeParked, PoolSize: 1})
 	require.NoError(t, b.Warm(t.Context()))
@@ -107,8 +109,8 @@ func TestParkedGlobalsThroughExports(t *testing.T) {
 	require.NotNil(t, inst, "Warm must leave a parked instance")
 	defer func() { require.True(t, p.put(inst)) }()
 
-	require.Len(t, inst.globals, 2)
-	require.Len(t, inst.globalVals, 2)
+	require.Len(t, inst.globals, 4)
+	require.Len(t, inst.globalVals, 4)
 	sp := inst.globalVals[0]
 	assert.Greater(t, sp, uint64(b.layout.Bottom))
 	assert.LessOrEqual(t, sp, uint64(b.layout.Top))

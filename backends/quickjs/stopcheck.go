@@ -2,6 +2,7 @@ package quickjs
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/sys"
 
+	"github.com/sandbank/sandbank/backends/quickjs/internal/guest"
 	"github.com/sandbank/sandbank/internal/wasmrewrite"
 )
 
@@ -33,18 +35,21 @@ const preemptGrant = 4096
 var quickJSWASM = quickjswasi.QuickJSWASM
 
 // guestPasses is the pass list of the module a backend with set compiles,
-// in the order every pass must keep: stack, memory size, park-read,
-// preempt, export-globals (last of the passes that add code or globals,
-// so that it exports every mutable global), then the static-tables proof,
-// which checks the module as it will run. The memory-size pass (growth.go)
+// in the order every pass must keep: stack (first: it grows the initial
+// memory the memory-size pass reads), memory size, park-read, preempt,
+// export-globals (last of the passes that add code or globals, so that it
+// exports every mutable global), then the static-tables proof, which
+// checks the module as it will run. The stack pass applies always: no
+// backend runs without its stack guard. The memory-size pass (growth.go)
 // applies with the stop check off too, so that turning the check off
 // measures the check alone; parked mode's passes (park.go) apply in
 // ModeParked only. wazero's close-on-context-done (NewWazeroClose, the
 // configuration before the rewriting, kept for benchmarks and the
-// differential test of the rewrite) gets parked mode's passes only.
+// differential test of the rewrite) gets the stack pass and parked mode's
+// passes only.
 func guestPasses(set settings) []wasmrewrite.Pass {
 	parked := set.mode == ModeParked
-	var passes []wasmrewrite.Pass
+	passes := []wasmrewrite.Pass{guest.StackPass(set.stackBytes).Pass()}
 	if !set.wazeroClose {
 		passes = append(passes, wasmrewrite.MemorySizePass)
 	}
@@ -60,44 +65,60 @@ func guestPasses(set settings) []wasmrewrite.Pass {
 	return passes
 }
 
+// guestBinary is the module the backend compiles, and where its C stack
+// lies.
+type guestBinary struct {
+	wasm   []byte
+	layout guest.Layout
+}
+
 // rewriteKey names one rewritten module: its input and its pass list.
 type rewriteKey struct {
 	input   *byte
 	version string
 }
 
-// rewritten caches the rewritten modules, once per process each (a
-// rewriteKey's func() ([]byte, error)). wazero's compilation cache keys
-// on the module's bytes, so each has its compiled form cached apart.
-var rewritten sync.Map
+// guestModules holds the rewritten QuickJS binaries of the process, by
+// rewriteKey, each rewritten once (a func() (guestBinary, error) from
+// sync.OnceValues). wazero's compilation cache keys on the module's
+// bytes, so every rewritten module has its compiled form cached apart.
+var guestModules sync.Map
 
-// guestModule returns the bytes the backend compiles: QuickJS rewritten
-// by guestPasses, or as shipped when the list is empty.
-func guestModule(set settings) ([]byte, error) {
+// errStackGuard marks a module whose C stack cannot be guarded: no
+// backend runs it, in any mode.
+var errStackGuard = errors.New("quickjs: the C stack cannot be guarded")
+
+// guestModule returns the bytes the backend compiles (QuickJS rewritten
+// by guestPasses) and their stack layout.
+func guestModule(set settings) (guestBinary, error) {
 	passes := guestPasses(set)
-	if len(passes) == 0 {
-		return quickJSWASM, nil
-	}
 	input := quickJSWASM
 	key := rewriteKey{input: &input[0], version: wasmrewrite.Version(passes...)}
-	f, _ := rewritten.LoadOrStore(key, sync.OnceValues(func() ([]byte, error) {
-		return wasmrewrite.RewriteWith(input, passes...)
+	rewrite, _ := guestModules.LoadOrStore(key, sync.OnceValues(func() (guestBinary, error) {
+		layout, err := guest.GuardedLayout(input, set.stackBytes)
+		if err != nil {
+			return guestBinary{}, fmt.Errorf("%w: %w", errStackGuard, err)
+		}
+		wasm, err := wasmrewrite.RewriteWith(input, passes...)
+		if err != nil {
+			return guestBinary{}, fmt.Errorf("quickjs: rewriting the module: %w", err)
+		}
+		return guestBinary{wasm: wasm, layout: layout}, nil
 	}))
-	wasm, err := f.(func() ([]byte, error))()
-	if err != nil {
-		return nil, fmt.Errorf("quickjs: rewriting the module: %w", err)
-	}
-	return wasm, nil
+	return rewrite.(func() (guestBinary, error))()
 }
 
-// instantiateStopCheck instantiates the host module the rewritten module
-// imports its stop check from.
-func instantiateStopCheck(ctx context.Context, rt wazero.Runtime) error {
+// instantiateHost instantiates the host module the rewritten module
+// imports its stack check and stop check from.
+func instantiateHost(ctx context.Context, rt wazero.Runtime) error {
 	i32 := []api.ValueType{api.ValueTypeI32}
 	_, err := rt.NewHostModuleBuilder(wasmrewrite.PreemptModule).
 		NewFunctionBuilder().
 		WithGoFunction(api.GoFunc(preempt), i32, i32).
 		Export(wasmrewrite.PreemptName).
+		NewFunctionBuilder().
+		WithGoFunction(api.GoFunc(stackOverflow), nil, nil).
+		Export(wasmrewrite.StackOverflowName).
 		Instantiate(ctx)
 	return err
 }

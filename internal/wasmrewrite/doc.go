@@ -70,6 +70,22 @@
 // stores are still bounds-checked against the real size (see the pass's
 // file for what that means for an out-of-bounds access).
 //
+// # The stack pass
+//
+// Stack gives a module built by LLVM for wasm32 a C stack of its own,
+// bounded: its initial memory grows by Stack.Size bytes, the stack
+// pointer (the global the name section calls __stack_pointer) starts at
+// the top of that region, and a check after every global.set of the
+// stack pointer calls the host function PreemptModule.StackOverflowName
+// (which must trap) before a frame could write below the region's guard.
+// It checks every read of the stack pointer against the shapes LLVM
+// emits (prologues, saves around alloca, red-zone leaf frames of at most
+// StackRedZone bytes) and refuses, with an error wrapping ErrStackShape,
+// a module whose stack pointer it cannot identify or uses in any other
+// way. It also exports the stack pointer's low-water mark (StackLowName),
+// so that a host restoring memory knows how much of the stack a run may
+// have written. stack.go says why the region is outside wasi-libc's heap.
+//
 // # Notes
 //
 // Version(passes...) names the output: a cache keyed on the

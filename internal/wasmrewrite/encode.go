@@ -116,6 +116,19 @@ func (m *Module) encodeSection(id byte) []byte {
 			b = append(b, e.Kind)
 			b = appendU32(b, e.Index)
 		}
+	case secMemory:
+		if !m.memoryEdited {
+			return nil
+		}
+		b = appendU32(b, uint32(len(m.Memories)))
+		for _, mem := range m.Memories {
+			if mem.HasMax {
+				b = appendU32(append(b, 1), mem.Min)
+				b = appendU32(b, mem.Max)
+			} else {
+				b = appendU32(append(b, 0), mem.Min)
+			}
+		}
 	case secStart:
 		if m.Start == nil {
 			return nil

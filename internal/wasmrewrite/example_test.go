@@ -131,3 +131,54 @@ func ExampleStaticTables() {
 	fmt.Println(wasmrewrite.StaticTables(m))
 	// Output: <nil>
 }
+
+// spWasm is a module shaped like LLVM's output: a stack pointer global
+// named __stack_pointer (name section) in a one-page memory, and
+// (func (export "deep") (param i32)), which moves the stack pointer down
+// by its argument and back.
+var spWasm = []byte{
+	0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00, // header
+	0x01, 0x05, 0x01, 0x60, 0x01, 0x7f, 0x00, // type (i32) -> ()
+	0x03, 0x02, 0x01, 0x00, // one function
+	0x05, 0x03, 0x01, 0x00, 0x01, // memory 1
+	0x06, 0x08, 0x01, 0x7f, 0x01, 0x41, 0x80, 0x80, 0x04, 0x0b, // global (mut i32) (i32.const 65536)
+	0x07, 0x08, 0x01, 0x04, 'd', 'e', 'e', 'p', 0x00, 0x00, // export "deep"
+	0x0a, 0x16, 0x01, 0x14, 0x01, 0x01, 0x7f, // code: one body, one i32 local
+	0x23, 0x00, 0x20, 0x00, 0x6b, 0x22, 0x01, 0x24, 0x00, // sp - n, tee, set
+	0x20, 0x01, 0x20, 0x00, 0x6a, 0x24, 0x00, 0x0b, // sp + n, set
+	0x00, 0x19, 0x04, 'n', 'a', 'm', 'e', // custom section "name"
+	0x07, 0x12, 0x01, 0x00, 0x0f, '_', '_', 's', 't', 'a', 'c', 'k', '_', 'p', 'o', 'i', 'n', 't', 'e', 'r', // global names
+}
+
+// ExampleStack gives a module a 64 KiB stack of its own; a frame larger
+// than the stack calls the host function the pass imports.
+func ExampleStack() {
+	s := wasmrewrite.Stack{Size: 64 << 10}
+	wasm, err := wasmrewrite.RewriteWith(spWasm, s.Pass())
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+	rt := wazero.NewRuntime(ctx)
+	defer rt.Close(ctx)
+	_, err = rt.NewHostModuleBuilder(wasmrewrite.PreemptModule).NewFunctionBuilder().
+		WithFunc(func() { panic("stack overflow") }).
+		Export(wasmrewrite.StackOverflowName).Instantiate(ctx)
+	if err != nil {
+		panic(err)
+	}
+	mod, err := rt.Instantiate(ctx, wasm)
+	if err != nil {
+		panic(err)
+	}
+	deep := mod.ExportedFunction("deep")
+	_, err = deep.Call(ctx, 1000)
+	fmt.Println("1000 bytes:", err == nil)
+	_, err = deep.Call(ctx, 100000)
+	fmt.Println("100000 bytes:", err == nil)
+	fmt.Println("memory:", mod.Memory().Size())
+	// Output:
+	// 1000 bytes: true
+	// 100000 bytes: false
+	// memory: 131072
+}

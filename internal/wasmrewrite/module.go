@@ -131,6 +131,9 @@ type Module struct {
 	// writes their sections back as they came.
 	Memories []Memory
 	Data     []Data
+	// memoryEdited is set by a pass that changed Memories: the memory
+	// section is then encoded from it.
+	memoryEdited bool
 	// Names is the decoded name section, nil without one.
 	Names *Names
 

@@ -11,8 +11,6 @@ import (
 
 	"github.com/sandbank/sandbank/backends/quickjs/internal/guest"
 	"github.com/sandbank/sandbank/spi"
-
-	quickjswasi "github.com/paralin/go-quickjs-wasi"
 )
 
 // Engine is the engine name this backend registers under.
@@ -53,8 +51,9 @@ type Backend struct {
 }
 
 // New returns a QuickJS-on-wasmtime backend. A nil opts means defaults.
-// It derives the C stack region from the embedded binary (and fails if it
-// cannot: the backend refuses to run without its stack guard) and sets up
+// It rewrites the embedded binary with a C stack of its own and its bound
+// check, once per process (and fails if it cannot: the backend refuses
+// to run without its stack guard), and sets up
 // the process-wide wasmtime engine; the module is compiled by Warm or by
 // the first Evaluate, once per process.
 func New(opts *Options) (*Backend, error) {
@@ -62,16 +61,16 @@ func New(opts *Options) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	layout, err := guest.ParseLayout(quickjswasi.QuickJSWASM)
-	if err != nil {
-		return nil, err
+	g := guarded()
+	if g.err != nil {
+		return nil, g.err
 	}
 	rt, err := processRuntime()
 	if err != nil {
 		return nil, err
 	}
 	life, shutdown := context.WithCancel(context.Background())
-	return &Backend{set: set, layout: layout, rt: rt, life: life, shutdown: shutdown}, nil
+	return &Backend{set: set, layout: g.layout, rt: rt, life: life, shutdown: shutdown}, nil
 }
 
 // HostObjects declares what a script sees beyond ECMAScript's standard

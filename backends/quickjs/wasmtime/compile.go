@@ -15,7 +15,6 @@ import (
 	"sync"
 
 	wt "github.com/bytecodealliance/wasmtime-go/v39"
-	quickjswasi "github.com/paralin/go-quickjs-wasi"
 )
 
 // engineConfig names every engine setting that changes the compiled code;
@@ -26,11 +25,11 @@ const engineConfig = "cranelift;opt=speed;epoch-interruption;consume-fuel"
 // part of the cache key.
 const bindingModule = "github.com/bytecodealliance/wasmtime-go/v39"
 
-// maxWasmStack is the native stack wasm code may use: 2 MiB. The deepest
-// recursion the guest's 64 KiB C stack allows (parsing JSON nested 3,688
-// deep, about 18 bytes of C stack and 190 bytes of native stack a level)
-// needs about 700 KiB of it; 2 MiB is nearly three times that, and a
-// quarter of the 8 MiB native stack of the threads Go runs cgo calls on.
+// maxWasmStack is the native stack wasm code may use: 2 MiB, a quarter
+// of the 8 MiB native stack of the threads Go runs cgo calls on. It binds
+// before the guest's C stack (stack.go): a plain JavaScript recursion
+// takes about 670 bytes of it a frame (3,112 frames fit), parsing JSON
+// about 190 bytes a level of nesting.
 const maxWasmStack = 2 << 20
 
 // runtimeState is the process-wide wasmtime engine and linker. The engine
@@ -48,12 +47,9 @@ var processRuntime = sync.OnceValues(func() (*runtimeState, error) {
 	cfg.SetEpochInterruption(true)
 	cfg.SetConsumeFuel(true)
 	cfg.SetParallelCompilation(true)
-	// Room for the guest's own C stack, which lives in linear memory and
-	// is guarded by its canary, to overflow before wasmtime's native one:
-	// with the default 512 KiB, parsing an input nested about 2,700 deep
-	// exhausted the native stack first (a trap in whatever frame was
-	// running), where the wazero engines overflow the C stack at 3,688
-	// and say inputTooLarge. See maxWasmStack.
+	// Room for deep recursion: with the default 512 KiB, parsing an input
+	// nested about 2,700 deep exhausted the native stack. See
+	// maxWasmStack and stack.go.
 	cfg.SetMaxWasmStack(maxWasmStack)
 	eng := wt.NewEngineWithConfig(cfg)
 	linker, err := newLinker(eng)
@@ -92,7 +88,12 @@ func moduleFor(rt *runtimeState, cacheDir string) *compiledModule {
 	m.once.Do(func() {
 		go func() {
 			defer close(m.done)
-			m.mod, m.fromCache, m.err = loadModule(rt.engine, cacheDir, quickjswasi.QuickJSWASM)
+			g := guarded()
+			if g.err != nil {
+				m.err = g.err
+				return
+			}
+			m.mod, m.fromCache, m.err = loadModule(rt.engine, cacheDir, g.wasm)
 		}()
 	})
 	return m

@@ -61,15 +61,17 @@
 //     "x".repeat(3e8)). The limiter refuses growth silently, so when the
 //     engine dies without reporting, a memory standing within 1/16 of the
 //     limit (or 1 MiB) is read as the memory limit.
-//   - The C stack: the same guard as package quickjs (a random canary at
-//     the bottom of the stack region derived from the binary); plain
-//     recursion of about 200 frames fits. wasmtime's own native stack for
-//     wasm code is raised to 2 MiB (its default, 512 KiB, ran out while
-//     parsing an input nested 2,700 deep), so that the guest's C stack,
-//     the same on every QuickJS engine, is the bound that binds first: an
-//     input nested past it (3,688 arrays deep on this build) is
-//     inputTooLarge here as on wazero. Should the native stack run out all
-//     the same, the trap is read as that overflow, never untyped.
+//   - The C stack: the same stack pass as package quickjs
+//     (internal/wasmrewrite): a 1 MiB C stack of the guest's own, after
+//     its initial memory (it counts against the memory limit), with a
+//     bound check after every move of the stack pointer, and a random
+//     canary at its bottom as a second line of defence. wasmtime's own
+//     native stack for wasm code (2 MiB; its default, 512 KiB, ran out
+//     while parsing an input nested 2,700 deep) runs out before that C
+//     stack on a plain recursion: 3,112 frames fit. Whichever runs out,
+//     a recursion too deep is the thrown RangeError "Maximum call stack
+//     size exceeded" (an input nested too deep, before the script
+//     started, is inputTooLarge), never a value or an untyped trap.
 //
 // # Security considerations
 //

@@ -4,6 +4,7 @@ package wasmtime
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -314,20 +315,49 @@ func TestCappedBuffer(t *testing.T) {
 	assert.Equal(t, "ab", c.head(2))
 }
 
-// TestRecursionDepth: the C stack and its guard are the binary's, so the
-// depth that fits is package quickjs's (guest.ApproxMaxDepth); deeper is a
-// thrown stack overflow, never a value.
+// TestRecursionDepth: a recursion that fits returns its value, a deeper
+// one is the thrown RangeError (wasmtime's native stack runs out before
+// the stack pass's C stack: see stack.go), never a value or another
+// trap. With -v it reports the deepest recursion that fits, bisected:
+//
+//	go test -run TestRecursionDepth -v ./backends/quickjs/wasmtime/
 func TestRecursionDepth(t *testing.T) {
 	const f = `function f(n) { return n === 0 ? 0 : 1 + f(n - 1); } f(input.n)`
-	out, err := eval(t, shared(t), f, `{"n":190}`, spi.Limits{})
+	overflow := spi.Threw(guest.NameStackOverflow, guest.MsgStackOverflow)
+	b, err := New(nil)
 	require.NoError(t, err)
-	assert.Equal(t, spi.OK([]byte("190")), out)
-	for _, n := range []string{"300", "5000", "100000"} {
-		out, err := eval(t, shared(t), f, `{"n":`+n+`}`, spi.Limits{})
+	defer b.Close()
+	var mu sync.Mutex
+	var last guest.Facts
+	b.observe = func(_ *run, f guest.Facts, _ uint64) { mu.Lock(); last = f; mu.Unlock() }
+	fits := func(n int) bool {
+		out, err := eval(t, b, f, fmt.Sprintf(`{"n":%d}`, n), spi.Limits{})
 		require.NoError(t, err)
-		assert.Equal(t, spi.KindThrew, out.Kind, "depth %s: %+v", n, out)
-		assert.Contains(t, out.Message, "stack overflow", "depth %s", n)
+		if out.Kind == spi.KindOK {
+			require.Equal(t, fmt.Sprint(n), string(out.Value))
+			return true
+		}
+		require.Equal(t, overflow, out, "depth %d", n)
+		return false
 	}
+	for _, n := range []int{190, 1000} {
+		assert.True(t, fits(n), "depth %d", n)
+	}
+	for _, n := range []int{100000, 1000000} {
+		assert.False(t, fits(n), "depth %d", n)
+	}
+	lo, hi := 1000, 100000
+	for hi-lo > 1 {
+		if mid := (lo + hi) / 2; fits(mid) {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	fits(hi)
+	mu.Lock()
+	t.Logf("deepest plain recursion: %d frames (C stack %d KiB, native stack %d KiB); one deeper: %s", lo, stackBytes>>10, maxWasmStack>>10, last.Trap)
+	mu.Unlock()
 }
 
 // TestNudgeRescuesAMissedEpoch: a guest that saw the epoch advance before

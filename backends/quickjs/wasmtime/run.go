@@ -88,6 +88,8 @@ type run struct {
 	inputOnce  sync.Once
 	inputRead  atomic.Bool
 	fuelErr    error // set on the guest's thread, read after the call
+	// stackOverflow is set by the stack pass's check (stackOverflow).
+	stackOverflow atomic.Bool
 
 	cancel      context.CancelCauseFunc
 	phase       atomic.Value // string
@@ -243,7 +245,8 @@ func (r *run) do(ctx context.Context, req spi.Request) (spi.Outcome, error) {
 		Late:             r.stdout.Took() > r.limits.WallClock,
 	}
 	facts.Ending, facts.ExitCode, facts.Trap = ending(callErr, runCtx.Err() != nil)
-	facts.StackExhausted = facts.Ending == guest.EndTrap && strings.Contains(callErr.Error(), "call stack exhausted")
+	facts.StackExhausted = facts.Ending == guest.EndTrap &&
+		(r.stackOverflow.Load() || strings.Contains(callErr.Error(), "call stack exhausted"))
 	if b.observe != nil {
 		b.observe(r, facts, fuelLeft)
 	}

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	wt "github.com/bytecodealliance/wasmtime-go/v39"
+
+	"github.com/sandbank/sandbank/internal/wasmrewrite"
 )
 
 // WASI errno values the shadowed functions return.
@@ -26,7 +28,7 @@ const wasiModule = "wasi_snapshot_preview1"
 // the same as the wazero backend's), poll_oneoff (no sleeping on the
 // host), and the standard streams (stdin from the run's payload, stdout
 // and stderr into the run's bounded buffers; the binding can only point
-// them at files). The module imports no random_get: QuickJS-NG seeds
+// them at files), and it defines the stack pass's stackOverflow. The module imports no random_get: QuickJS-NG seeds
 // Math.random from the clock, which is fake. Every shadow finds its run
 // through the store's data.
 func newLinker(eng *wt.Engine) (*wt.Linker, error) {
@@ -49,6 +51,9 @@ func newLinker(eng *wt.Engine) (*wt.Linker, error) {
 		if err := l.FuncWrap(wasiModule, d.name, d.fn); err != nil {
 			return nil, err
 		}
+	}
+	if err := l.FuncWrap(wasmrewrite.PreemptModule, wasmrewrite.StackOverflowName, stackOverflow); err != nil {
+		return nil, err
 	}
 	return l, nil
 }

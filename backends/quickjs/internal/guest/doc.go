@@ -17,9 +17,12 @@
 //     when the script starts, so the host can arm the script's wall clock
 //     at that moment and not before. The host seals it when that clock
 //     runs out, so a record finished later is never read.
-//   - [Layout] derives the C stack region from the module binary itself
-//     and [Canary] guards it: this build has no stack check, so a deep
-//     recursion silently overwrites static data below the stack.
+//   - [StackPass] is the stack pass both engines apply (a C stack of the
+//     guest's own with a bound check), [GuardedLayout] the region it
+//     gives the stack, and [Canary] the second line of defence at its
+//     bottom; [ParseLayout] is the stack of the binary as it ships, which
+//     has no stack check, so a deep recursion there overwrites the static
+//     data below it.
 //   - [Interpret] turns what a run left behind ([Facts]) into an
 //     spi.Outcome. Every reading of the engine's own messages ("out of
 //     memory", traps, exits without a result) lives there.

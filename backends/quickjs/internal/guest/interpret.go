@@ -38,12 +38,15 @@ type Facts struct {
 	Ending   Ending
 	ExitCode uint32
 	Trap     string
-	// CanaryIntact is false when the stack guard found its canary
-	// overwritten: the C stack overflowed into static data.
+	// CanaryIntact is false when the stack guard found its canary, at
+	// the bottom of the C stack, overwritten: the C stack overflowed.
+	// With the stack pass's bound check (internal/wasmrewrite) no frame
+	// reaches the canary; it stays as a second line of defence.
 	CanaryIntact bool
-	// StackExhausted is true when the host runtime stopped the guest
-	// because its own (native) call stack ran out: the same overflow as a
-	// clobbered canary, caught by the host first, and read the same way.
+	// StackExhausted is true when the guest was stopped because a stack
+	// ran out: the stack pass's bound check (the C stack in linear
+	// memory) or the host runtime's own native call stack. Read like a
+	// clobbered canary.
 	StackExhausted bool
 	// MemoryRefused is true when the host refused to grow linear memory
 	// past the run's limit.
@@ -58,13 +61,16 @@ type Facts struct {
 
 // Messages of the outcomes the interpretation makes up itself.
 const (
-	msgStackOverflow = "stack overflow: the engine's C stack is exhausted (QuickJS on WASI has no stack check; recursion deeper than about %d JavaScript frames overflows it)"
-	msgNoResult      = "the script ended the engine without a result (exit code %d)"
+	// NameStackOverflow and MsgStackOverflow are the thrown error of a
+	// run whose stack ran out: the name and message of V8's and
+	// QuickJS's own (a native QuickJS throws InternalError "stack
+	// overflow"; this build has no stack check of its own, so the host
+	// makes the error up).
+	NameStackOverflow = "RangeError"
+	MsgStackOverflow  = "Maximum call stack size exceeded"
+	msgTrap           = "the engine trapped (%s)"
+	msgNoResult       = "the script ended the engine without a result (exit code %d)"
 )
-
-// ApproxMaxDepth is the plain JavaScript recursion depth measured to fit
-// in this build's C stack; the stack overflow message quotes it.
-const ApproxMaxDepth = 200
 
 // ErrNoOutcome is returned (wrapped, naming the phase) when a run ended
 // before the script started in a way that says nothing about the script:
@@ -82,7 +88,7 @@ func Interpret(f Facts, phase string) (spi.Outcome, error) {
 			// parsed: it cannot be parsed within the engine's memory.
 			return spi.InputTooLarge(), nil
 		}
-		return spi.Threw("InternalError", fmt.Sprintf(msgStackOverflow, ApproxMaxDepth)), nil
+		return spi.Threw(NameStackOverflow, MsgStackOverflow), nil
 	}
 	if f.Late && f.Started {
 		return spi.Limited(spi.LimitWallClock), nil
@@ -136,10 +142,12 @@ func Interpret(f Facts, phase string) (spi.Outcome, error) {
 	}
 	switch f.Ending {
 	case EndTrap:
-		// On this build a trap is the aftermath of a C stack overflow
-		// that skipped the canary (an overwritten function pointer or
-		// allocator state); nothing else in the engine traps.
-		return spi.Threw("InternalError", fmt.Sprintf(msgStackOverflow, ApproxMaxDepth)+" ("+firstLine(f.Trap)+")"), nil
+		// Nothing in the engine traps but a stack overflow (which the
+		// stack pass's check and the host's native stack limit report as
+		// StackExhausted, above) or its aftermath on a module without
+		// the check (an overwritten function pointer or allocator state):
+		// a thrown error, never a value.
+		return spi.Threw("InternalError", fmt.Sprintf(msgTrap, firstLine(f.Trap))), nil
 	case EndKilled:
 		return spi.Limited(spi.LimitWallClock), nil
 	}

@@ -43,7 +43,7 @@ func TestInterpret(t *testing.T) {
 		{"result, then the clock ran out", ok(Facts{Record: result, Started: true, Ending: EndKilled, WallClockExpired: true}), spi.OK(json.RawMessage(`1`))},
 		{"a late result is the wall clock, even when the timer never fired", ok(Facts{Record: result, Started: true, Ending: EndExit, Late: true}), spi.Limited(spi.LimitWallClock)},
 		{"a late thrown record too", ok(Facts{Record: Record{Kind: recThrew, Body: []byte(`["E","m"]`)}, Started: true, Late: true}), spi.Limited(spi.LimitWallClock)},
-		{"clobbered canary beats a result", Facts{Record: result, Started: true, Ending: EndExit}, spi.Threw("InternalError", "stack overflow: the engine's C stack is exhausted (QuickJS on WASI has no stack check; recursion deeper than about 200 JavaScript frames overflows it)")},
+		{"clobbered canary beats a result", Facts{Record: result, Started: true, Ending: EndExit}, spi.Threw("RangeError", "Maximum call stack size exceeded")},
 		{"clobbered canary while parsing the input", Facts{Ending: EndTrap}, spi.InputTooLarge()},
 		{"thrown", ok(Facts{Record: Record{Kind: recThrew, Body: []byte(`["TypeError","bad"]`)}, Started: true}), spi.Threw("TypeError", "bad")},
 		{"memory", ok(Facts{Record: Record{Kind: recMemory}, Started: true}), spi.Limited(spi.LimitMemory)},
@@ -53,7 +53,7 @@ func TestInterpret(t *testing.T) {
 		{"boot refused growth", ok(Facts{Ending: EndExit, ExitCode: 1, MemoryRefused: true}), spi.Limited(spi.LimitMemory)},
 		{"wall clock", ok(Facts{Started: true, Ending: EndKilled, WallClockExpired: true}), spi.Limited(spi.LimitWallClock)},
 		{"trap after refused growth", ok(Facts{Started: true, Ending: EndTrap, MemoryRefused: true}), spi.Limited(spi.LimitMemory)},
-		{"trap", ok(Facts{Started: true, Ending: EndTrap, Trap: "wasm error: unreachable\nwasm stack trace: ..."}), spi.Threw("InternalError", "stack overflow: the engine's C stack is exhausted (QuickJS on WASI has no stack check; recursion deeper than about 200 JavaScript frames overflows it) (wasm error: unreachable)")},
+		{"trap", ok(Facts{Started: true, Ending: EndTrap, Trap: "wasm error: unreachable\nwasm stack trace: ..."}), spi.Threw("InternalError", "the engine trapped (wasm error: unreachable)")},
 		{"exit without result", ok(Facts{Started: true, Ending: EndExit, ExitCode: 3}), spi.Threw("Error", "the script ended the engine without a result (exit code 3)")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -74,9 +74,10 @@ func TestInterpret(t *testing.T) {
 	}
 }
 
-// TestStackExhaustedReadsAsAnOverflow: the host runtime's native stack
-// running out is read as the C stack overflowing: the input's size before
-// the script started, the stack overflow after.
+// TestStackExhaustedReadsAsAnOverflow: a stack running out (the stack
+// pass's check, or the host runtime's native stack) is read as the C
+// stack overflowing: the input's size before the script started, the
+// RangeError after.
 func TestStackExhaustedReadsAsAnOverflow(t *testing.T) {
 	f := Facts{InputRead: true, CanaryIntact: true, StackExhausted: true, Ending: EndTrap, Trap: "call stack exhausted"}
 	out, err := Interpret(f, PhaseInput)
@@ -85,6 +86,9 @@ func TestStackExhaustedReadsAsAnOverflow(t *testing.T) {
 	f.Started = true
 	out, err = Interpret(f, PhaseScript)
 	require.NoError(t, err)
-	assert.Equal(t, spi.KindThrew, out.Kind)
-	assert.Equal(t, "InternalError", out.Name)
+	assert.Equal(t, spi.Threw(NameStackOverflow, MsgStackOverflow), out)
+	f.Record = Record{Kind: recResult, Body: []byte(`1`)}
+	out, err = Interpret(f, PhaseScript)
+	require.NoError(t, err)
+	assert.Equal(t, spi.Threw(NameStackOverflow, MsgStackOverflow), out, "an overflow beats a result")
 }

@@ -17,11 +17,13 @@ import (
 // canary); 1 KiB leaves margin for large, sparsely written frames.
 const CanarySize = 1024
 
-// Layout is where the module's C stack lives in linear memory, derived
-// from the binary itself: the stack grows down from the initial value of
-// the __stack_pointer global (Top) to the end of the static data (Bottom).
-// Below Bottom lie the static data and the libc buffers, which an
-// overflow silently overwrites: this build of QuickJS has no stack check.
+// Layout is where the module's C stack lives in linear memory. For the
+// binary as it ships (ParseLayout) the stack grows down from the initial
+// value of the __stack_pointer global (Top) to the end of the static
+// data (Bottom), 64 KiB, and below Bottom lie the static data and the
+// libc buffers, which an overflow silently overwrites: this build of
+// QuickJS has no stack check. For the module the stack pass rewrote
+// (GuardedLayout) it is the pass's region, bounded by its check.
 type Layout struct {
 	// Bottom is the lowest address of the stack (the end of the static
 	// data, 16-byte aligned).
@@ -183,4 +185,31 @@ func dwarfDataEnd(custom map[string][]byte) (uint32, error) {
 		return 0, errors.New("quickjs: stack layout: the DWARF information places no variable in memory")
 	}
 	return uint32(end), nil
+}
+
+// StackPass is the stack pass (internal/wasmrewrite) the engines apply to
+// the module, for a C stack of stackBytes: the module gets a stack region
+// of its own after its initial memory, and a bound check after every
+// move of its stack pointer, which keeps the lowest CanarySize bytes of
+// the region (where the canary lies) out of every frame's reach. With it,
+// a deep recursion is stopped before it writes one byte outside its
+// stack, and the canary is a second line of defence.
+func StackPass(stackBytes uint32) wasmrewrite.Stack {
+	return wasmrewrite.Stack{Size: stackBytes, Guard: CanarySize}
+}
+
+// GuardedLayout is the stack region of wasm once StackPass(stackBytes)
+// has rewritten it: Bottom is the region's bottom (where the canary
+// goes), Top the stack pointer's initial value. It fails, as the pass
+// does, on a module the pass refuses.
+func GuardedLayout(wasm []byte, stackBytes uint32) (Layout, error) {
+	m, err := wasmrewrite.Decode(wasm)
+	if err != nil {
+		return Layout{}, fmt.Errorf("quickjs: stack layout: %w", err)
+	}
+	r, err := StackPass(stackBytes).Plan(m)
+	if err != nil {
+		return Layout{}, fmt.Errorf("quickjs: stack layout: %w", err)
+	}
+	return Layout{Bottom: r.Bottom, Top: r.Top}, nil
 }
