@@ -32,7 +32,7 @@ const fmt = (x) => (x === undefined || x === null ? "n/a" : x.toFixed(1));
 const ratio = (x, b) => (x === undefined || b === undefined || !b ? "n/a" : (x / b).toFixed(2) + "x");
 const get = (section, key) => (section && !section.na ? section[key] : undefined);
 
-const header = ["ENGINE", "ECHO p50 µs", "vs quickjs", "ECHO p99 µs", "RESHAPE p50 ms", "vs quickjs", "KILL p50 ms", "KILL max ms",
+const header = ["ENGINE", "ECHO p50 µs", "vs quickjs", "ECHO p99 µs", "RESHAPE p50 ms", "vs quickjs", "RESHAPE CPU ms", "vs quickjs", "KILL p50 ms", "KILL max ms",
   "NATIVE KILL max ms", "COLD ms", "COLD+CACHE ms", "RESHAPE/s 1w", "RESHAPE/s Nw", "SCALING"];
 const table = [header];
 for (const r of rows) {
@@ -45,6 +45,7 @@ for (const r of rows) {
     fmt(echo), ratio(echo, get(base && base.echo, "p50_us")),
     fmt(get(r.echo, "p99_us")),
     reshapeCell, ratio(reshape, get(base && base.reshape, "p50_ms")),
+    fmt(get(r.reshape, "cpu_p50_ms")), ratio(get(r.reshape, "cpu_p50_ms"), get(base && base.reshape, "cpu_p50_ms")),
     fmt(get(r.kill, "p50_ms")), fmt(get(r.kill, "max_ms")),
     fmt(get(r.native, "max_ms")),
     r.cold && !r.cold.without_cache_na ? fmt(r.cold.without_cache_p50_ms) : "n/a",
@@ -61,7 +62,8 @@ process.stdout.write(`Side by side: ${sandbank.runs} rounds (sandbank), ${peers.
 for (const row of table) process.stdout.write(line(row).trimEnd() + "\n");
 process.stdout.write(
   "\necho: µs per run, a fresh isolate/runtime/instance per run, input {\"a\":1,\"b\":\"x\"} as JSON, value back as JSON\n" +
-  "reshape: ms per run of bench/workloads/reshape.js (10k rows); kill: ms until a runaway loop with a 50 ms deadline returned\n" +
+  "reshape: ms per run of bench/workloads/reshape.js (10k rows), wall time; RESHAPE CPU: the process's CPU time (all threads) during one run, p50\n" +
+  "kill: ms until a runaway loop with a 50 ms deadline returned\n" +
   "vs quickjs: the figure divided by Sandbank quickjs's (below 1 = faster than Sandbank quickjs)\n" +
   "NATIVE KILL: runaway_native (one long native operation), 50 ms deadline; COLD: ms from starting a new sandbank process to its\n" +
   "first result, without and with the compiled-module cache; RESHAPE/s: reshapes per second with 1 and GOMAXPROCS workers.\n" +
