@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"math"
 	"os"
+	"runtime"
 	"sort"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -314,4 +316,90 @@ func percentile(ds []time.Duration, p float64) time.Duration {
 	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
 	i := int(math.Ceil(p*float64(len(s)))) - 1
 	return s[max(0, min(i, len(s)-1))]
+}
+
+// BenchmarkKillFloor is the Go floor under BenchmarkKillOvershoot's loop,
+// with no guest at all: a goroutine spins on an atomic flag (as the guest
+// runs between two visits of its stop check), a 50 ms time.AfterFunc sets
+// it (as the wall clock cancels the run's context), and the spinner hands
+// back to the waiting goroutine over a channel (as an instance delivers its
+// facts). timer-p99-ms is the timer's lateness, floor-p50-ms and
+// floor-p99-ms the time from the deadline until the waiter had the answer.
+// When these are close to BenchmarkKillOvershoot's kill figures, the
+// overshoot is the host's (timer and scheduling latency), not the
+// backend's.
+//
+//	go test -run '^$' -bench 'KillFloor' -benchtime 100x ./backends/quickjs/
+func BenchmarkKillFloor(b *testing.B) {
+	const clock = 50 * time.Millisecond
+	late := make([]time.Duration, 0, b.N)
+	floor := make([]time.Duration, 0, b.N)
+	for range b.N {
+		var stop atomic.Bool
+		fired := make(chan time.Time, 1)
+		done := make(chan struct{})
+		t0 := time.Now()
+		time.AfterFunc(clock, func() { fired <- time.Now(); stop.Store(true) })
+		go func() {
+			for n := 0; !stop.Load(); n++ {
+				if n%4096 == 0 {
+					runtime.Gosched() // a visit to Go, as the stop check's
+				}
+			}
+			close(done)
+		}()
+		<-done
+		end := time.Since(t0)
+		late = append(late, (<-fired).Sub(t0)-clock)
+		floor = append(floor, end-clock)
+	}
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	b.ReportMetric(ms(percentile(late, 0.99)), "timer-p99-ms")
+	b.ReportMetric(ms(percentile(floor, 0.50)), "floor-p50-ms")
+	b.ReportMetric(ms(percentile(floor, 0.99)), "floor-p99-ms")
+	b.ReportMetric(ms(percentile(floor, 1)), "floor-max-ms")
+}
+
+// BenchmarkStopCheckGrant measures how long the guest runs between two
+// visits of its stop check (preemptGrant units), for a loop and for
+// "x".repeat: a run with a CPU budget of units stops once they are spent,
+// so its time over units is the time per unit (wall time from the
+// script's start, and the process's CPU time, which also counts the
+// engine's boot and the collector). grant-wall-us and grant-cpu-us are
+// the time of one grant: the longest a stopped run can go on before it sees its
+// context, and how long the guest goroutine stays in compiled code.
+//
+//	go test -run '^$' -bench 'StopCheckGrant' -benchtime 5x ./backends/quickjs/
+func BenchmarkStopCheckGrant(b *testing.B) {
+	const units = 1 << 26
+	for _, tc := range []struct{ name, script string }{
+		{"loop", "for (;;) {}"},
+		{"repeat", `for (;;) "x".repeat(3e6).length`},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			be, err := quickjs.New(&quickjs.Options{Fuel: units})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { _ = be.Close() })
+			req := spi.Request{Script: []byte(tc.script), Input: []byte("null"), Logs: discardLogs{},
+				Limits: spi.Limits{WallClock: time.Minute, MemoryBytes: 1 << 30}}
+			var wall time.Duration
+			b.ResetTimer()
+			cpu0 := processCPU()
+			for range b.N {
+				t0 := time.Now()
+				out, err := be.Evaluate(context.Background(), req)
+				if err != nil || out.Kind != spi.KindLimit || out.Limit != spi.LimitCPU {
+					b.Fatal(out, err)
+				}
+				wall += time.Since(t0) - out.Stats.Startup
+			}
+			cpu := processCPU() - cpu0
+			perUnit := float64(wall) / float64(b.N) / units
+			b.ReportMetric(perUnit, "wall-ns/unit")
+			b.ReportMetric(perUnit*quickjs.PreemptGrant/1000, "grant-wall-us")
+			b.ReportMetric(float64(cpu)/float64(b.N)/units*quickjs.PreemptGrant/1000, "grant-cpu-us")
+		})
+	}
 }
