@@ -231,8 +231,8 @@ func TestEchoLatency(t *testing.T) {
 	t.Logf("parked/fresh p50 ratio: %.3f (fresh is %.1fx slower)", float64(p50[quickjs.ModeParked])/float64(p50[quickjs.ModeFresh]), float64(p50[quickjs.ModeFresh])/float64(p50[quickjs.ModeParked]))
 }
 
-// BenchmarkKillOvershoot measures, with the stop check and with wazero's
-// close-on-context-done, how long past a 50 ms wall clock Evaluate
+// BenchmarkKillOvershoot measures, with the stop check (parked, and
+// fresh) and with wazero's close-on-context-done, how long past a 50 ms wall clock Evaluate
 // returns, for a loop and for one long native call (with 1 GiB
 // of memory, so that only the clock can stop it), and how long the
 // 300 MB string takes to be refused at the default 32 MiB limit.
@@ -245,7 +245,7 @@ func TestEchoLatency(t *testing.T) {
 // sees past the 50 ms. For the memory cases the figures are the time
 // until the refusal. Run it with enough iterations for a p99, e.g.
 //
-//	go test -run '^$' -bench 'KillOvershoot/.*/stopCheck' -benchtime 100x ./backends/quickjs/
+//	go test -run '^$' -bench 'KillOvershoot/.*/(fresh-)?stopCheck' -benchtime 100x ./backends/quickjs/
 func BenchmarkKillOvershoot(b *testing.B) {
 	const clock = 50 * time.Millisecond
 	for _, tc := range []struct {
@@ -260,10 +260,11 @@ func BenchmarkKillOvershoot(b *testing.B) {
 	} {
 		for _, stop := range []struct {
 			name string
+			mode quickjs.Mode
 			stop int
-		}{{"stopCheck", stopCheck}, {"wazeroClose", wazeroClose}} {
+		}{{"stopCheck", quickjs.ModeParked, stopCheck}, {"fresh-stopCheck", quickjs.ModeFresh, stopCheck}, {"wazeroClose", quickjs.ModeParked, wazeroClose}} {
 			b.Run(tc.name+"/"+stop.name, func(b *testing.B) {
-				be := benchBackend(b, quickjs.ModeParked, stop.stop)
+				be := benchBackend(b, stop.mode, stop.stop)
 				req := spi.Request{Script: []byte(tc.script), Input: []byte("null"), Logs: discardLogs{},
 					Limits: spi.Limits{WallClock: clock, MemoryBytes: tc.mem}}
 				deadline := clock
