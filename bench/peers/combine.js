@@ -1,7 +1,12 @@
 // combine.js prints one table from the JSON of peers.js and of
 // "sandbank bench --json", with ratios against Sandbank's "quickjs" engine.
 //
-//   node combine.js PEERS.json SANDBANK.json
+//   node combine.js PEERS.json SANDBANK.json...
+//
+// Several SANDBANK.json files (run.sh writes one per engine, each from a
+// process of its own) are read as one run: their engines together, the
+// machine of the first, the load average from the first's start to the
+// last's end.
 //
 // A ratio is the engine's figure divided by quickjs's: below 1 the engine
 // is faster than Sandbank's quickjs, above 1 slower. Figures come from the
@@ -10,13 +15,19 @@
 
 const fs = require("fs");
 
-const [peersFile, sandbankFile] = process.argv.slice(2);
-if (!peersFile || !sandbankFile) {
-  process.stderr.write("usage: node combine.js PEERS.json SANDBANK.json\n");
+const [peersFile, ...sandbankFiles] = process.argv.slice(2);
+if (!peersFile || sandbankFiles.length === 0) {
+  process.stderr.write("usage: node combine.js PEERS.json SANDBANK.json...\n");
   process.exit(64);
 }
 const peers = JSON.parse(fs.readFileSync(peersFile, "utf8"));
-const sandbank = JSON.parse(fs.readFileSync(sandbankFile, "utf8"));
+const parts = sandbankFiles.map((f) => JSON.parse(fs.readFileSync(f, "utf8")));
+const sandbank = {
+  runs: parts[0].runs,
+  machine: { ...parts[0].machine, load_avg_end: parts[parts.length - 1].machine.load_avg_end },
+  engines: parts.flatMap((p) => p.engines),
+};
+const processes = parts.length > 1 ? `, one process per engine` : "";
 
 const rows = [];
 for (const e of sandbank.engines) {
@@ -58,7 +69,7 @@ const widths = header.map((_, i) => Math.max(...table.map((row) => row[i].length
 const line = (row) => row.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join("  ");
 const m = sandbank.machine;
 const load = m.load_avg_start ? `; load average ${m.load_avg_start} to ${m.load_avg_end} during sandbank bench` : "";
-process.stdout.write(`Side by side: ${sandbank.runs} rounds (sandbank), ${peers.runs} rounds (peers); ${m.goos}/${m.goarch}, ${m.num_cpu} CPUs${load}; node ${peers.node}, ${m.go_version}\n\n`);
+process.stdout.write(`Side by side: ${sandbank.runs} rounds (sandbank${processes}), ${peers.runs} rounds (peers); ${m.goos}/${m.goarch}, ${m.num_cpu} CPUs${load}; node ${peers.node}, ${m.go_version}\n\n`);
 for (const row of table) process.stdout.write(line(row).trimEnd() + "\n");
 process.stdout.write(
   "\necho: µs per run, a fresh isolate/runtime/instance per run, input {\"a\":1,\"b\":\"x\"} as JSON, value back as JSON\n" +
