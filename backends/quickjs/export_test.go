@@ -11,3 +11,6 @@ func NewWazeroClose(opts *Options) (*Backend, error) {
 	set.stopCheck, set.wazeroClose = false, true
 	return build(set)
 }
+
+// PreemptGrant is the stop check's budget between two visits, in units.
+const PreemptGrant = preemptGrant

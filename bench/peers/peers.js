@@ -14,7 +14,9 @@
 //                         whose runs share no wasm memory
 // Workloads (the scripts Sandbank uses, read from this repository):
 //   echo     fixtures/javascript/echo.js, input {"a":1,"b":"x"}: p50, p99 µs
-//   reshape  bench/workloads/reshape.js: p50 ms; the value must equal
+//   reshape  bench/workloads/reshape.js: p50 ms, wall time and the
+//            process's CPU time (process.cpuUsage: every thread, so
+//            isolated-vm's isolate threads and V8's GC count); the value must equal
 //            bench/workloads/reshape.expected.json (MISMATCH otherwise)
 //   kill     fixtures/javascript/runaway_loop.js with a 50 ms deadline
 //            (isolated-vm's timeout, quickjs-emscripten's interrupt
@@ -144,7 +146,7 @@ async function main() {
   }) : all;
   for (const e of engines) {
     if (e.init) await e.init();
-    e.echo = []; e.reshape = []; e.kill = []; e.killEndedBy = {}; e.errors = []; e.matches = true;
+    e.echo = []; e.reshape = []; e.reshapeCPU = []; e.kill = []; e.killEndedBy = {}; e.errors = []; e.matches = true;
   }
   const addError = (e, msg) => { if (!e.errors.includes(msg)) e.errors.push(msg); };
 
@@ -160,11 +162,13 @@ async function main() {
     }
     {
       const t0 = performance.now();
+      const c0 = process.cpuUsage();
       try {
         const v = await call(e, RESHAPE, "null");
         const d = performance.now() - t0;
+        const c = process.cpuUsage(c0);
         if (!isDeepStrictEqual(JSON.parse(v), EXPECTED)) { e.matches = false; addError(e, "reshape: MISMATCH: the value differs from the JavaScript result"); }
-        else if (keep) e.reshape.push(d);
+        else if (keep) { e.reshape.push(d); e.reshapeCPU.push((c.user + c.system) / 1000); }
       } catch (err) { addError(e, "reshape: " + String(err && err.message || err)); }
     }
     {
@@ -192,7 +196,7 @@ async function main() {
       engine: e.name,
       version: e.version,
       echo: e.echo.length ? { samples: e.echo.length, p50_us: round2(percentile(e.echo, 0.5) * 1000), p99_us: round2(percentile(e.echo, 0.99) * 1000) } : { na: "no successful run" },
-      reshape: e.reshape.length ? { samples: e.reshape.length, p50_ms: round2(percentile(e.reshape, 0.5)), matches_js: e.matches } : { na: "no successful run", matches_js: e.matches },
+      reshape: e.reshape.length ? { samples: e.reshape.length, p50_ms: round2(percentile(e.reshape, 0.5)), cpu_p50_ms: round2(percentile(e.reshapeCPU, 0.5)), matches_js: e.matches } : { na: "no successful run", matches_js: e.matches },
       kill: e.kill.length ? {
         fixture: "runaway_loop", deadline_ms: DEADLINE_MS, samples: e.kill.length,
         p50_ms: round2(percentile(e.kill, 0.5)), max_ms: round2(Math.max(...e.kill)),

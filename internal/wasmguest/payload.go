@@ -1,9 +1,6 @@
 package wasmguest
 
-import (
-	"encoding/json"
-	"strconv"
-)
+import "strconv"
 
 // Record kinds: the letter that follows the nonce in a framed record.
 const (
@@ -50,10 +47,10 @@ func SizedPayload(n Nonce, script []byte, input []byte, host bool) []byte {
 // head is the nonce line and the script line of a payload, in a buffer
 // with room for extra more bytes.
 func head(n Nonce, script []byte, extra int) []byte {
-	lit, _ := json.Marshal(string(script)) // a string always marshals
-	buf := make([]byte, 0, len(n)+len(lit)+extra+2)
+	// Room for the script's literal when it needs few escapes.
+	buf := make([]byte, 0, len(n)+len(script)+extra+16)
 	buf = append(buf, n...)
 	buf = append(buf, '\n')
-	buf = append(buf, lit...)
+	buf = appendJSONString(buf, script)
 	return append(buf, '\n')
 }
