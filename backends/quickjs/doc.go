@@ -27,8 +27,8 @@
 //     again. A run that finds no parked instance boots one, as a fresh run
 //     would; at most four memory limits keep a pool, and a run with any
 //     other limit uses a one-shot instance. Measured on two cores with the
-//     hard kill on, an echo through the effect takes 0.13 ms at the median
-//     in this mode and 3.5 ms in ModeFresh; a CPU-bound script (the
+//     hard kill on, an echo through the effect takes 0.27 ms at the median
+//     in this mode and 4.9 ms in ModeFresh (docs/performance.md); a CPU-bound script (the
 //     reshape benchmark) keeps its instance even though it grows linear
 //     memory (see the safety argument). Parked mode uses only wazero's
 //     public API, helped by rewriting passes (internal/wasmrewrite) that
