@@ -7,6 +7,8 @@ import (
 	"slices"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/sandbank/sandbank/internal/jsonstr"
 )
 
 // The canonical form of a JSON value is what encoding/json produces when
@@ -83,7 +85,7 @@ func (c *canonWriter) value(dst []byte, i int) ([]byte, int, bool) {
 		}
 		var scratch [64]byte
 		dec := unquote(scratch[:0], c.src[i:end])
-		return appendQuoted(dst, dec), end, true
+		return jsonstr.Append(dst, dec), end, true
 	default:
 		end := i
 		for end < len(c.src) {
@@ -185,7 +187,7 @@ func (c *canonWriter) object(dst []byte, i int) ([]byte, int, bool) {
 			dst = append(dst, ',')
 		}
 		first = false
-		dst = appendQuoted(dst, m.key)
+		dst = jsonstr.Append(dst, m.key)
 		dst = append(dst, ':')
 		var ok bool
 		if dst, _, ok = c.value(dst, m.value); !ok {
@@ -370,62 +372,6 @@ func hex4u(s []byte) rune {
 		return -1
 	}
 	return hex4(s[2:])
-}
-
-const hexDigits = "0123456789abcdef"
-
-// appendQuoted appends the valid UTF-8 text s as a JSON string, escaped the
-// way encoding/json escapes it with HTML escaping off.
-func appendQuoted(dst, s []byte) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		b := s[i]
-		if b < utf8.RuneSelf {
-			if b >= ' ' && b != '"' && b != '\\' {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch b {
-			case '\\', '"':
-				dst = append(dst, '\\', b)
-			case '\b':
-				dst = append(dst, '\\', 'b')
-			case '\f':
-				dst = append(dst, '\\', 'f')
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRune(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-			i++
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
 }
 
 // compactLen returns the length of the valid JSON text value without its

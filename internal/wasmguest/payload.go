@@ -1,6 +1,10 @@
 package wasmguest
 
-import "strconv"
+import (
+	"strconv"
+
+	"github.com/sandbank/sandbank/internal/jsonstr"
+)
 
 // Record kinds: the letter that follows the nonce in a framed record.
 const (
@@ -22,9 +26,8 @@ const FramePrefix = "\x1eSBK"
 
 // Payload returns what the host writes to the guest's stdin for one run:
 // the nonce on the first line, the script as a JSON string literal on the
-// second (invalid UTF-8 becomes the escape \ufffd, as encoding/json
-// writes it), and
-// the caller's input (JSON text, possibly spanning lines) as the rest.
+// second (internal/jsonstr: as encoding/json writes it with HTML escaping
+// off; invalid UTF-8 becomes the escape \ufffd), and the caller's input (JSON text, possibly spanning lines) as the rest.
 func Payload(n Nonce, script []byte, input []byte) []byte {
 	return append(head(n, script, len(input)), input...)
 }
@@ -51,6 +54,6 @@ func head(n Nonce, script []byte, extra int) []byte {
 	buf := make([]byte, 0, len(n)+len(script)+extra+16)
 	buf = append(buf, n...)
 	buf = append(buf, '\n')
-	buf = appendJSONString(buf, script)
+	buf = jsonstr.Append(buf, script)
 	return append(buf, '\n')
 }
