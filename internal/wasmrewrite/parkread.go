@@ -1,9 +1,6 @@
 package wasmrewrite
 
-import (
-	"errors"
-	"fmt"
-)
+import "errors"
 
 // The park-read pass.
 //
@@ -80,7 +77,7 @@ func ParkRead(m *Module) error {
 			}
 		}
 		return i
-	})
+	}, true)
 	if err != nil {
 		return err
 	}
@@ -108,50 +105,6 @@ func parkReadBody(read uint32) []byte {
 	out = append(out, opEnd)
 	out = op(out, opLocalGet, 4)
 	return append(out, opEnd)
-}
-
-// redirectFuncs replaces every use of a function index i by to(i): calls
-// and ref.func in bodies, global initialisers and element expressions,
-// element segments' function lists, exports and the start function. The
-// name section is left alone: the functions keep their indices.
-func redirectFuncs(m *Module, to func(uint32) uint32) error {
-	for i := range m.Code {
-		code, err := rewriteFuncRefs(m.Code[i].Code, to)
-		if err != nil {
-			return fmt.Errorf("function body %d: %w", i, err)
-		}
-		m.Code[i].Code = code
-	}
-	for i := range m.Globals {
-		code, err := rewriteFuncRefs(m.Globals[i].Init, to)
-		if err != nil {
-			return err
-		}
-		m.Globals[i].Init = code
-	}
-	for i := range m.Exports {
-		if m.Exports[i].Kind == KindFunc {
-			m.Exports[i].Index = to(m.Exports[i].Index)
-		}
-	}
-	if m.Start != nil {
-		s := to(*m.Start)
-		m.Start = &s
-	}
-	for i := range m.Elements {
-		e := &m.Elements[i]
-		for k := range e.Funcs {
-			e.Funcs[k] = to(e.Funcs[k])
-		}
-		for k := range e.Exprs {
-			code, err := rewriteFuncRefs(e.Exprs[k], to)
-			if err != nil {
-				return err
-			}
-			e.Exprs[k] = code
-		}
-	}
-	return nil
 }
 
 // nameFunc names function index i in the name section, when the module

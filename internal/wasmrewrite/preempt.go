@@ -98,44 +98,8 @@ func (m *Module) shiftFuncs(from, by uint32, bodies bool) error {
 		}
 		return i
 	}
-	for i := range m.Code {
-		if !bodies {
-			break
-		}
-		code, err := rewriteFuncRefs(m.Code[i].Code, shift)
-		if err != nil {
-			return fmt.Errorf("function body %d: %w", i, err)
-		}
-		m.Code[i].Code = code
-	}
-	for i := range m.Globals {
-		code, err := rewriteFuncRefs(m.Globals[i].Init, shift)
-		if err != nil {
-			return err
-		}
-		m.Globals[i].Init = code
-	}
-	for i := range m.Exports {
-		if m.Exports[i].Kind == KindFunc {
-			m.Exports[i].Index = shift(m.Exports[i].Index)
-		}
-	}
-	if m.Start != nil {
-		s := shift(*m.Start)
-		m.Start = &s
-	}
-	for i := range m.Elements {
-		e := &m.Elements[i]
-		for k := range e.Funcs {
-			e.Funcs[k] = shift(e.Funcs[k])
-		}
-		for k := range e.Exprs {
-			code, err := rewriteFuncRefs(e.Exprs[k], shift)
-			if err != nil {
-				return err
-			}
-			e.Exprs[k] = code
-		}
+	if err := redirectFuncs(m, shift, bodies); err != nil {
+		return err
 	}
 	if m.Names != nil {
 		for i := range m.Names.Subsections {
@@ -149,31 +113,6 @@ func (m *Module) shiftFuncs(from, by uint32, bodies bool) error {
 		}
 	}
 	return nil
-}
-
-// rewriteFuncRefs rewrites the function index of every call and ref.func
-// in code; every other byte stays as it was.
-func rewriteFuncRefs(code []byte, shift func(uint32) uint32) ([]byte, error) {
-	var out []byte
-	last := 0
-	err := walk(code, func(in instr) error {
-		if in.op != opCall && in.op != opRefFunc {
-			return nil
-		}
-		if to := shift(in.funcIdx); to != in.funcIdx {
-			out = append(out, code[last:in.start]...)
-			out = appendU32(append(out, in.op), to)
-			last = in.end
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	if out == nil {
-		return code, nil
-	}
-	return append(out, code[last:]...), nil
 }
 
 // preempter instruments the bodies of one module.
