@@ -4,6 +4,8 @@ import (
 	"sync"
 
 	"github.com/tetratelabs/wazero/experimental"
+
+	"github.com/sandbank/sandbank/internal/wasmhost"
 )
 
 // budget is the memory allocator of one plugin instance. wazero asks it for
@@ -130,12 +132,12 @@ func (m *linearMemory) Reallocate(size uint64) []byte {
 		return m.buf
 	}
 	if m.mapped == nil && !m.heapBound {
-		if r := reserve(min(m.max, m.b.limit)); uint64(len(r)) >= size {
+		if r := wasmhost.Reserve(min(m.max, m.b.limit)); uint64(len(r)) >= size {
 			copy(r, m.buf)
 			m.mapped, m.buf = r, r[:size]
 			return m.buf
 		} else if r != nil {
-			unreserve(r)
+			wasmhost.Unreserve(r)
 		}
 		m.heapBound = true
 	}
@@ -160,7 +162,7 @@ func (m *linearMemory) Free() {
 		// wazero touches the memory no more once it freed it. Unmapping
 		// touched pages takes time (measured: 5 ms for 1 GiB), so it
 		// happens off the path of the run that is ending.
-		go unreserve(m.mapped)
+		go wasmhost.Unreserve(m.mapped)
 		m.mapped = nil
 	}
 }

@@ -14,12 +14,8 @@ type mappedMemory struct {
 }
 
 func newMappedMemory(a *Allocator, size uint64) linearMemory {
-	n := (size + 65535) &^ 65535
-	if n == 0 || n > maxMapping {
-		return nil
-	}
-	region, err := syscall.Mmap(-1, 0, int(n), syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANONYMOUS|syscall.MAP_NORESERVE)
-	if err != nil {
+	region := Reserve(size)
+	if region == nil {
 		return nil // e.g. strict overcommit: fall back to a Go slice
 	}
 	return &mappedMemory{a: a, region: region}
@@ -41,10 +37,8 @@ func (m *mappedMemory) Reallocate(size uint64) []byte {
 func (m *mappedMemory) Free() {}
 
 func (m *mappedMemory) release() {
-	if m.region != nil {
-		_ = syscall.Munmap(m.region)
-		m.region = nil
-	}
+	Unreserve(m.region)
+	m.region = nil
 }
 
 func (m *mappedMemory) zero(from, to uint64) {
