@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -124,16 +125,27 @@ func TestParkedSoak(t *testing.T) {
 	assert.Zero(t, wrong.Load(), "wrong results: %v", firstWrong)
 	assert.Positive(t, be.reuses.Load())
 	assert.Less(t, int64(heap)-int64(baseHeap), int64(16<<20), "the Go heap grew")
-	assert.Less(t, int64(rss)-int64(baseRSS), int64(64<<20), "the resident memory grew")
+	if raceEnabled {
+		// Measured: +98 MiB over 800 runs under -race, flat (±2 MiB over
+		// 2,700 runs) without it.
+		t.Log("the resident memory is not judged under the race detector (its shadow memory of each instance's mapping stays)")
+	} else {
+		assert.Less(t, int64(rss)-int64(baseRSS), int64(16<<20), "the resident memory grew")
+	}
 
 	require.NoError(t, be.Close())
 	assert.Eventually(t, func() bool { return runtime.NumGoroutine() <= goroutines+2 }, 5*time.Second, 10*time.Millisecond, "goroutines left after Close")
 }
 
 // memoryNow returns the live Go heap after a collection and the
-// process's resident memory (0 where /proc is missing).
+// process's resident memory (0 where /proc is missing), after the heap
+// freed by the collection went back to the operating system: freed
+// memory the scavenger has not returned yet is no leak, and a parked
+// instance's boot frees megabytes (its park-point copy of linear memory),
+// so without it the figure moved by tens of MiB between two readings
+// (147 → 203 MiB, then 149 → 143 MiB, in two soaks of this package).
 func memoryNow() (heap, rss uint64) {
-	runtime.GC()
+	debug.FreeOSMemory()
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	if b, err := os.ReadFile("/proc/self/statm"); err == nil {
