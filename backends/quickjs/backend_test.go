@@ -378,3 +378,18 @@ func TestDefaultColdStartGrowsWithTheInput(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, time.Second, coldStartAllowance(set, 8<<20))
 }
+
+// TestCloseDecidesAConcludingRun: a run that Close stopped is ErrClosed
+// even when it concludes before its own context was cancelled (Close
+// cancels that context from a goroutine of its own; TestClose lost this
+// race under -race once the instance yields to its caller at the end).
+func TestCloseDecidesAConcludingRun(t *testing.T) {
+	b := newBackend(t, nil)
+	require.NoError(t, b.Close())
+	r := &run{b: b, limits: spi.Limits{WallClock: time.Hour}}
+	killed := guest.Facts{Started: true, Ending: guest.EndKilled}
+	_, err := r.conclude(context.Background(), context.Background(), killed, phaseScript, &cappedBuffer{})
+	assert.ErrorIs(t, err, ErrClosed)
+	_, err = r.failure(context.Background(), context.Background(), errors.New("boot failed"))
+	assert.ErrorIs(t, err, ErrClosed)
+}

@@ -164,6 +164,21 @@ func (r *run) start(ctx context.Context) (runCtx context.Context, end func()) {
 	}
 }
 
+// cause is why the run's context ended, or nil. Close ends the backend's
+// life at once (and with it a parked instance's context, so the guest
+// stops) but the run's context only from a goroutine of its own
+// (context.AfterFunc in start): a run that Close stopped can conclude
+// before its context says so, and the backend's life decides then.
+func (r *run) cause(runCtx context.Context) error {
+	if cause := context.Cause(runCtx); cause != nil {
+		return cause
+	}
+	if r.b.life.Err() != nil {
+		return ErrClosed
+	}
+	return nil
+}
+
 // conclude turns the facts of a run into its outcome.
 func (r *run) conclude(ctx, runCtx context.Context, facts guest.Facts, phase string, stderr *cappedBuffer) (spi.Outcome, error) {
 	b := r.b
@@ -175,7 +190,7 @@ func (r *run) conclude(ctx, runCtx context.Context, facts guest.Facts, phase str
 	if err := ctx.Err(); err != nil {
 		return spi.Outcome{}, err
 	}
-	if cause := context.Cause(runCtx); cause != nil && !errors.Is(cause, errWallClock) && !errors.Is(cause, context.Canceled) {
+	if cause := r.cause(runCtx); cause != nil && !errors.Is(cause, errWallClock) && !errors.Is(cause, context.Canceled) {
 		return spi.Outcome{}, cause
 	}
 	if r.cpuOut.Load() && facts.Started && facts.Record.Kind == 0 {
@@ -198,7 +213,7 @@ func (r *run) failure(ctx, runCtx context.Context, err error) (spi.Outcome, erro
 	if cerr := ctx.Err(); cerr != nil {
 		return spi.Outcome{}, cerr
 	}
-	if cause := context.Cause(runCtx); cause != nil {
+	if cause := r.cause(runCtx); cause != nil {
 		return spi.Outcome{}, cause
 	}
 	return spi.Outcome{}, err
