@@ -40,6 +40,13 @@ type streamSession struct {
 // the default) and initializes the session.
 func serveStream(t *testing.T, srv *mcpserver.Server, max int64) *streamSession {
 	t.Helper()
+	return serveStreamAt(t, srv, max, "2025-11-25")
+}
+
+// serveStreamAt is serveStream with the client asking for protocol
+// version.
+func serveStreamAt(t *testing.T, srv *mcpserver.Server, max int64, version string) *streamSession {
+	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	s := &streamSession{t: t, in: inW, out: bufio.NewScanner(outR), served: make(chan error, 1)}
@@ -58,7 +65,7 @@ func serveStream(t *testing.T, srv *mcpserver.Server, max int64) *streamSession 
 		}
 		_ = srv.Close()
 	})
-	s.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"test","version":"1"}}}`)
+	s.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"` + version + `","capabilities":{},"clientInfo":{"name":"test","version":"1"}}}`)
 	r := s.reply()
 	require.Nil(t, r.Error, "initialize")
 	s.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
@@ -215,4 +222,24 @@ func (s *streamSession) rest() []string {
 		s.t.Fatal("the server did not end")
 		return nil
 	}
+}
+
+func TestStreamServesABatchWhereTheProtocolHasThem(t *testing.T) {
+	s := serveStreamAt(t, newServer(t, newFakes(), nil, "javascript"), 0, "2025-03-26")
+	s.send(`[{"jsonrpc":"2.0","id":1,"method":"tools/list"},{"jsonrpc":"2.0","id":2,"method":"ping"}]`)
+	got := make(chan bool, 1)
+	go func() { got <- s.out.Scan() }()
+	select {
+	case ok := <-got:
+		require.True(t, ok)
+	case <-time.After(testTimeout):
+		t.Fatal("no reply")
+	}
+	var replies []wireReply
+	require.NoError(t, json.Unmarshal(s.out.Bytes(), &replies), "%s", s.out.Bytes())
+	require.Len(t, replies, 2)
+	for _, r := range replies {
+		assert.Nil(t, r.Error)
+	}
+	s.toolsList(3)
 }
