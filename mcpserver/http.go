@@ -52,13 +52,15 @@ func (s *Server) HTTPHandler(opts *HTTPOptions) http.Handler {
 	if opts != nil {
 		o = *opts
 	}
-	var next http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.server }, nil)
+	max := s.MaxMessageBytes()
+	// The SDK's own bound (4 MiB by default) would refuse a call the
+	// server's limits allow.
+	var next http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.server }, &mcp.StreamableHTTPOptions{MaxRequestBodyBytes: max})
 	next = requireSession(next)
 	if o.Authenticate != nil {
 		next = o.Authenticate(next)
 	}
 	allowed := slices.Clone(o.AllowedOrigins)
-	max := s.MaxMessageBytes()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if origin := r.Header.Get("Origin"); origin != "" && !allowedOrigin(origin, allowed) {
 			http.Error(w, "mcpserver: forbidden: the request's Origin is not allowed", http.StatusForbidden)

@@ -149,3 +149,23 @@ func TestHTTPCancelledCallHasAStandardCode(t *testing.T) {
 		t.Fatal("the cancelled call was not answered")
 	}
 }
+
+func TestHTTPBoundsABodyToMaxMessageBytes(t *testing.T) {
+	// A call above the SDK's own default bound (4 MiB), within the
+	// server's, is served.
+	url := serveHTTP(t, newServer(t, newFakes(), nil, "javascript"), nil)
+	id := openSession(t, url)
+	script := "echo" + strings.Repeat(" ", 5<<20)
+	resp := post(t, url, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"run_javascript","arguments":{"script":"`+script+`","input":1}}}`, map[string]string{"Mcp-Session-Id": id})
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	r := httpReply(t, resp)
+	require.Nil(t, r.Error)
+	assert.Contains(t, string(r.Result), `"ok":true`)
+
+	// Above the server's bound, it is refused before it is read whole.
+	srv := newServer(t, newFakes(), &mcpserver.Options{MaxScriptBytes: 1024, MaxInputBytes: 1024}, "javascript")
+	url = serveHTTP(t, srv, nil)
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"run_javascript","arguments":{"script":"` + strings.Repeat(" ", int(srv.MaxMessageBytes())) + `"}}}`
+	resp = post(t, url, body, map[string]string{"Mcp-Session-Id": openSession(t, url)})
+	assert.Equal(t, http.StatusRequestEntityTooLarge, resp.StatusCode)
+}
