@@ -34,8 +34,19 @@
 //     effect.ErrOverloaded): a protocol error, retryable;
 //   - the client's cancellation (notifications/cancelled): the run's
 //     context is cancelled, so the effect stops the run (at once on an
-//     engine with a hard wall clock), and the call ends with the context's
-//     error.
+//     engine with a hard wall clock), and the call is not answered on a
+//     [StreamTransport], as MCP asks; over HTTP, whose stream needs an
+//     answer, it is the JSON-RPC error [CodeRequestCancelled] (-32800).
+//
+// # Transports
+//
+// Serve [Server.MCP] with [mcp.Server.Run] on a [StreamTransport]
+// (newline-delimited JSON-RPC, such as standard input and output), or over
+// streamable HTTP with [Server.HTTPHandler]. On either, a malformed
+// message is answered with a JSON-RPC error (-32700 parse error, -32600
+// invalid request) and the session goes on; the SDK's own stdio
+// transports end the session on it. A StreamTransport answers every
+// request it read before the end of its input ends the session.
 //
 // A call whose request carries a progress token hears of its run every
 // [Options].ProgressInterval (default one second) while it lasts, with the
@@ -61,6 +72,10 @@
 //
 // What arrives over a transport is as trusted as the transport: the
 // standard input of a process its client started, or an HTTP address.
+// [Server.HTTPHandler] refuses a request from a browser page of a foreign
+// origin (403; [HTTPOptions].AllowedOrigins names more than the loopback
+// ones), against DNS rebinding, and a request without a session that is
+// not an initialize request (400).
 // 'sandbank mcp --http' refuses an address off loopback unless it has
 // tenants (API keys, and each tenant's quotas through [Options].Admit).
 package mcpserver

@@ -31,18 +31,23 @@ const testTimeout = 30 * time.Second
 //	infra    a Go error: infrastructure
 //	block    waits for its context (at most 2×testTimeout), and reports
 //	         whether it was cancelled
+//	gate     waits for f.gate to close (or its context), then returns
+//	         "gated" unless its context was cancelled
 type fakes struct {
 	mu       sync.Mutex
 	backends []*fakebackend.Backend
 	// canceled receives one value per "block" run whose context was
 	// cancelled.
 	canceled chan struct{}
-	// started receives one value per "block" run, when it starts.
+	// started receives one value per "block" or "gate" run, when it
+	// starts.
 	started chan struct{}
+	// gate is closed to let "gate" runs end.
+	gate chan struct{}
 }
 
 func newFakes() *fakes {
-	return &fakes{canceled: make(chan struct{}, 16), started: make(chan struct{}, 16)}
+	return &fakes{canceled: make(chan struct{}, 16), started: make(chan struct{}, 16), gate: make(chan struct{})}
 }
 
 func (f *fakes) behave(ctx context.Context, req spi.Request) (spi.Outcome, error) {
@@ -68,6 +73,17 @@ func (f *fakes) behave(ctx context.Context, req spi.Request) (spi.Outcome, error
 			// has failed already, and this lets its session close.
 			return spi.OK(json.RawMessage(`"late"`)), nil
 		}
+	case "gate":
+		f.started <- struct{}{}
+		select {
+		case <-ctx.Done():
+		case <-f.gate:
+		}
+		if ctx.Err() != nil {
+			f.canceled <- struct{}{}
+			return spi.Outcome{}, ctx.Err()
+		}
+		return spi.OK(json.RawMessage(`"gated"`)), nil
 	}
 	return spi.Threw("SyntaxError", "unknown directive"), nil
 }

@@ -285,8 +285,10 @@ func chooseEngine(reg *registry.Registry, lang, name string) (registry.Entry, er
 	return e, nil
 }
 
-// MCP returns the server to run on a transport: [mcp.Server.Run] with
-// [mcp.StdioTransport], or [mcp.NewStreamableHTTPHandler].
+// MCP returns the server to run on a transport: [mcp.Server.Run] with a
+// [StreamTransport] (the SDK's own stdio transports end the session on
+// the first malformed line), or streamable HTTP through
+// [Server.HTTPHandler].
 func (s *Server) MCP() *mcp.Server { return s.server }
 
 // Tools returns the names of the server's tools, in the order it lists
@@ -334,7 +336,7 @@ func (s *Server) Close() error {
 // MaxMessageBytes is the largest message a transport needs to accept for
 // the server's bounds: a call carrying the largest script and input it
 // runs, each escaped in JSON at up to twice its size, plus 1 MiB for the
-// rest. A transport should refuse larger messages (StdioTransport's
+// rest. A transport should refuse larger messages ([StreamTransport]'s
 // MaxLineLength, an HTTP body limit) rather than read them.
 func (s *Server) MaxMessageBytes() int64 {
 	return 2*(s.limits.maxInput+s.limits.maxScript) + 1<<20

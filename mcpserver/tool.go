@@ -164,7 +164,7 @@ func (t *runTool) handle(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Ca
 	}
 	t.s.logCall(ctx, t, outcome, time.Since(start), perr)
 	if ctx.Err() != nil {
-		return nil, ctx.Err()
+		return nil, errCancelled
 	}
 	return res, perr
 }

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"runtime/debug"
 	"slices"
 	"time"
@@ -30,6 +31,7 @@ type mcpOptions struct {
 	cacheDir        string
 	noCache         bool
 	tenantsFile     string
+	allowOrigins    []string
 }
 
 func (a *app) mcpCommand() *cobra.Command {
@@ -48,6 +50,15 @@ in $SANDBANK_TENANTS ('sandbank serve --new-key' makes a key). Each
 tenant's quotas apply: its limits ceiling, its engines, its concurrent
 runs and its rate. Without tenants, --http serves only a loopback address
 (127.0.0.1:PORT, [::1]:PORT, localhost:PORT), to anyone on this machine.
+A request from a browser page of another origin than a loopback one
+(http://localhost:3000) is refused with 403, against DNS rebinding,
+unless --allow-origin names it; a request without a session that is not
+an initialize request, with 400.
+
+On standard input, a line that is not a JSON-RPC 2.0 message (not JSON,
+not UTF-8, too long, a batch since MCP 2025-06-18) is answered with a
+JSON-RPC error (-32700 or -32600) and the session goes on; at the end of
+the input every request read is answered before the server exits.
 
 The tools: run_javascript, run_typescript and run_starlark (for the
 languages the registry has; --lang chooses), each taking
@@ -76,6 +87,7 @@ goes to standard error; --quiet drops them.`,
 	f := cmd.Flags()
 	f.StringVar(&o.http, "http", "", "serve streamable HTTP on `ADDR` instead of standard input and output (off loopback only with tenants)")
 	f.StringVar(&o.tenantsFile, "tenants", "", "with --http: read the tenants document from `FILE` (default: $"+tenant.EnvVar+")")
+	f.StringSliceVar(&o.allowOrigins, "allow-origin", nil, "with --http: also serve browser pages of `ORIGIN` (scheme://host[:port]); other origins than loopback ones are refused")
 	f.StringVar(&o.memory, "memory", "", "memory limit `SIZE` of every run, as run's --memory (default 32MiB)")
 	f.StringVar(&o.timeout, "timeout", "", "wall-clock limit `DURATION` of every run, such as 10s (default 5s)")
 	f.StringSliceVar(&o.languages, "lang", nil, "serve only these `LANGUAGES` (javascript, typescript, starlark; default: every one the registry has)")
@@ -119,6 +131,13 @@ func (a *app) serveMCP(ctx context.Context, o *mcpOptions) error {
 		}
 	} else if o.tenantsFile != "" {
 		return usagef("--tenants is for --http: a client that starts the server on standard input and output is its only caller")
+	} else if len(o.allowOrigins) > 0 {
+		return usagef("--allow-origin is for --http")
+	}
+	for _, origin := range o.allowOrigins {
+		if u, err := url.Parse(origin); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Path != "" || u.RawQuery != "" || u.User != nil {
+			return usagef("--allow-origin %q: want SCHEME://HOST[:PORT], such as https://app.example.com", origin)
+		}
 	}
 	reg, err := a.registry()
 	if err != nil {
@@ -198,13 +217,11 @@ func (a *app) serveMCP(ctx context.Context, o *mcpOptions) error {
 		}
 	}()
 	if o.http != "" {
-		return a.serveMCPHTTP(ctx, srv, o.http, tenants)
+		return a.serveMCPHTTP(ctx, srv, o, tenants)
 	}
-	t := &mcp.IOTransport{
-		Reader:        io.NopCloser(a.stdin),
-		Writer:        nopWriteCloser{a.stdout},
-		MaxLineLength: int(srv.MaxMessageBytes()),
-	}
+	// A bad line is answered and the session goes on; at the end of
+	// the input, every request read is answered before the server ends.
+	t := &mcpserver.StreamTransport{Reader: a.stdin, Writer: a.stdout, MaxMessageBytes: srv.MaxMessageBytes()}
 	err = srv.MCP().Run(ctx, t)
 	switch {
 	case ctx.Err() != nil:
@@ -219,21 +236,17 @@ func (a *app) serveMCP(ctx context.Context, o *mcpOptions) error {
 // serveMCPHTTP serves streamable HTTP on addr until ctx is done.
 // With tenants, every request needs a tenant's key, and takes a token
 // from its rate limit.
-func (a *app) serveMCPHTTP(ctx context.Context, srv *mcpserver.Server, addr string, tenants *tenant.Set) error {
-	ln, err := net.Listen("tcp", addr)
+func (a *app) serveMCPHTTP(ctx context.Context, srv *mcpserver.Server, o *mcpOptions, tenants *tenant.Set) error {
+	ln, err := net.Listen("tcp", o.http)
 	if err != nil {
 		return usagef("--http: %v", err)
 	}
-	var handler http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv.MCP() }, nil)
+	hopts := &mcpserver.HTTPOptions{AllowedOrigins: o.allowOrigins}
 	if tenants != nil {
-		handler = requireTenant(tenants, handler)
+		hopts.Authenticate = func(next http.Handler) http.Handler { return requireTenant(tenants, next) }
 	}
-	max := srv.MaxMessageBytes()
 	hs := &http.Server{
-		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			r.Body = http.MaxBytesReader(w, r.Body, max)
-			handler.ServeHTTP(w, r)
-		}),
+		Handler:           srv.HTTPHandler(hopts),
 		ReadHeaderTimeout: 10 * time.Second,
 	}
 	fmt.Fprintf(a.stderr, "sandbank: serving MCP (streamable HTTP) on http://%s/\n", ln.Addr())
@@ -276,9 +289,3 @@ func checkLoopback(addr string) error {
 	}
 	return refuse
 }
-
-// nopWriteCloser is a Writer whose Close does nothing: the command's
-// standard output is not the server's to close.
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }

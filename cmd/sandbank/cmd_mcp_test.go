@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -420,4 +421,59 @@ func exitCodeOf(err error) int {
 		return ee.ExitCode()
 	}
 	return -1
+}
+
+func TestMCPAnswersABadLineAndGoesOn(t *testing.T) {
+	// Each line of standard input in turn; the last request is followed
+	// at once by the end of the input.
+	stdin := strings.Join([]string{
+		`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"test","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`not json`,
+		`{"jsonrpc":"1.0","id":1,"method":"tools/list"}`,
+		`[{"jsonrpc":"2.0","id":2,"method":"tools/list"}]`,
+		`{"jsonrpc":"2.0","id":{"a":1},"method":"tools/list"}`,
+		`42`,
+		`{"jsonrpc":"2.0","id":3,"method":"tools/list"}`,
+	}, "\n") + "\n"
+	res := runMain(stdin, "mcp", "--quiet", "--no-cache", "--lang", "starlark", "--engine", "starlark")
+	require.Equal(t, 0, res.code, "the session ends with its input: %s", res.stderr)
+	type reply struct {
+		ID    json.RawMessage `json:"id"`
+		Error *struct {
+			Code int `json:"code"`
+		} `json:"error"`
+		Result json.RawMessage `json:"result"`
+	}
+	var got []reply
+	for _, line := range strings.Split(strings.TrimSpace(res.stdout), "\n") {
+		var r reply
+		require.NoError(t, json.Unmarshal([]byte(line), &r), line)
+		got = append(got, r)
+	}
+	// The replies come in the order they are ready, not that of the
+	// lines: a bad line is answered at once.
+	var errs []string
+	var answered []string
+	for _, r := range got {
+		if r.Error != nil {
+			errs = append(errs, fmt.Sprintf("%s %d", r.ID, r.Error.Code))
+			continue
+		}
+		answered = append(answered, string(r.ID))
+		if string(r.ID) == "3" {
+			assert.Contains(t, string(r.Result), "run_starlark")
+		}
+	}
+	assert.ElementsMatch(t, []string{"null -32700", "1 -32600", "null -32600", "null -32600", "null -32600"}, errs, res.stdout)
+	assert.ElementsMatch(t, []string{"0", "3"}, answered, "initialize, and the request the input ended with: %s", res.stdout)
+}
+
+func TestMCPAllowOriginIsForHTTP(t *testing.T) {
+	res := runMain("", "mcp", "--allow-origin", "https://app.example.com")
+	assert.Equal(t, exitUsage, res.code)
+	assert.Contains(t, res.stderr, "--allow-origin is for --http")
+	res = runMain("", "mcp", "--http", "127.0.0.1:0", "--allow-origin", "app.example.com")
+	assert.Equal(t, exitUsage, res.code)
+	assert.Contains(t, res.stderr, "want SCHEME://HOST[:PORT]")
 }

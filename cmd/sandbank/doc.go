@@ -9,7 +9,7 @@
 //	             [--cache-dir DIR | --no-cache] [--json] SCRIPT|-
 //	sandbank matrix [--engine NAME]... [--case NAME]... [--json]
 //	sandbank engines [--json]
-//	sandbank mcp [--http ADDR [--tenants FILE]] [--lang LANG]... [--engine NAME]...
+//	sandbank mcp [--http ADDR [--tenants FILE] [--allow-origin ORIGIN]...] [--lang LANG]... [--engine NAME]...
 //	             [--memory 32MiB] [--timeout 5s] [--cache-dir DIR | --no-cache] [--quiet]
 //	sandbank bench [--engine NAME]... [--runs N] [--json]
 //	sandbank new backend NAME --language LANG [--dir DIR]
