@@ -652,24 +652,7 @@ func caseWarm(ctx context.Context, e *env) {
 	warm := func(d time.Duration) (time.Duration, error, bool) {
 		wctx, cancel := context.WithTimeout(ctx, d)
 		defer cancel()
-		done := make(chan error, 1)
-		start := time.Now()
-		go func() {
-			defer func() {
-				if r := recover(); r != nil {
-					done <- fmt.Errorf("Warm panicked: %v", r)
-				}
-			}()
-			done <- w.Warm(wctx)
-		}()
-		t := time.NewTimer(d + e.k.grace)
-		defer t.Stop()
-		select {
-		case err := <-done:
-			return time.Since(start), err, true
-		case <-t.C:
-			return time.Since(start), nil, false
-		}
+		return bounded(d+e.k.grace, "Warm", func() error { return w.Warm(wctx) })
 	}
 	took, _, returned := warm(WarmDeadline)
 	e.figure("warmCancelledAfter", ms(took), "ms", "<=", ms(WarmDeadline+e.k.grace))

@@ -81,7 +81,9 @@ type Report struct {
 	// Capabilities is what the backend declared; the gates were taken from
 	// it.
 	Capabilities spi.Capabilities `json:"capabilities"`
-	// Cases holds one result per case run, in run order.
+	// Cases holds one result per case run, in run order, after a failed
+	// result named "probe" when the backend the declaration was read from
+	// did not close within Options.CloseTimeout.
 	Cases []CaseResult `json:"cases"`
 	// Proofs says, for each declared capability (keys as in
 	// CapabilityKeys: "network=none", "wallClock=hard", "memory", "cpu",
@@ -323,6 +325,9 @@ func Run(tb testing.TB, factory spi.Factory, opts *Options) *Report {
 		return nil
 	}
 	rep := k.report()
+	if k.probeClose != "" {
+		tb.Errorf("conformance: %s: %s", probeName, k.probeClose)
+	}
 	t, subtests := tb.(*testing.T)
 	for i, c := range k.cases {
 		if k.opts.Progress != nil {
@@ -365,9 +370,12 @@ type kit struct {
 	idleWait time.Duration
 	warmMax  time.Duration
 	closeMax time.Duration
-	clock    *int64 // the expected fake clock; nil: no clock
-	cases    []*caseDef
-	newEval  func(effect.ScriptReader, spi.Backend, *effect.Options) (evaluator, error)
+	// probeClose is why the probe backend failed (its Close did not
+	// return), or "".
+	probeClose string
+	clock      *int64 // the expected fake clock; nil: no clock
+	cases      []*caseDef
+	newEval    func(effect.ScriptReader, spi.Backend, *effect.Options) (evaluator, error)
 }
 
 func prepare(factory spi.Factory, opts *Options) (*kit, error) {
@@ -400,10 +408,11 @@ func prepare(factory spi.Factory, opts *Options) (*kit, error) {
 		k.watchdog = DefaultWatchdog
 	}
 
-	caps, hostObjects, err := probeCapabilities(factory, k.closeMax)
+	caps, hostObjects, probeClose, err := probeCapabilities(factory, k.closeMax)
 	if err != nil {
 		return nil, err
 	}
+	k.probeClose = probeClose
 	k.caps = caps
 	k.opts.HostObjects = append(slices.Clip(k.opts.HostObjects), hostObjects...)
 
@@ -445,8 +454,9 @@ func prepare(factory spi.Factory, opts *Options) (*kit, error) {
 }
 
 // probeCapabilities makes one backend to read its declaration, then closes
-// it.
-func probeCapabilities(factory spi.Factory, closeMax time.Duration) (caps spi.Capabilities, hostObjects []string, err error) {
+// it within closeMax: closeFailure is the reason when its Close did not
+// return in time.
+func probeCapabilities(factory spi.Factory, closeMax time.Duration) (caps spi.Capabilities, hostObjects []string, closeFailure string, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("conformance: factory panicked: %v", r)
@@ -454,28 +464,38 @@ func probeCapabilities(factory spi.Factory, closeMax time.Duration) (caps spi.Ca
 	}()
 	b, err := factory()
 	if err != nil {
-		return spi.Capabilities{}, nil, fmt.Errorf("conformance: factory failed: %w", err)
+		return spi.Capabilities{}, nil, "", fmt.Errorf("conformance: factory failed: %w", err)
 	}
 	if b == nil {
-		return spi.Capabilities{}, nil, errors.New("conformance: factory returned a nil backend")
+		return spi.Capabilities{}, nil, "", errors.New("conformance: factory returned a nil backend")
 	}
 	if c, ok := b.(io.Closer); ok {
 		// A Close that hangs must not hang the kit: it is left running
-		// after closeMax, and shows in every case.
-		defer closeWithin(c, closeMax)
+		// after closeMax, and fails the report's probe result.
+		defer func() { closeFailure = closeWithin(c, closeMax) }()
 	}
 	caps = b.Capabilities()
 	if err := caps.Validate(); err != nil {
-		return spi.Capabilities{}, nil, fmt.Errorf("conformance: the backend declares invalid capabilities: %w", err)
+		return spi.Capabilities{}, nil, "", fmt.Errorf("conformance: the backend declares invalid capabilities: %w", err)
 	}
 	if d, ok := b.(spi.HostObjectDeclarer); ok {
 		hostObjects = slices.Clone(d.HostObjects())
 	}
-	return caps, hostObjects, nil
+	return caps, hostObjects, "", nil
 }
 
+// probeName names the result of the backend the declaration was read
+// from, in a report where it failed.
+const probeName = "probe"
+
+// report starts the report: with the probe's failed result first, when the
+// probe backend's Close did not return.
 func (k *kit) report() *Report {
-	return &Report{Language: k.caps.Language, Capabilities: k.caps, Cases: make([]CaseResult, 0, len(k.cases))}
+	rep := &Report{Language: k.caps.Language, Capabilities: k.caps, Cases: make([]CaseResult, 0, len(k.cases)+1)}
+	if k.probeClose != "" {
+		rep.Cases = append(rep.Cases, CaseResult{Name: probeName, Status: StatusFail, Reason: probeName + ": " + k.probeClose})
+	}
+	return rep
 }
 
 // runCase runs one case under the watchdog, then closes every backend the
@@ -619,28 +639,9 @@ func (e *env) closeAll() {
 	e.closers, e.closed = nil, true
 	e.mu.Unlock()
 	for _, c := range cs {
-		if !closeWithin(c, e.k.closeMax) {
-			e.failf("Close did not return within %v (Options.CloseTimeout)", e.k.closeMax)
+		if reason := closeWithin(c, e.k.closeMax); reason != "" {
+			e.failf("%s", reason)
 		}
-	}
-}
-
-// closeWithin closes c and reports whether Close returned (or panicked)
-// within d; a Close still running after d is left behind.
-func closeWithin(c io.Closer, d time.Duration) bool {
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		defer func() { _ = recover() }()
-		_ = c.Close()
-	}()
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-done:
-		return true
-	case <-t.C:
-		return false
 	}
 }
 

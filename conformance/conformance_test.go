@@ -871,6 +871,52 @@ func TestBrokenBackends(t *testing.T) {
 	}
 }
 
+// TestCloseThatNeverReturns: a backend whose Close never returns does not
+// hang the kit. Check returns (waited for on a channel, with a generous
+// bound that only a hang reaches), and the report fails the backend with
+// the reason: in the case whose backend did not close, and in the probe
+// the declaration was read from, also when every selected case is
+// skipped.
+func TestCloseThatNeverReturns(t *testing.T) {
+	const hangBound = 2 * time.Minute
+	for _, tc := range []struct {
+		name   string
+		caps   func(c *spi.Capabilities)
+		cases  []string
+		failed []string
+	}{
+		{name: "in a case", caps: func(*spi.Capabilities) {}, cases: []string{"echo"}, failed: []string{"probe", "echo"}},
+		{name: "in the probe alone", caps: func(c *spi.Capabilities) { c.HostCalls = false }, cases: []string{"host_calls"}, failed: []string{"probe"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			release := make(chan struct{})
+			t.Cleanup(func() { close(release) }) // the Close goroutines left behind
+			cfg := newFakeConfig()
+			tc.caps(&cfg.caps)
+			cfg.wrap = func(f *fake) spi.Backend { return hangingClose{fake: f, release: release} }
+			got := make(chan *Report, 1)
+			go func() {
+				rep, err := Check(context.Background(), cfg.factory(), &Options{Cases: tc.cases, CloseTimeout: 200 * time.Millisecond})
+				assert.NoError(t, err)
+				got <- rep
+			}()
+			var rep *Report
+			select {
+			case rep = <-got:
+			case <-time.After(hangBound):
+				t.Fatalf("Check did not return within %v: a Close that never returns hung the kit", hangBound)
+			}
+			require.NotNil(t, rep)
+			assert.True(t, rep.Failed())
+			for _, name := range tc.failed {
+				res := result(t, rep, name)
+				assert.Equal(t, StatusFail, res.Status, res.Reason)
+				assert.Equal(t, name+": Close did not return within 200ms (Options.CloseTimeout)", res.Reason)
+			}
+		})
+	}
+}
+
 // TestBrokenEffect: the cases that check the effect around the backend
 // (abort, abort_mid_run, composition, input_too_big's origin) fail when the
 // effect breaks its rules.

@@ -114,7 +114,10 @@
 // per case (cpu_budget uses Options.CPUBudget when set), so cases never
 // share an instance unless the backend shares state itself. Every instance
 // is closed (io.Closer) when its case ends, each Close within
-// Options.CloseTimeout (a Close still running fails the case).
+// Options.CloseTimeout (a Close still running fails the case, and is left
+// running: the kit never waits for it longer). The instance the
+// declaration was read from is closed the same way; when its Close does
+// not return, the report's first result, named "probe", fails.
 //
 // For every case the kit sets effect.Options.AllowNetwork exactly when the
 // backend declares a network other than none, AllowReusedEnvironment

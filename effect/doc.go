@@ -58,7 +58,8 @@
 // capabilities, the effective limits, the outcome, the start time and the
 // duration. A record is present for failed runs too, with their logs, and
 // stores as JSON; [Verify] checks a stored record against its script and
-// input. Evaluate is Run without the record.
+// input, and against itself field by field (docs/record.md). Evaluate is
+// Run without the record.
 //
 // A call may carry an events sink ([Call].Events): started, each log line,
 // host calls begun and ended, finished, delivered in order on a goroutine

@@ -22,23 +22,13 @@ func (f *Failure) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &w); err != nil {
 		return err
 	}
-	var code Code
-	for c := Code(1); c.Valid(); c++ {
-		if w.Code == codeNames[c] {
-			code = c
-		}
-	}
-	if code == 0 {
+	code, ok := codeNamed(w.Code)
+	if !ok {
 		return fmt.Errorf("effect: unknown failure code %q", boundText(w.Code))
 	}
 	var kind LimitKind
 	if w.Kind != "" {
-		for k := LimitKind(1); k.Valid(); k++ {
-			if w.Kind == limitNames[k] {
-				kind = k
-			}
-		}
-		if kind == 0 {
+		if kind, ok = limitKindNamed(w.Kind); !ok {
 			return fmt.Errorf("effect: unknown limit kind %q", boundText(w.Kind))
 		}
 	}

@@ -139,3 +139,67 @@ func FuzzOutcome(f *testing.F) {
 		}
 	})
 }
+
+// FuzzVerify: Verify and VerifyReceipt never panic on a stored record of
+// any bytes, refuse only with ErrRecordMismatch, and a record Verify
+// accepts is internally consistent: its receipt verifies alone, it
+// verifies again after a JSON round trip, and its outcome, value, failure,
+// limit kind and output digest agree with one another. The seeds are real
+// records of every outcome kind, with their scripts and inputs.
+func FuzzVerify(f *testing.F) {
+	for _, run := range realRuns(f) {
+		b, err := json.Marshal(run.rec)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b, run.script, []byte(run.input))
+	}
+	f.Fuzz(func(t *testing.T, stored, script, input []byte) {
+		var r Receipt
+		if json.Unmarshal(stored, &r) == nil {
+			if err := VerifyReceipt(r, script, json.RawMessage(input)); err != nil && !errors.Is(err, ErrRecordMismatch) {
+				t.Fatalf("VerifyReceipt refused with %v, not ErrRecordMismatch", err)
+			}
+		}
+		var rec Record
+		if json.Unmarshal(stored, &rec) != nil {
+			return
+		}
+		err := Verify(&rec, script, json.RawMessage(input))
+		if err != nil {
+			if !errors.Is(err, ErrRecordMismatch) {
+				t.Fatalf("Verify refused with %v, not ErrRecordMismatch", err)
+			}
+			return
+		}
+		if err := VerifyReceipt(rec.Receipt, script, json.RawMessage(input)); err != nil {
+			t.Fatalf("Verify accepts the record but VerifyReceipt refuses its receipt: %v", err)
+		}
+		b, err := json.Marshal(&rec)
+		if err != nil {
+			t.Fatalf("an accepted record does not encode: %v", err)
+		}
+		var back Record
+		if err := json.Unmarshal(b, &back); err != nil {
+			t.Fatalf("an accepted record does not decode: %v", err)
+		}
+		if err := Verify(&back, script, json.RawMessage(input)); err != nil {
+			t.Fatalf("an accepted record does not verify after a JSON round trip: %v\n%s", err, b)
+		}
+		rc := rec.Receipt
+		code, failed := codeNamed(rc.Outcome)
+		switch {
+		case !failed && rc.Outcome != OutcomeOK && rc.Outcome != OutcomeInfrastructure && rc.Outcome != OutcomeCanceled:
+			t.Fatalf("accepted outcome %q", rc.Outcome)
+		case (rec.Value != nil) != (rc.Outcome == OutcomeOK):
+			t.Fatalf("accepted outcome %q with value %q", rc.Outcome, rec.Value)
+		case (rec.Failure != nil) != failed || failed && rec.Failure.Code != code:
+			t.Fatalf("accepted outcome %q with failure %+v", rc.Outcome, rec.Failure)
+		case (rc.OutputDigest != "") != (failed || rc.Outcome == OutcomeOK):
+			t.Fatalf("accepted outcome %q with output digest %q", rc.Outcome, rc.OutputDigest)
+		case (rc.LimitKind != "") && code != CodeLimitExceeded && code != CodeInputTooLarge,
+			code == CodeLimitExceeded && rc.LimitKind == "":
+			t.Fatalf("accepted outcome %q with limit kind %q", rc.Outcome, rc.LimitKind)
+		}
+	})
+}

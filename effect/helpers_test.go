@@ -77,7 +77,7 @@ type fixture struct {
 	addr   Address
 }
 
-func newFixture(t *testing.T, b fakebackend.Behavior, opts *Options) *fixture {
+func newFixture(t testing.TB, b fakebackend.Behavior, opts *Options) *fixture {
 	t.Helper()
 	store := NewMemoryStore()
 	addr, err := store.Put(testScript)

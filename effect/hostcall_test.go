@@ -94,7 +94,7 @@ func (r *relay) Evaluate(ctx context.Context, req spi.Request) (spi.Outcome, err
 }
 
 // hostFixture is an effect over a relay with opts.
-func hostFixture(t *testing.T, opts *Options) (*Effect, *relay) {
+func hostFixture(t testing.TB, opts *Options) (*Effect, *relay) {
 	t.Helper()
 	r := newRelay()
 	e, err := New(NewMemoryStore(), r, opts)

@@ -3,6 +3,7 @@ package effect
 import (
 	"crypto/sha256"
 	"encoding/json"
+	"strings"
 	"time"
 
 	"github.com/sandbank/sandbank/spi"
@@ -116,6 +117,48 @@ func outcomeOf(err error, f *Failure, canceled bool) (outcome, kind string) {
 	default:
 		return OutcomeInfrastructure, ""
 	}
+}
+
+// The outcome and limit-kind vocabularies, derived from the closed enums:
+// a receipt's outcome is OutcomeOK, a Code's name, OutcomeInfrastructure
+// or OutcomeCanceled, and its limit kind a LimitKind's name.
+
+// codeNamed returns the code whose name is s.
+func codeNamed(s string) (Code, bool) {
+	for c := Code(1); c.Valid(); c++ {
+		if s == c.String() {
+			return c, true
+		}
+	}
+	return 0, false
+}
+
+// limitKindNamed returns the limit kind whose name is s.
+func limitKindNamed(s string) (LimitKind, bool) {
+	for k := LimitKind(1); k.Valid(); k++ {
+		if s == k.String() {
+			return k, true
+		}
+	}
+	return 0, false
+}
+
+// outcomeNames lists the outcome vocabulary, for a reason.
+func outcomeNames() string {
+	names := []string{OutcomeOK}
+	for c := Code(1); c.Valid(); c++ {
+		names = append(names, c.String())
+	}
+	return strings.Join(append(names, OutcomeInfrastructure, OutcomeCanceled), ", ")
+}
+
+// limitKindNames lists the limit-kind vocabulary, for a reason.
+func limitKindNames() string {
+	var names []string
+	for k := LimitKind(1); k.Valid(); k++ {
+		names = append(names, k.String())
+	}
+	return strings.Join(names, ", ")
 }
 
 // failureDigest returns the digest of f's canonical JSON.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // ErrRecordMismatch is matched (with errors.Is) by every error of Verify:
@@ -14,9 +15,14 @@ var ErrRecordMismatch = errors.New("effect: record does not verify")
 // to have run, recomputing everything it can without running the script:
 // the script's content address, the input's digest (input is what the
 // call's Input was: a Go value or a json.RawMessage), the value's
-// canonical form and digest, and that the outcome agrees with the value
-// or the failure. It returns nil when all agree, or an error matching
-// ErrRecordMismatch that names each disagreement.
+// canonical form and digest, or the failure's. It also checks the record
+// against itself, field by field, as [VerifyReceipt] does the receipt: the
+// value is present exactly when the outcome is ok, the failure exactly
+// when the outcome is a failure code, and then with that code, the
+// receipt's limit kind and only the fields its code carries, its sizes
+// agreeing with the receipt's limits. It returns nil when all agree, or an
+// error matching ErrRecordMismatch that names each disagreement and the
+// field.
 //
 // Verify proves the record is internally consistent and belongs to this
 // script and input; to prove the engine gives this value, run the call
@@ -26,82 +32,307 @@ func Verify(rec *Record, script []byte, input any) error {
 	if rec == nil {
 		return fmt.Errorf("%w: no record", ErrRecordMismatch)
 	}
-	r := rec.Receipt
-	errs := verifyReceipt(r, script, input)
-	bad := func(format string, args ...any) {
-		errs = append(errs, mismatch(format, args...))
-	}
-	switch {
-	case r.Outcome == OutcomeOK:
-		if rec.Value == nil {
-			bad("outcome ok without a value")
-			break
-		}
-		canon, err := canonicalize(rec.Value)
-		if err != nil || !bytes.Equal(canon, rec.Value) {
-			bad("the value is not canonical JSON text")
-		}
-		if got := digestOf(rec.Value); got != r.OutputDigest {
-			bad("the value's digest is %s, the receipt says %q", got, boundText(r.OutputDigest))
-		}
-		if rec.Failure != nil {
-			bad("outcome ok with a failure")
-		}
-	case rec.Failure != nil:
-		if r.Outcome != rec.Failure.Code.String() {
-			bad("outcome %q, the failure's code is %s", boundText(r.Outcome), rec.Failure.Code)
-		}
-		kind := ""
-		if rec.Failure.Kind.Valid() {
-			kind = rec.Failure.Kind.String()
-		}
-		if r.LimitKind != kind {
-			bad("limit kind %q, the failure's is %q", boundText(r.LimitKind), kind)
-		}
-		if rec.Value != nil {
-			bad("a failed run with a value")
-		}
-		if got, err := failureDigest(rec.Failure); err != nil || got != r.OutputDigest {
-			bad("the failure's digest is %s, the receipt says %q", got, boundText(r.OutputDigest))
-		}
-	default:
-		if rec.Value != nil || r.OutputDigest != "" {
-			bad("outcome %q with a value", boundText(r.Outcome))
-		}
-	}
-	return errors.Join(errs...)
+	v := verifyReceipt(rec.Receipt, script, input)
+	v.record(rec, script)
+	return errors.Join(v.errs...)
 }
 
 // VerifyReceipt checks a stored receipt alone against the script and the
-// input it names: its format, the script's content address and the
-// input's digest. It returns nil when they agree, or an error matching
-// ErrRecordMismatch naming each disagreement. Without the value, the
-// output digest cannot be checked: use Verify with the record for that.
+// input it names: the script's content address and the input's digest,
+// and the receipt against itself, field by field: its format; the outcome
+// is ok, a failure code, infrastructure or canceled; the output digest is
+// a sha256 digest, present exactly when the outcome has an output (ok or a
+// failure code); the limit kind is one of the limit kinds, present exactly
+// when the outcome is limitExceeded (or inputTooLarge, which names what
+// the input did not fit in); the engine and the SPI version are named; the
+// capabilities are valid; the limits are not negative; the start time is
+// set and the duration not negative. It returns nil when all hold, or an
+// error matching ErrRecordMismatch naming each disagreement and the field.
+// Without the value, the output digest cannot be recomputed: use Verify
+// with the record for that.
 func VerifyReceipt(r Receipt, script []byte, input any) error {
-	return errors.Join(verifyReceipt(r, script, input)...)
+	return errors.Join(verifyReceipt(r, script, input).errs...)
 }
 
-func verifyReceipt(r Receipt, script []byte, input any) []error {
-	var errs []error
-	bad := func(format string, args ...any) {
-		errs = append(errs, mismatch(format, args...))
-	}
+// verifier collects the disagreements of one verification. Every reason
+// has fixed wording; text from the record is bounded.
+type verifier struct {
+	r    Receipt
+	code Code // the outcome's failure code, or 0
+	errs []error
+}
+
+func (v *verifier) bad(format string, args ...any) {
+	v.errs = append(v.errs, fmt.Errorf("%w: "+format, append([]any{ErrRecordMismatch}, args...)...))
+}
+
+func verifyReceipt(r Receipt, script []byte, input any) *verifier {
+	v := &verifier{r: r}
 	if r.Format != ReceiptFormat {
-		bad("receipt format %q, want %q", boundText(r.Format), ReceiptFormat)
+		v.bad("receipt format %q, want %q", boundText(r.Format), ReceiptFormat)
 	}
-	if got := AddressOf(script); r.Script != got {
-		bad("the script's address is %s, the receipt says %q", got, boundText(string(r.Script)))
+	v.outcome()
+	if _, err := ParseAddress(string(r.Script)); err != nil {
+		v.bad("the receipt's script %q is not a content address", boundText(string(r.Script)))
+	} else if got := AddressOf(script); r.Script != got {
+		v.bad("the script's address is %s, the receipt says %q", got, boundText(string(r.Script)))
 	}
+	v.input(input)
+	if r.Engine == "" {
+		v.bad("the receipt names no engine")
+	}
+	if r.Backend != "" {
+		if path, version, ok := strings.Cut(r.Backend, "@"); !ok || path == "" || version == "" {
+			v.bad("the receipt's backend %q is not path@version", boundText(r.Backend))
+		}
+	}
+	if !isVersion(r.SPIVersion) {
+		v.bad("the receipt's spiVersion %q is not MAJOR.MINOR.PATCH", boundText(r.SPIVersion))
+	}
+	if err := r.Capabilities.Validate(); err != nil {
+		v.bad("the receipt's capabilities are invalid: %s", boundText(err.Error()))
+	}
+	v.limits()
+	if r.Started.IsZero() {
+		v.bad("the receipt has no start time")
+	}
+	if r.Duration < 0 {
+		v.bad("the receipt's durationNs is negative")
+	}
+	if _, err := r.Canonical(); err != nil {
+		v.bad("the receipt cannot be written as canonical JSON: %s", boundText(err.Error()))
+	}
+	return v
+}
+
+// outcome checks the outcome, the output digest and the limit kind against
+// the closed vocabulary and against each other.
+func (v *verifier) outcome() {
+	r := v.r
+	code, isCode := codeNamed(r.Outcome)
+	switch {
+	case isCode:
+		v.code = code
+	case r.Outcome == OutcomeOK, r.Outcome == OutcomeInfrastructure, r.Outcome == OutcomeCanceled:
+	default:
+		v.bad("the receipt's outcome %q is not one of %s", boundText(r.Outcome), outcomeNames())
+		return
+	}
+	hasOutput := isCode || r.Outcome == OutcomeOK
+	switch {
+	case hasOutput && r.OutputDigest == "":
+		v.bad("the receipt's outcome %s has an output, but it has no outputDigest", r.Outcome)
+	case hasOutput:
+		if _, err := ParseAddress(r.OutputDigest); err != nil {
+			v.bad("the receipt's outputDigest %q is not a sha256 digest", boundText(r.OutputDigest))
+		}
+	case r.OutputDigest != "":
+		v.bad("the receipt's outcome %s has no output, but it has an outputDigest", r.Outcome)
+	}
+	kind, known := LimitKind(0), r.LimitKind == ""
+	if !known {
+		if kind, known = limitKindNamed(r.LimitKind); !known {
+			v.bad("the receipt's limitKind %q is not one of %s", boundText(r.LimitKind), limitKindNames())
+		}
+	}
+	if known && !kindFits(code, kind) {
+		if kind == 0 {
+			v.bad("the receipt's outcome %s has no limitKind", r.Outcome)
+		} else {
+			v.bad("the receipt's limitKind %s does not go with outcome %s", kind, r.Outcome)
+		}
+	}
+}
+
+// kindFits reports whether a failure of code c (0: no failure) may have
+// limit kind k (0: none): limitExceeded has one, any but the input
+// ceiling; inputTooLarge may name what the input did not fit in, the input
+// ceiling or the engine's memory; nothing else has one.
+func kindFits(c Code, k LimitKind) bool {
+	switch c {
+	case CodeLimitExceeded:
+		return k.Valid() && k != LimitInput
+	case CodeInputTooLarge:
+		return k == 0 || k == LimitInput || k == LimitMemory
+	default:
+		return k == 0
+	}
+}
+
+// input checks the input's digest: the recomputed one, or none for an
+// input that cannot be serialised, which is then the outcome.
+func (v *verifier) input(input any) {
+	r := v.r
 	in, err := encodeInput(input)
 	switch {
 	case err != nil:
-		bad("the input cannot be serialised: %v", err)
+		if v.code != CodeInputNotSerializable {
+			v.bad("the input cannot be serialised: %v", err)
+		}
+		if r.InputDigest != "" {
+			v.bad("the input cannot be serialised, but the receipt has an inputDigest")
+		}
+	case v.code == CodeInputNotSerializable:
+		v.bad("the receipt's outcome is inputNotSerializable, but the input serialises")
 	case inputDigest(in) != r.InputDigest:
-		bad("the input's digest is %s, the receipt says %q", inputDigest(in), boundText(r.InputDigest))
+		v.bad("the input's digest is %s, the receipt says %q", inputDigest(in), boundText(r.InputDigest))
 	}
-	return errs
 }
 
-func mismatch(format string, args ...any) error {
-	return fmt.Errorf("%w: "+format, append([]any{ErrRecordMismatch}, args...)...)
+// limits checks that no limit is negative.
+func (v *verifier) limits() {
+	l := v.r.Limits
+	for _, f := range []struct {
+		name string
+		n    int64
+	}{
+		{"wallClockNs", int64(l.WallClock)},
+		{"memoryBytes", l.MemoryBytes},
+		{"maxInputBytes", l.MaxInputBytes},
+		{"maxOutputBytes", l.MaxOutputBytes},
+		{"maxScriptBytes", l.MaxScriptBytes},
+		{"maxLogBytes", l.MaxLogBytes},
+		{"maxLogLines", int64(l.MaxLogLines)},
+	} {
+		if f.n < 0 {
+			v.bad("the receipt's limit %s is negative", f.name)
+		}
+	}
+}
+
+// record checks the record's value, failure and error against the
+// receipt.
+func (v *verifier) record(rec *Record, script []byte) {
+	r := v.r
+	if rec.Value != nil && r.Outcome != OutcomeOK {
+		v.bad("outcome %q with a value", boundText(r.Outcome))
+	}
+	if rec.Failure != nil && v.code == 0 {
+		v.bad("outcome %q with a failure", boundText(r.Outcome))
+	}
+	if rec.Error != "" && (r.Outcome == OutcomeOK || v.code != 0) {
+		v.bad("outcome %s with an error text", r.Outcome)
+	}
+	switch {
+	case r.Outcome == OutcomeOK:
+		v.value(rec)
+	case v.code != 0:
+		if rec.Failure == nil {
+			v.bad("outcome %s without a failure", r.Outcome)
+			return
+		}
+		v.failure(rec.Failure, script)
+	}
+}
+
+// value checks an ok record's value: canonical, within the output limit,
+// and with the receipt's digest.
+func (v *verifier) value(rec *Record) {
+	r := v.r
+	if rec.Value == nil {
+		v.bad("outcome ok without a value")
+		return
+	}
+	canon, err := canonicalize(rec.Value)
+	if err != nil || !bytes.Equal(canon, rec.Value) {
+		v.bad("the value is not canonical JSON text")
+	}
+	if n := int64(len(rec.Value)); n > r.Limits.MaxOutputBytes {
+		v.bad("the value is %d bytes, over the receipt's maxOutputBytes %d", n, r.Limits.MaxOutputBytes)
+	}
+	if got := digestOf(rec.Value); got != r.OutputDigest {
+		v.bad("the value's digest is %s, the receipt says %q", got, boundText(r.OutputDigest))
+	}
+}
+
+// failure checks a failed record's failure: the outcome's code, the
+// receipt's limit kind, only the fields its code carries, sizes that
+// agree with the receipt's limits and the script, and the receipt's
+// digest.
+func (v *verifier) failure(f *Failure, script []byte) {
+	r := v.r
+	if f.Code != v.code {
+		v.bad("outcome %s, the failure's code is %s", r.Outcome, f.Code)
+		return
+	}
+	kind := ""
+	if f.Kind.Valid() {
+		kind = f.Kind.String()
+	}
+	switch {
+	case f.Kind != 0 && !f.Kind.Valid():
+		v.bad("the failure's limit kind %d is not one of %s", int(f.Kind), limitKindNames())
+	case r.LimitKind != kind:
+		v.bad("limit kind %q, the failure's is %q", boundText(r.LimitKind), kind)
+	}
+	// The fields each code carries, as Failure documents them; any other
+	// set field is one the failure's digest does not cover.
+	carries := func(field string, set bool, codes ...Code) {
+		for _, c := range codes {
+			if c == f.Code {
+				return
+			}
+		}
+		if set {
+			v.bad("the failure's %s does not go with code %s", field, f.Code)
+		}
+	}
+	carries("kind", f.Kind != 0, CodeLimitExceeded, CodeInputTooLarge)
+	carries("name", f.Name != "", CodeScriptError)
+	carries("message", f.Message != "", CodeScriptError)
+	carries("reason", f.Reason != "", CodeInputNotSerializable, CodeShapeMismatch, CodeLimitExceeded)
+	carries("bytes", f.Bytes != 0, CodeInputTooLarge, CodeScriptTooLarge)
+	if f.Code != CodeLimitExceeded || f.Kind != LimitHostCalls {
+		carries("limit", f.Limit != 0, CodeInputTooLarge, CodeScriptTooLarge)
+	}
+	carries("script", f.Script != "", CodeScriptMissing)
+	v.sizes(f, script)
+	if got, err := failureDigest(f); err != nil || got != r.OutputDigest {
+		v.bad("the failure's digest is %s, the receipt says %q", got, boundText(r.OutputDigest))
+	}
+}
+
+// sizes checks a failure's sizes and address against the receipt's
+// limits and the script.
+func (v *verifier) sizes(f *Failure, script []byte) {
+	l := v.r.Limits
+	if f.Bytes < 0 || f.Limit < 0 {
+		v.bad("the failure's bytes or limit is negative")
+		return
+	}
+	switch f.Code {
+	case CodeInputTooLarge:
+		switch f.Kind {
+		case LimitInput:
+			if f.Limit != l.MaxInputBytes || f.Bytes <= f.Limit {
+				v.bad("the failure's input of %d bytes over a limit of %d does not agree with the receipt's maxInputBytes %d", f.Bytes, f.Limit, l.MaxInputBytes)
+			}
+		case LimitMemory:
+			if f.Limit != l.MemoryBytes {
+				v.bad("the failure's memory limit %d is not the receipt's memoryBytes %d", f.Limit, l.MemoryBytes)
+			}
+		}
+	case CodeScriptTooLarge:
+		if f.Limit != l.MaxScriptBytes || f.Bytes != int64(len(script)) || f.Bytes <= f.Limit {
+			v.bad("the failure's script of %d bytes over a limit of %d does not agree with the script's %d bytes and the receipt's maxScriptBytes %d", f.Bytes, f.Limit, len(script), l.MaxScriptBytes)
+		}
+	case CodeScriptMissing:
+		if f.Script != v.r.Script {
+			v.bad("the failure's script %q is not the receipt's", boundText(string(f.Script)))
+		}
+	}
+}
+
+// isVersion reports whether s is MAJOR.MINOR.PATCH, each a decimal number.
+func isVersion(s string) bool {
+	parts := strings.Split(s, ".")
+	if len(parts) != 3 {
+		return false
+	}
+	for _, p := range parts {
+		if p == "" || len(p) > 9 || strings.TrimLeft(p, "0123456789") != "" {
+			return false
+		}
+	}
+	return true
 }

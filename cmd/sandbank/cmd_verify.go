@@ -24,7 +24,14 @@ func (a *app) verifyCommand() *cobra.Command {
 claims to have run, without running anything: the script's content
 address, the input's digest (sha256 of its canonical JSON), and, when the
 record holds the value, the value's canonical form and digest and that
-the outcome agrees with the value or the failure.
+the outcome agrees with the value or the failure. It also checks the
+record against itself, field by field (effect.Verify): the outcome is ok,
+a failure code, infrastructure or canceled; the output digest is present
+exactly when the outcome has an output; the limit kind is one of the
+limit kinds, present exactly when the outcome is limitExceeded (or
+inputTooLarge); the failure carries only its code's fields; the engine,
+versions, capabilities, limits, start and duration are well formed. A
+record that proves nothing does not verify.
 
 The record is what "sandbank run --json" printed (the whole object), an
 effect.Record stored as JSON, or a bare receipt ("sandbank run --receipt
@@ -34,8 +41,8 @@ The input is --input (JSON text) or the contents of --input-file, as
 given to run; without either it is null.
 
 Exit codes: 0 the record verifies; 2 it does not (each disagreement is
-one line on stderr); 64 an invalid request (unreadable files, a record
-that is not one).`,
+one line on stderr, naming the field); 64 an invalid request (unreadable
+files, a file that is not a JSON record or receipt).`,
 		Example: `  sandbank run --json --input '{"n":2}' double.js > run.json
   sandbank verify --record run.json --input '{"n":2}' double.js
   sandbank run --receipt receipt.json double.js && sandbank verify --record receipt.json double.js`,

@@ -103,6 +103,69 @@ func TestReceiptAndVerify(t *testing.T) {
 	assert.Equal(t, exitUsage, res.code, "an unwritable receipt is refused before the run")
 }
 
+// verify refuses a record that proves nothing (an outcome of
+// limitExceeded with no failure and no digest, an outcome outside the
+// vocabulary, ok with a limit kind), printing the reason naming the field,
+// with the exit code of a record that does not verify.
+func TestVerifyRefusesRecordsThatProveNothing(t *testing.T) {
+	a, _ := fakeApp(t)
+	dir := t.TempDir()
+	p := script(t, "echo.js", "echo")
+	receipt := filepath.Join(dir, "receipt.json")
+	res := cli(a, "", "run", "--json", "--engine", "fake", "--receipt", receipt, "--input", `{"a":1}`, p)
+	require.Equal(t, exitOK, res.code, res.stderr)
+
+	var run map[string]any
+	require.NoError(t, json.Unmarshal([]byte(res.stdout), &run))
+	var bare map[string]any
+	require.NoError(t, json.Unmarshal([]byte(readFile(t, receipt)), &bare))
+	for _, tc := range []struct {
+		name   string
+		change func(object, receipt map[string]any)
+		want   string
+	}{
+		{"limitExceeded with no failure and no digest", func(o, r map[string]any) {
+			delete(o, "value")
+			delete(r, "outputDigest")
+			r["outcome"] = "limitExceeded"
+		}, "outcome limitExceeded has an output, but it has no outputDigest"},
+		{"an outcome outside the vocabulary", func(_, r map[string]any) { r["outcome"] = "fine" }, `outcome "fine" is not one of ok,`},
+		{"ok with a limit kind", func(_, r map[string]any) { r["limitKind"] = "cpu" }, "limitKind cpu does not go with outcome ok"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, whole := range []bool{true, false} {
+				var object, rcpt map[string]any
+				if whole {
+					object = clone(t, run)
+					rcpt = object["receipt"].(map[string]any)
+				} else {
+					rcpt = clone(t, bare)
+					object = rcpt
+				}
+				tc.change(object, rcpt)
+				b, err := json.Marshal(object)
+				require.NoError(t, err)
+				stored := filepath.Join(t.TempDir(), "stored.json")
+				require.NoError(t, os.WriteFile(stored, b, 0o600))
+				res := cli(a, "", "verify", "--record", stored, "--input", `{"a":1}`, p)
+				assert.Equal(t, exitFailure, res.code, "whole record %v: %s", whole, res.stderr)
+				assert.Contains(t, res.stderr, "sandbank: effect: record does not verify: the receipt's "+tc.want, "whole record %v", whole)
+				assert.Empty(t, res.stdout)
+			}
+		})
+	}
+}
+
+// clone deep-copies a decoded JSON object.
+func clone(t *testing.T, m map[string]any) map[string]any {
+	t.Helper()
+	b, err := json.Marshal(m)
+	require.NoError(t, err)
+	var c map[string]any
+	require.NoError(t, json.Unmarshal(b, &c))
+	return c
+}
+
 func readFile(t *testing.T, name string) string {
 	t.Helper()
 	b, err := os.ReadFile(name)
