@@ -18,7 +18,8 @@ var errOverloaded = &untypedError{
 
 // Abandoned returns how many calls the effect stopped waiting for (a
 // backend's Evaluate, Warm or Close, or a script reader's ReadScript) that
-// have not returned yet.
+// have not returned yet. A run whose host function is still running counts
+// as one of them until the function returns, even when Evaluate returned.
 func (e *Effect) Abandoned() int { return int(e.abandoned.Load()) }
 
 // overloaded reports whether new backend work must be refused.
