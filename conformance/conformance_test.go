@@ -158,6 +158,7 @@ func TestGates(t *testing.T) {
 		"host_errors":     "HostCalls",
 		"host_limits":     "HostCalls",
 		"host_stop":       "HostCalls",
+		"host_stuck":      "HostCalls",
 		"logs":            "Logs",
 	}
 	for _, c := range rep.Cases {
@@ -1235,7 +1236,7 @@ func TestCaseNames(t *testing.T) {
 		"echo", "throw", "syntax_error", "runaway_loop", "runaway_native", "allocation_bomb", "memory_limit",
 		"deep_recursion", "rich_value", "async_value", "input_contract", "no_network", "no_escape", "host_objects",
 		"fresh_per_run", "warm", "cpu_budget", "input_too_big", "abort", "abort_mid_run", "composition", "logs",
-		"host_calls", "host_errors", "host_limits", "host_stop",
+		"host_calls", "host_errors", "host_limits", "host_stop", "host_stuck",
 	}, names)
 	names[0] = "changed"
 	assert.Equal(t, "echo", CaseNames()[0], "CaseNames returns a copy")

@@ -96,6 +96,11 @@
 //	                start-up spent it before the call), and a cancelled one
 //	                in context.Canceled, the host function's context done
 //	                both times
+//	host_stuck      (HostCalls) with MaxAbandoned HostStuckRuns, two runs
+//	                stopped (wall clock, caller) inside a host function
+//	                that ignores its context fill the cap: the next call
+//	                is ErrOverloaded (retryable) until the kit releases
+//	                the functions, and admitted again afterwards
 //
 // Every host case fails a backend that calls its broker after its run
 // ended (waiting HostLateWait for such a call).

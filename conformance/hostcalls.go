@@ -9,6 +9,9 @@ package conformance
 //     then host.fails(M), uncaught (a wasm guest passes M's bytes as they
 //     are; M is JSON text, so both forms are valid arguments).
 //   - host_loop: host.probe(input), forever.
+//
+// host_stuck runs host_calls with a host function that blocks until the
+// kit releases it.
 
 import (
 	"context"
@@ -31,6 +34,7 @@ func init() {
 		&caseDef{name: "host_errors", gate: needHostCalls, scripts: []string{"host_error", "host_calls"}, run: caseHostErrors, proves: []string{"hostCalls"}},
 		&caseDef{name: "host_limits", gate: needHostCalls, scripts: []string{"host_loop", "host_calls"}, run: caseHostLimits, proves: []string{"hostCalls"}},
 		&caseDef{name: "host_stop", gate: needHostCalls, scripts: []string{"host_calls"}, run: caseHostStop, proves: []string{"hostCalls"}},
+		&caseDef{name: "host_stuck", gate: needHostCalls, scripts: []string{"host_calls"}, run: caseHostStuck, proves: []string{"hostCalls"}},
 	)
 }
 
@@ -50,6 +54,12 @@ const (
 	// its MaxHostResultBytes, for the oversized runs.
 	HostArgBound    = 256
 	HostResultBound = 256
+	// HostStuckRuns is host_stuck's MaxAbandoned: that many runs stuck in
+	// a host function fill the cap.
+	HostStuckRuns = 2
+	// HostStuckWait bounds how long host_stuck waits, once it released
+	// its host functions, for the effect to admit calls again.
+	HostStuckWait = 30 * time.Second
 	// HostLateWait is how long a host case waits, once its runs are over,
 	// for a host call the backend makes after its run ended.
 	HostLateWait = 100 * time.Millisecond
@@ -376,4 +386,107 @@ func caseHostStop(ctx context.Context, e *env) {
 		e.failf("a run cancelled in a host call must return context.Canceled, got %s", describe(got, err))
 	}
 	waitDone("cancellation", done)
+}
+
+// caseHostStuck: a host function that ignores its context counts in the
+// effect's Abandoned until it returns, however the backend stops (stuck
+// with it, or returned and left it on a goroutine of its own), so
+// MaxAbandoned holds: with HostStuckRuns runs stopped while stuck, one by
+// the wall clock and one by the caller, the next call is refused
+// (ErrOverloaded, retryable) until the kit releases the functions; then
+// calls are admitted again.
+func caseHostStuck(ctx context.Context, e *env) {
+	ev, s, ok := e.hostSetup(e.k.limits, func(o *effect.Options) { o.MaxAbandoned = HostStuckRuns })
+	if !ok {
+		return
+	}
+	defer e.checkLate(s)
+	release := make(chan struct{})
+	var freeOnce sync.Once
+	free := func() { freeOnce.Do(func() { close(release) }) }
+	defer free()
+	stuck := func(entered chan<- struct{}) effect.HostFunc {
+		var once sync.Once
+		return func(context.Context, json.RawMessage) (any, error) {
+			once.Do(func() { close(entered) })
+			<-release
+			return 1, nil
+		}
+	}
+	wasEntered := func(entered <-chan struct{}) bool {
+		select {
+		case <-entered:
+			return true
+		default:
+			return false
+		}
+	}
+
+	// Stopped by the wall clock; an engine that boots inside the run may
+	// spend a short clock before the call, so the kit tries again with a
+	// clock four times as long, up to twice (as in host_stop).
+	wall := RunawayWallClock
+	for attempt := 0; ; attempt++ {
+		limits := spi.Limits{WallClock: wall, MemoryBytes: e.k.limits.MemoryBytes}
+		entered := make(chan struct{})
+		got, err := e.hostEval(ctx, ev, "host_calls", hostInput(), limits, effect.HostFuncs{"probe": stuck(entered)})
+		if wasEntered(entered) {
+			if !isLimit(err, effect.LimitWallClock) {
+				e.failf("a run stuck in a host call past its wall clock must end in limitExceeded wallClock, got %s", describe(got, err))
+			}
+			break
+		}
+		if attempt < 2 && isLimit(err, effect.LimitWallClock) {
+			wall *= 4
+			continue
+		}
+		e.failf("the host function was never called within the wall clock %v (a backend must relay every call to the broker), got %s", wall, describe(got, err))
+		return
+	}
+
+	// Stopped by the caller, once the call is stuck.
+	entered := make(chan struct{})
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-entered:
+			cancel()
+		case <-cctx.Done():
+		}
+	}()
+	got, err := e.hostEval(cctx, ev, "host_calls", hostInput(), e.k.limits, effect.HostFuncs{"probe": stuck(entered)})
+	if !wasEntered(entered) {
+		e.failf("the host function was never called (a backend must relay every call to the broker), got %s", describe(got, err))
+		return
+	}
+	if !errors.Is(err, context.Canceled) {
+		e.failf("a run cancelled while stuck in a host call must return context.Canceled, got %s", describe(got, err))
+	}
+
+	// Both runs are still inside their host functions: the next call is
+	// refused, retryably, without reaching the backend.
+	var p probeLog
+	got, err = e.hostEval(ctx, ev, "host_calls", hostInput(), e.k.limits, effect.HostFuncs{"probe": p.probe()})
+	if !errors.Is(err, effect.ErrOverloaded) || !effect.Retryable(err) {
+		e.failf("with MaxAbandoned (%d) runs stuck in host functions that ignore their context, the next call must be refused with ErrOverloaded (a stuck host function counts as abandoned until it returns), got %s", HostStuckRuns, describe(got, err))
+		return
+	}
+
+	// Released, the functions return and calls are admitted again.
+	free()
+	deadline := time.Now().Add(HostStuckWait)
+	for {
+		got, err = e.hostEval(ctx, ev, "host_calls", hostInput(), e.k.limits, effect.HostFuncs{"probe": p.probe()})
+		if !errors.Is(err, effect.ErrOverloaded) || time.Now().After(deadline) || ctx.Err() != nil {
+			break
+		}
+		select {
+		case <-time.After(5 * time.Millisecond):
+		case <-ctx.Done():
+		}
+	}
+	if err != nil {
+		e.failf("once the stuck host functions returned, calls must be admitted again (within %v), got %s", HostStuckWait, describe(got, err))
+	}
 }

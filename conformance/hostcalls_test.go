@@ -15,7 +15,7 @@ import (
 )
 
 // hostCaseNames are the cases gated by HostCalls.
-var hostCaseNames = []string{"host_calls", "host_errors", "host_limits", "host_stop"}
+var hostCaseNames = []string{"host_calls", "host_errors", "host_limits", "host_stop", "host_stuck"}
 
 // hostWrapper puts a broken relay in front of goja's.
 type hostWrapper struct {
@@ -88,6 +88,7 @@ func TestHostCasesCatchBrokenRelays(t *testing.T) {
 			"host_errors": "the host function was called 0 time(s)",
 			"host_limits": "limitExceeded hostCalls",
 			"host_stop":   "never called",
+			"host_stuck":  "never called",
 		}},
 		{"calls the broker after the run ended", func(ctx context.Context, b *goja.Backend, req spi.Request) (spi.Outcome, error) {
 			out, err := b.Evaluate(ctx, req)
@@ -100,6 +101,7 @@ func TestHostCasesCatchBrokenRelays(t *testing.T) {
 			"host_errors": "after its run ended",
 			"host_limits": "after its run ended",
 			"host_stop":   "after its run ended",
+			"host_stuck":  "after its run ended",
 		}},
 		{"declares host calls but gives the script none", func(ctx context.Context, b *goja.Backend, req spi.Request) (spi.Outcome, error) {
 			req.Host = nil
@@ -109,6 +111,7 @@ func TestHostCasesCatchBrokenRelays(t *testing.T) {
 			"host_errors": "host function was called 0 time(s)",
 			"host_limits": "limitExceeded hostCalls",
 			"host_stop":   "never called",
+			"host_stuck":  "never called",
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -119,7 +119,8 @@
 //     cannot be preempted declares spi.WallClockSoft. Such abandoned calls
 //     are counted ([Effect.Abandoned]) and capped ([Options].MaxAbandoned):
 //     past the cap new calls fail with [ErrOverloaded] until late returns
-//     free their slots. Warm and Close have deadlines of their own.
+//     free their slots. A host function still running once its run ended
+//     counts the same, until it returns, on every engine. Warm and Close have deadlines of their own.
 //   - A result nested deeper than [MaxOutputDepth] is limitExceeded
 //     (output) on every engine, refused before anything parses it.
 //   - A shape (JSON Schema) is compiled with every external reference

@@ -517,18 +517,26 @@ func (e *Effect) callBackend(ctx context.Context, req spi.Request) (spi.Outcome,
 	d := saturatingAdd(req.Limits.WallClock, e.grace)
 	bctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
+	// The job counts the call as abandoned while the backend's goroutine,
+	// or a host function of the run, is still inside it once the effect
+	// stops waiting: on either path below, since a backend may return and
+	// leave a host function running on a goroutine of its own.
+	j := e.newJob()
+	defer j.abandon()
 	hb := hostBroker(req)
 	if hb != nil {
-		hb.arm(bctx, cancel, req.Limits.WallClock)
+		hb.arm(bctx, cancel, req.Limits.WallClock, j)
 		defer hb.end() // the run is over when the effect stops waiting
 	}
 
 	ch := make(chan settled, 1)
-	j := e.newJob()
 	go func() {
-		defer j.finish()
 		defer func() {
 			if r := recover(); r != nil {
+				if hb != nil {
+					hb.end()
+				}
+				j.finish()
 				ch <- settled{panicked: true, err: panicError(r)}
 			}
 		}()
@@ -536,6 +544,7 @@ func (e *Effect) callBackend(ctx context.Context, req spi.Request) (spi.Outcome,
 		if hb != nil {
 			hb.end() // no call is delivered once Evaluate returned
 		}
+		j.finish() // before the hand-off: a call that returned is never counted
 		ch <- settled{out: out, err: err}
 	}()
 
@@ -551,7 +560,6 @@ func (e *Effect) callBackend(ctx context.Context, req spi.Request) (spi.Outcome,
 		}
 		return s.out, nil
 	case <-bctx.Done():
-		j.abandon()
 		return spi.Outcome{}, &untypedError{msg: "effect: backend did not settle within " + d.String()}
 	}
 }

@@ -30,9 +30,10 @@ import (
 // (the backend returned, or the effect stopped waiting for it) and when the
 // run's wall clock, counted from when the backend was called, runs out. A
 // host function still running then is not waited for: the run ends with
-// limitExceeded (wallClock) or the caller's context error. The function
-// runs on the backend's goroutine, so one that ignores its context keeps
-// that backend call running: it is counted in Abandoned until it returns.
+// limitExceeded (wallClock) or the caller's context error. One that
+// ignores its context is counted in Abandoned until it returns (and its
+// run's backend call with it, once), on every engine: whether the
+// backend's Evaluate is stuck with it or returned and left it running.
 //
 // A panic is recovered and fails the run with an untyped, retryable error
 // (the host's fault, not the script's), as does a result encoding/json
@@ -137,6 +138,7 @@ type broker struct {
 	maxResult int64
 	e         *Effect
 	st        *runState // the run's record (hostcall_record.go); may be nil
+	job       *job      // the backend call; a running host function holds it
 
 	serial sync.Mutex // held for a whole call: calls are delivered one at a time
 
@@ -157,11 +159,12 @@ func (e *Effect) newBroker(funcs HostFuncs, st *runState) *broker {
 }
 
 // arm starts the run: host functions get a context derived from the
-// backend's, done at the wall clock counted from now.
-func (b *broker) arm(bctx context.Context, cancelRun context.CancelFunc, wall time.Duration) {
+// backend's, done at the wall clock counted from now, and hold j while
+// they run.
+func (b *broker) arm(bctx context.Context, cancelRun context.CancelFunc, wall time.Duration, j *job) {
 	ctx, cancel := context.WithTimeout(bctx, wall)
 	b.mu.Lock()
-	b.runCtx, b.ctx, b.cancel, b.cancelRun = bctx, ctx, cancel, cancelRun
+	b.runCtx, b.ctx, b.cancel, b.cancelRun, b.job = bctx, ctx, cancel, cancelRun, j
 	b.mu.Unlock()
 }
 
@@ -260,6 +263,18 @@ func (b *broker) Call(ctx context.Context, name string, args json.RawMessage) (j
 	if err := b.stopped(hctx); err != nil {
 		return nil, err
 	}
+	// The host function holds the backend call while it runs, so that it
+	// counts in Abandoned until it returns even when the backend returned
+	// without it (an engine that runs the script on a goroutine of its
+	// own). The hold is taken with the run still on: end comes after it,
+	// and the backend's own release after end.
+	b.mu.Lock()
+	if b.ended {
+		b.mu.Unlock()
+		return nil, errHostRunEnded
+	}
+	b.job.hold()
+	b.mu.Unlock()
 	arg := append(json.RawMessage(nil), args...)
 	ended := b.st.hostCallBegun(name, int64(len(arg)))
 
@@ -272,6 +287,7 @@ func (b *broker) Call(ctx context.Context, name string, args json.RawMessage) (j
 	watch := context.AfterFunc(hctx, func() { _ = b.stopped(hctx) })
 	r := runHostFunc(hctx, fn, arg)
 	watch()
+	b.job.finish()
 	switch {
 	case r.panicked:
 		ended(0, errHostPanicked)

@@ -21,7 +21,11 @@ import (
 // "concurrent": bool, "late": bool}. It answers with one entry per call,
 // {"ok": RESULT} or {"err": MESSAGE}, stopping at the first call after
 // which its context is done. With late set it keeps the broker and calls
-// it once more after returning, reporting the error on lateErr.
+// it once more after returning, reporting the error on lateErr. With
+// detach set it makes the calls on a goroutine of its own and returns when
+// its context is done, leaving that goroutine behind (as goja and starlark
+// leave their script's goroutine in a host function that ignores its
+// context).
 type relay struct {
 	hostCalls bool
 	entered   atomic.Int64
@@ -46,6 +50,7 @@ func (r *relay) Evaluate(ctx context.Context, req spi.Request) (spi.Outcome, err
 		Calls      []relayCall `json:"calls"`
 		Concurrent bool        `json:"concurrent"`
 		Late       bool        `json:"late"`
+		Detach     bool        `json:"detach"`
 	}
 	if err := json.Unmarshal(req.Input, &in); err != nil {
 		return spi.Threw("TypeError", "bad input"), nil
@@ -62,7 +67,20 @@ func (r *relay) Evaluate(ctx context.Context, req spi.Request) (spi.Outcome, err
 		}
 		answers[i] = map[string]any{"ok": json.RawMessage(res)}
 	}
-	if in.Concurrent {
+	if in.Detach {
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for i := range in.Calls {
+				one(i)
+			}
+		}()
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return spi.Outcome{}, ctx.Err()
+		}
+	} else if in.Concurrent {
 		var wg sync.WaitGroup
 		for i := range in.Calls {
 			wg.Go(func() { one(i) })
@@ -189,7 +207,7 @@ func TestHostCallArgsMustBeJSON(t *testing.T) {
 	b := e.newBroker(e.host, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	b.arm(ctx, cancel, time.Minute)
+	b.arm(ctx, cancel, time.Minute, e.newJob())
 	_, err := b.Call(ctx, "f", json.RawMessage(`{"a":`))
 	assert.Equal(t, errHostArgsJSON, err)
 	assert.False(t, called, "invalid arguments never reach the host function")
@@ -268,6 +286,39 @@ func TestHostCallIgnoringContextIsAbandoned(t *testing.T) {
 	assert.Equal(t, 1, e.Abandoned(), "the stuck host function is counted")
 	close(release)
 	require.Eventually(t, func() bool { return e.Abandoned() == 0 }, watchdog, time.Millisecond)
+}
+
+// A backend that returns on its stop and leaves a host function running
+// on a goroutine of its own still counts in Abandoned until the function
+// returns, so MaxAbandoned holds: the call past it is refused (retryable)
+// until the stuck functions return.
+func TestHostCallLeftBehindCountsAsAbandoned(t *testing.T) {
+	release := make(chan struct{})
+	entered := make(chan struct{}, 2)
+	e, r := hostFixture(t, &Options{MaxAbandoned: 2, Host: HostFuncs{"stuck": func(context.Context, json.RawMessage) (any, error) {
+		entered <- struct{}{}
+		<-release
+		return 1, nil
+	}}})
+	in, _ := json.Marshal(map[string]any{"calls": []relayCall{{"stuck", nil}}, "detach": true})
+	input := json.RawMessage(in)
+	for i := range 2 {
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() { <-entered; cancel() }()
+		_, err := e.Evaluate(ctx, Call{Source: hostScript, Input: input})
+		cancel()
+		require.ErrorIs(t, err, context.Canceled, "run %d", i)
+		assert.Equal(t, i+1, e.Abandoned(), "the host function left running counts")
+	}
+	_, err := e.Evaluate(context.Background(), Call{Source: hostScript, Input: relayInput(false)})
+	require.ErrorIs(t, err, ErrOverloaded, "the call past MaxAbandoned is refused")
+	requireUntyped(t, err)
+	assert.EqualValues(t, 2, r.entered.Load(), "the refused call never reached the backend")
+
+	close(release)
+	require.Eventually(t, func() bool { return e.Abandoned() == 0 }, watchdog, time.Millisecond)
+	_, err = e.Evaluate(context.Background(), Call{Source: hostScript, Input: relayInput(false)})
+	require.NoError(t, err, "admitted once the host functions returned")
 }
 
 func TestHostCallCancelledByCaller(t *testing.T) {

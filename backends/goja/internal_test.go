@@ -62,11 +62,21 @@ func TestEnginePanicIsInfrastructure(t *testing.T) {
 	r.decode = func() (js.Value, error) { panic("engine bug") }
 	assert.Equal(t, spi.Infrastructure("goja: the engine panicked"), r.exec())
 
-	// A panic inside the script's run (in a native function goja calls).
-	r, err = b.newRun(spi.Request{Script: []byte("boom()"), Input: []byte("null")})
+}
+
+// TestEnginePanicInTheScriptIsThrown: a panic of goja while it compiles or
+// runs the script is the script's doing (it fails the same way every
+// time), a thrown InternalError the effect reports as a typed, final
+// scriptError, never a retryable infrastructure failure.
+func TestEnginePanicInTheScriptIsThrown(t *testing.T) {
+	b, err := New(nil)
 	require.NoError(t, err)
-	require.NoError(t, r.rt.Set("boom", func(js.FunctionCall) js.Value { panic("engine bug") }))
-	assert.Equal(t, spi.Infrastructure("goja: the engine panicked"), r.exec())
+	for _, script := range []string{"boom()", "try { boom() } catch (e) { 1 }", "({ toJSON() { return boom() } })"} {
+		r, err := b.newRun(spi.Request{Script: []byte(script), Input: []byte("null")})
+		require.NoError(t, err)
+		require.NoError(t, r.rt.Set("boom", func(js.FunctionCall) js.Value { panic("engine bug") }))
+		assert.Equal(t, spi.Threw("InternalError", msgEngineFailed), r.exec(), script)
+	}
 }
 
 // TestLateValueIsTheWallClockLimit: a run that finished after its wall

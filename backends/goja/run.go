@@ -247,12 +247,22 @@ func (r *run) stop(cause int32) bool {
 	return true
 }
 
+// msgEngineFailed is the message of a run whose script made goja panic.
+const msgEngineFailed = "goja: the engine failed on this script"
+
 // exec converts the input, runs the script and serialises its completion
-// value, on the calling goroutine. A panic in goja is recovered into an
-// infrastructure outcome.
+// value, on the calling goroutine. A panic in goja is recovered: once the
+// script is being compiled or run, it is the script's doing (it fails the
+// same way every time), a thrown InternalError; before, while the engine
+// is being set up, it is an infrastructure outcome.
 func (r *run) exec() (out spi.Outcome) {
+	inScript := false
 	defer func() {
 		if p := recover(); p != nil {
+			if inScript {
+				out = r.settle(spi.Threw("InternalError", msgEngineFailed))
+				return
+			}
 			out = r.settle(spi.Infrastructure("goja: the engine panicked"))
 		}
 	}()
@@ -276,6 +286,7 @@ func (r *run) exec() (out spi.Outcome) {
 	// A script with top-level await runs as an async function (the
 	// shared front end; the size, UTF-8 and nesting guards of Evaluate
 	// bound its parse too); every other script is compiled as it is.
+	inScript = true
 	src, _ := jsfront.Prepare([]byte(r.script))
 	r.script = ""
 	prog, err := compileScript(string(src))

@@ -71,9 +71,11 @@ func TestWallClockReturnsDuringALongBuiltin(t *testing.T) {
 	<-finished
 }
 
-// TestPanicIsInfrastructure: a panic inside the interpreter (here a
-// built-in) is recovered on the run's goroutine and reported, not a crash.
-func TestPanicIsInfrastructure(t *testing.T) {
+// TestPanicIsThrown: a panic inside the interpreter (here a built-in) is
+// recovered on the run's goroutine and reported, not a crash, as the
+// script's failure: a thrown InternalError (a typed, final scriptError),
+// never retryable infrastructure, since it fails the same way every time.
+func TestPanicIsThrown(t *testing.T) {
 	sb, err := New(nil)
 	require.NoError(t, err)
 	b := sb
@@ -84,7 +86,7 @@ func TestPanicIsInfrastructure(t *testing.T) {
 	}
 	out, err := b.Evaluate(context.Background(), spi.Request{Script: []byte("def main(input):\n    return boom()\n"), Input: json.RawMessage(`null`), Limits: spi.Limits{WallClock: time.Minute}})
 	require.NoError(t, err)
-	assert.Equal(t, spi.Infrastructure("starlark: the interpreter panicked"), out)
+	assert.Equal(t, spi.Threw("InternalError", msgInterpreterFailed), out)
 }
 
 // TestLoadHookRefuses: the thread's load hook refuses too, should a load

@@ -296,11 +296,18 @@ func (r *run) print(_ *sl.Thread, msg string) {
 	}
 }
 
-// exec runs the module and main on the calling goroutine.
+// msgInterpreterFailed is the message of a run whose script made the
+// interpreter panic.
+const msgInterpreterFailed = "starlark: the interpreter failed on this script"
+
+// exec runs the module and main on the calling goroutine. A panic of the
+// interpreter is the script's doing (the run is nothing but the script's
+// evaluation, and fails the same way every time): a thrown InternalError,
+// not a retryable infrastructure outcome.
 func (r *run) exec() (out spi.Outcome) {
 	defer func() {
 		if p := recover(); p != nil {
-			out = spi.Infrastructure("starlark: the interpreter panicked")
+			out = r.settle(spi.Threw("InternalError", msgInterpreterFailed))
 		}
 	}()
 	globals, err := r.prog.Init(r.thread, r.predeclared)

@@ -74,7 +74,9 @@
 // the host reads as limitExceeded memory (or inputTooLarge before the
 // script started, once the guest began reading its input; or the memory
 // limit when the Go runtime could not even boot). It is never a script
-// error. The guest's Go runtime runs with a soft memory limit of seven
+// error: nor is one operation asking for a gigabyte or more, which the
+// interpreter refuses itself before touching the memory ("excessive
+// repeat"), always past the cap, so limitExceeded memory too. The guest's Go runtime runs with a soft memory limit of seven
 // eighths of the cap (debug.SetMemoryLimit), so the collector works harder
 // before the cap is reached.
 //

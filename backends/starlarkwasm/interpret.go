@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/sandbank/sandbank/internal/wasmguest"
@@ -74,6 +75,9 @@ func (f facts) interpret() (spi.Outcome, error) {
 		if err := json.Unmarshal(f.record.Body, &pair); err != nil {
 			return spi.Outcome{}, fmt.Errorf("starlarkwasm: unreadable thrown record: %w", err)
 		}
+		if f.started && allocationRefused(pair[0], pair[1]) {
+			return spi.Limited(spi.LimitMemory), nil
+		}
 		return spi.Threw(pair[0], pair[1]), nil
 	case wasmguest.RecCPU:
 		if f.started {
@@ -120,4 +124,19 @@ func firstLine(s string) string {
 		s = s[:200]
 	}
 	return s
+}
+
+// refusedAllocation matches the interpreter's own refusal of one
+// allocation of a gigabyte or more (go.starlark.net's maxAlloc guard on
+// repeating a string, bytes, list or tuple), as the guest reports it: a
+// runtime error at a position of the script, never the text of fail().
+var refusedAllocation = regexp.MustCompile(`^script\.star:\d+:\d+: (excessive repeat \(\d+ \* \d+ elements\)|repeat count \d+ too large)$`)
+
+// allocationRefused reports whether a thrown error is the interpreter
+// refusing an allocation of a gigabyte or more. A run's memory is capped at
+// MaxMemoryBytes (1 GiB) or less, so such an allocation is always past the
+// memory limit: the run ran out of its memory, limitExceeded memory, as
+// when the guest's Go runtime runs out, not a script error.
+func allocationRefused(name, msg string) bool {
+	return name == "Error" && refusedAllocation.MatchString(msg)
 }

@@ -32,6 +32,10 @@ func TestInterpret(t *testing.T) {
 		{"wall clock", facts{started: true, wallExpired: true, ending: endKilled}, spi.Limited(spi.LimitWallClock)},
 		{"wall clock wins over the memory it stopped", facts{started: true, wallExpired: true, oom: true}, spi.Limited(spi.LimitWallClock)},
 		{"stack overflow", facts{started: true, stack: true, ending: endExit, exitCode: 2}, spi.Threw("Error", msgStackOverflow)},
+		{"an allocation the interpreter refuses is the memory limit", facts{record: wasmguest.Record{Kind: wasmguest.RecThrew, Body: []byte(`["Error","script.star:2:20: excessive repeat (1 * 1073741824 elements)"]`)}, started: true}, spi.Limited(spi.LimitMemory)},
+		{"a repeat count it refuses too", facts{record: wasmguest.Record{Kind: wasmguest.RecThrew, Body: []byte(`["Error","script.star:7:3: repeat count 2147483648 too large"]`)}, started: true}, spi.Limited(spi.LimitMemory)},
+		{"fail() with the same text is the script's", facts{record: wasmguest.Record{Kind: wasmguest.RecThrew, Body: []byte(`["fail","script.star:2:20: excessive repeat (1 * 2 elements)"]`)}, started: true}, spi.Threw("fail", "script.star:2:20: excessive repeat (1 * 2 elements)")},
+		{"other text around it is the script's", facts{record: wasmguest.Record{Kind: wasmguest.RecThrew, Body: []byte(`["Error","script.star:2:20: key \"excessive repeat (1 * 2 elements)\" not in dict"]`)}, started: true}, spi.Threw("Error", `script.star:2:20: key "excessive repeat (1 * 2 elements)" not in dict`)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := tc.f.interpret()

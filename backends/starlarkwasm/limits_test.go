@@ -3,6 +3,7 @@ package starlarkwasm_test
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"testing/fstest"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/sandbank/sandbank/backends/starlarkwasm"
 	"github.com/sandbank/sandbank/conformance"
 	"github.com/sandbank/sandbank/fixtures"
+	starfix "github.com/sandbank/sandbank/fixtures/starlark"
 	"github.com/sandbank/sandbank/spi"
 )
 
@@ -109,6 +111,72 @@ func TestLoopStoppedByWallClock(t *testing.T) {
 	case <-time.After(time.Second + 10*time.Second):
 		t.Fatal("the loop was not stopped within its wall clock + 10 s")
 	}
+}
+
+// oneGulpBombs ask the interpreter for a gigabyte or more in one
+// operation, which it refuses itself (go.starlark.net's maxAlloc guard)
+// before the memory is touched: past any memory limit of this engine.
+var oneGulpBombs = map[string]string{
+	"string":        "def main(input):\n    return len(\"x\" * (1 << 30))\n",
+	"string count":  "def main(input):\n    return len(\"x\" * (1 << 31))\n",
+	"list":          "def main(input):\n    return len([0] * (1 << 30))\n",
+	"tuple":         "def main(input):\n    return len((0, 1) * (1 << 29))\n",
+	"bytes":         "def main(input):\n    return len(b\"x\" * (1 << 30))\n",
+	"augmented":     "def main(input):\n    x = [1]\n    x *= 1 << 30\n    return len(x)\n",
+	"in a function": "def grow(n):\n    return \"ab\" * n\n\ndef main(input):\n    return len(grow(1 << 29))\n",
+}
+
+// TestBombsUnderLoadAreTheMemoryLimit: every allocation bomb, those the
+// guest's Go runtime runs out of memory on and those the interpreter
+// refuses in one gulp, ends in limitExceeded memory, alone and with many
+// running at once among ordinary runs; never a script error.
+func TestBombsUnderLoadAreTheMemoryLimit(t *testing.T) {
+	b, err := starlarkwasm.New(nil)
+	require.NoError(t, err)
+	defer b.Close()
+	require.NoError(t, b.Warm(context.Background()))
+	bomb, err := starfix.Set().Script("allocation_bomb")
+	require.NoError(t, err)
+	bombs := map[string]string{"fixture": string(bomb), "doubling": "def main(input):\n    s = \"x\"\n    for i in range(40):\n        s = s + s\n    return len(s)\n"}
+	for name, src := range measuredBombs {
+		bombs["measured "+name] = src
+	}
+	for name, src := range oneGulpBombs {
+		bombs["one gulp "+name] = src
+	}
+	// A wall clock no loaded machine reaches: the outcome is the memory's.
+	limits := spi.Limits{WallClock: 5 * time.Minute, MemoryBytes: 32 << 20}
+	run := func(src string) (spi.Outcome, error) {
+		return b.Evaluate(context.Background(), spi.Request{Script: []byte(src), Input: []byte(`{"n":1}`), Limits: limits})
+	}
+	for name, src := range oneGulpBombs {
+		out, err := run(src)
+		require.NoError(t, err, name)
+		assert.Equal(t, spi.Limited(spi.LimitMemory), out, "alone: %s", name)
+	}
+
+	const concurrent = 48 // bombs, among half as many ordinary runs
+	names := make([]string, 0, len(bombs))
+	for name := range bombs {
+		names = append(names, name)
+	}
+	var wg sync.WaitGroup
+	for i := range concurrent {
+		name := names[i%len(names)]
+		wg.Go(func() {
+			out, err := run(bombs[name])
+			assert.NoError(t, err, name)
+			assert.Equal(t, spi.Limited(spi.LimitMemory), out, "under load: %s", name)
+		})
+		if i%2 == 0 {
+			wg.Go(func() {
+				out, err := run("def main(input):\n    return input\n")
+				assert.NoError(t, err)
+				assert.Equal(t, spi.OK([]byte(`{"n":1}`)), out)
+			})
+		}
+	}
+	wg.Wait()
 }
 
 func figure(t *testing.T, c conformance.CaseResult, name string) float64 {
