@@ -165,7 +165,11 @@
 // memory allocator that refuses growth past it (wazero's page limit is per
 // runtime, and there is one runtime per backend), and QuickJS's own
 // --memory-limit is set to the same figure (it only catches single
-// oversized allocations on this build, such as "x".repeat(3e8)).
+// oversized allocations on this build, such as "x".repeat(3e8)). A run
+// whose growth was refused and that ends in a thrown value is the memory
+// limit, whatever was thrown (QuickJS throws null once it cannot allocate
+// its own InternalError "out of memory"); a value it returned after
+// catching the refusal stays its value.
 //
 // Wall clock: the module is QuickJS rewritten once per process by
 // internal/wasmrewrite's preemption pass (Options.StopCheck, on by

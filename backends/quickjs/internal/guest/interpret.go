@@ -99,6 +99,16 @@ func Interpret(f Facts, phase string) (spi.Outcome, error) {
 			return spi.OK(json.RawMessage(f.Record.Body)), nil
 		}
 	case recThrew:
+		if f.Started && f.MemoryRefused {
+			// The memory refusal comes before whatever the script threw:
+			// an allocation that fails leaves QuickJS throwing what it
+			// still can (null, once it cannot allocate its own
+			// InternalError "out of memory"), and a script that caught
+			// the refusal and threw something else still ran out of its
+			// memory. A value the script returned after catching the
+			// refusal (recResult, above) stays its value.
+			return spi.Limited(spi.LimitMemory), nil
+		}
 		if f.Started {
 			var pair [2]string
 			if err := json.Unmarshal(f.Record.Body, &pair); err != nil {

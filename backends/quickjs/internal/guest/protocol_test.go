@@ -46,6 +46,8 @@ func TestInterpret(t *testing.T) {
 		{"clobbered canary beats a result", Facts{Record: result, Started: true, Ending: EndExit}, spi.Threw("RangeError", "Maximum call stack size exceeded")},
 		{"clobbered canary while parsing the input", Facts{Ending: EndTrap}, spi.InputTooLarge()},
 		{"thrown", ok(Facts{Record: Record{Kind: recThrew, Body: []byte(`["TypeError","bad"]`)}, Started: true}), spi.Threw("TypeError", "bad")},
+		{"a thrown value after refused growth is the memory limit", ok(Facts{Record: Record{Kind: recThrew, Body: []byte(`["","null"]`)}, Started: true, Ending: EndExit, MemoryRefused: true}), spi.Limited(spi.LimitMemory)},
+		{"a result after refused growth stays the result", ok(Facts{Record: result, Started: true, Ending: EndExit, MemoryRefused: true}), spi.OK(json.RawMessage(`1`))},
 		{"memory", ok(Facts{Record: Record{Kind: recMemory}, Started: true}), spi.Limited(spi.LimitMemory)},
 		{"input out of memory", ok(Facts{Record: Record{Kind: recInputOOM}}), spi.InputTooLarge()},
 		{"input refused growth", ok(Facts{Record: Record{Kind: recProtocol}, InputRead: true, MemoryRefused: true}), spi.InputTooLarge()},
