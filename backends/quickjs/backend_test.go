@@ -327,9 +327,12 @@ func TestCancellation(t *testing.T) {
 	_, err := b.Evaluate(ctx, spi.Request{Script: []byte("1"), Input: []byte("1")})
 	assert.ErrorIs(t, err, context.Canceled)
 
+	// Cancelled once the script is in its loop (it logged), not after a
+	// sleep.
 	ctx, cancel = context.WithCancel(context.Background())
-	time.AfterFunc(50*time.Millisecond, cancel)
-	_, err = b.Evaluate(ctx, spi.Request{Script: []byte("for (;;) {}"), Input: []byte("1"), Limits: spi.Limits{WallClock: time.Hour}})
+	looping := newStarted()
+	go func() { <-looping.c; cancel() }()
+	_, err = b.Evaluate(ctx, spi.Request{Script: []byte(`console.log("looping"); for (;;) {}`), Input: []byte("1"), Limits: spi.Limits{WallClock: time.Hour}, Logs: looping})
 	assert.ErrorIs(t, err, context.Canceled)
 }
 
@@ -337,11 +340,16 @@ func TestClose(t *testing.T) {
 	b := newBackend(t, nil)
 	require.NoError(t, b.Warm(context.Background()))
 	done := make(chan error, 1)
+	looping := newStarted()
 	go func() {
-		_, err := b.Evaluate(context.Background(), spi.Request{Script: []byte("for (;;) {}"), Input: []byte("1"), Limits: spi.Limits{WallClock: time.Hour}})
+		_, err := b.Evaluate(context.Background(), spi.Request{Script: []byte(`console.log("looping"); for (;;) {}`), Input: []byte("1"), Limits: spi.Limits{WallClock: time.Hour}, Logs: looping})
 		done <- err
 	}()
-	time.Sleep(100 * time.Millisecond)
+	select {
+	case <-looping.c: // the script is in its loop
+	case err := <-done:
+		t.Fatalf("the run ended before it logged: %v", err)
+	}
 	require.NoError(t, b.Close())
 	assert.ErrorIs(t, <-done, ErrClosed)
 	_, err := b.Evaluate(context.Background(), spi.Request{Script: []byte("1"), Input: []byte("1")})
