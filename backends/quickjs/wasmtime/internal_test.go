@@ -177,10 +177,11 @@ func TestStderrIsBounded(t *testing.T) {
 func TestCancelStopsARunawayPromptly(t *testing.T) {
 	b := newBackend(t, &Options{Fuel: MaxFuel}) // only the cancellation can stop the loop
 	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(50*time.Millisecond, cancel)
+	looping := newStarted()
+	go func() { <-looping.c; cancel() }() // once the script is in its loop
 	done := make(chan error, 1)
 	go func() {
-		_, err := b.Evaluate(ctx, spi.Request{Script: []byte(`for (;;) {}`), Input: []byte(`{}`), Limits: spi.Limits{WallClock: time.Hour}})
+		_, err := b.Evaluate(ctx, spi.Request{Script: []byte(`console.log("looping"); for (;;) {}`), Input: []byte(`{}`), Limits: spi.Limits{WallClock: time.Hour}, Logs: looping})
 		done <- err
 	}()
 	select {
