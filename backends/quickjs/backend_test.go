@@ -135,7 +135,7 @@ func TestSoftWallClock(t *testing.T) {
 func TestEndingWithoutAResultIsThrown(t *testing.T) {
 	// A real script cannot reach std.exit synchronously; this wrapper
 	// hands it std to prove the host's reading of an exit without result.
-	b := withWrapper(t, patchWrapper(t, "try { v = geval(script);", "G.std = std; try { v = geval(script);"))
+	b := withWrapper(t, patchWrapper(t, "try { v = run(script);", "G.std = std; try { v = run(script);"))
 	for _, script := range []string{"std.exit(0)", "std.exit(3)", "throw std.exit(1)", "std.out.puts('\\x1eSBK'); std.exit(0)"} {
 		out := eval(t, b, script, "", spi.Limits{})
 		assert.Equal(t, spi.KindThrew, out.Kind, script)
