@@ -61,8 +61,8 @@ func TestScriptContract(t *testing.T) {
 		{"thrown number", `throw 42`, "", spi.Threw("", "42")},
 		{"thrown object", `throw {name: "Custom", message: "m"}`, "", spi.Threw("Custom", "m")},
 		{"thrown null-prototype object", `throw Object.create(null)`, "", spi.Threw("", "")},
-		{"syntax error", "var x = {;", "", spi.Threw("SyntaxError", "invalid property name (line 1, column 8)")},
-		{"syntax error on line 3", "1;\n2;\n  let = ;", "", spi.Threw("SyntaxError", "unexpected token in expression: ';' (line 3, column 3)")},
+		{"syntax error", "var x = {;", "", spi.Threw("SyntaxError", "invalid property name (line 1, column 11)")},
+		{"syntax error on line 3", "1;\n2;\n  let = ;", "", spi.Threw("SyntaxError", "unexpected token in expression: ';' (line 3, column 9)")},
 		{"syntax error of an inner eval has no position", "(0, eval)('let = ;')", "", spi.Threw("SyntaxError", "unexpected token in expression: ';'")},
 		{"a thrown SyntaxError has no position", "throw new SyntaxError('mine')", "", spi.Threw("SyntaxError", "mine")},
 		{"undefined", "undefined", "", spi.Threw("TypeError", "the completion value cannot be represented as JSON: it is undefined")},
@@ -135,7 +135,7 @@ func TestSoftWallClock(t *testing.T) {
 func TestEndingWithoutAResultIsThrown(t *testing.T) {
 	// A real script cannot reach std.exit synchronously; this wrapper
 	// hands it std to prove the host's reading of an exit without result.
-	b := withWrapper(t, patchWrapper(t, "try { v = geval(script);", "G.std = std; try { v = geval(script);"))
+	b := withWrapper(t, patchWrapper(t, "try { v = run(script);", "G.std = std; try { v = run(script);"))
 	for _, script := range []string{"std.exit(0)", "std.exit(3)", "throw std.exit(1)", "std.out.puts('\\x1eSBK'); std.exit(0)"} {
 		out := eval(t, b, script, "", spi.Limits{})
 		assert.Equal(t, spi.KindThrew, out.Kind, script)
@@ -327,9 +327,12 @@ func TestCancellation(t *testing.T) {
 	_, err := b.Evaluate(ctx, spi.Request{Script: []byte("1"), Input: []byte("1")})
 	assert.ErrorIs(t, err, context.Canceled)
 
+	// Cancelled once the script is in its loop (it logged), not after a
+	// sleep.
 	ctx, cancel = context.WithCancel(context.Background())
-	time.AfterFunc(50*time.Millisecond, cancel)
-	_, err = b.Evaluate(ctx, spi.Request{Script: []byte("for (;;) {}"), Input: []byte("1"), Limits: spi.Limits{WallClock: time.Hour}})
+	looping := newStarted()
+	go func() { <-looping.c; cancel() }()
+	_, err = b.Evaluate(ctx, spi.Request{Script: []byte(`console.log("looping"); for (;;) {}`), Input: []byte("1"), Limits: spi.Limits{WallClock: time.Hour}, Logs: looping})
 	assert.ErrorIs(t, err, context.Canceled)
 }
 
@@ -337,11 +340,16 @@ func TestClose(t *testing.T) {
 	b := newBackend(t, nil)
 	require.NoError(t, b.Warm(context.Background()))
 	done := make(chan error, 1)
+	looping := newStarted()
 	go func() {
-		_, err := b.Evaluate(context.Background(), spi.Request{Script: []byte("for (;;) {}"), Input: []byte("1"), Limits: spi.Limits{WallClock: time.Hour}})
+		_, err := b.Evaluate(context.Background(), spi.Request{Script: []byte(`console.log("looping"); for (;;) {}`), Input: []byte("1"), Limits: spi.Limits{WallClock: time.Hour}, Logs: looping})
 		done <- err
 	}()
-	time.Sleep(100 * time.Millisecond)
+	select {
+	case <-looping.c: // the script is in its loop
+	case err := <-done:
+		t.Fatalf("the run ended before it logged: %v", err)
+	}
 	require.NoError(t, b.Close())
 	assert.ErrorIs(t, <-done, ErrClosed)
 	_, err := b.Evaluate(context.Background(), spi.Request{Script: []byte("1"), Input: []byte("1")})

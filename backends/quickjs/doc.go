@@ -84,15 +84,21 @@
 //
 // # The script contract
 //
-// The script is JavaScript source evaluated as a classic script at global
-// scope (an indirect eval). It sees a global input holding the caller's
+// The script is JavaScript source evaluated as a classic global script
+// (not an indirect eval: a top-level var or function declaration is a
+// non-deletable property of globalThis, under "use strict" too; let,
+// const and class are global lexical bindings). It sees a global input
+// holding the caller's
 // JSON input, parsed inside the engine. Its result is its completion
 // value (the value of the last expression statement), returned as JSON
 // text (JSON.stringify, so toJSON methods run and non-finite numbers
 // become null). A thrown value becomes a thrown outcome with the error's
 // name and message; a syntax error of the script is thrown with the name
 // "SyntaxError" and a message ending in its position, as in "unexpected
-// token in expression: ';' (line 3, column 3)";
+// token in expression: ';' (line 3, column 9)": QuickJS's line, and the
+// column where goja's parser finds the error on that line (QuickJS's own
+// column is not the user's; without goja's on the same line, the
+// position is the line alone);
 // a completion value JSON cannot represent (undefined, a function, a
 // symbol, a BigInt, a cycle) is thrown as a "TypeError" saying so. print
 // and console.* write to a bounded stderr that is not part of the result.
@@ -165,7 +171,11 @@
 // memory allocator that refuses growth past it (wazero's page limit is per
 // runtime, and there is one runtime per backend), and QuickJS's own
 // --memory-limit is set to the same figure (it only catches single
-// oversized allocations on this build, such as "x".repeat(3e8)).
+// oversized allocations on this build, such as "x".repeat(3e8)). A run
+// whose growth was refused and that ends in a thrown value is the memory
+// limit, whatever was thrown (QuickJS throws null once it cannot allocate
+// its own InternalError "out of memory"); a value it returned after
+// catching the refusal stays its value.
 //
 // Wall clock: the module is QuickJS rewritten once per process by
 // internal/wasmrewrite's preemption pass (Options.StopCheck, on by

@@ -92,3 +92,17 @@ func eval(t testing.TB, b *Backend, script, input string, limits spi.Limits) spi
 	require.NoError(t, err)
 	return out
 }
+
+// started is a log sink that closes c at the first line the script logs:
+// a test waits on it to know the script is running (never a sleep).
+type started struct {
+	once sync.Once
+	c    chan struct{}
+}
+
+func newStarted() *started { return &started{c: make(chan struct{})} }
+
+func (s *started) Log(spi.LogLevel, spi.LogStream, string) bool {
+	s.once.Do(func() { close(s.c) })
+	return true
+}

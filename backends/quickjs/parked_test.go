@@ -110,7 +110,7 @@ func TestParkedInstanceIsDiscarded(t *testing.T) {
 		{name: "thrown (control)", script: `throw new Error("x")`, want: spi.KindThrew},
 		{name: "stack overflow", script: `function f(n) { return n === 0 ? 0 : 1 + f(n - 1); } f(100000)`, want: spi.KindThrew, discards: true},
 		{name: "deadline", script: `for (;;) {}`, limits: spi.Limits{WallClock: 20 * time.Millisecond}, want: spi.KindLimit, discards: true},
-		{name: "cancel", script: `for (;;) {}`, cancel: true, discards: true},
+		{name: "cancel", script: `console.log("looping"); for (;;) {}`, cancel: true, discards: true},
 		{name: "memory grew (control: kept, growth.go)", script: `globalThis.s = "y".repeat(4 << 20); s.length`, want: spi.KindOK},
 		{name: "memory grew, size not virtualised", script: `globalThis.s = "y".repeat(4 << 20); s.length`, shipped: true, want: spi.KindOK, discards: true},
 		{name: "memory refused", script: `globalThis.h = []; for (;;) h.push(new Array(1024).fill(1));`, limits: spi.Limits{MemoryBytes: 4 << 20}, want: spi.KindLimit, discards: true},
@@ -146,10 +146,11 @@ func TestParkedInstanceIsDiscarded(t *testing.T) {
 			require.Equal(t, spi.KindOK, eval(t, b, `input`, `1`, limits).Kind)
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
+			looping := newStarted()
 			if tc.cancel {
-				time.AfterFunc(50*time.Millisecond, cancel)
+				go func() { <-looping.c; cancel() }() // once the script is in its loop
 			}
-			out, err := b.Evaluate(ctx, spi.Request{Script: []byte(tc.script), Input: []byte(`2`), Limits: limits})
+			out, err := b.Evaluate(ctx, spi.Request{Script: []byte(tc.script), Input: []byte(`2`), Limits: limits, Logs: looping})
 			if tc.cancel {
 				require.ErrorIs(t, err, context.Canceled)
 			} else {

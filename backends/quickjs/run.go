@@ -122,6 +122,7 @@ func (r *run) do(ctx context.Context, req spi.Request) (spi.Outcome, error) {
 	if err != nil {
 		return r.failure(ctx, runCtx, err)
 	}
+	f.Script = req.Script
 	f.WallClockExpired = r.wallExpired.Load()
 	f.Late = j.stdout.Took() > r.limits.WallClock
 	out, err := r.conclude(ctx, runCtx, f, phase, j.stderr)

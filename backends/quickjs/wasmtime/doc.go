@@ -59,8 +59,10 @@
 //     Limits.MemoryBytes, and QuickJS's own --memory-limit is set to the
 //     same figure (it catches single oversized allocations such as
 //     "x".repeat(3e8)). The limiter refuses growth silently, so when the
-//     engine dies without reporting, a memory standing within 1/16 of the
-//     limit (or 1 MiB) is read as the memory limit.
+//     engine dies without reporting, or when the script ends in a thrown
+//     value (QuickJS throws null once it cannot allocate its own "out of
+//     memory" error), a memory standing within 1/16 of the limit (or
+//     1 MiB) is read as the memory limit.
 //   - The C stack: the same stack pass as package quickjs
 //     (internal/wasmrewrite): a 1 MiB C stack of the guest's own, after
 //     its initial memory (it counts against the memory limit), with a

@@ -177,10 +177,11 @@ func TestStderrIsBounded(t *testing.T) {
 func TestCancelStopsARunawayPromptly(t *testing.T) {
 	b := newBackend(t, &Options{Fuel: MaxFuel}) // only the cancellation can stop the loop
 	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(50*time.Millisecond, cancel)
+	looping := newStarted()
+	go func() { <-looping.c; cancel() }() // once the script is in its loop
 	done := make(chan error, 1)
 	go func() {
-		_, err := b.Evaluate(ctx, spi.Request{Script: []byte(`for (;;) {}`), Input: []byte(`{}`), Limits: spi.Limits{WallClock: time.Hour}})
+		_, err := b.Evaluate(ctx, spi.Request{Script: []byte(`console.log("looping"); for (;;) {}`), Input: []byte(`{}`), Limits: spi.Limits{WallClock: time.Hour}, Logs: looping})
 		done <- err
 	}()
 	select {
@@ -223,14 +224,16 @@ func TestCloseStopsARun(t *testing.T) {
 	b, err := New(&Options{Fuel: MaxFuel}) // only Close can stop the loop
 	require.NoError(t, err)
 	done := make(chan error, 1)
-	started := make(chan struct{})
+	looping := newStarted()
 	go func() {
-		close(started)
-		_, err := b.Evaluate(context.Background(), spi.Request{Script: []byte(`for (;;) {}`), Input: []byte(`{}`), Limits: spi.Limits{WallClock: time.Hour}})
+		_, err := b.Evaluate(context.Background(), spi.Request{Script: []byte(`console.log("looping"); for (;;) {}`), Input: []byte(`{}`), Limits: spi.Limits{WallClock: time.Hour}, Logs: looping})
 		done <- err
 	}()
-	<-started
-	time.Sleep(20 * time.Millisecond)
+	select {
+	case <-looping.c: // the script is in its loop
+	case err := <-done:
+		t.Fatalf("the run ended before it logged: %v", err)
+	}
 	require.NoError(t, b.Close())
 	select {
 	case err := <-done:

@@ -237,6 +237,7 @@ func (r *run) do(ctx context.Context, req spi.Request) (spi.Outcome, error) {
 	fuelLeft, _ := store.GetFuel()
 	facts := guest.Facts{
 		Record:           r.stdout.Record(),
+		Script:           req.Script,
 		InputRead:        r.inputRead.Load(),
 		Started:          r.stdout.Started(),
 		CanaryIntact:     canary.Intact(data[b.layout.Bottom : b.layout.Bottom+guest.CanarySize]),

@@ -10,8 +10,9 @@
 //     input), removes the argument globals, reads the script and then
 //     parses the input in phases of their own (an out-of-memory in either
 //     is a record of its own, so the host can say which did not fit), redirects print and console to stderr, signals "script
-//     starts" with a framed record, runs the script as an indirect eval
-//     and writes one framed record with the result.
+//     starts" with a framed record, runs the script as a classic global
+//     script (std.evalScript) and writes one framed record with the
+//     result.
 //   - [Stdout] is the host's bounded stdout sink: it finds the framed
 //     records (which only a holder of the nonce can write) and calls back
 //     when the script starts, so the host can arm the script's wall clock

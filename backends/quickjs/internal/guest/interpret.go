@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/sandbank/sandbank/internal/jsfront"
 	"github.com/sandbank/sandbank/spi"
 )
 
@@ -28,6 +29,9 @@ const (
 type Facts struct {
 	// Record is the conclusive record read from stdout.
 	Record Record
+	// Script is the run's script as the caller gave it (the column of
+	// a syntax error is found in it).
+	Script []byte
 	// InputRead is true when the guest began reading its stdin (the
 	// engine had booted).
 	InputRead bool
@@ -99,12 +103,22 @@ func Interpret(f Facts, phase string) (spi.Outcome, error) {
 			return spi.OK(json.RawMessage(f.Record.Body)), nil
 		}
 	case recThrew:
+		if f.Started && f.MemoryRefused {
+			// The memory refusal comes before whatever the script threw:
+			// an allocation that fails leaves QuickJS throwing what it
+			// still can (null, once it cannot allocate its own
+			// InternalError "out of memory"), and a script that caught
+			// the refusal and threw something else still ran out of its
+			// memory. A value the script returned after catching the
+			// refusal (recResult, above) stays its value.
+			return spi.Limited(spi.LimitMemory), nil
+		}
 		if f.Started {
-			var pair [2]string
-			if err := json.Unmarshal(f.Record.Body, &pair); err != nil {
-				return spi.Outcome{}, fmt.Errorf("quickjs: unreadable thrown record: %w", err)
+			name, message, err := thrown(f.Record.Body, f.Script)
+			if err != nil {
+				return spi.Outcome{}, err
 			}
-			return spi.Threw(pair[0], pair[1]), nil
+			return spi.Threw(name, message), nil
 		}
 	case recMemory:
 		if f.Started {
@@ -152,6 +166,41 @@ func Interpret(f Facts, phase string) (spi.Outcome, error) {
 		return spi.Limited(spi.LimitWallClock), nil
 	}
 	return spi.Threw("Error", fmt.Sprintf(msgNoResult, f.ExitCode)), nil
+}
+
+// thrown reads a thrown record: the name, the message and, for a
+// SyntaxError of the script itself, the line QuickJS reported it on. To
+// that line it adds the column where goja's parser finds the script's
+// first error when that error is on the same line (jsfront.SyntaxErrorAt),
+// and no column otherwise: QuickJS's own column is that of the last
+// identifier or white space its tokenizer read before the error (and
+// counts line 1 from zero), never reliably the user's.
+func thrown(body, script []byte) (name, message string, err error) {
+	var rec []json.RawMessage
+	var line int
+	if err = json.Unmarshal(body, &rec); err == nil && (len(rec) < 2 || len(rec) > 3) {
+		err = errors.New("wrong length")
+	}
+	if err == nil {
+		err = json.Unmarshal(rec[0], &name)
+	}
+	if err == nil {
+		err = json.Unmarshal(rec[1], &message)
+	}
+	if err == nil && len(rec) == 3 {
+		err = json.Unmarshal(rec[2], &line)
+	}
+	if err != nil {
+		return "", "", fmt.Errorf("quickjs: unreadable thrown record: %w", err)
+	}
+	if line > 0 {
+		if l, c, ok := jsfront.SyntaxErrorAt(script); ok && l == line {
+			message += fmt.Sprintf(" (line %d, column %d)", line, c)
+		} else {
+			message += fmt.Sprintf(" (line %d)", line)
+		}
+	}
+	return name, message, nil
 }
 
 func (f Facts) describe() string {

@@ -46,6 +46,8 @@ func TestInterpret(t *testing.T) {
 		{"clobbered canary beats a result", Facts{Record: result, Started: true, Ending: EndExit}, spi.Threw("RangeError", "Maximum call stack size exceeded")},
 		{"clobbered canary while parsing the input", Facts{Ending: EndTrap}, spi.InputTooLarge()},
 		{"thrown", ok(Facts{Record: Record{Kind: recThrew, Body: []byte(`["TypeError","bad"]`)}, Started: true}), spi.Threw("TypeError", "bad")},
+		{"a thrown value after refused growth is the memory limit", ok(Facts{Record: Record{Kind: recThrew, Body: []byte(`["","null"]`)}, Started: true, Ending: EndExit, MemoryRefused: true}), spi.Limited(spi.LimitMemory)},
+		{"a result after refused growth stays the result", ok(Facts{Record: result, Started: true, Ending: EndExit, MemoryRefused: true}), spi.OK(json.RawMessage(`1`))},
 		{"memory", ok(Facts{Record: Record{Kind: recMemory}, Started: true}), spi.Limited(spi.LimitMemory)},
 		{"input out of memory", ok(Facts{Record: Record{Kind: recInputOOM}}), spi.InputTooLarge()},
 		{"input refused growth", ok(Facts{Record: Record{Kind: recProtocol}, InputRead: true, MemoryRefused: true}), spi.InputTooLarge()},
@@ -91,4 +93,29 @@ func TestStackExhaustedReadsAsAnOverflow(t *testing.T) {
 	out, err = Interpret(f, PhaseScript)
 	require.NoError(t, err)
 	assert.Equal(t, spi.Threw(NameStackOverflow, MsgStackOverflow), out, "an overflow beats a result")
+}
+
+// TestThrownSyntaxErrorPosition: a thrown record with a line gets the
+// column goja's parser finds on that line, or the line alone.
+func TestThrownSyntaxErrorPosition(t *testing.T) {
+	for _, tc := range []struct {
+		name, body, script, want string
+	}{
+		{"no line", `["E","m"]`, "    foo(;", "m"},
+		{"the column on the same line", `["SyntaxError","m",1]`, "    foo(;", "m (line 1, column 9)"},
+		{"past the async wrapper's prefix", `["SyntaxError","m",1]`, "    await 1; foo(;", "m (line 1, column 18)"},
+		{"goja's error on another line: the line alone", `["SyntaxError","m",2]`, "    foo(;\n1", "m (line 2)"},
+		{"goja finds no error: the line alone", `["SyntaxError","m",1]`, "1", "m (line 1)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := Facts{Record: Record{Kind: recThrew, Body: []byte(tc.body)}, Script: []byte(tc.script), Started: true, CanaryIntact: true}
+			got, err := Interpret(f, PhaseScript)
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, got.Message)
+		})
+	}
+	for _, body := range []string{`["E"]`, `["E","m",1,2]`, `["E","m","1"]`, `{}`} {
+		_, err := Interpret(Facts{Record: Record{Kind: recThrew, Body: []byte(body)}, Started: true, CanaryIntact: true}, PhaseScript)
+		assert.ErrorContains(t, err, "quickjs: unreadable thrown record", body)
+	}
 }

@@ -51,7 +51,16 @@ func LogPrefix(n Nonce) string { return framePrefix + string(n) + recLog }
 //
 // It is evaluated as a module (QuickJS-NG v0.11.0 evaluates -e source as a
 // module), so its bindings are module-scoped and invisible to the script,
-// which runs through an indirect eval at global scope.
+// which runs as a classic global script (std.evalScript, QuickJS's
+// JS_EVAL_TYPE_GLOBAL; not an indirect eval, under which a top-level var
+// would be deletable and a "use strict" script's declarations would stay
+// local to the eval): its var and function declarations are
+// non-deletable properties of globalThis, in strict mode too, and its
+// let, const and class declarations global lexical bindings.
+//
+// A SyntaxError of the script itself is reported with the line QuickJS
+// gives as the thrown record's third element; the host adds the column
+// (see [Interpret]): QuickJS's own column is not the user's.
 //
 // A thenable completion value is adopted by the Promise.resolve captured
 // before the script ran; the module then ends and qjs runs the job queue
@@ -68,12 +77,12 @@ const getline = sin.getline.bind(sin), readAll = sin.readAsString.bind(sin);
 const puts = sout.puts.bind(sout), flush = sout.flush.bind(sout);
 const eputs = serr.puts.bind(serr);
 const exit = std.exit, parse = JSON.parse, stringify = JSON.stringify;
-const Str = String, geval = G.eval, IErr = G.InternalError, gc = std.gc;
+const Str = String, run = std.evalScript, IErr = G.InternalError, gc = std.gc;
 const apply = Reflect.apply, split = Str.prototype.split, exec = RegExp.prototype.exec, SErr = G.SyntaxError;
 const slice = Str.prototype.slice;
 const Prom = G.Promise, resolveP = Prom.resolve, thenP = Prom.prototype.then, setTimer = os.setTimeout;
 const rejectP = Prom.reject, sliceS = Str.prototype.slice, Err = G.Error, TErr = G.TypeError, PX = G.Proxy;
-const AT = /^ *at <input>:(\d+):(\d+)$/;
+const AT = /^ *at <evalScript>:(\d+):\d+$/;
 delete G.execArgv; delete G.scriptArgs; delete G.argv0;
 delete G.DOMException; delete G.gc; delete G.navigator; delete G.performance; delete G.queueMicrotask;
 const nonce = getline();
@@ -88,24 +97,24 @@ function text(v) { try { return Str(v); } catch (_) { return ""; } }
 function field(e, k) {
   try { const v = e[k]; return typeof v === "string" ? v : undefined; } catch (_) { return undefined; }
 }
-function report(name, message) {
-  const j = "[" + stringify(name) + "," + stringify(message) + "]";
+function report(name, message, line) {
+  const j = "[" + stringify(name) + "," + stringify(message) + (line ? "," + line : "") + "]";
   puts(P + "T" + j.length + "\n"); puts(j); send(END); exit(0);
 }
 function where(e) {
   try {
-    if (!(e instanceof SErr)) return "";
+    if (!(e instanceof SErr)) return 0;
     const l = apply(split, field(e, "stack") || "", ["\n"]);
     const m = apply(exec, AT, [l[0]]);
-    if (m === null || l.length < 3 || l[1] !== "    at eval (native)" || l[2].indexOf("<cmdline>") < 0) return "";
-    return " (line " + m[1] + ", column " + m[2] + ")";
-  } catch (_) { return ""; }
+    if (m === null || l.length < 3 || l[1] !== "    at evalScript (native)" || l[2].indexOf("<cmdline>") < 0) return 0;
+    return +m[1];
+  } catch (_) { return 0; }
 }
 function threw(e) {
   if (isOOM(e)) { send(MEM); exit(0); }
   if (e !== null && (typeof e === "object" || typeof e === "function")) {
     const m = field(e, "message");
-    report(field(e, "name") || "", (m === undefined ? text(e) : m) + where(e));
+    report(field(e, "name") || "", m === undefined ? text(e) : m, where(e));
   }
   report("", text(e));
 }
@@ -194,7 +203,7 @@ function finish(v) {
 }
 function never() { report("Error", "` + msgNeverSettled + `"); }
 let v, then;
-try { v = geval(script); } catch (e) { threw(e); }
+try { v = run(script); } catch (e) { threw(e); }
 script = undefined;
 if (v !== null && (typeof v === "object" || typeof v === "function")) {
   try { then = v.then; } catch (e) { threw(e); }
