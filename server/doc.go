@@ -42,6 +42,11 @@
 //
 // 4xx other than 429 are not retryable; 429 and 503 are.
 //
+// A response written before its request's body was read to the end (a
+// body over MaxBodyBytes, a refusal before the body is read) says
+// Connection: close and closes the connection: the rest of the body is
+// never read, so never served as a request of its own.
+//
 // # Verified capabilities
 //
 // GET /v1/engines lists each engine's declared capabilities and what the
