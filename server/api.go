@@ -69,16 +69,37 @@ type Health struct {
 }
 
 // failureSchema is the JSON form of effect.Failure (its MarshalJSON), for
-// the document: the Go type's fields are not its wire form.
+// the document: the Go type's fields are not its wire form. The values of
+// code and kind are the effect's own (TransformSchema), never a copy.
 type failureSchema struct {
-	Code    string `json:"code" enum:"inputNotSerializable,inputTooLarge,scriptMissing,limitExceeded,scriptError,shapeMismatch,scriptTooLarge"`
-	Kind    string `json:"kind,omitempty" enum:"cpu,memory,wallClock,output,input"`
+	Code    string `json:"code"`
+	Kind    string `json:"kind,omitempty"`
 	Name    string `json:"name,omitempty"`
 	Message string `json:"message,omitempty"`
 	Reason  string `json:"reason,omitempty"`
 	Bytes   int64  `json:"bytes,omitempty"`
 	Limit   int64  `json:"limit,omitempty"`
 	Script  string `json:"script,omitempty"`
+}
+
+// TransformSchema lists the effect's failure codes and limit kinds as the
+// values of code and kind (huma.SchemaTransformer).
+func (failureSchema) TransformSchema(_ huma.Registry, s *huma.Schema) *huma.Schema {
+	var codes, kinds []any
+	for c := effect.CodeInputNotSerializable; c.Valid(); c++ {
+		codes = append(codes, c.String())
+	}
+	for k := effect.LimitCPU; k.Valid(); k++ {
+		kinds = append(kinds, k.String())
+	}
+	if p := s.Properties["code"]; p != nil {
+		p.Enum = codes
+	}
+	if p := s.Properties["kind"]; p != nil {
+		p.Enum = kinds
+	}
+	s.PrecomputeMessages()
+	return s
 }
 
 type runInput struct{ Body RunRequest }
