@@ -90,3 +90,13 @@ func FuzzBoundText(f *testing.F) {
 		}
 	})
 }
+
+// TestExcerpt: an excerpt of a caller's text is scrubbed and bounded,
+// whatever its length, and a short clean text is itself.
+func TestExcerpt(t *testing.T) {
+	assert.Equal(t, "quickjs", Excerpt("quickjs"))
+	long := Excerpt(strings.Repeat("x", 1<<20))
+	assert.Equal(t, strings.Repeat("x", MaxExcerptUnits)+truncationMarker, long)
+	assert.Equal(t, "a\uFFFDb", Excerpt("a\x00b"))
+	assert.LessOrEqual(t, len(Excerpt(strings.Repeat("\U0001F600", 1<<18))), 4*MaxExcerptUnits/2+len(truncationMarker))
+}
