@@ -240,7 +240,7 @@ func (s *Server) chooseEngine(engine, language string) (registry.Entry, *Problem
 			return registry.Entry{}, invalidCall(http.StatusBadRequest, "server: "+err.Error())
 		}
 		if language != "" && language != e.Language {
-			return registry.Entry{}, invalidCall(http.StatusBadRequest, "server: engine "+e.Engine+" runs "+e.Language+", not "+boundDetail(language))
+			return registry.Entry{}, invalidCall(http.StatusBadRequest, "server: engine "+e.Engine+" runs "+e.Language+", not "+strconv.Quote(effect.Excerpt(language)))
 		}
 		return e, nil
 	case language != "":
@@ -406,19 +406,26 @@ func (s *Server) limits(ceiling spi.Limits, l *RunLimits) (spi.Limits, *Problem)
 	return out, nil
 }
 
+// maxProblemErrors bounds the invalid parts a Problem lists (a body with
+// many unknown fields would otherwise list them all).
+const maxProblemErrors = 8
+
 // asProblem turns the errors huma writes itself (a body that does not
 // parse, validate or fit) into Problems: with kind, and without the
 // offending values, which are the caller's own input (its script text,
-// perhaps) and have no place in an error.
+// perhaps) and have no place in an error. What is left of the caller's
+// text (the name of an unknown field is in its location) is quoted as an
+// excerpt, and at most maxProblemErrors parts are listed.
 func asProblem(_ huma.Context, _ string, v any) (any, error) {
 	em, ok := v.(*huma.ErrorModel)
 	if !ok {
 		return v, nil
 	}
-	p := &Problem{Type: em.Type, Title: em.Title, Status: em.Status, Detail: em.Detail, Instance: em.Instance}
+	p := &Problem{Type: effect.Excerpt(em.Type), Title: em.Title, Status: em.Status, Detail: effect.Excerpt(em.Detail),
+		Instance: effect.Excerpt(em.Instance)}
 	for _, d := range em.Errors {
-		if d != nil {
-			p.Errors = append(p.Errors, &huma.ErrorDetail{Message: d.Message, Location: d.Location})
+		if d != nil && len(p.Errors) < maxProblemErrors {
+			p.Errors = append(p.Errors, &huma.ErrorDetail{Message: effect.Excerpt(d.Message), Location: effect.Excerpt(d.Location)})
 		}
 	}
 	switch {
