@@ -84,7 +84,7 @@ func (a *app) serve(ctx context.Context, o *serveOptions) error {
 	case "text":
 		handler = slog.NewTextHandler(a.stderr, nil)
 	default:
-		return usagef("--log-format: want json or text, not %q", o.logFormat)
+		return usagef("--log-format: want json or text, not %s", quote(o.logFormat))
 	}
 	tenants, err := loadTenants(o)
 	if err != nil {
@@ -92,11 +92,11 @@ func (a *app) serve(ctx context.Context, o *serveOptions) error {
 	}
 	host, _, err := net.SplitHostPort(o.addr)
 	if err != nil {
-		return usagef("--addr: %v", err)
+		return usagef("--addr: %s", reason(err))
 	}
 	if o.dev {
 		if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-			return usagef("--dev serves without API keys, so only on a loopback address (127.0.0.1, ::1, localhost), not %q", host)
+			return usagef("--dev serves without API keys, so only on a loopback address (127.0.0.1, ::1, localhost), not %s", quote(host))
 		}
 	}
 	reg, err := a.registry()
@@ -126,7 +126,7 @@ func (a *app) serve(ctx context.Context, o *serveOptions) error {
 	}
 	ln, err := net.Listen("tcp", o.addr)
 	if err != nil {
-		return untyped(fmt.Errorf("listening on %s: %w", o.addr, err))
+		return untyped(fmt.Errorf("listening on %s: %s", quote(o.addr), reason(err)))
 	}
 	if o.dev {
 		fmt.Fprintf(a.stderr, "sandbank: DEVELOPMENT MODE: no API keys, every caller is tenant \"dev\"; serving on loopback %s only. Do not expose this port.\n", ln.Addr())
