@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sandbank/sandbank/conformance"
+	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/internal/tenant"
 	"github.com/sandbank/sandbank/registry"
 	"github.com/sandbank/sandbank/server"
@@ -169,14 +170,14 @@ func loadTenants(o *serveOptions) (*tenant.Set, error) {
 	if o.tenantsFile != "" {
 		s, err := tenant.Load(o.tenantsFile)
 		if err != nil {
-			return nil, usagef("--tenants: %v", err)
+			return nil, usagef("--tenants: %s: %s", effect.Excerpt(o.tenantsFile), reason(err))
 		}
 		return s, nil
 	}
 	s, ok, err := tenant.FromEnv()
 	switch {
 	case err != nil:
-		return nil, usagef("$%s: %v", tenant.EnvVar, err)
+		return nil, usagef("$%s: %s", tenant.EnvVar, reason(err))
 	case !ok:
 		return nil, usagef("no tenants: give --tenants FILE or $%s, or --dev for a loopback server without keys", tenant.EnvVar)
 	}

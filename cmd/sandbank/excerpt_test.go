@@ -39,6 +39,7 @@ func TestErrorsQuoteAnExcerpt(t *testing.T) {
 		{"invalid flag value with spaces", []string{"run", "--json=" + spaced, js}, `invalid argument "n`},
 		{"unknown command", []string{huge}, `unknown command "nnnn`},
 		{"unknown case", []string{"matrix", "--case", huge}, `unknown case "nnnn`},
+		{"missing tenants file", []string{"serve", "--tenants", "/" + huge}, "--tenants: /nnnn"},
 		{"bad log format", []string{"serve", "--dev", "--log-format", huge}, `want json or text, not "nnnn`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
