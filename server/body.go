@@ -14,8 +14,9 @@ import (
 // refused caller's bytes. The middleware installs it for every request
 // with a body, so no handler needs to care.
 type bodyGuard struct {
-	body io.ReadCloser
-	read atomic.Bool // the body was read to its end
+	body io.ReadCloser // bounded
+	own  io.ReadCloser // the request's own body
+	read atomic.Bool   // the body was read to its end
 }
 
 // guardBody bounds r's body to limit bytes and returns its guard, or nil
@@ -26,7 +27,7 @@ func guardBody(w http.ResponseWriter, r *http.Request, limit int64) *bodyGuard {
 	if r.Body == nil || r.Body == http.NoBody {
 		return nil
 	}
-	g := &bodyGuard{body: http.MaxBytesReader(w, r.Body, limit)}
+	g := &bodyGuard{body: http.MaxBytesReader(w, r.Body, limit), own: r.Body}
 	r.Body = g
 	return g
 }
@@ -40,6 +41,16 @@ func (g *bodyGuard) Read(p []byte) (int, error) {
 }
 
 func (g *bodyGuard) Close() error { return g.body.Close() }
+
+// release gives r its own body back once the handler is done, so that
+// net/http, closing the connection, sees what is left of it and lingers
+// before closing a connection with many unread bytes (a client still
+// sending then reads its answer instead of a reset).
+func (g *bodyGuard) release(r *http.Request) {
+	if g != nil {
+		r.Body = g.own
+	}
+}
 
 // beforeResponse closes the connection after the response unless the
 // body was read to its end. It runs before the response's header is

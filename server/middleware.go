@@ -91,6 +91,7 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 		}()
 
 		sw.body = guardBody(w, r, s.opts.MaxBodyBytes)
+		defer sw.body.release(r)
 		ctx := s.prop.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
 		ctx = context.WithValue(ctx, accessKey, acc)
 		sw.Header().Set("X-Content-Type-Options", "nosniff")
