@@ -109,6 +109,9 @@
 //     made storable: invalid UTF-8, encoded surrogates and
 //     control characters other than newline and tab become U+FFFD. It is
 //     safe to log and to store, not to interpret as markup.
+//   - An error quotes what its caller sent (a name, a shape's parts) only
+//     as an [Excerpt]: scrubbed the same way and cut to [MaxExcerptUnits]
+//     units, so an error stays short whatever the caller sent.
 //   - A typed failure that a backend returns as a Go error is reported
 //     untyped: only the effect decides what the script did, so a backend
 //     cannot forge a non-retryable script outcome.

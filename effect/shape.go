@@ -75,6 +75,25 @@ func (refuseLoader) Load(string) (any, error) {
 	return nil, errors.New("effect: a shape may not reference external schemas")
 }
 
+// maxShapeErrorLines bounds the lines of a shape's compile error that an
+// invalid-call error keeps.
+const maxShapeErrorLines = 6
+
+// shapeErrorText is a shape's compile error as an invalid call may say
+// it: the error quotes the caller's schema (a pattern, a reference, a
+// property name), so each of its first maxShapeErrorLines lines is an
+// excerpt (Excerpt).
+func shapeErrorText(err error) string {
+	lines := strings.Split(errorText(err), "\n")
+	if len(lines) > maxShapeErrorLines {
+		lines = append(lines[:maxShapeErrorLines], "…")
+	}
+	for i, l := range lines {
+		lines[i] = Excerpt(l)
+	}
+	return strings.Join(lines, "\n")
+}
+
 func compileShape(schema []byte) (s *compiledShape, err error) {
 	defer func() {
 		if recover() != nil {
@@ -88,11 +107,11 @@ func compileShape(schema []byte) (s *compiledShape, err error) {
 	c := jsonschema.NewCompiler()
 	c.UseLoader(refuseLoader{})
 	if err := c.AddResource(shapeResource, doc); err != nil {
-		return nil, invalid(ErrInvalidShape, "effect: invalid shape: "+boundText(errorText(err)))
+		return nil, invalid(ErrInvalidShape, "effect: invalid shape: "+shapeErrorText(err))
 	}
 	sch, err := c.Compile(shapeResource)
 	if err != nil {
-		return nil, invalid(ErrInvalidShape, "effect: invalid shape: "+boundText(errorText(err)))
+		return nil, invalid(ErrInvalidShape, "effect: invalid shape: "+shapeErrorText(err))
 	}
 	return &compiledShape{schema: sch}, nil
 }

@@ -102,3 +102,18 @@ func isControl(r rune) bool {
 func isEncodedSurrogate(s string) bool {
 	return len(s) >= 3 && s[0] == 0xed && s[1] >= 0xa0 && s[1] <= 0xbf && s[2] >= 0x80 && s[2] <= 0xbf
 }
+
+// MaxExcerptUnits bounds the excerpt of a caller's text that an error
+// message may quote (see Excerpt): 128 UTF-16 code units, plus the
+// truncation marker when the text was cut.
+const MaxExcerptUnits = 128
+
+// Excerpt returns the part of a caller's text (an engine or language name,
+// a flag's value, a field's name) that an error message may quote: s
+// scrubbed as every text of a run is (invalid UTF-8, encoded surrogates
+// and control characters other than '\n' and '\t' become U+FFFD) and cut
+// to MaxExcerptUnits UTF-16 code units followed by "…[truncated]". Every
+// door (the effect, the registry, the HTTP server, the command line,
+// Temporal) quotes caller text through Excerpt, so an error stays short
+// whatever the caller sent, and still says what it was about.
+func Excerpt(s string) string { return boundTextTo(s, MaxExcerptUnits) }

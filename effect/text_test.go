@@ -90,3 +90,30 @@ func FuzzBoundText(f *testing.F) {
 		}
 	})
 }
+
+// TestExcerpt: an excerpt of a caller's text is scrubbed and bounded,
+// whatever its length, and a short clean text is itself.
+func TestExcerpt(t *testing.T) {
+	assert.Equal(t, "quickjs", Excerpt("quickjs"))
+	long := Excerpt(strings.Repeat("x", 1<<20))
+	assert.Equal(t, strings.Repeat("x", MaxExcerptUnits)+truncationMarker, long)
+	assert.Equal(t, "a\uFFFDb", Excerpt("a\x00b"))
+	assert.LessOrEqual(t, len(Excerpt(strings.Repeat("\U0001F600", 1<<18))), 4*MaxExcerptUnits/2+len(truncationMarker))
+}
+
+// TestInvalidShapeQuotesAnExcerpt: a shape whose compile error quotes
+// 1 MiB of the caller's schema is a short invalid call (at most 1 KiB)
+// that still says what was wrong.
+func TestInvalidShapeQuotesAnExcerpt(t *testing.T) {
+	huge := strings.Repeat("n", 1<<20)
+	for _, schema := range []string{
+		`{"pattern":"` + strings.Repeat("(", 1<<20) + `"}`,
+		`{"$ref":"https://x/` + huge + `"}`,
+		`{"properties":{"` + huge + `":{"type":9}}}`,
+	} {
+		_, err := compileShape([]byte(schema))
+		assert.ErrorIs(t, err, ErrInvalidShape)
+		assert.LessOrEqual(t, len(err.Error()), 1024)
+		assert.Contains(t, err.Error(), "effect: invalid shape: ")
+	}
+}

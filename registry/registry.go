@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/spi"
 )
 
@@ -28,7 +29,8 @@ type Entry struct {
 }
 
 // Errors returned by lookups, matchable with errors.Is. The error text
-// itself names what was asked for and what is registered.
+// itself names what was asked for (an excerpt of it: effect.Excerpt) and
+// what is registered.
 var (
 	// ErrUnknownEngine: no engine of that name is registered.
 	ErrUnknownEngine = errors.New("registry: unknown engine")
@@ -249,7 +251,7 @@ func (r *Registry) unknownEngineLocked(engine string) error {
 	}
 	slices.Sort(names)
 	return &lookupError{
-		msg:  fmt.Sprintf("registry: unknown engine %q (registered: %s); forgotten registration?", engine, listOrNone(names)),
+		msg:  fmt.Sprintf("registry: unknown engine %q (registered: %s); forgotten registration?", effect.Excerpt(engine), listOrNone(names)),
 		kind: ErrUnknownEngine,
 	}
 }
@@ -257,7 +259,7 @@ func (r *Registry) unknownEngineLocked(engine string) error {
 func (r *Registry) unknownLanguageLocked(language string) error {
 	return &lookupError{
 		msg: fmt.Sprintf("registry: unknown language %q (registered: %s); forgotten registration?",
-			language, listOrNone(r.languagesLocked())),
+			effect.Excerpt(language), listOrNone(r.languagesLocked())),
 		kind: ErrUnknownLanguage,
 	}
 }

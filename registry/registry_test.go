@@ -3,6 +3,7 @@ package registry_test
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
@@ -447,4 +448,32 @@ func TestConcurrentUse(t *testing.T) {
 			assert.NoError(t, err)
 		}
 	}
+}
+
+// TestLookupErrorsQuoteAnExcerpt: an unknown name of 1 MiB comes back as
+// a short error (at most 1 KiB) that still says what was unknown and
+// what is registered.
+func TestLookupErrorsQuoteAnExcerpt(t *testing.T) {
+	var r registry.Registry
+	r.Register(entry("goja", strong("javascript")))
+	huge := strings.Repeat("v", 1<<20) + "\x00"
+	_, err := r.Lookup(huge)
+	require.ErrorIs(t, err, registry.ErrUnknownEngine)
+	assert.LessOrEqual(t, len(err.Error()), 1024)
+	assert.Contains(t, err.Error(), `registry: unknown engine "vvvv`)
+	assert.Contains(t, err.Error(), "registered: goja")
+	for _, f := range []func() error{
+		func() error { _, err := r.Default(huge); return err },
+		func() error { _, err := r.Select(huge, registry.Requirements{}); return err },
+		func() error { return r.SetDefault(huge, "goja") },
+	} {
+		err := f()
+		require.ErrorIs(t, err, registry.ErrUnknownLanguage)
+		assert.LessOrEqual(t, len(err.Error()), 1024)
+		assert.Contains(t, err.Error(), `registry: unknown language "vvvv`)
+		assert.Contains(t, err.Error(), "registered: javascript")
+	}
+	err = r.SetDefault("javascript", huge)
+	require.ErrorIs(t, err, registry.ErrUnknownEngine)
+	assert.LessOrEqual(t, len(err.Error()), 1024)
 }

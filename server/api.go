@@ -69,16 +69,37 @@ type Health struct {
 }
 
 // failureSchema is the JSON form of effect.Failure (its MarshalJSON), for
-// the document: the Go type's fields are not its wire form.
+// the document: the Go type's fields are not its wire form. The values of
+// code and kind are the effect's own (TransformSchema), never a copy.
 type failureSchema struct {
-	Code    string `json:"code" enum:"inputNotSerializable,inputTooLarge,scriptMissing,limitExceeded,scriptError,shapeMismatch,scriptTooLarge"`
-	Kind    string `json:"kind,omitempty" enum:"cpu,memory,wallClock,output,input"`
+	Code    string `json:"code"`
+	Kind    string `json:"kind,omitempty"`
 	Name    string `json:"name,omitempty"`
 	Message string `json:"message,omitempty"`
 	Reason  string `json:"reason,omitempty"`
 	Bytes   int64  `json:"bytes,omitempty"`
 	Limit   int64  `json:"limit,omitempty"`
 	Script  string `json:"script,omitempty"`
+}
+
+// TransformSchema lists the effect's failure codes and limit kinds as the
+// values of code and kind (huma.SchemaTransformer).
+func (failureSchema) TransformSchema(_ huma.Registry, s *huma.Schema) *huma.Schema {
+	var codes, kinds []any
+	for c := effect.CodeInputNotSerializable; c.Valid(); c++ {
+		codes = append(codes, c.String())
+	}
+	for k := effect.LimitCPU; k.Valid(); k++ {
+		kinds = append(kinds, k.String())
+	}
+	if p := s.Properties["code"]; p != nil {
+		p.Enum = codes
+	}
+	if p := s.Properties["kind"]; p != nil {
+		p.Enum = kinds
+	}
+	s.PrecomputeMessages()
+	return s
 }
 
 type runInput struct{ Body RunRequest }
@@ -219,7 +240,7 @@ func (s *Server) chooseEngine(engine, language string) (registry.Entry, *Problem
 			return registry.Entry{}, invalidCall(http.StatusBadRequest, "server: "+err.Error())
 		}
 		if language != "" && language != e.Language {
-			return registry.Entry{}, invalidCall(http.StatusBadRequest, "server: engine "+e.Engine+" runs "+e.Language+", not "+boundDetail(language))
+			return registry.Entry{}, invalidCall(http.StatusBadRequest, "server: engine "+e.Engine+" runs "+e.Language+", not "+strconv.Quote(effect.Excerpt(language)))
 		}
 		return e, nil
 	case language != "":
@@ -385,19 +406,26 @@ func (s *Server) limits(ceiling spi.Limits, l *RunLimits) (spi.Limits, *Problem)
 	return out, nil
 }
 
+// maxProblemErrors bounds the invalid parts a Problem lists (a body with
+// many unknown fields would otherwise list them all).
+const maxProblemErrors = 8
+
 // asProblem turns the errors huma writes itself (a body that does not
 // parse, validate or fit) into Problems: with kind, and without the
 // offending values, which are the caller's own input (its script text,
-// perhaps) and have no place in an error.
+// perhaps) and have no place in an error. What is left of the caller's
+// text (the name of an unknown field is in its location) is quoted as an
+// excerpt, and at most maxProblemErrors parts are listed.
 func asProblem(_ huma.Context, _ string, v any) (any, error) {
 	em, ok := v.(*huma.ErrorModel)
 	if !ok {
 		return v, nil
 	}
-	p := &Problem{Type: em.Type, Title: em.Title, Status: em.Status, Detail: em.Detail, Instance: em.Instance}
+	p := &Problem{Type: effect.Excerpt(em.Type), Title: em.Title, Status: em.Status, Detail: effect.Excerpt(em.Detail),
+		Instance: effect.Excerpt(em.Instance)}
 	for _, d := range em.Errors {
-		if d != nil {
-			p.Errors = append(p.Errors, &huma.ErrorDetail{Message: d.Message, Location: d.Location})
+		if d != nil && len(p.Errors) < maxProblemErrors {
+			p.Errors = append(p.Errors, &huma.ErrorDetail{Message: effect.Excerpt(d.Message), Location: effect.Excerpt(d.Location)})
 		}
 	}
 	switch {

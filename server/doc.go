@@ -40,7 +40,15 @@
 //	503 overloaded      the run queue is full or its wait ran out; Retry-After
 //	503 infrastructure  an engine failed, or the server is shutting down; Retry-After
 //
-// 4xx other than 429 are not retryable; 429 and 503 are.
+// 4xx other than 429 are not retryable; 429 and 503 are. Every Problem
+// carries retryable, false included. A Problem quotes what the caller
+// sent (an unknown engine's name, a field's) only as an excerpt
+// (effect.Excerpt), and lists at most 8 invalid parts.
+//
+// A response written before its request's body was read to the end (a
+// body over MaxBodyBytes, a refusal before the body is read) says
+// Connection: close and closes the connection: the rest of the body is
+// never read, so never served as a request of its own.
 //
 // # Verified capabilities
 //

@@ -29,22 +29,26 @@ type access struct {
 	queued  time.Duration
 }
 
-// statusWriter records the status a handler wrote.
+// statusWriter records the status a handler wrote, and closes the
+// connection after a response written before the request's body was read
+// to its end (see bodyGuard).
 type statusWriter struct {
 	http.ResponseWriter
 	status int
+	body   *bodyGuard // nil: the request has no body
 }
 
 func (w *statusWriter) WriteHeader(code int) {
 	if w.status == 0 {
 		w.status = code
+		w.body.beforeResponse(w.Header())
 	}
 	w.ResponseWriter.WriteHeader(code)
 }
 
 func (w *statusWriter) Write(b []byte) (int, error) {
 	if w.status == 0 {
-		w.status = http.StatusOK
+		w.WriteHeader(http.StatusOK)
 	}
 	return w.ResponseWriter.Write(b)
 }
@@ -57,7 +61,8 @@ func public(path string) bool {
 }
 
 // middleware wraps the routes: it bounds the body before anything reads
-// it, takes the trace context from the headers, authenticates the
+// it (and closes the connection after a response that leaves some of it
+// unread), takes the trace context from the headers, authenticates the
 // tenant and applies its rate limit before the body is read, and writes
 // one access record per request.
 func (s *Server) middleware(next http.Handler) http.Handler {
@@ -85,7 +90,8 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 			s.log.LogAttrs(r.Context(), level, "sandbank: request", attrs...)
 		}()
 
-		r.Body = http.MaxBytesReader(sw, r.Body, s.opts.MaxBodyBytes)
+		sw.body = guardBody(w, r, s.opts.MaxBodyBytes)
+		defer sw.body.release(r)
 		ctx := s.prop.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
 		ctx = context.WithValue(ctx, accessKey, acc)
 		sw.Header().Set("X-Content-Type-Options", "nosniff")

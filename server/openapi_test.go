@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/internal/tenant"
 )
 
@@ -177,6 +178,9 @@ func TestResponsesAgreeWithTheDocument(t *testing.T) {
 		if resp.StatusCode == 429 || resp.StatusCode == 503 {
 			assert.NotEmpty(t, resp.Header.Get("Retry-After"))
 		}
+		if resp.StatusCode >= 400 {
+			assertRetryable(t, resp.StatusCode, b)
+		}
 	}
 
 	// While draining, health is 503 and a run is a retryable 503.
@@ -187,6 +191,7 @@ func TestResponsesAgreeWithTheDocument(t *testing.T) {
 	resp, b = send("POST", "/v1/runs", key, js, `{"engine":"goja","source":"1"}`)
 	assert.Equal(t, 503, resp.StatusCode)
 	d.check(t, "POST", "/v1/runs", resp, b)
+	assertRetryable(t, resp.StatusCode, b)
 	l.draining.Store(false)
 
 	// Every operation of the document was exercised.
@@ -195,4 +200,46 @@ func TestResponsesAgreeWithTheDocument(t *testing.T) {
 			assert.True(t, d.seen[strings.ToUpper(method)+" "+path], "%s %s is never exercised", method, path)
 		}
 	}
+}
+
+// assertRetryable checks that a Problem body carries retryable, true
+// exactly for 429 and 503.
+func assertRetryable(t *testing.T, status int, body []byte) {
+	t.Helper()
+	var p map[string]any
+	require.NoError(t, json.Unmarshal(body, &p), "%s", body)
+	r, ok := p["retryable"]
+	if assert.True(t, ok, "%d: the problem has no retryable: %s", status, body) {
+		assert.Equal(t, status == 429 || status == 503, r, "%d: %s", status, body)
+	}
+}
+
+// TestDocumentSchemas: the Problem schema requires retryable, and the
+// failure's code and kind list the effect's own values (hostCalls among
+// the kinds).
+func TestDocumentSchemas(t *testing.T) {
+	l := startServer(t, testRegistry(t), nil)
+	d := fetchDocument(t, l.url)
+	schemas := d.raw["components"].(map[string]any)["schemas"].(map[string]any)
+	problem := schemas["Problem"].(map[string]any)
+	assert.Contains(t, problem["required"], "retryable")
+
+	var failure map[string]any
+	for name, s := range schemas {
+		if strings.Contains(strings.ToLower(name), "failure") {
+			failure = s.(map[string]any)
+		}
+	}
+	require.NotNil(t, failure, "no failure schema among %v", keys(schemas))
+	props := failure["properties"].(map[string]any)
+	var codes, kinds []any
+	for c := effect.CodeInputNotSerializable; c.Valid(); c++ {
+		codes = append(codes, c.String())
+	}
+	for k := effect.LimitCPU; k.Valid(); k++ {
+		kinds = append(kinds, k.String())
+	}
+	assert.Equal(t, codes, props["code"].(map[string]any)["enum"])
+	assert.Equal(t, kinds, props["kind"].(map[string]any)["enum"])
+	assert.Contains(t, props["kind"].(map[string]any)["enum"], "hostCalls")
 }

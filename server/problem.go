@@ -43,8 +43,9 @@ type Problem struct {
 	Instance string              `json:"instance,omitempty"`
 	Errors   []*huma.ErrorDetail `json:"errors,omitempty" doc:"Each invalid part of the request."`
 	Kind     string              `json:"kind,omitempty" enum:"invalidCall,unauthorized,quota,overloaded,infrastructure" doc:"Sandbank's kind of error."`
-	// Retryable is true exactly when the same request may succeed later.
-	Retryable bool `json:"retryable,omitempty" doc:"True when the same request may succeed later (429 and 503)."`
+	// Retryable is true exactly when the same request may succeed later;
+	// every Problem carries it, false included.
+	Retryable bool `json:"retryable" doc:"True when the same request may succeed later (429 and 503); false for the caller's invalid request."`
 
 	retryAfter time.Duration
 }

@@ -229,14 +229,15 @@ func (a *Activities) heartbeatEvery(ctx context.Context, timeout time.Duration) 
 }
 
 // engineOf returns the engine that runs req (see Request.Engine and
-// Request.Language), or an error saying why none does.
+// Request.Language), or an error saying why none does, quoting what the
+// request named as an excerpt (effect.Excerpt).
 func (a *Activities) engineOf(req Request) (string, error) {
 	if req.Engine != "" {
 		if _, ok := a.effects[req.Engine]; !ok {
-			return "", fmt.Errorf("sandbank/temporal: this worker does not run engine %q (it runs %s)", req.Engine, strings.Join(a.Engines(), ", "))
+			return "", fmt.Errorf("sandbank/temporal: this worker does not run engine %q (it runs %s)", effect.Excerpt(req.Engine), strings.Join(a.Engines(), ", "))
 		}
 		if req.Language != "" && a.effects[req.Engine].Capabilities().Language != req.Language {
-			return "", fmt.Errorf("sandbank/temporal: engine %q does not run %q", req.Engine, req.Language)
+			return "", fmt.Errorf("sandbank/temporal: engine %q does not run %q", req.Engine, effect.Excerpt(req.Language))
 		}
 		return req.Engine, nil
 	}
@@ -253,5 +254,5 @@ func (a *Activities) engineOf(req Request) (string, error) {
 			return e.Engine, nil
 		}
 	}
-	return "", fmt.Errorf("sandbank/temporal: this worker runs no engine of language %q (it runs %s)", req.Language, strings.Join(a.Engines(), ", "))
+	return "", fmt.Errorf("sandbank/temporal: this worker runs no engine of language %q (it runs %s)", effect.Excerpt(req.Language), strings.Join(a.Engines(), ", "))
 }

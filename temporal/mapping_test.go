@@ -329,3 +329,26 @@ func TestOutcomeJSON(t *testing.T) {
 		assert.Equal(t, o, back)
 	}
 }
+
+// TestUnknownNamesAreQuotedAsAnExcerpt: a request naming a 1 MiB engine or
+// language fails with a short error (at most 1 KiB) that still says what
+// was wrong.
+func TestUnknownNamesAreQuotedAsAnExcerpt(t *testing.T) {
+	acts := newActs(t, nil, nil)
+	huge := strings.Repeat("n", 1<<20)
+	for _, tc := range []struct {
+		engine, language, says string
+	}{
+		{huge, "", `does not run engine "nnnn`},
+		{fakeEngine, huge, `does not run "nnnn`},
+		{"", huge, `runs no engine of language "nnnn`},
+	} {
+		req := fakeRequest(t, "ok", nil)
+		req.Engine, req.Language = tc.engine, tc.language
+		_, err := acts.Run(context.Background(), req)
+		appErr := appError(t, err)
+		assert.Equal(t, TypeInvalidCall, appErr.Type())
+		assert.LessOrEqual(t, len(appErr.Error()), 1024)
+		assert.Contains(t, appErr.Error(), tc.says)
+	}
+}

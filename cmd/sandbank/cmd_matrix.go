@@ -100,7 +100,7 @@ func (a *app) matrix(ctx context.Context, engineNames, caseNames []string, asJSO
 	all := conformance.CaseNames()
 	for _, c := range caseNames {
 		if !slices.Contains(all, c) {
-			return usagef("unknown case %q (cases: %s)", c, strings.Join(all, ", "))
+			return usagef("unknown case %s (cases: %s)", quote(c), strings.Join(all, ", "))
 		}
 	}
 	columns := all

@@ -55,9 +55,9 @@ func validatePackageName(name string) error {
 	case name == "":
 		return errors.New("backend name is empty")
 	case token.IsKeyword(name):
-		return fmt.Errorf("backend name %q is a Go keyword", name)
+		return fmt.Errorf("backend name %s is a Go keyword", quote(name))
 	case !packageName.MatchString(name) || !token.IsIdentifier(name):
-		return fmt.Errorf("backend name %q is not a Go package name (lower-case letters and digits, starting with a letter)", name)
+		return fmt.Errorf("backend name %s is not a Go package name (lower-case letters and digits, starting with a letter)", quote(name))
 	case name == "main":
 		return errors.New(`backend name "main" would make a command, not a package`)
 	}
@@ -112,13 +112,13 @@ func (a *app) newBackend(name, language, dir string) error {
 		return usagef("--language is required")
 	}
 	if !languageName.MatchString(language) {
-		return usagef("--language %q is not a language name (lower-case letters, digits, _, + or -)", language)
+		return usagef("--language %s is not a language name (lower-case letters, digits, _, + or -)", quote(language))
 	}
 	if dir == "" {
 		dir = name
 	}
 	if _, err := os.Lstat(dir); err == nil {
-		return usagef("%s already exists; refusing to overwrite it", dir)
+		return usagef("%s already exists; refusing to overwrite it", quote(dir))
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return usagef("--dir: %v", err)
 	}

@@ -159,14 +159,14 @@ func (a *app) evaluate(ctx context.Context, o *runOptions, script string) (json.
 	if o.memory != "" {
 		n, err := parseBytes(o.memory)
 		if err != nil {
-			return nil, usagef("--memory: %v", err)
+			return nil, usagef("--memory: %s", reason(err))
 		}
 		limits.MemoryBytes = n
 	}
 	if o.timeout != "" {
 		d, err := time.ParseDuration(o.timeout)
 		if err != nil || d <= 0 {
-			return nil, usagef("--timeout: invalid duration %q (want a positive duration such as 2s or 500ms)", o.timeout)
+			return nil, usagef("--timeout: invalid duration %s (want a positive duration such as 2s or 500ms)", quote(o.timeout))
 		}
 		limits.WallClock = d
 	}
@@ -190,10 +190,10 @@ func (a *app) evaluate(ctx context.Context, o *runOptions, script string) (json.
 			b, err = readFileBounded(o.inputFile)
 		}
 		if err != nil {
-			return nil, usagef("--input-file: %v", err)
+			return nil, usagef("--input-file %s: %s", effect.Excerpt(o.inputFile), reason(err))
 		}
 		if err := checkJSON(b); err != nil {
-			return nil, usagef("--input-file %s: %v", o.inputFile, err)
+			return nil, usagef("--input-file %s: %s", effect.Excerpt(o.inputFile), reason(err))
 		}
 		input = b
 	}
@@ -208,10 +208,10 @@ func (a *app) evaluate(ctx context.Context, o *runOptions, script string) (json.
 	if o.shape != "" {
 		b, err := readFileBounded(o.shape)
 		if err != nil {
-			return nil, usagef("--shape: %v", err)
+			return nil, usagef("--shape %s: %s", effect.Excerpt(o.shape), reason(err))
 		}
 		if err := checkJSON(b); err != nil {
-			return nil, usagef("--shape %s: %v", o.shape, err)
+			return nil, usagef("--shape %s: %s", effect.Excerpt(o.shape), reason(err))
 		}
 		shape = b
 	}
@@ -229,7 +229,7 @@ func (a *app) evaluate(ctx context.Context, o *runOptions, script string) (json.
 	} else {
 		b, err := readFileBounded(script)
 		if err != nil {
-			return nil, usagef("cannot read script: %v", err)
+			return nil, usagef("cannot read script %s: %s", effect.Excerpt(script), reason(err))
 		}
 		src = b
 	}
@@ -255,7 +255,7 @@ func (a *app) evaluate(ctx context.Context, o *runOptions, script string) (json.
 	if o.store != "" {
 		s, err := effect.NewDirStore(o.store)
 		if err != nil {
-			return nil, usagef("--store: %v", err)
+			return nil, usagef("--store %s: %s", effect.Excerpt(o.store), reason(err))
 		}
 		addr, err := s.Put(src)
 		if err != nil {
@@ -410,7 +410,7 @@ func chooseEngine(reg *registry.Registry, o *runOptions, script string) (registr
 			return registry.Entry{}, err
 		}
 		if o.lang != "" && o.lang != e.Language {
-			return registry.Entry{}, usagef("engine %s runs %s, not %s", e.Engine, e.Language, o.lang)
+			return registry.Entry{}, usagef("engine %s runs %s, not %s", e.Engine, e.Language, effect.Excerpt(o.lang))
 		}
 		return e, nil
 	}
@@ -419,7 +419,7 @@ func chooseEngine(reg *registry.Registry, o *runOptions, script string) (registr
 		ext := filepath.Ext(script)
 		l, ok := extLanguages[ext]
 		if !ok {
-			return registry.Entry{}, usagef("cannot tell the language of %q from its extension (.js, .ts, .star, .wasm); pass --lang or --engine", filepath.Base(script))
+			return registry.Entry{}, usagef("cannot tell the language of %s from its extension (.js, .ts, .star, .wasm); pass --lang or --engine", quote(filepath.Base(script)))
 		}
 		lang = l
 	}

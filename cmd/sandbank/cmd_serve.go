@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sandbank/sandbank/conformance"
+	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/internal/tenant"
 	"github.com/sandbank/sandbank/registry"
 	"github.com/sandbank/sandbank/server"
@@ -84,7 +85,7 @@ func (a *app) serve(ctx context.Context, o *serveOptions) error {
 	case "text":
 		handler = slog.NewTextHandler(a.stderr, nil)
 	default:
-		return usagef("--log-format: want json or text, not %q", o.logFormat)
+		return usagef("--log-format: want json or text, not %s", quote(o.logFormat))
 	}
 	tenants, err := loadTenants(o)
 	if err != nil {
@@ -92,11 +93,11 @@ func (a *app) serve(ctx context.Context, o *serveOptions) error {
 	}
 	host, _, err := net.SplitHostPort(o.addr)
 	if err != nil {
-		return usagef("--addr: %v", err)
+		return usagef("--addr: %s", reason(err))
 	}
 	if o.dev {
 		if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-			return usagef("--dev serves without API keys, so only on a loopback address (127.0.0.1, ::1, localhost), not %q", host)
+			return usagef("--dev serves without API keys, so only on a loopback address (127.0.0.1, ::1, localhost), not %s", quote(host))
 		}
 	}
 	reg, err := a.registry()
@@ -126,7 +127,7 @@ func (a *app) serve(ctx context.Context, o *serveOptions) error {
 	}
 	ln, err := net.Listen("tcp", o.addr)
 	if err != nil {
-		return untyped(fmt.Errorf("listening on %s: %w", o.addr, err))
+		return untyped(fmt.Errorf("listening on %s: %s", quote(o.addr), reason(err)))
 	}
 	if o.dev {
 		fmt.Fprintf(a.stderr, "sandbank: DEVELOPMENT MODE: no API keys, every caller is tenant \"dev\"; serving on loopback %s only. Do not expose this port.\n", ln.Addr())
@@ -169,14 +170,14 @@ func loadTenants(o *serveOptions) (*tenant.Set, error) {
 	if o.tenantsFile != "" {
 		s, err := tenant.Load(o.tenantsFile)
 		if err != nil {
-			return nil, usagef("--tenants: %v", err)
+			return nil, usagef("--tenants: %s: %s", effect.Excerpt(o.tenantsFile), reason(err))
 		}
 		return s, nil
 	}
 	s, ok, err := tenant.FromEnv()
 	switch {
 	case err != nil:
-		return nil, usagef("$%s: %v", tenant.EnvVar, err)
+		return nil, usagef("$%s: %s", tenant.EnvVar, reason(err))
 	case !ok:
 		return nil, usagef("no tenants: give --tenants FILE or $%s, or --dev for a loopback server without keys", tenant.EnvVar)
 	}

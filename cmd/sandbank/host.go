@@ -47,17 +47,17 @@ func parseHosts(specs []string) (effect.HostFuncs, *hostLog, error) {
 	for _, spec := range specs {
 		name, file, ok := strings.Cut(spec, "=")
 		if !ok || name == "" || file == "" {
-			return nil, nil, usagef("--host %q: want NAME=FILE.json", spec)
+			return nil, nil, usagef("--host %s: want NAME=FILE.json", quote(spec))
 		}
 		if _, dup := fns[name]; dup {
-			return nil, nil, usagef("--host: %s is given twice", name)
+			return nil, nil, usagef("--host: %s is given twice", quote(name))
 		}
 		b, err := readFileBounded(file)
 		if err != nil {
-			return nil, nil, usagef("--host %s: %v", name, err)
+			return nil, nil, usagef("--host %s: %s: %s", quote(name), effect.Excerpt(file), reason(err))
 		}
 		if err := checkJSON(b); err != nil {
-			return nil, nil, usagef("--host %s: %s: %v", name, file, err)
+			return nil, nil, usagef("--host %s: %s: %s", quote(name), effect.Excerpt(file), reason(err))
 		}
 		answer := json.RawMessage(b)
 		fns[name] = func(_ context.Context, args json.RawMessage) (any, error) {

@@ -32,9 +32,9 @@ func lookupEngine(reg *registry.Registry, name string) (registry.Entry, error) {
 
 func unknownEngine(reg *registry.Registry, name string, hasCgo bool) error {
 	if !hasCgo && slices.Contains(cgoEngines, name) {
-		return usagef("engine %q is not in this build: it needs cgo (this binary was built with CGO_ENABLED=0; rebuild it with CGO_ENABLED=1 and a C compiler)", name)
+		return usagef("engine %s is not in this build: it needs cgo (this binary was built with CGO_ENABLED=0; rebuild it with CGO_ENABLED=1 and a C compiler)", quote(name))
 	}
-	return usagef("unknown engine %q (engines: %s; see 'sandbank engines')", name, strings.Join(engineNames(reg), ", "))
+	return usagef("unknown engine %s (engines: %s; see 'sandbank engines')", quote(name), strings.Join(engineNames(reg), ", "))
 }
 
 // defaultEngine is registry.Default with the command line's wording.
@@ -44,7 +44,7 @@ func defaultEngine(reg *registry.Registry, lang string) (registry.Entry, error) 
 		return e, nil
 	}
 	if errors.Is(err, registry.ErrUnknownLanguage) {
-		return registry.Entry{}, usagef("unknown language %q (languages: %s)", lang, strings.Join(reg.Languages(), ", "))
+		return registry.Entry{}, usagef("unknown language %s (languages: %s)", quote(lang), strings.Join(reg.Languages(), ", "))
 	}
 	return registry.Entry{}, usagef("%v", err)
 }

@@ -4,14 +4,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"runtime/debug"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/sandbank/sandbank/builtin"
 	"github.com/sandbank/sandbank/conformance"
+	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/fixtures"
 	"github.com/sandbank/sandbank/registry"
 	"github.com/sandbank/sandbank/spi"
@@ -100,6 +103,44 @@ func usagef(format string, args ...any) error {
 // untyped returns an untyped error (exit 1).
 func untyped(err error) error { return &exitError{code: exitUntyped, err: err} }
 
+// quote is how an error quotes the caller's text (a flag's value, a name,
+// a path): an excerpt of it (effect.Excerpt), quoted, so a message stays
+// short whatever the caller typed.
+func quote(s string) string { return strconv.Quote(effect.Excerpt(s)) }
+
+// reason is the text of an error about the caller's file or address, as
+// an error may quote it: an excerpt, without the path a *fs.PathError
+// repeats.
+func reason(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Op + ": " + effect.Excerpt(pe.Err.Error())
+	}
+	return effect.Excerpt(err.Error())
+}
+
+// maxCobraWords bounds the words of one of cobra's own errors.
+const maxCobraWords = 32
+
+// cobraMessage bounds one of cobra's own errors, which quote the caller's
+// arguments ("unknown flag: --…", "invalid argument \"…\" for …"): each
+// word is at most an excerpt (effect.Excerpt), and at most maxCobraWords
+// words are kept.
+func cobraMessage(msg string) string {
+	words := strings.Fields(formatCobraError(msg))
+	cut := len(words) > maxCobraWords
+	if cut {
+		words = words[:maxCobraWords]
+	}
+	for i, w := range words {
+		words[i] = effect.Excerpt(w)
+	}
+	if cut {
+		words = append(words, "…")
+	}
+	return strings.Join(words, " ")
+}
+
 func (a *app) execute(args []string) (code int) {
 	defer func() {
 		// A panic anywhere below (a backend, a half-built dependency) is
@@ -124,7 +165,7 @@ func (a *app) execute(args []string) (code int) {
 		if cmd != nil {
 			path = cmd.CommandPath()
 		}
-		ee = &exitError{code: exitUsage, err: fmt.Errorf("%s (see '%s --help')", formatCobraError(err.Error()), path)}
+		ee = &exitError{code: exitUsage, err: fmt.Errorf("%s (see '%s --help')", cobraMessage(err.Error()), path)}
 	}
 	if !ee.quiet {
 		fmt.Fprintf(a.stderr, "sandbank: %s\n", oneLine(ee.err.Error()))

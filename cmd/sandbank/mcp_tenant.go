@@ -29,14 +29,14 @@ func mcpTenants(o *mcpOptions) (*tenant.Set, error) {
 	if o.tenantsFile != "" {
 		s, err := tenant.Load(o.tenantsFile)
 		if err != nil {
-			return nil, usagef("--tenants: %v", err)
+			return nil, usagef("--tenants: %s: %s", effect.Excerpt(o.tenantsFile), reason(err))
 		}
 		return s, nil
 	}
 	s, ok, err := tenant.FromEnv()
 	switch {
 	case err != nil:
-		return nil, usagef("$%s: %v", tenant.EnvVar, err)
+		return nil, usagef("$%s: %s", tenant.EnvVar, reason(err))
 	case !ok:
 		return nil, nil
 	}

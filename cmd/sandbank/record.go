@@ -90,7 +90,7 @@ func (r *recordOptions) openReceipt() error {
 	}
 	f, err := os.Create(r.receipt)
 	if err != nil {
-		return usagef("--receipt: %v", err)
+		return usagef("--receipt %s: %s", effect.Excerpt(r.receipt), reason(err))
 	}
 	r.file = f
 	return nil

@@ -15,17 +15,17 @@ import (
 // a power of 1000. The size must be positive and fit in an int64.
 func parseBytes(s string) (int64, error) {
 	if t := strings.TrimSpace(s); t == "" || t[0] < '0' || t[0] > '9' {
-		return 0, fmt.Errorf("invalid size %q (want a number of bytes, or a number with a unit: 32MiB, 32 MiB, 32MB)", s)
+		return 0, fmt.Errorf("invalid size %s (want a number of bytes, or a number with a unit: 32MiB, 32 MiB, 32MB)", quote(s))
 	}
 	n, err := humanize.ParseBytes(strings.TrimSpace(s))
 	if err != nil {
-		return 0, fmt.Errorf("invalid size %q (want a number of bytes, or a number with a unit: 32MiB, 32 MiB, 32MB)", s)
+		return 0, fmt.Errorf("invalid size %s (want a number of bytes, or a number with a unit: 32MiB, 32 MiB, 32MB)", quote(s))
 	}
 	if n > math.MaxInt64 {
-		return 0, fmt.Errorf("size %q is too large", s)
+		return 0, fmt.Errorf("size %s is too large", quote(s))
 	}
 	if n == 0 {
-		return 0, fmt.Errorf("size %q must be positive", s)
+		return 0, fmt.Errorf("size %s must be positive", quote(s))
 	}
 	return int64(n), nil
 }
