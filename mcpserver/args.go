@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/sandbank/sandbank/effect"
 	"io"
 	"strings"
 	"time"
@@ -95,15 +96,15 @@ func argumentProblem(err error) string {
 		case te.Field == "limits":
 			want = `an object such as {"timeoutMs": 1000}`
 		}
-		return fmt.Sprintf("the argument %q must be %s, not a JSON %s", te.Field, want, te.Value)
+		return fmt.Sprintf("the argument %q must be %s, not a JSON %s", effect.Excerpt(te.Field), want, te.Value)
 	case errors.As(err, &se):
 		return fmt.Sprintf("the arguments are not valid JSON (at byte %d)", se.Offset)
 	}
 	msg := err.Error()
 	if f, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
-		return fmt.Sprintf("unknown argument %s: the arguments are script, input and limits (timeoutMs, memoryBytes)", boundTo(f, 80))
+		return fmt.Sprintf("unknown argument %s: the arguments are script, input and limits (timeoutMs, memoryBytes)", effect.Excerpt(f))
 	}
-	return "the arguments could not be read: " + boundTo(msg, 200)
+	return "the arguments could not be read: " + effect.Excerpt(msg)
 }
 
 // boundTo cuts s to at most n bytes, on a rune boundary, marking a cut.

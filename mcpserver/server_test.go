@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -205,6 +206,17 @@ func TestRefusedArgumentsAreErrorResultsAndRunNothing(t *testing.T) {
 		})
 	}
 	assert.Zero(t, f.calls(), "no refused call reached the engine")
+}
+
+func TestRefusedArgumentsQuoteAnExcerpt(t *testing.T) {
+	f := newFakes()
+	cs := connect(t, newServer(t, f, nil, "javascript"), nil)
+	long := strings.Repeat("x", 1<<20)
+	_, r, err := call(t, cs, "run_javascript", map[string]any{"script": "echo", long + "\x01": 1})
+	require.NoError(t, err)
+	assert.Contains(t, r.InvalidCall, "unknown argument")
+	assert.Less(t, len(r.InvalidCall), 1024, "a 1 MiB argument name is quoted as an excerpt")
+	assert.NotContains(t, r.InvalidCall, "\x01", "the excerpt is scrubbed")
 }
 
 func TestCancellationCancelsTheRun(t *testing.T) {
