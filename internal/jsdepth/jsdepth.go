@@ -1,5 +1,6 @@
-// Package jsdepth bounds how deep a JavaScript or TypeScript parser can
-// recurse on a source, before the parser runs.
+// Package jsdepth bounds how deep a JavaScript or TypeScript parser (or
+// Starlark's resolver, which recurses on the same punctuation) can recurse
+// on a source, before the parser runs.
 //
 // The parsers Sandbank runs in the host process on untrusted text (esbuild's,
 // for TypeScript) recurse on the Go stack once per level of the syntax tree,
