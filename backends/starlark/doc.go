@@ -94,6 +94,11 @@
 //     backends/starlarkwasm (engine "starlark-wasm"): this same engine
 //     compiled to WebAssembly, with a hard memory cap and a hard clock,
 //     and much slower.
+//   - Parsing runs in the host process, whose Go stack overflow is fatal:
+//     the parser bounds nesting itself ("excessive nesting"), and a script
+//     with more than 262,144 brackets and operators (suffix chains such as
+//     a()()…, on which the resolver recurses) is a SyntaxError before it
+//     is parsed.
 //   - One native allocation stops the whole process. A built-in call that
 //     allocates a huge value at once (def main(input): return
 //     len([0] * 100000000), one step, 1.6 GB of list) holds up every other

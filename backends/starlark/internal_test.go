@@ -3,6 +3,7 @@ package starlark
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -144,4 +145,20 @@ func TestLateValueAfterTheTimerFiredIsTheWallClockLimit(t *testing.T) {
 	out, err = b.Evaluate(context.Background(), spi.Request{Script: []byte("def main(input):\n    return 1\n"), Input: json.RawMessage(`null`), Limits: spi.Limits{WallClock: time.Hour}})
 	require.NoError(t, err)
 	assert.Equal(t, spi.OK(json.RawMessage(`1`)), out)
+}
+
+// TestSuffixChainsAreRefusedBeforeTheResolver: a 16 MiB chain of calls
+// overflowed the resolver's Go stack, a fatal error that ended the test
+// binary, before the bound.
+func TestSuffixChainsAreRefusedBeforeTheResolver(t *testing.T) {
+	b, err := New(nil)
+	require.NoError(t, err)
+	for name, script := range map[string]string{
+		"calls":   "a = 1\nx = a" + strings.Repeat("()", 8<<20),
+		"members": "a = 1\nx = a" + strings.Repeat(".a", 8<<20),
+	} {
+		out, err := b.Evaluate(context.Background(), spi.Request{Script: []byte(script), Input: []byte("null"), Limits: spi.Limits{WallClock: time.Hour, MemoryBytes: 1 << 30}})
+		require.NoError(t, err, name)
+		assert.Equal(t, spi.Threw("SyntaxError", "starlark: the script has more than 262144 brackets and operators"), out, name)
+	}
 }

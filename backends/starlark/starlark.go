@@ -11,6 +11,7 @@ import (
 	sl "go.starlark.net/starlark"
 	slsyntax "go.starlark.net/syntax"
 
+	"github.com/sandbank/sandbank/internal/jsdepth"
 	"github.com/sandbank/sandbank/spi"
 )
 
@@ -157,6 +158,15 @@ const (
 // no recursion, no top-level control flow, no global reassignment, no set).
 var fileOptions = &slsyntax.FileOptions{}
 
+// maxSteps bounds the brackets and operators of a script
+// (jsdepth.Steps), each of which can nest the syntax tree one level
+// deeper. Starlark's parser refuses deep nesting of its own ("excessive
+// nesting"), but not suffix chains (a.a.a…, a()()…), on which its resolver
+// recurses on the Go stack: a 16 MiB chain of 8,000,000 calls overflowed
+// it (a fatal error that ends the process), 1,000,000 passed. 262,144 is
+// about 2 MiB of ordinary code.
+const maxSteps = 1 << 18
+
 // errLoadRefused is what a load would report; compile refuses loads first.
 var errLoadRefused = errors.New("load is not available: scripts may use only json and math")
 
@@ -170,6 +180,9 @@ func (b *Backend) Evaluate(ctx context.Context, req spi.Request) (spi.Outcome, e
 	r := &run{b: b, predeclared: b.predeclared, logs: req.Logs}
 	if req.Host != nil {
 		r.predeclared = r.withHost(ctx, req.Host) // host.go
+	}
+	if jsdepth.Steps(req.Script, maxSteps) > maxSteps {
+		return spi.Threw("SyntaxError", fmt.Sprintf("starlark: the script has more than %d brackets and operators", maxSteps)), nil
 	}
 	_, prog, err := sl.SourceProgramOptions(fileOptions, scriptName, req.Script, r.predeclared.Has)
 	if err != nil {

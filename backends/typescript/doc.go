@@ -54,8 +54,25 @@
 // type errors must check the script before submitting it (for instance with
 // tsc --noEmit in its own toolchain).
 //
+// # Security considerations
+//
+// esbuild parses in the host process, where a Go stack overflow ends the
+// process and its allocations are the host's. So, before it runs, a script
+// is refused with a SyntaxError when it has more than [MaxSteps]
+// brackets, operators and keywords (each can open a level of the syntax
+// tree; about 100 KiB of ordinary code), nests brackets and functions
+// deeper than [MaxScopes], or has enums whose folding esbuild does not
+// bound (a member computed with + where enums hold strings, an enum string
+// over 256 bytes, a division or regular expression in an enum body). The
+// transform is charged to the run's wall clock (a transform past it is
+// Limit wallClock; the inner engine gets the rest), and at most
+// [Options].MaxTransforms run at once: a transform cannot be stopped, so
+// one given up on keeps its slot until it ends. docs/RATIONALE.md (R18)
+// gives the measurements.
+//
 // # Notes
 //
 // Transforms are cached by the script's SHA-256, bounded in entries and
-// bytes (see [Options]); a cached script is not transformed again.
+// bytes (see [Options]); a cached script is not transformed again, and
+// only a transform that succeeded within its run's wall clock is cached.
 package typescript
