@@ -81,7 +81,7 @@ func skipBuild(t *testing.T, budget time.Duration) {
 	t.Skipf("temporal: building the dev server (temporal/internal/devserver, about 390 modules) could not end "+
 		"in the %v that go test's -timeout left for it (a cold build cache needs longer on a small machine); "+
 		"a build that started was stopped, and what it compiled stays in the build cache, so a later run gets further. "+
-		"To run this test now: give go test a longer -timeout (e.g. -timeout 40m), or build the dev server once "+
+		"To run this test now: give go test a longer -timeout (e.g. -timeout 60m), or build the dev server once "+
 		"(cd temporal/internal/devserver && go build -o /tmp/devserver .) and set %s=/tmp/devserver",
 		budget.Round(time.Second), devServerEnv)
 }
