@@ -95,21 +95,24 @@ func buildDevServer(ctx context.Context, bin string) ([]byte, error) {
 	cmd.Dir = filepath.Join("internal", "devserver")
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	err := runGroup(cmd)
+	if err := startGroup(cmd); err != nil {
+		return nil, err
+	}
+	err := cmd.Wait()
 	return out.Bytes(), err
 }
 
-// runGroup runs cmd, made with exec.CommandContext, as the leader of a
+// startGroup starts cmd, made with exec.CommandContext, as the leader of a
 // process group of its own; when cmd's context is done, the whole group
 // is killed, not only cmd.
-func runGroup(cmd *exec.Cmd) error {
+func startGroup(cmd *exec.Cmd) error {
 	ownGroup(cmd)
 	cmd.Cancel = func() error { return killGroup(cmd.Process) }
 	cmd.WaitDelay = 30 * time.Second // for output pipes a killed process's stray child might hold
-	return cmd.Run()
+	return cmd.Start()
 }
 
-// TestStoppedBuildLeavesNoProcess stops a runGroup command whose child
+// TestStoppedBuildLeavesNoProcess stops a startGroup command whose child
 // started a grandchild, as a go build starts the compiler, and requires
 // both to be gone: the pipe they hold as standard output reaches its end
 // only once every process holding it has exited.
@@ -124,12 +127,13 @@ func TestStoppedBuildLeavesNoProcess(t *testing.T) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "sh", "-c", "sleep 600 & echo $!; wait")
 	cmd.Stdout, cmd.Stderr = w, w
+	require.NoError(t, startGroup(cmd))
+	require.NoError(t, w.Close()) // the shell (and its sleep) hold the only write ends now
 	done := make(chan error, 1)
-	go func() { done <- runGroup(cmd) }()
+	go func() { done <- cmd.Wait() }()
 
 	line, err := bufio.NewReader(r).ReadString('\n')
 	require.NoError(t, err)
-	require.NoError(t, w.Close()) // the shell and its sleep hold the only write ends now
 	sleeper, err := strconv.Atoi(strings.TrimSpace(line))
 	require.NoError(t, err)
 
