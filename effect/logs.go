@@ -8,11 +8,16 @@ import (
 )
 
 // logBuffer is the spi.LogSink of one run. It keeps lines in order until
-// the first one that does not fit (MaxLogLines, MaxLogBytes), drops that
-// one and every later one, counting them, and reports itself full from
-// then on. Each kept line is cut to spi.MaxLogLineBytes, then bounded and
-// scrubbed once (boundTextTo, MaxLogLineUnits). After seal, every line is
-// dropped without being counted: the run's record is final.
+// the first one that does not fit (MaxLogLines, MaxLogBytes), then drops
+// that one and every later one, counting each and its bytes (the cut
+// marker says how many lines the script wrote past the bound, not just
+// that there were some). So it never reports itself full while the run
+// goes on: a backend stops handing lines over once Log returns false, and
+// the lines it then kept back would go uncounted; counting a line costs
+// no more than its length. Each kept line is cut to spi.MaxLogLineBytes,
+// then bounded and scrubbed once (boundTextTo, MaxLogLineUnits). After
+// seal, every line is dropped without being counted and Log returns
+// false: the run's record is final.
 type logBuffer struct {
 	maxBytes int64
 	maxLines int
@@ -49,14 +54,14 @@ func (b *logBuffer) Log(level spi.LogLevel, stream spi.LogStream, line string) b
 	if b.full {
 		b.cut.Lines++
 		b.cut.Bytes += raw
-		return false
+		return true // dropped, and counted: see logBuffer
 	}
 	text := boundTextTo(line, MaxLogLineUnits)
 	if len(b.lines) >= b.maxLines || b.bytes+int64(len(text)) > b.maxBytes {
 		b.full = true
 		b.cut.Lines++
 		b.cut.Bytes += raw
-		return false
+		return true
 	}
 	l := LogLine{Level: level, Stream: stream, Text: text, At: time.Since(b.start)}
 	b.lines = append(b.lines, l)

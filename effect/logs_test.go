@@ -2,6 +2,7 @@ package effect
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"unicode/utf16"
@@ -25,7 +26,26 @@ func TestLogsBoundedByLines(t *testing.T) {
 	require.Len(t, rec.Logs, 2)
 	assert.Equal(t, []string{"a", "b"}, []string{rec.Logs[0].Text, rec.Logs[1].Text})
 	assert.Equal(t, &LogsCut{Lines: 3, Bytes: 4}, rec.LogsCut, "the cut marker counts what was dropped")
-	assert.Equal(t, []bool{true, true, false, false, false}, accepted, "the sink says it is full")
+	assert.Equal(t, []bool{true, true, true, true, true}, accepted, "the sink wants every line, to count it")
+}
+
+// A backend stops handing lines over once the sink returns false (the
+// goja console, Starlark's print and the wasm guests' log taps all do):
+// the sink never does during a run, so the cut counts every line and
+// byte the script wrote past the bound, not only the first.
+func TestLogsCutCountsEveryDroppedLine(t *testing.T) {
+	f := newFixture(t, func(ctx context.Context, req spi.Request) (spi.Outcome, error) {
+		for i := range 4000 {
+			if !req.Log(spi.LevelInfo, spi.StreamStdout, fmt.Sprintf("line %04d", i)) {
+				break
+			}
+		}
+		return okOutcome(`1`), nil
+	}, &Options{MaxLogLines: 10})
+	rec, err := f.e.Run(context.Background(), Call{Script: f.addr})
+	require.NoError(t, err)
+	require.Len(t, rec.Logs, 10)
+	assert.Equal(t, &LogsCut{Lines: 3990, Bytes: 3990 * int64(len("line 0000"))}, rec.LogsCut)
 }
 
 func TestLogsBoundedByBytes(t *testing.T) {

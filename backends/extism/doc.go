@@ -117,7 +117,9 @@
 //   - No WASI by default: a plugin that imports it does not instantiate.
 //     With Options.EnableWASI it gets no preopened directories, no
 //     environment and no arguments, wazero's fake clocks and deterministic
-//     random source, and discarded stdout and stderr. Do not set the
+//     random source, and stdout and stderr written line by line to the
+//     run's log (info on stdout, error on stderr), which the effect bounds
+//     and keeps in the run's record. Do not set the
 //     EXTISM_ENABLE_WASI_OUTPUT environment variable in the host process:
 //     the SDK then sends plugin output to the host's own stdout and stderr.
 //   - No network by default: the SDK's HTTP host function refuses (traps)
@@ -135,5 +137,7 @@
 //     MaxVarBytes per run), HTTP response bodies while they are copied in
 //     (at most the memory cap), the copy of the output, and wazero's own
 //     bookkeeping and machine stack.
-//   - Plugin log messages are discarded.
+//   - Plugin log messages (log_info, log_warn, log_error) reach the run's
+//     log, one line each, bounded by the effect; log_debug and log_trace
+//     reach no one (the SDK's level is process-wide: see logs.go).
 package extism

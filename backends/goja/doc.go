@@ -53,8 +53,10 @@
 //
 // The globals are ECMAScript's built-ins as goja implements them, plus
 // input, print and console.log, info, warn, error, debug and trace, which
-// accept anything and write nowhere (scripts written for QuickJS, whose
-// console writes to a discarded buffer, run unchanged). There is no
+// accept anything and write one line each to the run's log (their
+// arguments' strings joined by spaces, cut at spi.MaxLogLineBytes; warn, error
+// and trace on stderr), which the effect bounds and keeps in the run's record,
+// as the QuickJS engines' console does. There is no
 // require, no module loader (a dynamic import() is a SyntaxError), no
 // timers (setTimeout and friends do not exist), no performance object.
 //

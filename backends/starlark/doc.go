@@ -41,10 +41,11 @@
 // and math modules of go.starlark.net (json.decode refuses text nested
 // deeper than 10,000); nothing else. There is no load (a
 // script with a load statement is a thrown error before it runs), no time,
-// no randomness and no file or network access. print goes nowhere: its
-// output is discarded, not buffered. The dialect is Starlark's default: no
-// while loops, no recursion (a recursive call is a thrown error), no
-// top-level if or for, no global reassignment, no set.
+// no randomness and no file or network access. print writes one line to
+// the run's log (info, stdout; cut at spi.MaxLogLineBytes), which the
+// effect bounds and keeps in the run's record. The dialect is Starlark's
+// default: no while loops, no recursion (a recursive call is a thrown
+// error), no top-level if or for, no global reassignment, no set.
 //
 // Outcomes: fail(msg) is a thrown error named "fail" whose message is msg;
 // a syntax or name-resolution error is a thrown "SyntaxError"; any other

@@ -180,7 +180,7 @@ func (a *app) benchCommand() *cobra.Command {
 	o := benchOptions{runs: defaultBenchRuns, coldRuns: defaultColdRuns, throughput: defaultThroughputDur}
 	cmd := &cobra.Command{
 		Use:   "bench [--engine NAME]... [--runs N] [--json]",
-		Short: "Measure every engine: fresh echo, reshape, kill, cold start, throughput",
+		Short: "Measure every engine: echo, reshape, kill, cold start, throughput",
 		Long: `bench measures every registered engine (or the ones named with --engine)
 through the Sandbank effect, on this machine, and prints one table.
 

@@ -11,7 +11,6 @@ import (
 	"reflect"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -284,13 +283,15 @@ func dirEmpty(dir string) (bool, error) {
 // kill runs ended, and the errors.
 func printBench(a *app, r *benchReport) error {
 	m := r.Machine
-	fmt.Fprintf(a.stdout, "sandbank bench: %d rounds, %s/%s, %d CPUs, GOMAXPROCS %d, %s", r.Runs, m.GOOS, m.GOARCH, m.NumCPU, m.GOMAXPROCS, m.GoVersion)
+	width := a.width(a.stdout)
+	title := fmt.Sprintf("sandbank bench: %d rounds, %s/%s, %d CPUs, GOMAXPROCS %d, %s", r.Runs, m.GOOS, m.GOARCH, m.NumCPU, m.GOMAXPROCS, m.GoVersion)
 	if m.LoadAvgStart != "" {
-		fmt.Fprintf(a.stdout, ", load average %s at start, %s at end", m.LoadAvgStart, m.LoadAvgEnd)
+		title += fmt.Sprintf(", load average %s at start, %s at end", m.LoadAvgStart, m.LoadAvgEnd)
 	}
-	fmt.Fprint(a.stdout, "\n\n")
-	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "ENGINE\tWALLCLOCK\tECHO p50 µs\tECHO p99 µs\tRESHAPE p50 ms\tKILL p50 ms\tKILL max ms\tNATIVE KILL p50 ms\tNATIVE KILL max ms\tCOLD ms\tCOLD+CACHE ms\tRESHAPE/s 1w\tRESHAPE/s Nw\tSCALING\t")
+	writeWrappedTo(a.stdout, width, "", title)
+	fmt.Fprintln(a.stdout)
+	head := []string{"ENGINE", "WALLCLOCK", "ECHO p50 µs", "ECHO p99 µs", "RESHAPE p50 ms", "KILL p50 ms", "KILL max ms", "NATIVE KILL p50 ms", "NATIVE KILL max ms", "COLD ms", "COLD+CACHE ms", "RESHAPE/s 1w", "RESHAPE/s Nw", "SCALING"}
+	var rows [][]string
 	var notes []string
 	na := func(engine, what, reason string) string {
 		notes = append(notes, fmt.Sprintf("%s %s: n/a (%s)", engine, what, reason))
@@ -338,23 +339,24 @@ func printBench(a *app, r *benchReport) error {
 		} else {
 			cells = append(cells, num(t.OnePerSec), fmt.Sprintf("%.1f (%dw)", t.ManyPerSec, t.Workers), fmt.Sprintf("%.2fx", t.Ratio))
 		}
-		fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
+		rows = append(rows, cells)
 	}
-	if err := tw.Flush(); err != nil {
+	// Fitted to the terminal, or to 80 columns when stdout is not one.
+	if err := writeFitted(a.stdout, width, head, rows); err != nil {
 		return err
 	}
 	fmt.Fprintln(a.stdout)
-	fmt.Fprintln(a.stdout, "echo: µs per run through the effect, new instance per run; reshape: ms per run; kill: ms from calling Evaluate")
-	fmt.Fprintln(a.stdout, "until it returned, deadline 50 ms; cold: ms from starting a new process to its first result (p50 of the")
-	fmt.Fprintln(a.stdout, "samples); RESHAPE/s: reshapes per second with 1 and N workers; SCALING: N workers / 1 worker.")
+	writeWrappedTo(a.stdout, width, "", "echo: µs per run through the effect, new instance per run; reshape: ms per run; kill: ms from calling Evaluate "+
+		"until it returned, deadline 50 ms; cold: ms from starting a new process to its first result (p50 of the "+
+		"samples); RESHAPE/s: reshapes per second with 1 and N workers; SCALING: N workers / 1 worker.")
 	fmt.Fprintln(a.stdout)
-	if err := printHostCalls(a.stdout, r); err != nil {
+	if err := printHostCalls(a.stdout, width, r); err != nil {
 		return err
 	}
 	if len(notes) > 0 {
 		fmt.Fprintln(a.stdout)
 		for _, n := range notes {
-			fmt.Fprintln(a.stdout, "  "+n)
+			writeWrappedTo(a.stdout, width, "  ", n)
 		}
 	}
 	return nil

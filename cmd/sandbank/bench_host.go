@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"sync"
-	"text/tabwriter"
 	"time"
 
 	"github.com/sandbank/sandbank/effect"
@@ -76,24 +75,30 @@ func (a *app) measureHostCalls(ctx context.Context, e *benchEngine) *hostCallFig
 	return &hostCallFigures{Samples: len(samples), P50us: micros(percentile(samples, 0.50)), P99us: micros(percentile(samples, 0.99))}
 }
 
-// printHostCalls prints the host-call section of the table.
-func printHostCalls(w io.Writer, r *benchReport) error {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "ENGINE\tHOST CALL p50 µs\tHOST CALL p99 µs\tSAMPLES\t")
+// printHostCalls prints the host-call section of the table, fitted to
+// width.
+func printHostCalls(w io.Writer, width int, r *benchReport) error {
+	head := []string{"ENGINE", "HOST CALL p50 µs", "HOST CALL p99 µs", "SAMPLES"}
+	var rows [][]string
+	var notes []string
 	for _, e := range r.Engines {
 		h := e.HostCall
 		if h == nil {
 			continue
 		}
 		if h.NA != "" {
-			fmt.Fprintf(tw, "%s\tn/a\tn/a\t(%s)\t\n", e.Engine, h.NA)
+			rows = append(rows, []string{e.Engine, "n/a", "n/a", "-"})
+			notes = append(notes, fmt.Sprintf("%s host call: n/a (%s)", e.Engine, h.NA))
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%d\t\n", e.Engine, h.P50us, h.P99us, h.Samples)
+		rows = append(rows, []string{e.Engine, fmt.Sprintf("%.1f", h.P50us), fmt.Sprintf("%.1f", h.P99us), fmt.Sprint(h.Samples)})
 	}
-	if err := tw.Flush(); err != nil {
+	if err := writeFitted(w, width, head, rows); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(w, "host call: µs between consecutive calls of one run at the host function (host_loop, %d calls per run, %d runs).\n", effect.DefaultMaxHostCalls, hostCallRuns)
-	return err
+	writeWrappedTo(w, width, "", fmt.Sprintf("host call: µs between consecutive calls of one run at the host function (host_loop, %d calls per run, %d runs).", effect.DefaultMaxHostCalls, hostCallRuns))
+	for _, n := range notes {
+		writeWrappedTo(w, width, "  ", n)
+	}
+	return nil
 }

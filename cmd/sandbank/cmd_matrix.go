@@ -55,7 +55,7 @@ func (a *app) matrixCommand() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "matrix [--engine NAME]... [--json]",
-		Short: "Run the conformance kit on every engine and print the verified matrix",
+		Short: "Run the conformance kit on every engine; print the verified matrix",
 		Long: fmt.Sprintf(`matrix runs the conformance kit against every registered engine (or the
 ones named with --engine), each with its language's fixture set, through
 the Sandbank effect, and prints the verified matrix: one column per engine

@@ -31,7 +31,8 @@ var extLanguages = map[string]string{
 
 type runOptions struct {
 	engine, lang       string
-	input, inputFile   string
+	input              jsonFlag
+	inputFile          string
 	memory, timeout    string
 	shape, store       string
 	json               bool
@@ -125,7 +126,7 @@ If the object cannot be written, the run exits 1, never 2.`,
 	f := cmd.Flags()
 	f.StringVar(&o.engine, "engine", "", "engine `NAME` (see 'sandbank engines')")
 	f.StringVar(&o.lang, "lang", "", "script `LANGUAGE`; runs the language's default engine")
-	f.StringVar(&o.input, "input", "", "the script's input as `JSON` text (default null)")
+	f.Var(&o.input, "input", "the script's input as `JSON` text (default null)")
 	f.StringVar(&o.inputFile, "input-file", "", "read the script's input (JSON text) from `FILE` (\"-\": standard input)")
 	f.StringVar(&o.memory, "memory", "", "memory limit `SIZE`: 32MiB, 32 MiB or 32mib (2^20 bytes each), 32MB or 32mb (10^6), or bytes (default 32MiB)")
 	f.StringVar(&o.timeout, "timeout", "", "wall-clock limit `DURATION`, such as 2s or 500ms (default 5s)")
@@ -172,13 +173,13 @@ func (a *app) evaluate(ctx context.Context, o *runOptions, script string) (json.
 	}
 	input := json.RawMessage("null")
 	switch {
-	case o.input != "" && o.inputFile != "":
+	case o.input.set && o.inputFile != "":
 		return nil, usagef("--input and --input-file cannot be used together")
-	case o.input != "":
-		if err := checkJSON([]byte(o.input)); err != nil {
+	case o.input.set:
+		if err := checkJSON([]byte(o.input.text)); err != nil {
 			return nil, usagef("--input: %v", err)
 		}
-		input = json.RawMessage(o.input)
+		input = json.RawMessage(o.input.text)
 	case o.inputFile == "-" && script == "-":
 		return nil, usagef("the script and --input-file cannot both be standard input")
 	case o.inputFile != "":

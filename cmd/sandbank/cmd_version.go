@@ -65,7 +65,7 @@ func (a *app) versionCommand() *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "version",
-		Short: "Print the module version, the backend SPI version and how the binary was built",
+		Short: "Print the module and SPI versions and how the binary was built",
 		Long: `version prints the version of the sandbank module the binary was built
 from ("(devel)" for a build from a working tree), the version of the
 backend service-provider interface (spi.Version) it implements, the Go

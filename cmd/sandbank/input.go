@@ -9,6 +9,27 @@ import (
 	"unicode/utf8"
 )
 
+// jsonFlag is the value of a flag that holds JSON text (--input). It
+// records whether the flag was given, so that an empty value given on the
+// command line (--input "") is refused as invalid JSON, like every other
+// malformed input, instead of being taken for the absent flag (null).
+type jsonFlag struct {
+	text string
+	set  bool
+}
+
+// Set implements pflag.Value.
+func (f *jsonFlag) Set(s string) error {
+	f.text, f.set = s, true
+	return nil
+}
+
+// String implements pflag.Value.
+func (f *jsonFlag) String() string { return f.text }
+
+// Type implements pflag.Value.
+func (f *jsonFlag) Type() string { return "JSON" }
+
 // checkJSON returns nil when b is one JSON value, else an error that says
 // where it went wrong, as line:column (both from 1; the column counts
 // characters) and what encoding/json found there.

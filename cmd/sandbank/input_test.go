@@ -35,6 +35,12 @@ func TestRunInputErrorsAndStdin(t *testing.T) {
 	assertOneLine(t, res.stderr)
 	assert.Contains(t, res.stderr, "--input: invalid JSON at line 2, column 6")
 
+	// An empty --input is invalid JSON too, not the absent flag (null).
+	res = cli(a, "", "run", "--input", "", js)
+	assert.Equal(t, exitUsage, res.code)
+	assertOneLine(t, res.stderr)
+	assert.Contains(t, res.stderr, "--input: invalid JSON at line 1, column 1")
+
 	file := script(t, "in.json", "[1,\n2,\n]")
 	res = cli(a, "", "run", "--input-file", file, js)
 	assert.Equal(t, exitUsage, res.code)

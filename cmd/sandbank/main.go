@@ -194,6 +194,7 @@ invalid request; 130/143 cancelled by SIGINT/SIGTERM.`,
 	}
 	root.Version = moduleVersion(debug.ReadBuildInfo())
 	root.SetVersionTemplate("sandbank {{.Version}}\n")
+	wrapHelp(root, a.width(a.stdout))
 	root.AddCommand(
 		a.runCommand(),
 		a.verifyCommand(),

@@ -96,3 +96,18 @@ func TestScaffoldBuildsAndRunsTheKit(t *testing.T) {
 	assert.NotContains(t, out, "[build failed]")
 	assert.False(t, strings.Contains(out, "--- PASS"), "nothing passes vacuously")
 }
+
+// TestScaffoldNewReturnsBackend: the generated New returns the concrete
+// *Backend, as the shipped backends' and docs/design.md's do (accept
+// interfaces, return structs), not spi.Backend.
+func TestScaffoldNewReturnsBackend(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "box")
+	a, _ := fakeApp(t)
+	res := cli(a, "", "new", "backend", "box", "--language", "javascript", "--dir", dir)
+	require.Equal(t, exitOK, res.code, res.stderr)
+	src, err := os.ReadFile(filepath.Join(dir, "backend.go"))
+	require.NoError(t, err)
+	assert.Contains(t, string(src), "func New(opts *Options) (*Backend, error) {")
+	assert.Contains(t, string(src), "type Backend struct {")
+	assert.Contains(t, string(src), "var _ spi.Backend = (*Backend)(nil)")
+}

@@ -4,16 +4,103 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strings"
 	"text/tabwriter"
 	"unicode/utf8"
 
+	"golang.org/x/term"
+
 	"github.com/sandbank/sandbank/conformance"
 )
 
-// tableWidth is the width every table of the command line fits in.
+// tableWidth is the width the conformance matrix fits in.
 const tableWidth = 100
+
+// plainWidth is the width help and the bench table fit in when they do not
+// go to a terminal.
+const plainWidth = 80
+
+// width returns the width the help and the bench table written to w fit
+// in: the terminal's (at least 40 columns) when w is one, else plainWidth.
+func (a *app) width(w io.Writer) int {
+	if a.isTerminal != nil && a.isTerminal(w) {
+		if f, ok := w.(*os.File); ok {
+			if cols, _, err := term.GetSize(int(f.Fd())); err == nil && cols >= 40 {
+				return cols
+			}
+		}
+	}
+	return plainWidth
+}
+
+// wrapHelp makes root's help and usage, and those of every command under
+// it, wrap the flags' descriptions to width.
+func wrapHelp(root interface {
+	UsageTemplate() string
+	SetUsageTemplate(string)
+}, width int) {
+	t := root.UsageTemplate()
+	for _, set := range []string{".LocalFlags", ".InheritedFlags"} {
+		t = strings.ReplaceAll(t, set+".FlagUsages", fmt.Sprintf("(%s.FlagUsagesWrapped %d)", set, width))
+	}
+	root.SetUsageTemplate(t)
+}
+
+// writeFitted writes a table, its cells aligned right, in width columns:
+// when its columns do not fit side by side it is written as several
+// tables, one after the other, each repeating the first column (the row's
+// name).
+func writeFitted(w io.Writer, width int, head []string, rows [][]string) error {
+	colWidth := make([]int, len(head))
+	for i, h := range head {
+		colWidth[i] = utf8.RuneCountInString(h)
+	}
+	for _, r := range rows {
+		for i, c := range r {
+			if i < len(colWidth) {
+				colWidth[i] = max(colWidth[i], utf8.RuneCountInString(c))
+			}
+		}
+	}
+	const gap = 2
+	for start := 1; start < len(head); {
+		end, used := start, colWidth[0]
+		for end < len(head) && (end == start || used+gap+colWidth[end] <= width) {
+			used += gap + colWidth[end]
+			end++
+		}
+		if start > 1 {
+			fmt.Fprintln(w)
+		}
+		tw := tabwriter.NewWriter(w, 0, 4, gap, ' ', tabwriter.AlignRight)
+		cols := append([]int{0}, seq(start, end)...)
+		for _, r := range append([][]string{head}, rows...) {
+			var b strings.Builder
+			for _, i := range cols {
+				if i < len(r) {
+					b.WriteString(r[i])
+				}
+				b.WriteString("\t")
+			}
+			fmt.Fprintln(tw, b.String())
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		start = end
+	}
+	return nil
+}
+
+func seq(from, to int) []int {
+	out := make([]int, 0, to-from)
+	for i := from; i < to; i++ {
+		out = append(out, i)
+	}
+	return out
+}
 
 // shortNames abbreviates the built-in engines' names in the matrix's
 // column heads; any other engine gets a name from abbreviate.
@@ -248,11 +335,15 @@ func matrixColumns(asked []string, rows []*matrixRow) []string {
 
 // writeWrapped writes prefix and text wrapped to tableWidth, the
 // following lines indented by four spaces.
-func writeWrapped(w io.Writer, prefix, text string) {
+func writeWrapped(w io.Writer, prefix, text string) { writeWrappedTo(w, tableWidth, prefix, text) }
+
+// writeWrappedTo writes prefix and text wrapped to width, the following
+// lines indented by four spaces.
+func writeWrappedTo(w io.Writer, width int, prefix, text string) {
 	line := prefix
 	fresh := true // nothing but the prefix or indent on the line yet
 	for _, word := range strings.Fields(text) {
-		if !fresh && utf8.RuneCountInString(line)+1+utf8.RuneCountInString(word) > tableWidth {
+		if !fresh && utf8.RuneCountInString(line)+1+utf8.RuneCountInString(word) > width {
 			fmt.Fprintln(w, line)
 			line, fresh = "    ", true
 		}

@@ -51,7 +51,7 @@ func (s *sites) statements(list []ast.Statement, lower int) {
 		return
 	}
 	if k > 0 {
-		lower = offset(list[k-1].Idx1())
+		lower = end(list[k-1])
 	}
 	s.statement(list[k], lower)
 }
@@ -76,7 +76,7 @@ func (s *sites) statement(st ast.Statement, lower int) {
 		if seq, ok := e.(*ast.SequenceExpression); ok && len(seq.Sequence) > 1 {
 			// a, b: the value is b's, and the assignment binds tighter
 			// than the comma.
-			lower = offset(seq.Sequence[len(seq.Sequence)-2].Idx1())
+			lower = end(seq.Sequence[len(seq.Sequence)-2])
 			e = seq.Sequence[len(seq.Sequence)-1]
 		}
 		lo, hi := offset(e.Idx0()), offset(e.Idx1())
@@ -89,9 +89,9 @@ func (s *sites) statement(st ast.Statement, lower int) {
 	case *ast.BlockStatement:
 		s.statements(n.List, offset(n.LeftBrace)+1)
 	case *ast.IfStatement:
-		s.statement(n.Consequent, offset(n.Test.Idx1()))
+		s.statement(n.Consequent, end(n.Test))
 		if n.Alternate != nil {
-			s.statement(n.Alternate, offset(n.Consequent.Idx1()))
+			s.statement(n.Alternate, end(n.Consequent))
 		}
 	case *ast.TryStatement:
 		s.statements(n.Body.List, offset(n.Body.LeftBrace)+1)

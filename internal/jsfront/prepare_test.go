@@ -141,6 +141,9 @@ func TestCompletionValue(t *testing.T) {
 		{"await 0;\n/re/.test('re')", "true"},
 		{"await 0\n!function () { return 1 }()", "false"},
 		{"await 0\nx => x", "a function"},
+		{"await 0;\nconst d = new Date();\nd instanceof Date", "true"},
+		{"await 0;\nif (new Date()) 1; else 2", "1"},
+		{"await 0; var a = 1\na ++\n;(a)", "2"},
 	} {
 		if strings.Contains(tc.src, "console") {
 			continue // goja has no console
