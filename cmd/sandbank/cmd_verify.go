@@ -12,7 +12,8 @@ import (
 )
 
 type verifyOptions struct {
-	record, input, inputFile string
+	record, inputFile string
+	input             jsonFlag
 }
 
 func (a *app) verifyCommand() *cobra.Command {
@@ -53,7 +54,7 @@ files, a file that is not a JSON record or receipt).`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.record, "record", "", "the stored record or receipt, JSON `FILE` (required)")
-	f.StringVar(&o.input, "input", "", "the run's input as `JSON` text (default null)")
+	f.Var(&o.input, "input", "the run's input as `JSON` text (default null)")
 	f.StringVar(&o.inputFile, "input-file", "", "read the run's input (JSON text) from `FILE`")
 	return cmd
 }
@@ -68,13 +69,13 @@ func (a *app) verify(o *verifyOptions, scriptFile string) error {
 	}
 	input := json.RawMessage("null")
 	switch {
-	case o.input != "" && o.inputFile != "":
+	case o.input.set && o.inputFile != "":
 		return usagef("--input and --input-file cannot be used together")
-	case o.input != "":
-		if err := checkJSON([]byte(o.input)); err != nil {
+	case o.input.set:
+		if err := checkJSON([]byte(o.input.text)); err != nil {
 			return usagef("--input: %v", err)
 		}
-		input = json.RawMessage(o.input)
+		input = json.RawMessage(o.input.text)
 	case o.inputFile != "":
 		b, err := readFileBounded(o.inputFile)
 		if err != nil {

@@ -41,6 +41,11 @@ func TestRunInputErrorsAndStdin(t *testing.T) {
 	assertOneLine(t, res.stderr)
 	assert.Contains(t, res.stderr, "--input: invalid JSON at line 1, column 1")
 
+	// verify reads its --input the same way.
+	res = cli(a, "", "verify", "--record", script(t, "r.json", "{}"), "--input", "", js)
+	assert.Equal(t, exitUsage, res.code)
+	assert.Contains(t, res.stderr, "--input: invalid JSON at line 1, column 1")
+
 	file := script(t, "in.json", "[1,\n2,\n]")
 	res = cli(a, "", "run", "--input-file", file, js)
 	assert.Equal(t, exitUsage, res.code)
