@@ -109,8 +109,10 @@ const MaxLogLineBytes = 16 << 10
 // use, and for use after Evaluate returned (late lines are dropped).
 type LogSink interface {
 	// Log records one line, without its trailing newline. It reports
-	// false once the run's log is full: every later line is dropped, so
-	// the backend may stop producing them.
+	// false when no later line can be recorded or counted (the effect's
+	// sink: once the run has ended), so the backend may stop producing
+	// them. The effect's sink keeps reporting true past the log's bounds,
+	// counting each dropped line for the record's cut marker.
 	Log(level LogLevel, stream LogStream, line string) bool
 }
 
