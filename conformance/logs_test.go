@@ -68,14 +68,6 @@ func TestLogsCaseFailsBrokenBackends(t *testing.T) {
 			}
 			return logsBehavior(g)(ctx, f, req)
 		}, "the failing run must log exactly 3 lines"},
-		{"full log breaks the run", func(ctx context.Context, f *fake, req spi.Request) (spi.Outcome, error) {
-			for _, l := range g {
-				if !req.Log(l.level, l.stream, l.text) {
-					return spi.Infrastructure("fake: the log is full"), nil
-				}
-			}
-			return logsBehavior(nil)(ctx, f, req)
-		}, "with MaxLogLines 2 the logs script must still return 3"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
