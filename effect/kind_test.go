@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+
+	"github.com/sandbank/sandbank/internal/fakebackend"
 )
 
 func TestKindOf(t *testing.T) {
@@ -66,5 +68,29 @@ func TestKinds(t *testing.T) {
 	for _, k := range kinds {
 		want := k == KindDeadlineExceeded || k == KindOverloaded || k == KindInfrastructure
 		assert.Equal(t, want, k.Retryable(), "%s", k)
+	}
+}
+
+// TestNewRefusalsAreInvalidCalls: every option New refuses is the
+// caller's invalid call, never retryable.
+func TestNewRefusalsAreInvalidCalls(t *testing.T) {
+	fb := fakebackend.New(fakebackend.Capabilities(), nil)
+	for name, tc := range map[string]struct {
+		scripts ScriptReader
+		backend *fakebackend.Backend
+		opts    *Options
+	}{
+		"nil script reader": {nil, fb, nil},
+		"nil backend":       {NewMemoryStore(), nil, nil},
+		"negative limit":    {NewMemoryStore(), fb, &Options{MaxAbandoned: -1}},
+	} {
+		var err error
+		if tc.backend == nil {
+			_, err = New(tc.scripts, nil, tc.opts)
+		} else {
+			_, err = New(tc.scripts, tc.backend, tc.opts)
+		}
+		assert.Equal(t, KindInvalidCall, KindOf(err), name)
+		assert.False(t, Retryable(err), name)
 	}
 }
