@@ -38,8 +38,8 @@
 //
 // Every error from the effect is one of three kinds: the script's typed
 // failure (*effect.Failure, not worth retrying), the caller's invalid
-// request (not retryable), or infrastructure (retryable). effect.Retryable
-// tells them apart.
+// request (not retryable), or infrastructure (retryable). effect.KindOf
+// tells them apart, and effect.Retryable follows from it.
 //
 // docs/design.md in the repository is the contract, docs/architecture.md
 // explains how the packages fit together, and docs/RATIONALE.md records why.

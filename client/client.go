@@ -146,7 +146,7 @@ func (c *Client) Store(ctx context.Context, script []byte) (effect.Address, erro
 		return "", err
 	}
 	if effect.AddressOf(script) != out.Script {
-		return "", &Error{Status: http.StatusOK, Kind: "infrastructure", Detail: "client: the server returned an address that is not the script's", Retryable: true}
+		return "", &Error{Status: http.StatusOK, Kind: effect.KindInfrastructure.String(), Detail: "client: the server returned an address that is not the script's", Retryable: true}
 	}
 	return out.Script, nil
 }
@@ -202,7 +202,7 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return ctxErr
 		}
-		return &Error{Kind: "infrastructure", Detail: "client: " + err.Error(), Retryable: true, err: err}
+		return &Error{Kind: effect.KindInfrastructure.String(), Detail: "client: " + err.Error(), Retryable: true, err: err}
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, c.maxBody+1))
@@ -210,16 +210,16 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return ctxErr
 		}
-		return &Error{Status: resp.StatusCode, Kind: "infrastructure", Detail: "client: reading the response: " + err.Error(), Retryable: true, err: err}
+		return &Error{Status: resp.StatusCode, Kind: effect.KindInfrastructure.String(), Detail: "client: reading the response: " + err.Error(), Retryable: true, err: err}
 	}
 	if int64(len(raw)) > c.maxBody {
-		return &Error{Status: resp.StatusCode, Kind: "infrastructure", Detail: "client: the response is larger than MaxResponseBytes", Retryable: true}
+		return &Error{Status: resp.StatusCode, Kind: effect.KindInfrastructure.String(), Detail: "client: the response is larger than MaxResponseBytes", Retryable: true}
 	}
 	if resp.StatusCode != http.StatusOK {
 		return problemError(resp, raw)
 	}
 	if err := json.Unmarshal(raw, out); err != nil {
-		return &Error{Status: resp.StatusCode, Kind: "infrastructure", Detail: "client: the response does not decode: " + err.Error(), Retryable: true, err: err}
+		return &Error{Status: resp.StatusCode, Kind: effect.KindInfrastructure.String(), Detail: "client: the response does not decode: " + err.Error(), Retryable: true, err: err}
 	}
 	return nil
 }
@@ -237,9 +237,9 @@ func problemError(resp *http.Response, raw []byte) *Error {
 	}
 	e.Retryable = resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500
 	if e.Kind == "" {
-		e.Kind = "invalidCall"
+		e.Kind = effect.KindInvalidCall.String()
 		if e.Retryable {
-			e.Kind = "infrastructure"
+			e.Kind = effect.KindInfrastructure.String()
 		}
 	}
 	if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s >= 0 {

@@ -127,6 +127,8 @@ func TestTheThreeKindsCrossTheWire(t *testing.T) {
 		assert.False(t, ce.Retryable, name)
 		assert.ErrorIs(t, err, effect.ErrInvalidCall, name)
 		assert.NotErrorIs(t, err, client.ErrRetryable, name)
+		assert.Equal(t, effect.KindInvalidCall, effect.KindOf(err), name)
+		assert.False(t, effect.Retryable(err), name)
 	}
 	_, err = a.Run(ctx, client.Run{Engine: "goja", Script: effect.AddressOf([]byte("never stored"))})
 	assert.ErrorIs(t, err, client.ErrNotFound)
@@ -164,6 +166,8 @@ func TestTheThreeKindsCrossTheWire(t *testing.T) {
 	assert.Greater(t, ce.RetryAfter, time.Minute)
 	assert.ErrorIs(t, err, client.ErrRetryable)
 	assert.NotErrorIs(t, err, effect.ErrInvalidCall)
+	assert.Equal(t, effect.KindInfrastructure, effect.KindOf(err))
+	assert.True(t, effect.Retryable(err))
 
 	// No key, a wrong key: 401.
 	for _, key := range []string{"", "sbk_" + "x0123456789012345678901234567890123456789"} {
@@ -215,4 +219,23 @@ func TestNewRefusesABadURL(t *testing.T) {
 		_, err := client.New(u, nil)
 		assert.True(t, errors.Is(err, effect.ErrInvalidCall), u)
 	}
+}
+
+// TestErrorKinds: an error response classifies with effect.KindOf as the
+// server's kind says: an overloaded server is KindOverloaded, retryable.
+func TestErrorKinds(t *testing.T) {
+	for _, c := range []struct {
+		e    *client.Error
+		want effect.Kind
+	}{
+		{&client.Error{Status: http.StatusServiceUnavailable, Kind: "overloaded", Retryable: true}, effect.KindOverloaded},
+		{&client.Error{Status: http.StatusServiceUnavailable, Kind: "infrastructure", Retryable: true}, effect.KindInfrastructure},
+		{&client.Error{Status: http.StatusTooManyRequests, Kind: "quota", Retryable: true}, effect.KindInfrastructure},
+		{&client.Error{Status: http.StatusBadRequest, Kind: "invalidCall"}, effect.KindInvalidCall},
+		{&client.Error{Status: http.StatusUnauthorized, Kind: "unauthorized"}, effect.KindInvalidCall},
+	} {
+		assert.Equal(t, c.want, effect.KindOf(c.e), c.e.Kind)
+		assert.Equal(t, c.e.Retryable, effect.Retryable(c.e), c.e.Kind)
+	}
+	assert.Equal(t, server.KindOverloaded, effect.KindOverloaded.String(), "the wire word is the effect's")
 }

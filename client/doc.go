@@ -17,9 +17,13 @@
 //     where they apply; not retryable;
 //   - retryable infrastructure: an *Error with Retryable true (429, 503,
 //     other 5xx, a connection that failed or closed), carrying the
-//     server's Retry-After; it matches ErrRetryable and never
+//     server's Retry-After; it matches ErrRetryable (and
+//     effect.ErrOverloaded when the server was overloaded) and never
 //     effect.ErrInvalidCall. The caller's own cancellation stays
 //     matchable with errors.Is(err, context.Canceled).
+//
+// effect.KindOf and effect.Retryable classify the client's errors as they
+// do the effect's.
 //
 // The client does not retry by itself: whether a run may be repeated is
 // the caller's decision (a run is idempotent only where the engine's

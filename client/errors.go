@@ -23,7 +23,9 @@ var (
 
 // Error is an error response, or a request that got none. It is the
 // caller's invalid request (matching effect.ErrInvalidCall) or retryable
-// infrastructure (matching ErrRetryable), never both.
+// infrastructure (matching ErrRetryable, and effect.ErrOverloaded too when
+// the server's kind is overloaded), never both; effect.KindOf tells them
+// apart as for the effect's own errors.
 type Error struct {
 	// Status is the HTTP status; 0 when no response arrived.
 	Status int
@@ -54,6 +56,9 @@ func (e *Error) Unwrap() []error {
 	var out []error
 	if e.Retryable {
 		out = append(out, ErrRetryable)
+		if e.Kind == effect.KindOverloaded.String() {
+			out = append(out, effect.ErrOverloaded)
+		}
 	} else {
 		out = append(out, effect.ErrInvalidCall)
 		switch e.Status {

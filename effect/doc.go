@@ -28,6 +28,12 @@
 // A cancelled context always yields the context's error, unwrapped;
 // context.Canceled is not retryable, the caller's own deadline is.
 //
+// [KindOf] maps any error to one [Kind] of a closed set (a failure, an
+// invalid call, a closed effect, a cancellation, a deadline, overload,
+// infrastructure), and [Retryable] is a function of it; a door (HTTP, MCP,
+// Temporal, the command line) keeps only a table from Kind to its own
+// code.
+//
 // Scripts are addressed by content ("sha256:<64 hex>", see [AddressOf]), or
 // carried by the call itself ([Call].Source), which runs exactly as if the
 // script had been stored. Either way a script is bounded by

@@ -1,9 +1,7 @@
 package effect
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 )
@@ -123,21 +121,13 @@ func (f *Failure) MarshalJSON() ([]byte, error) {
 	return json.Marshal(w)
 }
 
-// Retryable reports whether err is worth retrying. It is false for nil,
-// for a *Failure (the script's own outcome: a retry gives the same
-// answer), for an invalid call (errors.Is(err, ErrInvalidCall): the same
-// call fails the same way) and for context.Canceled (the caller gave up).
-// It is true for everything else, which is infrastructure: a backend or a
-// store that failed, a backend that did not settle, and a
+// Retryable reports whether err is worth retrying: KindOf(err).Retryable().
+// It is false for nil, for a *Failure (the script's own outcome: a retry
+// gives the same answer), for an invalid call (errors.Is(err,
+// ErrInvalidCall), ErrClosed included: the same call fails the same way)
+// and for context.Canceled (the caller gave up). It is true for
+// everything else, which is infrastructure: a backend or a store that
+// failed, a backend that did not settle, ErrOverloaded, and a
 // context.DeadlineExceeded of the caller's own deadline (more time may
 // help).
-func Retryable(err error) bool {
-	if err == nil {
-		return false
-	}
-	var f *Failure
-	if errors.As(err, &f) {
-		return false
-	}
-	return !errors.Is(err, ErrInvalidCall) && !errors.Is(err, context.Canceled)
-}
+func Retryable(err error) bool { return KindOf(err).Retryable() }

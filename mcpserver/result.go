@@ -1,7 +1,6 @@
 package mcpserver
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -47,18 +46,54 @@ type Result struct {
 	Receipt *effect.Receipt `json:"receipt,omitempty"`
 }
 
+// answer is how the MCP door answers a kind of error.
+type answer int
+
+const (
+	answerFailure        answer = iota + 1 // an IsError result carrying the typed failure
+	answerInvalid                          // an IsError result saying what was wrong with the call
+	answerClosed                           // the protocol error errClosed
+	answerContext                          // the context's error, as a protocol error
+	answerInfrastructure                   // a protocol error, retryable
+)
+
+// answers is the MCP door's table from the effect's kind of an error to
+// its answer (a test proves it covers effect.Kinds()).
+var answers = map[effect.Kind]answer{
+	effect.KindFailure:          answerFailure,
+	effect.KindInvalidCall:      answerInvalid,
+	effect.KindClosed:           answerClosed,
+	effect.KindCanceled:         answerContext,
+	effect.KindDeadlineExceeded: answerContext,
+	effect.KindOverloaded:       answerInfrastructure,
+	effect.KindInfrastructure:   answerInfrastructure,
+}
+
+// answerOf returns the answer to err, looked up by effect.KindOf.
+func answerOf(err error) answer {
+	if a, ok := answers[effect.KindOf(err)]; ok {
+		return a
+	}
+	return answerInfrastructure
+}
+
 // toResult maps a run to the tool's answer: a value or a typed failure is
 // a result (IsError for the failure), an invalid call is an IsError result
 // too (the model made the call and can correct it), and an infrastructure
 // error or a cancellation is a protocol error.
 func toResult(engine string, lim limits, rec *effect.Record, err error) (*mcp.CallToolResult, error) {
-	var f *effect.Failure
-	switch {
-	case err == nil && rec != nil:
+	if err == nil {
+		if rec == nil {
+			return nil, fmt.Errorf("mcpserver: engine %s: the run produced no record", engine)
+		}
 		r := fromRecord(engine, rec)
 		r.OK, r.Value = true, rec.Value
 		return &mcp.CallToolResult{Content: text(r), StructuredContent: r}, nil
-	case errors.As(err, &f):
+	}
+	switch answerOf(err) {
+	case answerFailure:
+		var f *effect.Failure
+		errors.As(err, &f)
 		r := Result{Engine: engine, Failure: f, Logs: []effect.LogLine{}}
 		if rec != nil {
 			r = fromRecord(engine, rec)
@@ -66,14 +101,12 @@ func toResult(engine string, lim limits, rec *effect.Record, err error) (*mcp.Ca
 		}
 		r.Hint = hint(f, lim, rec)
 		return &mcp.CallToolResult{Content: text(r), StructuredContent: r, IsError: true}, nil
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+	case answerContext:
 		return nil, err
-	case errors.Is(err, effect.ErrClosed):
+	case answerClosed:
 		return nil, errClosed
-	case errors.Is(err, effect.ErrInvalidCall):
+	case answerInvalid:
 		return invalidResult(engine, strings.TrimPrefix(oneLine(err.Error()), "effect: ")), nil
-	case err == nil:
-		return nil, fmt.Errorf("mcpserver: engine %s: the run produced no record", engine)
 	default:
 		return nil, fmt.Errorf("mcpserver: engine %s failed (infrastructure, retryable): %s", engine, boundTo(oneLine(err.Error()), 1024))
 	}

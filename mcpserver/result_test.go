@@ -55,6 +55,16 @@ func TestToResultMapsEachKindOfError(t *testing.T) {
 	}
 }
 
+// TestAnswersCoverEveryKind: every kind of error the effect declares has
+// its answer at the MCP door, so a new kind cannot fall through.
+func TestAnswersCoverEveryKind(t *testing.T) {
+	for _, k := range effect.Kinds() {
+		_, ok := answers[k]
+		assert.True(t, ok, "kind %s has no MCP answer", k)
+	}
+	assert.Len(t, answers, len(effect.Kinds()))
+}
+
 func TestArgumentProblemsNeverEchoTheScript(t *testing.T) {
 	secret := "const password = 'hunter2';"
 	for _, raw := range []string{

@@ -337,10 +337,13 @@ func TestNewRefuses(t *testing.T) {
 			require.Error(t, err)
 			assert.ErrorIs(t, err, mcpserver.ErrInvalidOptions)
 			assert.ErrorIs(t, err, effect.ErrInvalidCall)
+			assert.Equal(t, effect.KindInvalidCall, effect.KindOf(err))
+			assert.False(t, effect.Retryable(err))
 		})
 	}
 	_, err := mcpserver.New(nil, nil)
 	assert.ErrorIs(t, err, mcpserver.ErrInvalidOptions)
+	assert.Equal(t, effect.KindInvalidCall, effect.KindOf(err))
 }
 
 func TestEngineBuiltOnFirstCallAndRetriedAfterFailure(t *testing.T) {

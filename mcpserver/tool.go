@@ -119,7 +119,7 @@ func (t *runTool) handle(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Ca
 	if t.s.admit != nil {
 		adm, err := t.s.admit(ctx, req, t.entry.Engine)
 		if err != nil {
-			if errors.Is(err, effect.ErrInvalidCall) {
+			if answerOf(err) == answerInvalid {
 				t.s.logCall(ctx, t, "refused", time.Since(start), nil)
 				return invalidResult(t.entry.Engine, oneLine(err.Error())), nil
 			}
@@ -159,7 +159,7 @@ func (t *runTool) handle(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Ca
 		outcome = effect.OutcomeCanceled
 	case rec != nil:
 		outcome = rec.Receipt.Outcome
-	case errors.Is(err, effect.ErrInvalidCall):
+	case answerOf(err) == answerInvalid:
 		outcome = "invalidCall"
 	}
 	t.s.logCall(ctx, t, outcome, time.Since(start), perr)

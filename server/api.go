@@ -223,7 +223,7 @@ func (s *Server) storeScript(ctx context.Context, in *scriptInput) (*scriptOutpu
 	}
 	addr, err := s.store(tenantOf(ctx)).Put(src)
 	if err != nil {
-		if errors.Is(err, effect.ErrInvalidCall) {
+		if effect.KindOf(err) == effect.KindInvalidCall {
 			return nil, invalidCall(http.StatusRequestEntityTooLarge, "server: the script does not fit in the tenant's store")
 		}
 		return nil, unavailable(KindInfrastructure, "server: storing the script failed", time.Second)
@@ -330,7 +330,7 @@ func (s *Server) run(ctx context.Context, in *runInput) (*runOutput, error) {
 
 	eff, err := s.engines.effect(entry)
 	if err != nil {
-		if errors.Is(err, effect.ErrInvalidCall) {
+		if effect.KindOf(err) == effect.KindInvalidCall {
 			return nil, invalidCall(http.StatusBadRequest, "server: engine "+entry.Engine+" is refused by this server: "+boundDetail(err.Error()))
 		}
 		return nil, unavailable(KindInfrastructure, "server: engine "+entry.Engine+" could not start", 5*time.Second)
@@ -347,33 +347,33 @@ func (s *Server) run(ctx context.Context, in *runInput) (*runOutput, error) {
 	acc.runTime = time.Since(start)
 	s.metrics.duration.WithLabelValues(entry.Engine).Observe(acc.runTime.Seconds())
 
-	var failure *effect.Failure
+	kind := effect.KindOf(err)
 	switch {
-	case err == nil || errors.As(err, &failure) && rec != nil:
+	case err == nil && rec != nil, kind == effect.KindFailure && rec != nil:
 		acc.outcome = rec.Receipt.Outcome
 		s.metrics.runs.WithLabelValues(entry.Engine, acc.outcome).Inc()
 		return &runOutput{Body: rec}, nil
-	case errors.Is(err, effect.ErrInvalidCall):
-		acc.outcome = KindInvalidCall
-		s.metrics.runs.WithLabelValues(entry.Engine, acc.outcome).Inc()
-		return nil, invalidCall(http.StatusBadRequest, boundDetail(err.Error()))
-	case s.hard.Err() != nil:
-		acc.outcome = effect.OutcomeCanceled
-		s.metrics.runs.WithLabelValues(entry.Engine, acc.outcome).Inc()
-		return nil, unavailable(KindInfrastructure, "server: shutting down: the run was cancelled", time.Second)
-	case errors.Is(err, effect.ErrOverloaded):
-		acc.outcome = effect.OutcomeInfrastructure
-		s.metrics.runs.WithLabelValues(entry.Engine, acc.outcome).Inc()
-		return nil, unavailable(KindOverloaded, "server: overloaded: the engine has too many abandoned runs", 5*time.Second)
-	default:
-		acc.outcome = effect.OutcomeInfrastructure
-		if ctx.Err() != nil {
-			acc.outcome = effect.OutcomeCanceled
-		}
-		s.metrics.runs.WithLabelValues(entry.Engine, acc.outcome).Inc()
-		return nil, unavailable(KindInfrastructure, "server: the run failed: "+boundDetail(err.Error()), time.Second)
+	case err == nil:
+		// Neither a record nor an error: the effect broke its contract.
+		kind, err = effect.KindInfrastructure, errNoRecord
+	case kind == effect.KindFailure:
+		// A typed failure without its record: the same.
+		kind = effect.KindInfrastructure
+	case kind != effect.KindInvalidCall && s.hard.Err() != nil:
+		// Shutdown's drain deadline cut the run.
+		kind = effect.KindClosed
 	}
+	a := runAnswerOf(kind)
+	acc.outcome = a.outcome
+	if acc.outcome == effect.OutcomeInfrastructure && ctx.Err() != nil {
+		acc.outcome = effect.OutcomeCanceled
+	}
+	s.metrics.runs.WithLabelValues(entry.Engine, acc.outcome).Inc()
+	return nil, a.problem(err)
 }
+
+// errNoRecord is a run that returned neither a record nor an error.
+var errNoRecord = errors.New("server: the run produced no record")
 
 // limits resolves a request's limits against the tenant's ceiling (whose
 // zero fields are the server's).

@@ -21,6 +21,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/sandbank/sandbank/conformance"
+	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/internal/tenant"
 	"github.com/sandbank/sandbank/registry"
 )
@@ -210,6 +211,7 @@ func TestDevModeServesOnlyLoopback(t *testing.T) {
 		require.NoError(t, err)
 		err = s.Serve(fakeListener{ln, addr})
 		assert.ErrorContains(t, err, "loopback", a)
+		assert.Equal(t, effect.KindInvalidCall, effect.KindOf(err), a)
 	}
 	for _, a := range []string{"127.0.0.1:80", "[::1]:80", "127.8.9.10:1"} {
 		addr, err := net.ResolveTCPAddr("tcp", a)
@@ -219,12 +221,17 @@ func TestDevModeServesOnlyLoopback(t *testing.T) {
 	require.NoError(t, s.Close())
 }
 
+// TestNewRefusesBadOptions: every refusal is the caller's invalid call,
+// never retryable.
 func TestNewRefusesBadOptions(t *testing.T) {
 	_, err := New(nil, nil)
-	assert.Error(t, err)
+	assert.ErrorIs(t, err, ErrInvalidOptions)
+	assert.Equal(t, effect.KindInvalidCall, effect.KindOf(err))
 	for i, o := range []Options{{MaxQueue: -1}, {QueueTimeout: -1}, {MaxBodyBytes: -1}, {ReadTimeout: -1}, {MaxConcurrentRuns: -1}} {
 		_, err := New(testRegistry(t), &o)
-		assert.Error(t, err, fmt.Sprint(i))
+		assert.ErrorIs(t, err, ErrInvalidOptions, fmt.Sprint(i))
+		assert.ErrorIs(t, err, effect.ErrInvalidCall, fmt.Sprint(i))
+		assert.False(t, effect.Retryable(err), fmt.Sprint(i))
 	}
 }
 

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/danielgtaylor/huma/v2"
+
+	"github.com/sandbank/sandbank/effect"
 )
 
 // The kinds of a Problem: what went wrong, in the project's three kinds
@@ -109,4 +111,57 @@ func (p *Problem) write(w http.ResponseWriter) {
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(p.Status)
 	_ = json.NewEncoder(w).Encode(p)
+}
+
+// runAnswer is the HTTP door's answer to a run's error of one kind: a
+// Problem's status, kind and Retry-After, the detail's wording (followed
+// by the error's own bounded text when withErr) and the outcome the
+// metrics count. A status of 200 answers with the run's record.
+type runAnswer struct {
+	status     int
+	kind       string
+	retryAfter time.Duration
+	detail     string
+	withErr    bool
+	outcome    string
+}
+
+// runAnswers is the HTTP door's table from the effect's kind of a run's
+// error to its answer (a test proves it covers effect.Kinds()).
+var runAnswers = map[effect.Kind]runAnswer{
+	// The script's typed failure is a 200 with the run record's failure.
+	effect.KindFailure:     {status: http.StatusOK},
+	effect.KindInvalidCall: {status: http.StatusBadRequest, kind: KindInvalidCall, withErr: true, outcome: KindInvalidCall},
+	// The engines are closed, or the drain deadline cut the run: the
+	// server is shutting down, and another may serve the same request.
+	effect.KindClosed: {status: http.StatusServiceUnavailable, kind: KindInfrastructure, retryAfter: time.Second,
+		detail: "server: shutting down: the run was cancelled", outcome: effect.OutcomeCanceled},
+	effect.KindCanceled: {status: http.StatusServiceUnavailable, kind: KindInfrastructure, retryAfter: time.Second,
+		detail: "server: the run failed: ", withErr: true, outcome: effect.OutcomeCanceled},
+	effect.KindDeadlineExceeded: {status: http.StatusServiceUnavailable, kind: KindInfrastructure, retryAfter: time.Second,
+		detail: "server: the run failed: ", withErr: true, outcome: effect.OutcomeInfrastructure},
+	effect.KindOverloaded: {status: http.StatusServiceUnavailable, kind: KindOverloaded, retryAfter: 5 * time.Second,
+		detail: "server: overloaded: the engine has too many abandoned runs", outcome: effect.OutcomeInfrastructure},
+	effect.KindInfrastructure: {status: http.StatusServiceUnavailable, kind: KindInfrastructure, retryAfter: time.Second,
+		detail: "server: the run failed: ", withErr: true, outcome: effect.OutcomeInfrastructure},
+}
+
+// runAnswerOf returns the answer to a run's error of kind k; a kind
+// outside the table is infrastructure.
+func runAnswerOf(k effect.Kind) runAnswer {
+	if a, ok := runAnswers[k]; ok {
+		return a
+	}
+	return runAnswers[effect.KindInfrastructure]
+}
+
+// problem returns the Problem of a, for err.
+func (a runAnswer) problem(err error) *Problem {
+	detail := a.detail
+	if a.withErr {
+		detail += boundDetail(err.Error())
+	}
+	p := problem(a.status, a.kind, detail)
+	p.retryAfter = a.retryAfter
+	return p
 }

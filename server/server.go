@@ -129,10 +129,18 @@ type Server struct {
 	listeners []*limitListener
 }
 
-// New returns a Server running the engines of reg. It validates opts.
+// ErrInvalidOptions is matched by every error New returns for options it
+// refuses (a nil registry, a negative value), and by Serve's refusal of a
+// listener that is not on a loopback address in development mode. It
+// matches effect.ErrInvalidCall too: the caller's own mistake, not
+// retryable.
+var ErrInvalidOptions = fmt.Errorf("server: invalid options: %w", effect.ErrInvalidCall)
+
+// New returns a Server running the engines of reg. It validates opts: an
+// error matches ErrInvalidOptions.
 func New(reg *registry.Registry, opts *Options) (*Server, error) {
 	if reg == nil {
-		return nil, errors.New("server: nil registry")
+		return nil, fmt.Errorf("%w: nil registry", ErrInvalidOptions)
 	}
 	var o Options
 	if opts != nil {
@@ -142,7 +150,7 @@ func New(reg *registry.Registry, opts *Options) (*Server, error) {
 	case o.MaxConcurrentRuns < 0, o.MaxQueue < 0, o.QueueTimeout < 0, o.MaxBodyBytes < 0,
 		o.StoreBytes < 0, o.StoreEntries < 0, o.MaxConnections < 0, o.ReadHeaderTimeout < 0, o.ReadTimeout < 0,
 		o.WriteTimeout < 0, o.IdleTimeout < 0, o.Limits.WallClock < 0, o.Limits.MemoryBytes < 0:
-		return nil, errors.New("server: options: negative value")
+		return nil, fmt.Errorf("%w: negative value", ErrInvalidOptions)
 	}
 	if o.MaxConcurrentRuns == 0 {
 		o.MaxConcurrentRuns = 2 * runtime.GOMAXPROCS(0)
@@ -235,7 +243,7 @@ func (s *Server) OpenAPI() *huma.OpenAPI { return s.api.OpenAPI() }
 // Tenants) it refuses a listener that is not on a loopback address.
 func (s *Server) Serve(ln net.Listener) error {
 	if s.tenants == nil && !IsLoopback(ln.Addr()) {
-		return fmt.Errorf("server: development mode (no API keys) serves only on a loopback address, not %s", ln.Addr())
+		return fmt.Errorf("%w: development mode (no API keys) serves only on a loopback address, not %s", ErrInvalidOptions, ln.Addr())
 	}
 	hs := &http.Server{
 		Handler:           s,

@@ -53,20 +53,28 @@ type Activities struct {
 	heartbeat time.Duration
 }
 
+// ErrInvalidOptions is matched by every error NewActivities returns for
+// options it refuses (a nil registry, a negative value, a PayloadLimit too
+// small for a record, an unknown engine name). It matches
+// effect.ErrInvalidCall too: the caller's own mistake, not retryable.
+var ErrInvalidOptions = fmt.Errorf("sandbank/temporal: invalid options: %w", effect.ErrInvalidCall)
+
 // NewActivities builds one effect per engine of reg (or per engine named in
 // opts.Engines), each over a backend from the engine's factory. A nil opts
-// means defaults. An unknown engine name, a factory that fails or options
-// the effect refuses are errors; the effects already built are closed.
+// means defaults. An unknown engine name or options the effect refuses
+// are errors that match ErrInvalidOptions (or effect.ErrInvalidCall); a
+// factory that fails is an error too; the effects already built are
+// closed.
 func NewActivities(reg *registry.Registry, opts *Options) (*Activities, error) {
 	if reg == nil {
-		return nil, errors.New("sandbank/temporal: nil registry")
+		return nil, fmt.Errorf("%w: nil registry", ErrInvalidOptions)
 	}
 	var o Options
 	if opts != nil {
 		o = *opts
 	}
 	if o.PayloadLimit < 0 || o.HeartbeatInterval < 0 {
-		return nil, errors.New("sandbank/temporal: negative PayloadLimit or HeartbeatInterval")
+		return nil, fmt.Errorf("%w: negative PayloadLimit or HeartbeatInterval", ErrInvalidOptions)
 	}
 	if o.PayloadLimit == 0 {
 		o.PayloadLimit = DefaultPayloadLimit
@@ -106,7 +114,7 @@ func (a *Activities) add(name string, scripts effect.ScriptReader, eo *effect.Op
 	}
 	entry, err := a.reg.Lookup(name)
 	if err != nil {
-		return err
+		return fmt.Errorf("%w: %v", ErrInvalidOptions, err)
 	}
 	backend, err := entry.Factory()
 	if err != nil {

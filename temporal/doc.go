@@ -28,7 +28,8 @@
 //
 // # Errors and retries
 //
-// The activity's errors are Temporal application errors:
+// The activity's errors are Temporal application errors, each looked up
+// by its kind (effect.KindOf) in one table:
 //
 //   - a typed failure (*effect.Failure) is non-retryable, of type
 //     "sandbank.<code>" (such as "sandbank.limitExceeded"), its message the
@@ -41,7 +42,9 @@
 //   - a request or a result over the payload limit is non-retryable
 //     TypePayloadTooLarge (see PayloadError; there is no claim-check store);
 //   - anything else is infrastructure, retryable TypeInfrastructure, retried
-//     as the activity's retry policy says;
+//     as the activity's retry policy says: a failed engine, an overloaded
+//     one, and an effect closed by a worker shutting down (another worker
+//     may run it);
 //   - a cancelled activity cancels the run, and a run whose context ends
 //     returns the context's error, as the SDK expects.
 //

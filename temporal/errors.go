@@ -1,7 +1,6 @@
 package temporal
 
 import (
-	"context"
 	"errors"
 	"strings"
 
@@ -34,10 +33,34 @@ func TypeOf(code effect.Code) string {
 	return TypePrefix + code.String()
 }
 
+// answer is how the Temporal door answers a kind of error.
+type answer struct {
+	// typ is the application error's type; empty for a typed failure
+	// ("sandbank.<code>") and for a context error (returned as is).
+	typ          string
+	nonRetryable bool
+	asIs         bool
+}
+
+// answers is the Temporal door's table from the effect's kind of an error
+// to its answer (a test proves it covers effect.Kinds()).
+var answers = map[effect.Kind]answer{
+	effect.KindFailure:     {nonRetryable: true},
+	effect.KindInvalidCall: {typ: TypeInvalidCall, nonRetryable: true},
+	// A closed effect is a worker shutting down: another worker may run
+	// the same activity.
+	effect.KindClosed:           {typ: TypeInfrastructure},
+	effect.KindCanceled:         {asIs: true},
+	effect.KindDeadlineExceeded: {asIs: true},
+	effect.KindOverloaded:       {typ: TypeInfrastructure},
+	effect.KindInfrastructure:   {typ: TypeInfrastructure},
+}
+
 // activityError maps an error of the effect, and the run's record (nil
-// when the run made none), to what the activity returns. Every error it
-// makes has two details, the typed failure and the record, either of them
-// null (a record that would not fit in limit bytes is left out):
+// when the run made none), to what the activity returns, looking its kind
+// (effect.KindOf) up in answers. Every error it makes has two details,
+// the typed failure and the record, either of them null (a record that
+// would not fit in limit bytes is left out):
 //
 //   - a typed failure (*effect.Failure) becomes a non-retryable application
 //     error of type "sandbank.<code>" whose message is the failure's text
@@ -45,23 +68,29 @@ func TypeOf(code effect.Code) string {
 //   - an invalid call becomes a non-retryable TypeInvalidCall;
 //   - a context error is returned as is, so that the SDK reports a
 //     cancelled activity as cancelled and a timed-out one as timed out;
-//   - everything else is infrastructure: a retryable TypeInfrastructure.
+//   - everything else (a closed effect, an overloaded one, a failed
+//     engine) is infrastructure: a retryable TypeInfrastructure.
 func activityError(err error, rec *effect.Record, limit int64) error {
-	var failure *effect.Failure
+	if err == nil {
+		return nil
+	}
 	if rec != nil && checkPayload("record", rec, limit) != nil {
 		rec = nil
 	}
+	a, ok := answers[effect.KindOf(err)]
+	if !ok {
+		a = answers[effect.KindInfrastructure]
+	}
+	var failure *effect.Failure
 	switch {
-	case err == nil:
-		return nil
+	case a.asIs:
+		return err
 	case errors.As(err, &failure):
 		return temporalsdk.NewNonRetryableApplicationError(failure.Error(), TypeOf(failure.Code), nil, failure, rec)
-	case errors.Is(err, effect.ErrInvalidCall):
-		return temporalsdk.NewNonRetryableApplicationError(err.Error(), TypeInvalidCall, nil, nil, rec)
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return err
+	case a.nonRetryable:
+		return temporalsdk.NewNonRetryableApplicationError(err.Error(), a.typ, nil, nil, rec)
 	default:
-		return temporalsdk.NewApplicationError(err.Error(), TypeInfrastructure, nil, rec)
+		return temporalsdk.NewApplicationError(err.Error(), a.typ, nil, rec) // details: no failure, the record
 	}
 }
 

@@ -311,6 +311,68 @@ func TestPayloadLimit(t *testing.T) {
 	// A payload limit too small for a record's logs and fields is refused.
 	_, err = NewActivities(fakeRegistry(nil), &Options{PayloadLimit: 32 << 10})
 	assert.ErrorContains(t, err, "leaves no room")
+	assert.ErrorIs(t, err, ErrInvalidOptions)
+}
+
+// TestNewActivitiesRefusesBadOptions: every refusal of options is the
+// caller's invalid call, never retryable.
+func TestNewActivitiesRefusesBadOptions(t *testing.T) {
+	_, err := NewActivities(nil, nil)
+	assert.ErrorIs(t, err, ErrInvalidOptions)
+	assert.Equal(t, effect.KindInvalidCall, effect.KindOf(err))
+	for name, o := range map[string]*Options{
+		"negative payload limit":     {PayloadLimit: -1},
+		"negative heartbeat":         {HeartbeatInterval: -1},
+		"payload limit too small":    {PayloadLimit: 32 << 10},
+		"unknown engine":             {Engines: []string{"nonesuch"}},
+		"options the effect refuses": {Effect: &effect.Options{MaxAbandoned: -1}},
+	} {
+		_, err := NewActivities(fakeRegistry(nil), o)
+		assert.ErrorIs(t, err, effect.ErrInvalidCall, name)
+		assert.Equal(t, effect.KindInvalidCall, effect.KindOf(err), name)
+		assert.False(t, effect.Retryable(err), name)
+	}
+}
+
+// TestAnswersCoverEveryKind: every kind of error the effect declares has
+// its answer at the Temporal door, so a new kind cannot fall through.
+func TestAnswersCoverEveryKind(t *testing.T) {
+	for _, k := range effect.Kinds() {
+		_, ok := answers[k]
+		assert.True(t, ok, "kind %s has no Temporal answer", k)
+	}
+	assert.Len(t, answers, len(effect.Kinds()))
+}
+
+// TestActivityErrorByKind: each kind's application error type and
+// retryability; a closed effect (a worker shutting down) is retryable
+// infrastructure, so another worker runs the activity.
+func TestActivityErrorByKind(t *testing.T) {
+	for _, c := range []struct {
+		err       error
+		typ       string
+		retryable bool
+	}{
+		{effect.ErrInvalidShape, TypeInvalidCall, false},
+		{effect.ErrClosed, TypeInfrastructure, true},
+		{effect.ErrOverloaded, TypeInfrastructure, true},
+		{errors.New("engine broke"), TypeInfrastructure, true},
+	} {
+		fc := temporalsdk.GetDefaultFailureConverter()
+		err := fc.FailureToError(fc.ErrorToFailure(activityError(c.err, nil, DefaultPayloadLimit)))
+		appErr := appError(t, err)
+		assert.Equal(t, c.typ, appErr.Type(), "%v", c.err)
+		assert.Equal(t, !c.retryable, appErr.NonRetryable(), "%v", c.err)
+		var f *effect.Failure
+		var rec *effect.Record
+		require.NoError(t, appErr.Details(&f, &rec), "two details, both null")
+		assert.Nil(t, f)
+		assert.Nil(t, rec)
+	}
+	for _, err := range []error{context.Canceled, context.DeadlineExceeded} {
+		assert.Equal(t, err, activityError(err, nil, DefaultPayloadLimit))
+	}
+	assert.NoError(t, activityError(nil, nil, DefaultPayloadLimit))
 }
 
 // TestOutcomeJSON: an Outcome with a failure survives its JSON round trip

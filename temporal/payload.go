@@ -44,7 +44,7 @@ func fitPayload(eo *effect.Options, limit int64) error {
 	}
 	room := limit - payloadReserve - eo.MaxLogBytes - lines*logLineOverhead
 	if room <= 0 {
-		return fmt.Errorf("sandbank/temporal: PayloadLimit %d leaves no room for a value after the record's logs and fields", limit)
+		return fmt.Errorf("%w: PayloadLimit %d leaves no room for a value after the record's logs and fields", ErrInvalidOptions, limit)
 	}
 	maxOut := eo.MaxOutputBytes
 	if maxOut == 0 {

@@ -22,12 +22,14 @@
 //
 // # Exit codes
 //
-// One classification of the error gives both the exit code and, with
-// --json, its "retryable" field, so the two never disagree:
+// One classification of the error (effect.KindOf, looked up in one table)
+// gives both the exit code and, with --json, its "retryable" field, so the
+// two never disagree:
 //
 //	0    success: run printed a value; matrix had no FAIL and no refusal
 //	1    infrastructure (the engine failed; a retry may help; "retryable":
-//	     true), or a matrix with a FAIL or a refused engine
+//	     true), or a matrix with a FAIL or a refused engine; a run
+//	     cancelled by no signal of ours also exits 1, not retryable
 //	2    run: a typed failure, the script's own doing (scriptError,
 //	     limitExceeded, inputTooLarge, scriptTooLarge, shapeMismatch); not
 //	     retryable

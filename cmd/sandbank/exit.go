@@ -23,39 +23,51 @@ const (
 	exitSIGTERM = 143 // cancelled by SIGTERM (128 + 15)
 )
 
+// exitCodes is the command line's table from the effect's kind of an
+// error to its exit code (a test proves it covers effect.Kinds()).
+var exitCodes = map[effect.Kind]int{
+	effect.KindFailure:          exitFailure, // the script's own doing
+	effect.KindInvalidCall:      exitUsage,   // the caller's invalid request
+	effect.KindClosed:           exitUsage,   // a call after Close: the caller's mistake
+	effect.KindCanceled:         exitUntyped, // cancelled, but by no signal of ours
+	effect.KindDeadlineExceeded: exitUntyped,
+	effect.KindOverloaded:       exitUntyped,
+	effect.KindInfrastructure:   exitUntyped,
+}
+
 // classify is the one classification of an error: its exit code, and
-// whether retrying the same command may help. Retryable is true exactly
-// for exitUntyped.
+// whether retrying the same command may help.
 //
 //   - an exitError carries its code (usage errors found by the command
-//     line itself, and the untyped errors it wraps);
+//     line itself, and the untyped errors it wraps), retryable exactly
+//     for exitUntyped;
 //   - a signal that cancelled the run: 130 or 143, not retryable (the
 //     person or supervisor who sent it wanted the run to stop);
-//   - the script's typed failure (*effect.Failure): 2;
-//   - the caller's invalid request (effect.ErrInvalidCall: limits above
-//     the ceiling, an invalid shape, …): 64;
-//   - anything else is infrastructure: 1, retryable.
+//   - anything else is looked up by effect.KindOf in exitCodes, and is
+//     retryable as effect.Retryable says: the script's typed failure is
+//     2, the caller's invalid request (effect.ErrInvalidCall: limits
+//     above the ceiling, an invalid shape, …) 64, infrastructure 1 and
+//     retryable; a cancellation that no signal caused is 1, not
+//     retryable.
 func classify(err error) (code int, retryable bool) {
 	var (
-		ee      *exitError
-		sig     *signalError
-		failure *effect.Failure
+		ee  *exitError
+		sig *signalError
 	)
 	switch {
 	case err == nil:
-		code = exitOK
+		return exitOK, false
 	case errors.As(err, &sig):
-		code = sig.exitCode()
+		return sig.exitCode(), false
 	case errors.As(err, &ee):
-		code = ee.code
-	case errors.As(err, &failure):
-		code = exitFailure
-	case errors.Is(err, effect.ErrInvalidCall):
-		code = exitUsage
-	default:
+		return ee.code, ee.code == exitUntyped
+	}
+	kind := effect.KindOf(err)
+	code, ok := exitCodes[kind]
+	if !ok {
 		code = exitUntyped
 	}
-	return code, code == exitUntyped
+	return code, code == exitUntyped && kind.Retryable()
 }
 
 // signalError is the cause of a run cancelled by a signal.

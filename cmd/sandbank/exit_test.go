@@ -12,8 +12,9 @@ import (
 	"github.com/sandbank/sandbank/effect"
 )
 
-// TestClassify: every error has one exit code, and retryable is true
-// exactly for exit code 1, so --json cannot disagree with the code.
+// TestClassify: every error has one exit code; retryable is true only for
+// exit code 1, and as effect.Retryable says, so --json cannot disagree
+// with the code or with the effect.
 func TestClassify(t *testing.T) {
 	tests := []struct {
 		name string
@@ -29,6 +30,8 @@ func TestClassify(t *testing.T) {
 		{"usage error", usagef("bad flag"), exitUsage},
 		{"infrastructure", errors.New("engine crashed"), exitUntyped},
 		{"deadline", context.DeadlineExceeded, exitUntyped},
+		{"overloaded", fmt.Errorf("x: %w", effect.ErrOverloaded), exitUntyped},
+		{"canceled by no signal", context.Canceled, exitUntyped},
 		{"SIGINT", &signalError{syscall.SIGINT}, exitSIGINT},
 		{"SIGTERM", fmt.Errorf("%w (context canceled)", &signalError{syscall.SIGTERM}), exitSIGTERM},
 		{"signal wins over the failure it caused", errors.Join(&signalError{syscall.SIGTERM}, &effect.Failure{Code: effect.CodeScriptError}), exitSIGTERM},
@@ -36,15 +39,27 @@ func TestClassify(t *testing.T) {
 	for _, tt := range tests {
 		code, retryable := classify(tt.err)
 		assert.Equal(t, tt.code, code, tt.name)
-		assert.Equal(t, code == exitUntyped, retryable, "%s: retryable exactly for exit 1", tt.name)
 		var ee *exitError
-		if code != exitUntyped && code < exitSIGINT && !errors.As(tt.err, &ee) {
-			assert.False(t, effect.Retryable(tt.err), "%s: the effect agrees it is not retryable", tt.name)
+		if code < exitSIGINT && !errors.As(tt.err, &ee) {
+			assert.Equal(t, effect.Retryable(tt.err), retryable, "%s: the effect agrees on retryable", tt.name)
+		}
+		if retryable {
+			assert.Equal(t, exitUntyped, code, "%s: only exit 1 is retryable", tt.name)
 		}
 	}
 	code, retryable := classify(nil)
 	assert.Equal(t, exitOK, code)
 	assert.False(t, retryable)
+}
+
+// TestExitCodesCoverEveryKind: every kind of error the effect declares
+// has its exit code, so a new kind cannot fall through to a default.
+func TestExitCodesCoverEveryKind(t *testing.T) {
+	for _, k := range effect.Kinds() {
+		_, ok := exitCodes[k]
+		assert.True(t, ok, "kind %s has no exit code", k)
+	}
+	assert.Len(t, exitCodes, len(effect.Kinds()))
 }
 
 // TestRunInvalidCall: a request the effect refuses as the caller's own
