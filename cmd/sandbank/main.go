@@ -68,9 +68,9 @@ type app struct {
 // builtinRegistry returns a registry holding every built-in backend.
 func builtinRegistry() (*registry.Registry, error) { return registryFrom(builtin.Register) }
 
-// registryFrom returns a new registry filled by register. A built-in
-// backend that cannot be constructed makes builtin.Register panic; the panic
-// becomes an error here, so the command line prints one line.
+// registryFrom returns a new registry filled by register. A programmer
+// error (an engine registered twice) makes builtin.Register panic; the
+// panic becomes an error here, so the command line prints one line.
 func registryFrom(register func(*registry.Registry)) (r *registry.Registry, err error) {
 	defer func() {
 		if p := recover(); p != nil {
