@@ -47,8 +47,9 @@ type app struct {
 	stdout, stderr io.Writer
 
 	// newRegistry builds the engine registry. It is called only by the
-	// commands that need engines, so "version" and "new backend" never
-	// construct a backend.
+	// commands that need engines, and it constructs no backend (the
+	// entries carry their declarations): a command builds one from an
+	// entry's factory when it runs the engine, so "engines" builds none.
 	newRegistry func() (*registry.Registry, error)
 	// fixtures returns the conformance fixture set of a language.
 	fixtures func(language string) (*fixtures.Set, bool)
