@@ -2,7 +2,6 @@ package builtin
 
 import (
 	"fmt"
-	"io"
 	"strings"
 
 	"github.com/sandbank/sandbank/backends/extism"
@@ -22,8 +21,11 @@ import (
 
 // engine describes one built-in backend.
 type engine struct {
-	name        string
-	factory     spi.Factory
+	name    string
+	factory spi.Factory
+	// declare returns the capabilities a backend built by factory declares,
+	// without building one (the backend package's Declare).
+	declare     func() spi.Capabilities
 	description string
 	// isDefault makes the engine its language's default.
 	isDefault bool
@@ -39,18 +41,21 @@ func engines() []engine {
 		{
 			name:        "extism",
 			factory:     func() (spi.Backend, error) { return extism.New(nil) },
+			declare:     func() spi.Capabilities { return extism.Declare(nil) },
 			description: "Extism WebAssembly plugins, run by wazero",
 		},
 		{
 			name:        "goja",
 			javascript:  true,
 			factory:     func() (spi.Backend, error) { return goja.New(nil) },
+			declare:     func() spi.Capabilities { return goja.Declare(nil) },
 			description: "goja, JavaScript interpreted in Go",
 		},
 		{
 			name:        "quickjs",
 			javascript:  true,
 			factory:     func() (spi.Backend, error) { return quickjs.New(nil) },
+			declare:     func() spi.Capabilities { return quickjs.Declare(nil) },
 			description: "QuickJS compiled to WebAssembly, run by wazero, parked instances restored per run",
 			isDefault:   true,
 		},
@@ -58,16 +63,19 @@ func engines() []engine {
 			name:        quickjs.EngineFresh,
 			javascript:  true,
 			factory:     func() (spi.Backend, error) { return quickjs.New(&quickjs.Options{Mode: quickjs.ModeFresh}) },
+			declare:     func() spi.Capabilities { return quickjs.Declare(&quickjs.Options{Mode: quickjs.ModeFresh}) },
 			description: "QuickJS compiled to WebAssembly, run by wazero, a new instance per run",
 		},
 		{
 			name:        "starlark",
 			factory:     func() (spi.Backend, error) { return starlark.New(nil) },
+			declare:     func() spi.Capabilities { return starlark.Declare(nil) },
 			description: "go.starlark.net, a step budget as the CPU limit",
 		},
 		{
 			name:        starlarkwasm.Engine,
 			factory:     func() (spi.Backend, error) { return starlarkwasm.New(nil) },
+			declare:     func() spi.Capabilities { return starlarkwasm.Declare(nil) },
 			description: "go.starlark.net compiled to WebAssembly, run by wazero, a new instance per run: memory cap, hard clock, step budget",
 		},
 	}
@@ -78,20 +86,24 @@ func engines() []engine {
 // starlark and starlark-wasm; quickjs-wasmtime too in a build with cgo), and for each
 // JavaScript engine NAME a TypeScript engine NAME-ts, the same engine
 // behind package typescript. It makes quickjs the default engine of
-// "javascript" and quickjs-ts that of "typescript". Each entry's
-// capabilities are read from a backend built by the entry's own factory,
-// which is then closed; a TypeScript entry's are its JavaScript engine's
-// with the language "typescript", which is all typescript.Wrap changes.
+// "javascript" and quickjs-ts that of "typescript".
 //
-// Register panics, like [registry.Registry.Register], when a built-in
-// backend cannot be built with default options or an engine is already
-// registered in r: both are programmer errors, found at start-up.
+// Register builds no backend: each entry's capabilities are its backend
+// package's declaration for the entry's options (the package's Declare,
+// which its backend's Capabilities method returns too), and a TypeScript
+// entry's are typescript.Declare of its JavaScript engine's. An entry's
+// factory builds its backend when a caller first needs one.
+//
+// Register panics, like [registry.Registry.Register], when an engine is
+// already registered in r: a programmer error, found at start-up.
 func Register(r *registry.Registry) {
-	for _, e := range append(engines(), cgoEngines()...) {
-		caps, err := declaration(e.factory)
-		if err != nil {
-			panic(fmt.Sprintf("builtin: engine %q: %v", e.name, err))
-		}
+	registerAll(r, append(engines(), cgoEngines()...))
+}
+
+// registerAll is Register for the engines es.
+func registerAll(r *registry.Registry, es []engine) {
+	for _, e := range es {
+		caps := e.declare()
 		register(r, e, caps)
 		if !e.javascript {
 			continue
@@ -102,8 +114,7 @@ func Register(r *registry.Registry) {
 			description: "TypeScript (types stripped by esbuild) on " + e.name,
 			isDefault:   e.isDefault,
 		}
-		caps.Language = typescript.Language
-		register(r, ts, caps)
+		register(r, ts, typescript.Declare(caps))
 	}
 }
 
@@ -156,25 +167,6 @@ func javaScriptEngine(name string) (string, bool) {
 		}
 	}
 	return "", false
-}
-
-// declaration builds a backend with factory, reads its capabilities and
-// closes it when it is an io.Closer.
-func declaration(factory spi.Factory) (spi.Capabilities, error) {
-	b, err := factory()
-	if err != nil {
-		return spi.Capabilities{}, fmt.Errorf("building the backend: %w", err)
-	}
-	if b == nil {
-		return spi.Capabilities{}, fmt.Errorf("the factory returned a nil backend")
-	}
-	caps := b.Capabilities()
-	if c, ok := b.(io.Closer); ok {
-		if err := c.Close(); err != nil {
-			return spi.Capabilities{}, fmt.Errorf("closing the backend: %w", err)
-		}
-	}
-	return caps, nil
 }
 
 // Fixtures returns the conformance fixture set Sandbank ships for language

@@ -18,6 +18,7 @@ func cgoEngines() []engine {
 		name:        wasmtime.Engine,
 		javascript:  true,
 		factory:     func() (spi.Backend, error) { return wasmtime.New(nil) },
+		declare:     func() spi.Capabilities { return wasmtime.Declare(nil) },
 		description: "QuickJS compiled to WebAssembly, run by wasmtime (cgo): faster, fuel as the CPU limit",
 	}}
 }

@@ -3,7 +3,6 @@ package builtin
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"slices"
 	"strings"
@@ -178,21 +177,42 @@ func TestCPUBudgetStopsTheLoop(t *testing.T) {
 	assert.Equal(t, conformance.StatusPass, rep.Cases[0].Status, rep.Cases[0].Reason)
 }
 
-func TestDeclarationClosesTheBackend(t *testing.T) {
-	fake := fakebackend.New(fakebackend.Capabilities(), nil)
-	caps, err := declaration(func() (spi.Backend, error) { return fake, nil })
-	require.NoError(t, err)
-	assert.Equal(t, fakebackend.Capabilities(), caps)
-	assert.Equal(t, 1, fake.Counts().Closes, "the probe backend is closed")
+// TestRegisterBuildsNoBackend: Register takes each entry's capabilities
+// from its declaration and calls no factory, so listing the engines never
+// builds (compiles, rewrites) a backend; a factory runs when called.
+func TestRegisterBuildsNoBackend(t *testing.T) {
+	built := 0
+	fake := func(name string, javascript bool) engine {
+		caps := fakebackend.Capabilities()
+		if javascript {
+			caps.Language = "javascript"
+		}
+		return engine{
+			name:        name,
+			javascript:  javascript,
+			description: name,
+			declare:     func() spi.Capabilities { return caps },
+			factory: func() (spi.Backend, error) {
+				built++
+				return fakebackend.New(caps, nil), nil
+			},
+		}
+	}
+	var r registry.Registry
+	registerAll(&r, []engine{fake("one", false), fake("two", true)})
+	assert.Zero(t, built, "registering builds no backend")
+	require.Len(t, r.Engines(), 3, "one, two and two-ts")
 
-	_, err = declaration(func() (spi.Backend, error) { return nil, errors.New("no engine") })
-	assert.ErrorContains(t, err, "no engine")
-	_, err = declaration(func() (spi.Backend, error) { return nil, nil })
-	assert.ErrorContains(t, err, "nil backend")
-	fake = fakebackend.New(fakebackend.Capabilities(), nil)
-	fake.SetCloseError(errors.New("stuck"))
-	_, err = declaration(func() (spi.Backend, error) { return fake, nil })
-	assert.ErrorContains(t, err, "stuck")
+	e, err := r.Lookup("two" + TypeScriptSuffix)
+	require.NoError(t, err)
+	assert.Equal(t, "typescript", e.Capabilities.Language)
+	b, err := e.Factory()
+	require.NoError(t, err)
+	assert.Equal(t, 1, built, "the factory builds the backend when called")
+	assert.Equal(t, e.Capabilities, b.Capabilities(), "the TypeScript entry declares what its backend reports")
+	if c, ok := b.(io.Closer); ok {
+		assert.NoError(t, c.Close())
+	}
 }
 
 // CacheFactory builds each engine as Register registers it (same backend

@@ -11,9 +11,11 @@
 //	builtin.Register(&r)
 //	entry, err := r.Default("javascript") // quickjs
 //
-// Each entry's capabilities are the backend's own declaration, read from a
-// backend built with default options (and closed again), never a copy
-// written here. [Fixtures] returns the conformance fixture set of each
+// Register builds no backend, so listing the engines is cheap: each entry's
+// capabilities are its backend package's own declaration (the package's
+// Declare function, which the backend's Capabilities method returns too),
+// never a copy written here, and an entry's factory builds its backend
+// when a caller first needs one. [Fixtures] returns the conformance fixture set of each
 // built-in language, and [CPUBudgetFactory] a small-budget factory for the
 // engines that have a CPU budget option, so that a conformance run (the
 // command line's "sandbank matrix") can prove every declaration.

@@ -127,24 +127,11 @@ func newBackend(opts *Options) (*Backend, error) {
 		}
 		hosts = append(hosts, h)
 	}
-	network := spi.NetworkNone
-	if len(hosts) > 0 {
-		network = spi.NetworkAllowlist
-	}
 	b := &Backend{
-		fn:    o.FunctionName,
-		wasi:  o.EnableWASI,
-		hosts: hosts,
-		caps: spi.Capabilities{
-			Language:    Language,
-			Network:     network,
-			WallClock:   spi.WallClockHard,
-			Memory:      true,
-			CPU:         false,
-			FreshPerRun: true,
-			HostCalls:   true,
-			Logs:        true,
-		},
+		fn:          o.FunctionName,
+		wasi:        o.EnableWASI,
+		hosts:       hosts,
+		caps:        Declare(&o),
 		compilation: wazero.NewCompilationCache(),
 		now:         time.Now,
 	}
@@ -182,9 +169,6 @@ func (b *Backend) runtimeConfig() wazero.RuntimeConfig {
 		WithCompilationCache(b.compilation).
 		WithCloseOnContextDone(false) // the rewritten plugin's stop check stops it (stopcheck.go)
 }
-
-// Capabilities implements spi.Backend.
-func (b *Backend) Capabilities() spi.Capabilities { return b.caps }
 
 // Warm implements spi.Warmer: it compiles the Extism kernel into the shared
 // compilation cache, so the first run does not pay for it.

@@ -153,23 +153,6 @@ func (b *Backend) MaxScriptBytes() int { return b.maxScriptBytes }
 // anything else it finds. It makes the backend an spi.HostObjectDeclarer.
 func (b *Backend) HostObjects() []string { return []string{"console.*", "print.*"} }
 
-// Capabilities declares what the conformance kit proves for goja: no
-// network, a soft wall clock (a native built-in runs to completion), no
-// memory limit, no CPU budget, a fresh runtime per run, and host calls
-// (the global host; see host.go).
-func (b *Backend) Capabilities() spi.Capabilities {
-	return spi.Capabilities{
-		Language:    Language,
-		Network:     spi.NetworkNone,
-		WallClock:   spi.WallClockSoft,
-		Memory:      false,
-		CPU:         false,
-		FreshPerRun: true,
-		HostCalls:   true,
-		Logs:        true,
-	}
-}
-
 // Evaluate runs req.Script in a new goja runtime with the global input set
 // to the parsed req.Input, and reports the completion value as JSON text.
 func (b *Backend) Evaluate(ctx context.Context, req spi.Request) (spi.Outcome, error) {

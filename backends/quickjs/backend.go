@@ -179,24 +179,6 @@ func (b *Backend) ParkedModeError() error { return b.parkedErr }
 // finds. It makes the backend an spi.HostObjectDeclarer.
 func (b *Backend) HostObjects() []string { return guest.HostObjects() }
 
-// Capabilities implements spi.Backend.
-func (b *Backend) Capabilities() spi.Capabilities {
-	wc := spi.WallClockHard
-	if !b.set.stopCheck && !b.set.wazeroClose {
-		wc = spi.WallClockSoft
-	}
-	return spi.Capabilities{
-		Language:    Language,
-		Network:     spi.NetworkNone,
-		WallClock:   wc,
-		Memory:      true,
-		CPU:         b.set.fuel > 0, // Options.Fuel
-		FreshPerRun: true,
-		HostCalls:   true,
-		Logs:        true,
-	}
-}
-
 // Warm compiles the module (and fills the compilation cache) ahead of the
 // first request; in ModeParked it also boots the pool of parked instances
 // for DefaultMemoryBytes (the effect's default limit). It returns when

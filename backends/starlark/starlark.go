@@ -128,23 +128,6 @@ func (b *Backend) Warm(ctx context.Context) error { return ctx.Err() }
 // idempotent; Evaluate still works after it.
 func (b *Backend) Close() error { return nil }
 
-// Capabilities declares what the conformance kit proves for this backend:
-// no network, a soft wall clock, no memory bound, a step budget, and a
-// fresh thread and globals per run, and host calls (host and host_try; see
-// host.go).
-func (b *Backend) Capabilities() spi.Capabilities {
-	return spi.Capabilities{
-		Language:    Language,
-		Network:     spi.NetworkNone,
-		WallClock:   spi.WallClockSoft,
-		Memory:      false,
-		CPU:         true,
-		FreshPerRun: true,
-		HostCalls:   true,
-		Logs:        true,
-	}
-}
-
 // Who ended a run first; the first to set run.cause wins.
 const (
 	causeNone  int32 = iota

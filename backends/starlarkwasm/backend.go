@@ -151,24 +151,6 @@ func New(opts *Options) (*Backend, error) {
 	}, nil
 }
 
-// Capabilities declares what the conformance kit proves for this backend:
-// no network, a hard wall clock (the instance is stopped), the memory
-// limit (linear memory cannot grow past it), the step budget as the CPU
-// limit, a fresh instance per run, host calls (host and host_try, relayed
-// over the guest's stdio) and logs (print, as framed log records).
-func (b *Backend) Capabilities() spi.Capabilities {
-	return spi.Capabilities{
-		Language:    Language,
-		Network:     spi.NetworkNone,
-		WallClock:   spi.WallClockHard,
-		Memory:      true,
-		CPU:         true,
-		FreshPerRun: true,
-		HostCalls:   true,
-		Logs:        true,
-	}
-}
-
 // Warm compiles the module (and fills the compilation cache) ahead of the
 // first request. It returns when that is done or ctx is done.
 func (b *Backend) Warm(ctx context.Context) error {

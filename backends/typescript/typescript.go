@@ -79,12 +79,11 @@ func Wrap(js spi.Backend, opts *Options) (*Backend, error) {
 	if o.MaxTransforms == 0 {
 		o.MaxTransforms = max(1, runtime.GOMAXPROCS(0))
 	}
-	caps := js.Capabilities()
-	if caps.Language != "javascript" {
-		return nil, fmt.Errorf("typescript: the inner backend's language is %q, not \"javascript\"", caps.Language)
+	inner := js.Capabilities()
+	if inner.Language != "javascript" {
+		return nil, fmt.Errorf("typescript: the inner backend's language is %q, not \"javascript\"", inner.Language)
 	}
-	caps.Language = Language
-	b := &Backend{inner: js, caps: caps, slots: make(chan struct{}, o.MaxTransforms), transform: transform}
+	b := &Backend{inner: js, caps: Declare(inner), slots: make(chan struct{}, o.MaxTransforms), transform: transform}
 	if o.CacheEntries >= 0 {
 		entries, size := o.CacheEntries, o.CacheBytes
 		if entries == 0 {
@@ -97,10 +96,6 @@ func Wrap(js spi.Backend, opts *Options) (*Backend, error) {
 	}
 	return b, nil
 }
-
-// Capabilities returns the inner backend's declaration with the language
-// "typescript".
-func (b *Backend) Capabilities() spi.Capabilities { return b.caps }
 
 // Evaluate strips the types of req.Script and runs the JavaScript on the
 // inner backend. A TypeScript syntax error, module syntax, or a script the

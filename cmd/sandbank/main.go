@@ -47,8 +47,9 @@ type app struct {
 	stdout, stderr io.Writer
 
 	// newRegistry builds the engine registry. It is called only by the
-	// commands that need engines, so "version" and "new backend" never
-	// construct a backend.
+	// commands that need engines, and it constructs no backend (the
+	// entries carry their declarations): a command builds one from an
+	// entry's factory when it runs the engine, so "engines" builds none.
 	newRegistry func() (*registry.Registry, error)
 	// fixtures returns the conformance fixture set of a language.
 	fixtures func(language string) (*fixtures.Set, bool)
@@ -68,9 +69,9 @@ type app struct {
 // builtinRegistry returns a registry holding every built-in backend.
 func builtinRegistry() (*registry.Registry, error) { return registryFrom(builtin.Register) }
 
-// registryFrom returns a new registry filled by register. A built-in
-// backend that cannot be constructed makes builtin.Register panic; the panic
-// becomes an error here, so the command line prints one line.
+// registryFrom returns a new registry filled by register. A programmer
+// error (an engine registered twice) makes builtin.Register panic; the
+// panic becomes an error here, so the command line prints one line.
 func registryFrom(register func(*registry.Registry)) (r *registry.Registry, err error) {
 	defer func() {
 		if p := recover(); p != nil {

@@ -79,20 +79,6 @@ func New(opts *Options) (*Backend, error) {
 // finds. It makes the backend an spi.HostObjectDeclarer.
 func (b *Backend) HostObjects() []string { return guest.HostObjects() }
 
-// Capabilities implements spi.Backend.
-func (b *Backend) Capabilities() spi.Capabilities {
-	return spi.Capabilities{
-		Language:    Language,
-		Network:     spi.NetworkNone,
-		WallClock:   spi.WallClockHard,
-		Memory:      true,
-		CPU:         true, // fuel
-		FreshPerRun: true,
-		HostCalls:   true,
-		Logs:        true,
-	}
-}
-
 // Warm compiles the module (or loads it from the cache directory) ahead
 // of the first request. It returns when that finished or ctx is done.
 func (b *Backend) Warm(ctx context.Context) error {

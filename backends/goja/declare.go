@@ -1,0 +1,28 @@
+package goja
+
+import "github.com/sandbank/sandbank/spi"
+
+// Declare returns the capabilities a backend built by New(opts) declares
+// (its Capabilities method returns exactly this), computed without
+// building one, so that a registry lists the engine for free. goja's do
+// not depend on opts. Declare does not check opts; New does.
+//
+// goja declares no network, a soft wall clock (a native built-in runs to
+// completion), no memory limit, no CPU budget, a fresh runtime per run,
+// and host calls (the global host; see host.go).
+func Declare(*Options) spi.Capabilities {
+	return spi.Capabilities{
+		Language:    Language,
+		Network:     spi.NetworkNone,
+		WallClock:   spi.WallClockSoft,
+		Memory:      false,
+		CPU:         false,
+		FreshPerRun: true,
+		HostCalls:   true,
+		Logs:        true,
+	}
+}
+
+// Capabilities implements spi.Backend: [Declare]'s declaration, which the
+// conformance kit proves.
+func (b *Backend) Capabilities() spi.Capabilities { return Declare(nil) }
