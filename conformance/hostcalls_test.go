@@ -93,7 +93,14 @@ func TestHostCasesCatchBrokenRelays(t *testing.T) {
 		{"calls the broker after the run ended", func(ctx context.Context, b *goja.Backend, req spi.Request) (spi.Outcome, error) {
 			out, err := b.Evaluate(ctx, req)
 			if req.Host != nil {
-				go func() { _, _ = req.Host.Call(context.Background(), "probe", json.RawMessage(`1`)) }()
+				// Once the run's context is done the effect has ended the
+				// run (it ends the broker first); calling at once could
+				// still land inside the run, before Evaluate's return
+				// reached the effect.
+				go func() {
+					<-ctx.Done()
+					_, _ = req.Host.Call(context.Background(), "probe", json.RawMessage(`1`))
+				}()
 			}
 			return out, err
 		}, map[string]string{
