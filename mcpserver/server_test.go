@@ -288,28 +288,56 @@ func TestProgressForALongRun(t *testing.T) {
 	assert.Contains(t, got[0].Message, "wall-clock limit")
 }
 
+// TestNoProgressWithoutAToken: a call without a progress token hears of
+// no progress. A second call with a token, started after it on the same
+// server and session, is the clock: once it has heard of its run several
+// times, the first call has lasted as many intervals.
 func TestNoProgressWithoutAToken(t *testing.T) {
 	f := newFakes()
-	notified := make(chan struct{}, 1)
+	const heard = 5
+	ticks := make(chan struct{}, heard)
+	untokened := make(chan struct{}, 1)
 	cs := connect(t, newServer(t, f, &mcpserver.Options{ProgressInterval: time.Millisecond, Limits: spi.Limits{WallClock: time.Hour}}, "javascript"),
-		&mcp.ClientOptions{ProgressNotificationHandler: func(context.Context, *mcp.ProgressNotificationClientRequest) {
+		&mcp.ClientOptions{ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+			c := untokened
+			if req.Params.ProgressToken == "tok" {
+				c = ticks
+			}
 			select {
-			case notified <- struct{}{}:
+			case c <- struct{}{}:
 			default:
 			}
 		}})
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_javascript", Arguments: map[string]any{"script": "block"}})
-		done <- err
-	}()
-	<-f.started
-	time.Sleep(50 * time.Millisecond) // fifty intervals
+	defer cancel()
+	done := make(chan error, 2)
+	call := func(params *mcp.CallToolParams) {
+		go func() {
+			_, err := cs.CallTool(ctx, params)
+			done <- err
+		}()
+		select {
+		case <-f.started:
+		case <-time.After(testTimeout):
+			t.Fatal("the run did not start")
+		}
+	}
+	call(&mcp.CallToolParams{Name: "run_javascript", Arguments: map[string]any{"script": "block"}})
+	withToken := &mcp.CallToolParams{Name: "run_javascript", Arguments: map[string]any{"script": "block"}}
+	withToken.SetProgressToken("tok")
+	call(withToken)
+	for range heard {
+		select {
+		case <-ticks:
+		case <-time.After(testTimeout):
+			t.Fatal("no progress notification for the call with a token")
+		}
+	}
 	cancel()
 	<-done
+	<-done
 	select {
-	case <-notified:
+	case <-untokened:
 		t.Fatal("a call without a progress token heard of progress")
 	default:
 	}

@@ -388,7 +388,10 @@ func TestShutdownDuringLoad(t *testing.T) {
 	// The drain is 0.5 s and the handlers' grace 5 s; 30 s is a wide
 	// margin for "it stopped at all".
 	assert.Less(t, took, 30*time.Second)
-	time.Sleep(100 * time.Millisecond) // a few requests after the close
+	// A few requests after the close: the workers are still sending, and
+	// each of these meets a closed listener.
+	closedAt := answered.Load()
+	waitFor(t, func() bool { return answered.Load() >= closedAt+16 })
 	stop.Store(true)
 	wg.Wait()
 	t.Logf("shutdown during load: %d right answers, %d retryable 503s (%d runs cancelled at the deadline), %d connection errors; Shutdown took %s", ok, retry, cancelled, conn, took.Round(time.Millisecond))

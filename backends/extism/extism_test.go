@@ -329,12 +329,13 @@ func TestCancellation(t *testing.T) {
 		assert.ErrorIs(t, err, context.Canceled)
 	})
 	t.Run("mid-run", func(t *testing.T) {
+		// The cancellation lands once the instance is ready, as the call
+		// begins: the loop never ends by itself, so the run ends with
+		// the context's error or not at all.
+		b := newTestBackend(t, nil)
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		go func() {
-			time.Sleep(50 * time.Millisecond)
-			cancel()
-		}()
+		b.afterInstantiate = func() { go cancel() }
 		var err error
 		watchdog(t, 30*time.Second, func() {
 			_, err = b.Evaluate(ctx, spi.Request{Script: loop, Input: json.RawMessage(`{}`), Limits: limits})

@@ -291,11 +291,12 @@ func TestCancelReturnsAndStopsTheRun(t *testing.T) {
 		err error
 	}
 	done := make(chan result, 1)
+	running := newFirstLine()
 	go func() {
-		out, err := b.Evaluate(ctx, spi.Request{Script: []byte("for (;;) {}"), Input: []byte("null"), Limits: spi.Limits{WallClock: time.Hour}})
+		out, err := b.Evaluate(ctx, spi.Request{Script: []byte(loggedLoop), Input: []byte("null"), Limits: spi.Limits{WallClock: time.Hour}, Logs: running})
 		done <- result{out, err}
 	}()
-	time.Sleep(20 * time.Millisecond)
+	<-running.c // the script is in its loop
 	cancel()
 	select {
 	case r := <-done:

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"runtime"
+	"sync"
 	"testing"
 	"time"
 
@@ -52,6 +53,23 @@ func awaitRuns() int {
 	}
 }
 
+// loggedLoop logs a line, then loops until it is stopped: the line says
+// that the run is in its loop.
+const loggedLoop = `console.log("looping"); for (;;) {}`
+
+// firstLine is a log sink that closes c at the script's first line.
+type firstLine struct {
+	once sync.Once
+	c    chan struct{}
+}
+
+func newFirstLine() *firstLine { return &firstLine{c: make(chan struct{})} }
+
+func (f *firstLine) Log(spi.LogLevel, spi.LogStream, string) bool {
+	f.once.Do(func() { close(f.c) })
+	return true
+}
+
 // noLeak fails the test when a goroutine started during it is still
 // running at its end: a run that was told to stop must really stop.
 //
@@ -84,15 +102,13 @@ func TestLiveRunsSeesARun(t *testing.T) {
 	b := newBackend(t, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
+	running := newFirstLine()
 	go func() {
 		defer close(done)
-		_, _ = b.Evaluate(ctx, spi.Request{Script: []byte("for (;;) {}"), Input: []byte("null")})
+		_, _ = b.Evaluate(ctx, spi.Request{Script: []byte(loggedLoop), Input: []byte("null"), Logs: running})
 	}()
-	deadline := time.Now().Add(leakWait)
-	for liveRuns() == 0 {
-		require.False(t, time.Now().After(deadline), "the run never showed in the stack dump")
-		time.Sleep(time.Millisecond)
-	}
+	<-running.c // the script is in its loop
+	require.Positive(t, liveRuns(), "the run does not show in the stack dump")
 	cancel()
 	<-done
 	assert.Zero(t, awaitRuns())

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -275,6 +276,18 @@ func TestWallClockIsTheWallClockLimit(t *testing.T) {
 	assert.Equal(t, spi.Limited(spi.LimitWallClock), eval(t, b, "def main(input):\n    return len(\"x\" * 300000000)\n", `null`, spi.Limits{WallClock: time.Millisecond}))
 }
 
+// firstLine is a log sink that closes c when the script logs its first
+// line: the signal that the script is running.
+type firstLine struct {
+	once sync.Once
+	c    chan struct{}
+}
+
+func (f *firstLine) Log(spi.LogLevel, spi.LogStream, string) bool {
+	f.once.Do(func() { close(f.c) })
+	return true
+}
+
 func TestCancellationReturnsTheContextError(t *testing.T) {
 	loop := []byte("def main(input):\n    for _ in range(1 << 62):\n        pass\n")
 	b := newBackend(t, &starlark.Options{MaxSteps: 1 << 62})
@@ -285,9 +298,12 @@ func TestCancellationReturnsTheContextError(t *testing.T) {
 	assert.ErrorIs(t, err, context.Canceled)
 	assert.Equal(t, spi.Outcome{}, out)
 
+	// Cancelled mid-run: once the script has printed, it is in its loop.
 	ctx, cancel = context.WithCancel(context.Background())
-	go func() { time.Sleep(10 * time.Millisecond); cancel() }()
-	out, err = b.Evaluate(ctx, spi.Request{Script: loop, Input: json.RawMessage(`null`), Limits: generous})
+	running := firstLine{c: make(chan struct{})}
+	go func() { <-running.c; cancel() }()
+	out, err = b.Evaluate(ctx, spi.Request{Script: []byte("def main(input):\n    print(\"looping\")\n    for _ in range(1 << 62):\n        pass\n"),
+		Input: json.RawMessage(`null`), Limits: generous, Logs: &running})
 	assert.ErrorIs(t, err, context.Canceled)
 	assert.Equal(t, spi.Outcome{}, out)
 

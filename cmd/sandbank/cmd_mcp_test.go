@@ -44,15 +44,33 @@ const mcpWarmBound = 8 * time.Minute
 const mcpWallClock = "90s"
 
 // syncBuffer is a bytes.Buffer safe for a writer and a reader at once.
+// Every write signals wrote, so a reader waits for the next write rather
+// than polling.
 type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+	mu    sync.Mutex
+	b     bytes.Buffer
+	wrote chan struct{} // capacity 1: a pending "something was written"
+}
+
+func (s *syncBuffer) signal() chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.wrote == nil {
+		s.wrote = make(chan struct{}, 1)
+	}
+	return s.wrote
 }
 
 func (s *syncBuffer) Write(p []byte) (int, error) {
+	wrote := s.signal()
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
+	n, err := s.b.Write(p)
+	s.mu.Unlock()
+	select {
+	case wrote <- struct{}{}:
+	default: // a signal is pending already
+	}
+	return n, err
 }
 
 func (s *syncBuffer) String() string {
@@ -61,19 +79,26 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// waitFor polls until the buffer matches re, or fails the test after
-// bound.
+// waitFor waits until the buffer matches re, checking after each write,
+// or fails the test after bound.
 func (s *syncBuffer) waitFor(t *testing.T, re *regexp.Regexp, bound time.Duration) string {
 	t.Helper()
-	deadline := time.Now().Add(bound)
-	for time.Now().Before(deadline) {
+	wrote := s.signal()
+	timeout := time.NewTimer(bound)
+	defer timeout.Stop()
+	for {
+		// A write after this read leaves its signal in wrote: it is
+		// never missed.
 		if m := re.FindString(s.String()); m != "" {
 			return m
 		}
-		time.Sleep(20 * time.Millisecond)
+		select {
+		case <-wrote:
+		case <-timeout.C:
+			t.Fatalf("no %q on the server's stderr within %s; it has:\n%s", re, bound, s.String())
+			return ""
+		}
 	}
-	t.Fatalf("no %q on the server's stderr within %s; it has:\n%s", re, bound, s.String())
-	return ""
 }
 
 // mcpChild returns the command of the test binary acting as the real
