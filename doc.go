@@ -1,46 +1,48 @@
 // Package sandbank is the front door of Sandbank: it runs untrusted,
-// model-written scripts (JavaScript, Starlark, WebAssembly, and any engine
-// a third party plugs in) from Go behind one set of guarantees, whichever
+// model-written scripts (JavaScript, TypeScript, Starlark, WebAssembly, and
+// any engine a third party plugs in) behind one set of guarantees, whichever
 // engine runs them. This package holds no code; it says what to import for
 // what.
 //
-// # Two audiences, two interfaces
+// # Library users
 //
-// Applications import [github.com/sandbank/sandbank/effect] and one
-// backend package. The effect is the only way to use a backend: it bounds
-// the input and the output, reads scripts by content address, races the
-// engine against the caller's context and the wall clock, maps what the
-// engine reports into a closed set of typed failures, bounds every text,
-// and refuses engines that reach the network or reuse their environment.
+// Import [github.com/sandbank/sandbank/effect] and one backend, or
+// [github.com/sandbank/sandbank/registry] filled by
+// [github.com/sandbank/sandbank/builtin] to choose an engine by name,
+// language or required capability. The effect is the only way to run a
+// backend: it holds every guarantee (bounds, content-addressed scripts, the
+// race against the context and the wall clock, the closed set of typed
+// failures). The engines: backends/quickjs (JavaScript in QuickJS compiled
+// to WebAssembly on wazero, the JavaScript default),
+// backends/quickjs/wasmtime (the same module on wasmtime, cgo),
+// backends/goja, backends/typescript (esbuild in front of a JavaScript
+// engine), backends/starlark (in process), backends/starlarkwasm (Starlark
+// compiled to WebAssembly) and backends/extism (WebAssembly plugins).
 //
-// Backend authors implement [github.com/sandbank/sandbank/spi] (standard
-// library only) and prove their declaration with
-// [github.com/sandbank/sandbank/conformance], the kit that runs real
-// scripts (one per case and language, in
+// # Door users
+//
+// Without Go code: [github.com/sandbank/sandbank/server] (HTTP, `sandbank
+// serve`) and its Go [github.com/sandbank/sandbank/client],
+// [github.com/sandbank/sandbank/mcpserver] (the Model Context Protocol,
+// `sandbank mcp`), the Temporal activities of
+// github.com/sandbank/sandbank/temporal (a module of its own), and the
+// command line in cmd/sandbank (`go install ./cmd/sandbank`). Every door
+// runs each script through the effect and adds no guarantee of its own.
+//
+// # Backend authors
+//
+// Implement [github.com/sandbank/sandbank/spi] (standard library only) and
+// prove the declaration with [github.com/sandbank/sandbank/conformance],
+// the kit that runs one real script per case and language (in
 // [github.com/sandbank/sandbank/fixtures]) through the effect.
-//
-// # What to import for what
-//
-//   - Run a script: effect plus a backend, such as
-//     [github.com/sandbank/sandbank/backends/quickjs] (JavaScript in
-//     QuickJS compiled to WebAssembly, on wazero; the JavaScript default),
-//     [github.com/sandbank/sandbank/backends/goja],
-//     [github.com/sandbank/sandbank/backends/starlark] or
-//     [github.com/sandbank/sandbank/backends/extism] (WebAssembly plugins).
-//   - Choose an engine per flow by name, language or required capability:
-//     [github.com/sandbank/sandbank/registry], filled by
-//     [github.com/sandbank/sandbank/builtin] with every shipped engine.
-//   - Write an engine: spi, then conformance from your own test.
-//   - Use it without Go code: the command line in cmd/sandbank
-//     (`go install ./cmd/sandbank` from a clone).
 //
 // # Errors
 //
 // Every error from the effect is one of three kinds: the script's typed
-// failure (*effect.Failure, not worth retrying), the caller's invalid
-// request (not retryable), or infrastructure (retryable). effect.KindOf
-// tells them apart, and effect.Retryable follows from it.
+// failure, the caller's invalid request, or retryable infrastructure;
+// effect.KindOf tells them apart and effect.Retryable follows from it.
 //
 // docs/design.md in the repository is the contract, docs/architecture.md
-// explains how the packages fit together, and docs/RATIONALE.md records why.
+// is the map (the packages by audience, the path of a run, where each
+// guarantee lives), and docs/RATIONALE.md records why.
 package sandbank
