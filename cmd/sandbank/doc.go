@@ -46,22 +46,15 @@
 // (the effect's failure) or {"ok":false,"error":…,"retryable":…}; an
 // invalid request prints nothing on stdout.
 //
-// # Telling a typed failure from a crash
-//
-// The Go runtime exits 2 when a process dies of a fatal error (a stack
-// overflow, a concurrent map write), the same code as a typed failure.
-// The proof of a typed failure is its object: with --json, exit code 2
-// AND a {"ok":false,"code":…} object on stdout. run prints it after the
-// engine is closed, as the last thing it does; a crash prints nothing on
-// stdout (its "fatal error:" or "panic:" report goes to stderr), and a
-// typed failure whose object cannot be written exits 1, not 2.
+// With --json, a typed failure is exit code 2 AND its {"ok":false,"code":…}
+// object on stdout: exit code 2 alone may be a crash of the Go runtime
+// (see docs/RATIONALE.md R22).
 //
 // # Compiled-module cache
 //
 // run keeps the compiled QuickJS module in os.UserCacheDir()/sandbank
 // (--cache-dir DIR elsewhere, --no-cache for none), so that only the
-// first run of an engine compiles it (seconds) and later ones take about
-// a tenth of a second. Entries are written atomically, so concurrent
+// first run of an engine compiles it (docs/performance.md has the cost). Entries are written atomically, so concurrent
 // processes share the directory; a damaged entry is recompiled: wasmtime's
 // entries carry their own SHA-256, and run seals each wazero entry with a
 // SHA-256 sidecar file, checked before the engine reads the directory.
