@@ -58,59 +58,25 @@
 //
 // # Limits
 //
-// Limits.WallClock is always given to the SDK as the instance's timeout
-// (without one the SDK ignores the context), and every plugin is rewritten
-// by internal/wasmrewrite's preemption pass before it is compiled: its
-// loops and calls count units inside compiled code (bulk memory work a
-// unit per KiB, done in 256 KiB chunks), and it visits the host every
-// 4,096 units, where a call whose context is done is stopped. So a run is
-// preempted at the deadline, inside any loop or any memory.fill, Evaluate
-// returns promptly on cancellation, and a plugin never holds up the Go
-// runtime's garbage collector; wazero's close-on-context-done is off (its
-// check left compiled code for Go at every loop header). A module the
-// rewriter does not understand (SIMD, threads, exception handling, tail
-// calls, multiple memories) is refused as a CompileError, never run
-// without the check. The Extism kernel (the SDK's own module) is not
-// rewritten. Compiling is not
-// charged to the script. Instantiating is: it runs the module's start
-// function (the plugin's own code), under the wall clock, and a start
-// function that runs past it is the wall-clock limit; the SDK then arms
-// what is left of the clock when the call starts, and that covers the
-// runtime initialisers the SDK calls first (_initialize, hs_init). The
-// input is copied into the Extism kernel's memory once before the call,
-// off the clock (the SDK copies it again, a bounded memcpy, inside it). A
-// call that ended after its wall clock never delivers its value, even
-// when the timer lost the race. An HTTP request made through the host
-// function carries the run's context, so it is cut off at the deadline
-// too.
+//   - Wall clock (hard): every plugin is rewritten with a stop check before
+//     it is compiled, so a run is stopped at its deadline or its context's
+//     end inside any loop or bulk memory operation. A module the rewriter
+//     does not understand (SIMD, threads, exception handling, tail calls,
+//     multiple memories) is refused as a CompileError. Compiling is not
+//     charged to the script; instantiating (the module's start function)
+//     is. A call that ended after its wall clock never delivers its value.
+//   - Memory: Limits.MemoryBytes is one budget over all the wasm memory of
+//     a run, the plugin's and the Extism kernel's (which holds the input,
+//     the output and the error text, and needs 1 MiB of its own). A run
+//     that fails after a refused grow is the memory limit. An input that
+//     does not fit in the budget twice over is InputTooLarge.
+//   - CPU: none (Capabilities.CPU is false); the wall clock bounds a run.
+//   - Fresh per run: each distinct module is compiled once (a bounded
+//     cache keyed by its SHA-256 and the memory cap) and every run gets a
+//     new instance, closed afterwards.
 //
-// Limits.MemoryBytes is always given to the SDK as the memory cap in pages
-// (each linear memory is capped by wazero) and, in addition, enforced as ONE
-// budget over all the wasm memory of a run: the plugin's memory and the
-// Extism kernel's, which holds the input, the output and the error text
-// (and needs 1 MiB of its own). A grow past the budget fails the way wasm
-// says (memory.grow returns -1), and the backend records it, so a run that
-// fails afterwards is reported as Limit memory. One refusal escapes the
-// record: a single grow that would take one memory past the whole cap on
-// its own is refused by wazero before the budget is asked; a run that
-// fails after it, with its memories below the cap, reads as what it did
-// (usually a trap).
-//
-// The input is copied into the kernel's memory before the run, and a
-// plugin reads it into its own memory to use it, so an input that does not
-// fit in the budget twice over (beside the kernel's 1 MiB and the plugin's
-// declared memory) is reported as InputTooLarge without running the plugin.
-//
-// There is no CPU budget (Capabilities.CPU is false); the wall clock bounds
-// a run.
-//
-// # Fresh per run
-//
-// Each distinct module is compiled once (cached by the script's SHA-256 and
-// the memory cap, in a bounded least-recently-used cache shared by
-// concurrent runs, over one wazero compilation cache) and every run gets a
-// NEW instance, closed afterwards: no wasm global, memory or Extism var
-// survives a run.
+// How each limit is enforced, and where it leaks: see docs/RATIONALE.md
+// R24.
 //
 // # Security considerations
 //
