@@ -78,56 +78,25 @@
 // and FreshPerRun true, and no more, because that is what the conformance
 // kit proves:
 //
-//   - Network none: Starlark has no I/O; the predeclared json and math
-//     modules compute only, and load is refused.
-//   - WallClock soft: the interpreter checks for cancellation between
-//     steps, and a single built-in call is one step. A script such as
-//     "x" * 300000000 runs that one call to completion after the deadline.
-//     Evaluate returns at the deadline all the same; the goroutine running
-//     the script finishes the call later, in the background, consuming CPU
-//     and memory meanwhile. Many such runs at once add up.
-//   - Memory false: go.starlark.net cannot bound allocation. A script can
-//     allocate up to what its steps and its built-in calls allow (one
-//     string repetition may allocate up to 1 GiB); Limits.MemoryBytes is not
-//     enforced, and the InputTooLarge outcome is never reported. Run this
-//     backend only where the process can afford that, or behind a memory
-//     bound of its own (a container, a separate process), or use
-//     backends/starlarkwasm (engine "starlark-wasm"): this same engine
-//     compiled to WebAssembly, with a hard memory cap and a hard clock,
-//     and much slower.
-//   - Parsing runs in the host process, whose Go stack overflow is fatal:
-//     the parser bounds nesting itself ("excessive nesting"), and a script
-//     with more than 262,144 brackets and operators (suffix chains such as
-//     a()()…, on which the resolver recurses) is a SyntaxError before it
-//     is parsed.
-//   - One native allocation stops the whole process. A built-in call that
-//     allocates a huge value at once (def main(input): return
-//     len([0] * 100000000), one step, 1.6 GB of list) holds up every other
-//     goroutine of the process while the Go runtime allocates and clears
-//     it: measured at 5.6 s with about 1.5 GiB taken from the system on an
-//     idle 2-core machine, and 21 s with 3.9 GB of RSS on a loaded one
-//     (issue 14). The wall clock cannot help while the world is stopped;
-//     what it guarantees is that the value is never delivered: a run that
-//     ended after its wall clock is the wall-clock limit, whichever of the
-//     timer and the run Evaluate hears from first.
+//   - WallClock soft: a single built-in call is one step and runs to
+//     completion after the deadline, in the background; Evaluate returns
+//     at the deadline all the same, and a value that arrives after the
+//     clock is never delivered.
+//   - Memory false: Limits.MemoryBytes is not enforced, and one built-in
+//     call that allocates a huge value at once (len([0] * 100000000))
+//     holds up every goroutine of the process for seconds. Run this
+//     backend only on trusted scripts or behind a memory bound of its own,
+//     or use backends/starlarkwasm (engine "starlark-wasm"): this engine
+//     compiled to WebAssembly, with a hard memory cap and a hard clock.
 //   - CPU true: the step budget ([Options].MaxSteps) bounds interpreted
-//     work. It does not bound work inside one built-in call (see above),
-//     and some built-ins take time quadratic in what a script can build
-//     cheaply: printing a list nested 100,000 deep takes seconds,
-//     10 times deeper takes minutes, in the background past the deadline.
-//   - The process itself: go.starlark.net walks nested values recursively
-//     without a depth limit (printing with str, repr, % and format;
-//     hashing tuples; json.encode), and a goroutine that overflows its
-//     stack is a fatal error no recover can catch: it ends the whole
-//     process. Measured on this version, printing a value nested between
-//     1.1 and 1.6 million levels deep is fatal, and a script can nest about
-//     one level per step. The default step budget (1,000,000) keeps scripts
-//     below that depth; a larger MaxSteps is for trusted scripts only.
-//     json.decode, which would reach any depth in a few steps, is guarded:
-//     JSON text nested deeper than 10,000 is refused with an error.
-//   - FreshPerRun true: every run has a new Thread and new globals; the
-//     predeclared modules are immutable and shared.
+//     work, not work inside one built-in call. Its default also keeps
+//     scripts below the nesting depth at which printing a value overflows
+//     the Go stack, which ends the process: a larger MaxSteps is for
+//     trusted scripts only.
+//   - Parsing is bounded (nesting, and at most 262,144 brackets and
+//     operators), since a Go stack overflow in the host is fatal.
 //
 // A panic inside the interpreter is recovered and reported as an
-// infrastructure failure.
+// infrastructure failure. The measurements behind each bullet: see
+// docs/RATIONALE.md R25.
 package starlark
