@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sandbank/sandbank/conformance/verdict"
 	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/fixtures"
 	"github.com/sandbank/sandbank/fixtures/javascript"
@@ -121,7 +122,7 @@ func TestProofs(t *testing.T) {
 	for _, p := range rep.Proofs {
 		byCap[p.Capability] = p
 	}
-	assert.Equal(t, []string{"network=none", "wallClock=hard", "memory", "cpu", "freshPerRun", "hostCalls"}, CapabilityKeys(cfg.caps))
+	assert.Equal(t, []string{"network=none", "wallClock=hard", "memory", "cpu", "freshPerRun", "hostCalls"}, verdict.CapabilityKeys(cfg.caps))
 	require.Len(t, byCap, 6)
 	assert.False(t, byCap["wallClock=hard"].Proven, "runaway_native and abort_mid_run did not run: %v", byCap["wallClock=hard"].By)
 	assert.Contains(t, byCap["wallClock=hard"].By, "runaway_native: not run")

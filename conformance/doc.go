@@ -5,7 +5,9 @@
 //
 // It is for backend authors (run [Run] from a test next to the backend) and
 // for tools (the command line prints the matrix from [Check]'s [Report],
-// json.Marshal'ed).
+// json.Marshal'ed). The report's types live in package
+// conformance/verdict, so that a program that only reads reports (the HTTP
+// server) links neither this kit, its hostile fixtures nor package testing.
 //
 //	func TestConformance(t *testing.T) {
 //		conformance.Run(t, func() (spi.Backend, error) { return mybackend.New(nil) }, nil)

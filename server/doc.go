@@ -54,7 +54,9 @@
 //
 // GET /v1/engines lists each engine's declared capabilities and what the
 // conformance kit proved of them on this server (Options.Verify, in the
-// command line conformance.Check with the built-in fixtures). The kit is
+// command line conformance.Check with the built-in fixtures). The server
+// holds only the kit's report (package conformance/verdict): it links
+// neither the kit, its hostile fixtures nor package testing. The kit is
 // too dear to run per request (it waits for the CPU to go idle, runs
 // hostile scripts), so the server runs it at most once per engine per
 // process, one engine at a time, in the background, started by the first

@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sandbank/sandbank/conformance"
+	"github.com/sandbank/sandbank/conformance/verdict"
 	"github.com/sandbank/sandbank/registry"
 )
 
@@ -20,11 +20,11 @@ const (
 
 // Verification is what the conformance kit found about one engine.
 type Verification struct {
-	Status    string              `json:"status" enum:"unchecked,pending,passed,failed,error" doc:"The kit's verdict on the engine."`
-	CheckedAt *time.Time          `json:"checkedAt,omitempty" doc:"When the kit finished."`
-	Proofs    []conformance.Proof `json:"proofs,omitempty" doc:"For each declared capability, whether the kit proved it and with which measurements."`
-	Failed    []string            `json:"failedCases,omitempty" doc:"The cases that failed."`
-	Error     string              `json:"error,omitempty" doc:"Why the kit could not run."`
+	Status    string          `json:"status" enum:"unchecked,pending,passed,failed,error" doc:"The kit's verdict on the engine."`
+	CheckedAt *time.Time      `json:"checkedAt,omitempty" doc:"When the kit finished."`
+	Proofs    []verdict.Proof `json:"proofs,omitempty" doc:"For each declared capability, whether the kit proved it and with which measurements."`
+	Failed    []string        `json:"failedCases,omitempty" doc:"The cases that failed."`
+	Error     string          `json:"error,omitempty" doc:"Why the kit could not run."`
 }
 
 // verifier runs the conformance kit on each engine at most once per
@@ -33,7 +33,7 @@ type Verification struct {
 // request, a flood of listings costs nothing, and the figures are the
 // kit's own on this machine.
 type verifier struct {
-	check func(ctx context.Context, e registry.Entry) (*conformance.Report, error)
+	check func(ctx context.Context, e registry.Entry) (*verdict.Report, error)
 	ctx   context.Context // cancelled by Close
 
 	mu      sync.Mutex
@@ -77,12 +77,9 @@ func (v *verifier) work() {
 			case err != nil:
 				r.Status, r.Error = VerifyError, boundDetail(err.Error())
 			default:
-				r.Status, r.Proofs = VerifyPassed, rep.Proofs
-				for _, c := range rep.Cases {
-					if c.Status == conformance.StatusFail {
-						r.Status = VerifyFailed
-						r.Failed = append(r.Failed, c.Name)
-					}
+				r.Status, r.Proofs, r.Failed = VerifyPassed, rep.Proofs, rep.FailedCases()
+				if len(r.Failed) > 0 {
+					r.Status = VerifyFailed
 				}
 			}
 			v.mu.Lock()
