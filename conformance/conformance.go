@@ -18,94 +18,95 @@ import (
 	"github.com/sandbank/sandbank/spi"
 )
 
-// The kit's defaults and fixed figures. They are constants, documented so
-// that a backend author knows what the kit asks of the backend.
+// The kit's defaults and fixed figures. They are the kit's own, not API:
+// the package doc says what the kit asks of a backend, and a report's
+// figures carry each bound they were held to.
 const (
-	// DefaultWatchdog bounds one case; a case still running after it fails
+	// defaultWatchdog bounds one case; a case still running after it fails
 	// with "watchdog: case did not finish within …".
-	DefaultWatchdog = 30 * time.Second
-	// DefaultWallClock is the wall clock of ordinary cases when
+	defaultWatchdog = 30 * time.Second
+	// defaultWallClock is the wall clock of ordinary cases when
 	// Options.Limits.WallClock is zero.
-	DefaultWallClock = 5 * time.Second
-	// DefaultMemoryBytes is the memory limit of every case but
+	defaultWallClock = 5 * time.Second
+	// defaultMemoryBytes is the memory limit of every case but
 	// input_too_big when Options.Limits.MemoryBytes is zero (32 MiB, the
 	// effect's default).
-	DefaultMemoryBytes = effect.DefaultMemoryBytes
+	defaultMemoryBytes = effect.DefaultMemoryBytes
 
-	// RunawayWallClock is the wall clock of runaway_loop and runaway_native,
+	// runawayWallClock is the wall clock of runaway_loop and runaway_native,
 	// short so that a matrix run is quick.
-	RunawayWallClock = 250 * time.Millisecond
-	// NativeGrace is how far past RunawayWallClock the typed limit of
+	runawayWallClock = 250 * time.Millisecond
+	// nativeGrace is how far past runawayWallClock the typed limit of
 	// runaway_native may arrive. It is the only timing the kit asserts.
-	NativeGrace = time.Second
-	// CPUBudgetWallClock is the wall clock of cpu_budget: long, so that only
+	nativeGrace = time.Second
+	// cpuBudgetWallClock is the wall clock of cpu_budget: long, so that only
 	// the CPU budget can stop the loop in time.
-	CPUBudgetWallClock = 10 * time.Second
-	// AbortWallClock is the wall clock of abort_mid_run: long, so that only
+	cpuBudgetWallClock = 10 * time.Second
+	// abortWallClock is the wall clock of abort_mid_run: long, so that only
 	// the cancellation can stop the loop in time.
-	AbortWallClock = 30 * time.Second
-	// AbortSettle is how long abort_mid_run lets the loop run after the
+	abortWallClock = 30 * time.Second
+	// abortSettle is how long abort_mid_run lets the loop run after the
 	// backend was entered before it cancels: a backend that returns within
 	// it fails the case (the loop never ends on its own).
-	AbortSettle = 100 * time.Millisecond
-	// InputTooBigMemoryBytes is the memory limit of input_too_big (16 MiB).
-	InputTooBigMemoryBytes int64 = 16 << 20
-	// InputTooBigBytes is the size of input_too_big's input, JSON text
+	abortSettle = 100 * time.Millisecond
+	// inputTooBigMemoryBytes is the memory limit of input_too_big (16 MiB).
+	inputTooBigMemoryBytes int64 = 16 << 20
+	// inputTooBigBytes is the size of input_too_big's input, JSON text
 	// "[0,0,0,…]": under the effect's byte ceiling, far more than
-	// InputTooBigMemoryBytes once parsed into any engine's values.
-	InputTooBigBytes = 12_000_000
-	// CompositionMaxOutputBytes is the effect's output ceiling in
+	// inputTooBigMemoryBytes once parsed into any engine's values.
+	inputTooBigBytes = 12_000_000
+	// compositionMaxOutputBytes is the effect's output ceiling in
 	// composition (1 MiB); composition_output returns about 2 MB.
-	CompositionMaxOutputBytes int64 = 1 << 20
-	// MarkerAllowance is how many UTF-16 units past effect.MaxTextUnits a
+	compositionMaxOutputBytes int64 = 1 << 20
+	// markerAllowance is how many UTF-16 units past effect.MaxTextUnits a
 	// bounded message may run, for the effect's truncation marker.
-	MarkerAllowance = 32
-	// FreshSequential and FreshConcurrent are fresh_per_run's batches.
-	FreshSequential = 16
-	FreshConcurrent = 8
+	markerAllowance = 32
+	// freshSequential and freshConcurrent are fresh_per_run's batches.
+	freshSequential = 16
+	freshConcurrent = 8
 
-	// DefaultStopGrace is how long after its deadline (the wall clock, or
+	// defaultStopGrace is how long after its deadline (the wall clock, or
 	// the cancellation) a backend's own Evaluate may return when it
 	// declares WallClock hard, unless Options.StopGrace says otherwise. It
-	// is four times RunawayWallClock, so a backend that stops 3 s late
+	// is four times runawayWallClock, so a backend that stops 3 s late
 	// fails while a loaded 2-core machine's scheduling delay does not.
-	DefaultStopGrace = NativeGrace
-	// DefaultIdleWait bounds how long the kit waits, after a case ended in
+	defaultStopGrace = nativeGrace
+	// defaultIdleWait bounds how long the kit waits, after a case ended in
 	// a limit or a cancellation, for the process's CPU use to fall to idle
-	// (Options.IdleWait). See IdleWindow. An honest engine is idle within
+	// (Options.IdleWait). See idleWindow. An honest engine is idle within
 	// a few windows, so the wait costs nothing then; it is long so that
 	// what else a loaded process finishes meanwhile (a garbage collection
 	// of a large heap under -race, a compile another test left running)
 	// cannot fail an honest engine, while an engine that keeps running
 	// never falls to idle however long the kit waits.
-	DefaultIdleWait = 10 * time.Second
-	// IdleWindow, IdleSpan and IdleShare define idle: IdleSpan
-	// consecutive windows of IdleWindow in which the whole process used at
-	// most IdleShare of one core together (user plus system CPU time from
+	defaultIdleWait = 10 * time.Second
+	// idleWindow, idleSpan and idleShare define idle: idleSpan
+	// consecutive windows of idleWindow in which the whole process used at
+	// most idleShare of one core together (user plus system CPU time from
 	// getrusage). The kit measures windows until the process is idle or
 	// the idle wait passed. A script still running after its limit uses a
 	// share of a core over any three windows (about half of one on a
 	// 2-core machine at load 4, a fifth at load 10, though a single window
 	// may see none of it); an idle process next to nothing (0.1 %
 	// measured), whatever the load of the other core.
-	IdleWindow = 100 * time.Millisecond
-	IdleSpan   = 3
-	IdleShare  = 0.05
-	// DefaultWarmTimeout bounds a backend's Warm (Options.WarmTimeout); the
-	// warm case also calls Warm with a context that ends after WarmDeadline
-	// and requires it to return within WarmDeadline plus the stop grace.
-	DefaultWarmTimeout = 30 * time.Second
-	WarmDeadline       = 50 * time.Millisecond
-	// DefaultCloseTimeout bounds each backend's Close (Options.CloseTimeout):
+	idleWindow = 100 * time.Millisecond
+	idleSpan   = 3
+	idleShare  = 0.05
+	// defaultWarmTimeout bounds a backend's Warm (Options.WarmTimeout); the
+	// warm case also calls Warm with a context that ends after warmDeadline
+	// and requires it to return within warmDeadline plus the stop grace.
+	defaultWarmTimeout = 30 * time.Second
+	warmDeadline       = 50 * time.Millisecond
+	// defaultCloseTimeout bounds each backend's Close (Options.CloseTimeout):
 	// a Close still running after it fails the case instead of hanging the
 	// kit.
-	DefaultCloseTimeout = 10 * time.Second
-	// CPUBudgetStop is how long the small-budget backend may take to stop
+	defaultCloseTimeout = 10 * time.Second
+	// cpuBudgetStop is how long the small-budget backend may take to stop
 	// cpu_budget's loop, its own start-up on that run included: half of
-	// CPUBudgetWallClock, so that a wall clock relabelled "cpu" fails,
+	// cpuBudgetWallClock, so that a wall clock relabelled "cpu" fails,
 	// while a real budget (quickjs-wasmtime measured 960 ms at load 11,
 	// most of it the run's instantiation) has a fivefold margin.
-	CPUBudgetStop = CPUBudgetWallClock / 2
+	cpuBudgetStop = cpuBudgetWallClock / 2
 )
 
 // Options configure a kit run. A nil *Options means defaults.
@@ -123,16 +124,16 @@ type Options struct {
 	// input. Everything else (BackendGrace, …) is used as given.
 	Effect effect.Options
 	// Limits are the limits of ordinary cases. A zero WallClock means
-	// DefaultWallClock; a zero MemoryBytes means DefaultMemoryBytes. The
+	// 5 s; a zero MemoryBytes means 32 MiB (effect.DefaultMemoryBytes). The
 	// runaway, cpu_budget, abort_mid_run and input_too_big cases set their
 	// own wall clock (and input_too_big its own memory limit).
 	Limits spi.Limits
 	// CPUBudget optionally makes the same backend configured with a SMALL
 	// CPU budget; cpu_budget runs on it. Nil means the main factory. The
-	// main factory's own budget must outlast AbortSettle, or abort_mid_run's
+	// main factory's own budget must outlast 100 ms, or abort_mid_run's
 	// loop ends before it can be cancelled.
 	CPUBudget spi.Factory
-	// Watchdog bounds each case. Zero means DefaultWatchdog.
+	// Watchdog bounds each case. Zero means 30 s.
 	Watchdog time.Duration
 	// Progress, if set, is called before each case with its name, its
 	// 1-based index and the number of cases to run.
@@ -141,14 +142,14 @@ type Options struct {
 	// every case; an unknown name is a refusal.
 	Cases []string
 	// StopGrace is how long past its deadline a WallClock hard backend's
-	// Evaluate may return. Zero means DefaultStopGrace.
+	// Evaluate may return. Zero means 1 s.
 	StopGrace time.Duration
 	// IdleWait bounds the wait for CPU to fall to idle after a limit or a
-	// cancellation. Zero means DefaultIdleWait.
+	// cancellation. Zero means 10 s.
 	IdleWait time.Duration
-	// WarmTimeout bounds Warm. Zero means DefaultWarmTimeout.
+	// WarmTimeout bounds Warm. Zero means 30 s.
 	WarmTimeout time.Duration
-	// CloseTimeout bounds each Close. Zero means DefaultCloseTimeout.
+	// CloseTimeout bounds each Close. Zero means 10 s.
 	CloseTimeout time.Duration
 	// HostObjects lists the names beyond the language's standard set that
 	// the backend documents as provided to scripts (a discarding console,
@@ -292,18 +293,18 @@ func prepare(factory spi.Factory, opts *Options) (*kit, error) {
 		o.StopGrace < 0 || o.IdleWait < 0 || o.WarmTimeout < 0 || o.CloseTimeout < 0 {
 		return nil, errors.New("conformance: negative limit, watchdog or bound")
 	}
-	k.grace = cmp.Or(o.StopGrace, DefaultStopGrace)
-	k.idleWait = cmp.Or(o.IdleWait, DefaultIdleWait)
-	k.warmMax = cmp.Or(o.WarmTimeout, DefaultWarmTimeout)
-	k.closeMax = cmp.Or(o.CloseTimeout, DefaultCloseTimeout)
+	k.grace = cmp.Or(o.StopGrace, defaultStopGrace)
+	k.idleWait = cmp.Or(o.IdleWait, defaultIdleWait)
+	k.warmMax = cmp.Or(o.WarmTimeout, defaultWarmTimeout)
+	k.closeMax = cmp.Or(o.CloseTimeout, defaultCloseTimeout)
 	if k.limits.WallClock == 0 {
-		k.limits.WallClock = DefaultWallClock
+		k.limits.WallClock = defaultWallClock
 	}
 	if k.limits.MemoryBytes == 0 {
-		k.limits.MemoryBytes = DefaultMemoryBytes
+		k.limits.MemoryBytes = defaultMemoryBytes
 	}
 	if k.watchdog == 0 {
-		k.watchdog = DefaultWatchdog
+		k.watchdog = defaultWatchdog
 	}
 
 	caps, hostObjects, probeClose, err := probeCapabilities(factory, k.closeMax)

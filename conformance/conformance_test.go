@@ -106,7 +106,7 @@ func TestReportJSON(t *testing.T) {
 	assert.Contains(t, cpu["reason"], "gated by CPU")
 	ev := echo["evidence"].([]any)[0].(map[string]any)
 	assert.Equal(t, "distinctRuns", ev["name"])
-	assert.InDelta(t, EchoSequential+EchoConcurrent, ev["value"], 0)
+	assert.InDelta(t, echoSequential+echoConcurrent, ev["value"], 0)
 	proofs := back["proofs"].([]any)
 	require.Len(t, proofs, 5, "network=none, wallClock=hard, memory, freshPerRun, hostCalls (CPU is not declared)")
 	assert.Equal(t, false, proofs[0].(map[string]any)["proven"], "its cases did not run")
@@ -265,7 +265,7 @@ func TestBrokenBackends(t *testing.T) {
 		{
 			name: "native operation stopped late",
 			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
-				c.override["runaway_native"] = sleepThen(RunawayWallClock+NativeGrace+200*time.Millisecond, spi.Limited(spi.LimitWallClock))
+				c.override["runaway_native"] = sleepThen(runawayWallClock+nativeGrace+200*time.Millisecond, spi.Limited(spi.LimitWallClock))
 			},
 			cases: []string{"runaway_native"}, failed: "runaway_native", reason: "past 250ms plus the stop grace 1s",
 		},
@@ -1074,7 +1074,7 @@ func TestBrokenEffect(t *testing.T) {
 			name: "the input is refused at the byte ceiling, not by the backend",
 			wrap: func(ctx context.Context, stem string, run run) ([]byte, error) {
 				if stem == "input_too_big" {
-					return nil, &effect.Failure{Code: effect.CodeInputTooLarge, Bytes: InputTooBigBytes, Limit: 1 << 20}
+					return nil, &effect.Failure{Code: effect.CodeInputTooLarge, Bytes: inputTooBigBytes, Limit: 1 << 20}
 				}
 				return run(ctx)
 			},
@@ -1298,7 +1298,7 @@ func TestJSONDiff(t *testing.T) {
 
 func TestBigInputSize(t *testing.T) {
 	in := bigInput()
-	assert.InDelta(t, InputTooBigBytes, len(in), 2)
+	assert.InDelta(t, inputTooBigBytes, len(in), 2)
 	assert.Less(t, int64(len(in)), effect.DefaultMaxInputBytes)
 	assert.True(t, json.Valid(in))
 }
