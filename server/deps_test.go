@@ -26,7 +26,7 @@ func TestProductionDoorsLinkNoKit(t *testing.T) {
 		}
 	}
 	const module = "github.com/sandbank/sandbank/"
-	for _, pkg := range []string{"server", "mcpserver", "conformance/verdict"} {
+	for _, pkg := range []string{"server", "mcpserver", "tenant", "conformance/verdict"} {
 		t.Run(pkg, func(t *testing.T) {
 			cmd := exec.Command(goBin, "list", "-deps", module+pkg)
 			out, err := cmd.Output()

@@ -77,7 +77,7 @@
 // bounded queue in front (MaxQueue) and a queue timeout (QueueTimeout):
 // past them a run is a quick 503, so waiting requests, their goroutines
 // and their (bounded) bodies are bounded too. Each tenant's concurrent
-// runs and request rate are capped on top (package internal/tenant).
+// runs and request rate are capped on top (package tenant).
 // Serve sets read-header, read, write and idle timeouts, so a slow client
 // cannot hold a connection or a run, and holds at most MaxConnections
 // connections open (further clients wait in the kernel's backlog). Shutdown stops accepting, lets the

@@ -10,7 +10,7 @@ import (
 
 	"go.opentelemetry.io/otel/propagation"
 
-	"github.com/sandbank/sandbank/internal/tenant"
+	"github.com/sandbank/sandbank/tenant"
 )
 
 type ctxKey int

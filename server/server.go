@@ -19,9 +19,9 @@ import (
 
 	"github.com/sandbank/sandbank/conformance/verdict"
 	"github.com/sandbank/sandbank/effect"
-	"github.com/sandbank/sandbank/internal/tenant"
 	"github.com/sandbank/sandbank/registry"
 	"github.com/sandbank/sandbank/spi"
+	"github.com/sandbank/sandbank/tenant"
 )
 
 // The defaults of Options.

@@ -12,12 +12,12 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/sandbank/sandbank/effect"
-	"github.com/sandbank/sandbank/internal/tenant"
 	"github.com/sandbank/sandbank/mcpserver"
+	"github.com/sandbank/sandbank/tenant"
 )
 
 // The tenants of 'sandbank mcp --http': the same document, keys and quotas
-// as 'sandbank serve' (internal/tenant).
+// as 'sandbank serve' (package tenant).
 
 // tenantKey is where the verifier leaves the tenant, in the TokenInfo the
 // SDK hands each request (mcp.RequestExtra.TokenInfo).
