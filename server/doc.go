@@ -77,7 +77,9 @@
 // bounded queue in front (MaxQueue) and a queue timeout (QueueTimeout):
 // past them a run is a quick 503, so waiting requests, their goroutines
 // and their (bounded) bodies are bounded too. Each tenant's concurrent
-// runs and request rate are capped on top (package tenant).
+// runs and request rate are capped on top (package tenant); the key and
+// the rate are checked by the admission every Sandbank HTTP door shares
+// (RequireTenant), so another door answers 401 and 429 as the server does.
 // Serve sets read-header, read, write and idle timeouts, so a slow client
 // cannot hold a connection or a run, and holds at most MaxConnections
 // connections open (further clients wait in the kernel's backlog). Shutdown stops accepting, lets the
