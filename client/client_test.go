@@ -17,10 +17,10 @@ import (
 	"github.com/sandbank/sandbank/backends/starlark"
 	"github.com/sandbank/sandbank/client"
 	"github.com/sandbank/sandbank/effect"
-	"github.com/sandbank/sandbank/internal/tenant"
 	"github.com/sandbank/sandbank/registry"
 	"github.com/sandbank/sandbank/server"
 	"github.com/sandbank/sandbank/spi"
+	"github.com/sandbank/sandbank/tenant"
 )
 
 func testRegistry(t testing.TB) *registry.Registry {

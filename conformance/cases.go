@@ -117,11 +117,11 @@ func echoWith(nonce string) []byte {
 	return append([]byte(`{"nonce":"`+nonce+`",`), echoInput[1:]...)
 }
 
-// EchoSequential and EchoConcurrent are how many runs echo makes on one
+// echoSequential and echoConcurrent are how many runs echo makes on one
 // instance, one after another and then at once, each with its own nonce.
 const (
-	EchoSequential = 3
-	EchoConcurrent = 4
+	echoSequential = 3
+	echoConcurrent = 4
 )
 
 func caseEcho(ctx context.Context, e *env) {
@@ -140,15 +140,15 @@ func caseEcho(ctx context.Context, e *env) {
 			e.failf("%s run %d: the result must equal the run's own input: %s", batch, i, diff)
 		}
 	}
-	for i := 1; i <= EchoSequential; i++ {
+	for i := 1; i <= echoSequential; i++ {
 		one("sequential", i)
 	}
 	var wg sync.WaitGroup
-	for i := 1; i <= EchoConcurrent; i++ {
+	for i := 1; i <= echoConcurrent; i++ {
 		wg.Go(func() { one("concurrent", i) })
 	}
 	wg.Wait()
-	e.figure("distinctRuns", EchoSequential+EchoConcurrent, "runs", "", 0)
+	e.figure("distinctRuns", echoSequential+echoConcurrent, "runs", "", 0)
 }
 
 // throwText is the message throw's script raises.
@@ -225,21 +225,21 @@ func (e *env) warmUp(ctx context.Context, ev evaluator, limits spi.Limits) bool 
 }
 
 func caseRunawayLoop(ctx context.Context, e *env) {
-	limits := spi.Limits{WallClock: RunawayWallClock, MemoryBytes: e.k.limits.MemoryBytes}
+	limits := spi.Limits{WallClock: runawayWallClock, MemoryBytes: e.k.limits.MemoryBytes}
 	ev, sp, ok := e.spiedSetup(limits, nil)
 	if !ok || !e.warmUp(ctx, ev, limits) {
 		return
 	}
-	got, err, took, returned := e.backendTook(ctx, ev, sp, 1, "runaway_loop", []byte(`{}`), limits, RunawayWallClock)
+	got, err, took, returned := e.backendTook(ctx, ev, sp, 1, "runaway_loop", []byte(`{}`), limits, runawayWallClock)
 	if !isLimit(err, effect.LimitCPU, effect.LimitWallClock) {
 		e.failf("a loop that never ends must end in a typed limitExceeded cpu or wallClock, got %s", describe(got, err))
 	}
 	if e.k.caps.WallClock == spi.WallClockHard {
 		if !returned {
-			e.failf("the backend's own Evaluate had not returned %v after the wall clock %v (WallClock hard)", (e.k.grace + e.k.idleWait).Round(time.Millisecond), RunawayWallClock)
+			e.failf("the backend's own Evaluate had not returned %v after the wall clock %v (WallClock hard)", (e.k.grace + e.k.idleWait).Round(time.Millisecond), runawayWallClock)
 			return
 		}
-		if !e.stopBound("stopAfter", took, RunawayWallClock, "a loop under a hard wall clock") {
+		if !e.stopBound("stopAfter", took, runawayWallClock, "a loop under a hard wall clock") {
 			return
 		}
 	}
@@ -247,7 +247,7 @@ func caseRunawayLoop(ctx context.Context, e *env) {
 }
 
 func caseRunawayNative(ctx context.Context, e *env) {
-	limits := spi.Limits{WallClock: RunawayWallClock, MemoryBytes: e.k.limits.MemoryBytes}
+	limits := spi.Limits{WallClock: runawayWallClock, MemoryBytes: e.k.limits.MemoryBytes}
 	ev, sp, ok := e.spiedSetup(limits, nil)
 	if !ok || !e.warmUp(ctx, ev, limits) {
 		return
@@ -256,7 +256,7 @@ func caseRunawayNative(ctx context.Context, e *env) {
 	if e.k.caps.CPU {
 		kinds = append(kinds, effect.LimitCPU)
 	}
-	got, err, took, returned := e.backendTook(ctx, ev, sp, 1, "runaway_native", []byte(`{}`), limits, RunawayWallClock)
+	got, err, took, returned := e.backendTook(ctx, ev, sp, 1, "runaway_native", []byte(`{}`), limits, runawayWallClock)
 	if !isLimit(err, kinds...) {
 		e.failf("one long native operation must end in a typed limit (%s), got %s", kindNames(kinds), describe(got, err))
 		if returned {
@@ -264,10 +264,10 @@ func caseRunawayNative(ctx context.Context, e *env) {
 		}
 	}
 	if !returned {
-		e.failf("the backend's own Evaluate had not returned %v after the wall clock %v", (e.k.grace + e.k.idleWait).Round(time.Millisecond), RunawayWallClock)
+		e.failf("the backend's own Evaluate had not returned %v after the wall clock %v", (e.k.grace + e.k.idleWait).Round(time.Millisecond), runawayWallClock)
 		return
 	}
-	if !e.stopBound("stopAfter", took, RunawayWallClock, "one long native operation") {
+	if !e.stopBound("stopAfter", took, runawayWallClock, "one long native operation") {
 		return
 	}
 	e.waitIdle(ctx, "the native operation's limit")
@@ -296,19 +296,19 @@ func caseAllocationBomb(ctx context.Context, e *env) {
 	e.passf("host memory (%s) grew by %s (bound %s)", how, mib(growth), mib(bound))
 }
 
-// memory_limit's figures: the probe holds MemoryUnder × the limit (must
-// succeed) and MemoryOver × the limit (must end in limitExceeded memory),
-// first under a limit MemoryLarge × the kit's, then under the kit's own,
+// memory_limit's figures: the probe holds memoryUnder × the limit (must
+// succeed) and memoryOver × the limit (must end in limitExceeded memory),
+// first under a limit memoryLarge × the kit's, then under the kit's own,
 // on the same instance.
 const (
-	MemoryUnder = 0.5
-	MemoryOver  = 1.25
-	MemoryLarge = 4
+	memoryUnder = 0.5
+	memoryOver  = 1.25
+	memoryLarge = 4
 )
 
 func caseMemoryLimit(ctx context.Context, e *env) {
 	small := e.k.limits
-	large := spi.Limits{WallClock: small.WallClock, MemoryBytes: MemoryLarge * small.MemoryBytes}
+	large := spi.Limits{WallClock: small.WallClock, MemoryBytes: memoryLarge * small.MemoryBytes}
 	ev, ok := e.setup(large, nil)
 	if !ok {
 		return
@@ -339,9 +339,9 @@ func caseMemoryLimit(ctx context.Context, e *env) {
 	// through.
 	// The case ends in a success; allocation_bomb checks that the CPU falls
 	// to idle after a memory limit.
-	_ = run("large", large, MemoryOver/MemoryLarge, true) &&
-		run("over", small, MemoryOver, false) &&
-		run("under", small, MemoryUnder, true)
+	_ = run("large", large, memoryOver/memoryLarge, true) &&
+		run("over", small, memoryOver, false) &&
+		run("under", small, memoryUnder, true)
 }
 
 func caseDeepRecursion(ctx context.Context, e *env) {
@@ -381,9 +381,9 @@ func caseRichValue(ctx context.Context, e *env) {
 
 // The input contract's figures.
 const (
-	ContractKeys        = 1000
-	ContractStringBytes = 256 << 10
-	ContractArrayLen    = 20_000
+	contractKeys        = 1000
+	contractStringBytes = 256 << 10
+	contractArrayLen    = 20_000
 )
 
 // contractInput is input_contract's input: many keys in an order that is
@@ -392,21 +392,21 @@ const (
 func contractInput(nonce string) []byte {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, `{"nonce":"%s","keys":{`, nonce)
-	for i := range ContractKeys {
+	for i := range contractKeys {
 		if i > 0 {
 			b.WriteByte(',')
 		}
 		// Descending, non-numeric keys: an engine that sorts keys, or
 		// orders them by hash, changes the order.
-		fmt.Fprintf(&b, `"k%05d_%c":%d`, ContractKeys-i, 'a'+rune(i%26), i)
+		fmt.Fprintf(&b, `"k%05d_%c":%d`, contractKeys-i, 'a'+rune(i%26), i)
 	}
 	b.WriteString(`},"long":"`)
 	unit := `abc é ✓ 😀 \\ \" `
-	for b.Len() < ContractStringBytes {
+	for b.Len() < contractStringBytes {
 		b.WriteString(unit)
 	}
 	b.WriteString(`","array":[`)
-	for i := range ContractArrayLen {
+	for i := range contractArrayLen {
 		if i > 0 {
 			b.WriteByte(',')
 		}
@@ -434,7 +434,7 @@ func caseInputContract(ctx context.Context, e *env) {
 	e.figure("inputBytes", float64(len(in)), "bytes", "", 0)
 	got, err := e.eval(ctx, ev, "echo", in, e.k.limits)
 	if err != nil {
-		e.failf("a %d-byte input (%d keys, a %d-byte string, a %d-element array) must come back, got %s", len(in), ContractKeys, ContractStringBytes, ContractArrayLen, describe(got, err))
+		e.failf("a %d-byte input (%d keys, a %d-byte string, a %d-element array) must come back, got %s", len(in), contractKeys, contractStringBytes, contractArrayLen, describe(got, err))
 		return
 	}
 	if diff := jsonDiff(in, got); diff != "" {
@@ -619,24 +619,24 @@ func caseFreshPerRun(ctx context.Context, e *env) {
 		e.failf("preparing fresh_per_run: %v", err)
 		return
 	}
-	for i := 1; i <= FreshSequential; i++ {
+	for i := 1; i <= freshSequential; i++ {
 		got, err := e.evalAt(ctx, ev, addr, []byte(`{}`), e.k.limits)
-		e.freshAnswer(fmt.Sprintf("sequential run %d of %d", i, FreshSequential), got, err, nonce)
+		e.freshAnswer(fmt.Sprintf("sequential run %d of %d", i, freshSequential), got, err, nonce)
 	}
 	var wg sync.WaitGroup
-	for i := 1; i <= FreshConcurrent; i++ {
+	for i := 1; i <= freshConcurrent; i++ {
 		wg.Go(func() {
 			got, n, err := e.evalNonce(ctx, ev, "fresh_per_run", []byte(`{}`), e.k.limits)
-			e.freshAnswer(fmt.Sprintf("concurrent run %d of %d", i, FreshConcurrent), got, err, n)
+			e.freshAnswer(fmt.Sprintf("concurrent run %d of %d", i, freshConcurrent), got, err, n)
 		})
 	}
 	wg.Wait()
-	e.figure("freshRuns", FreshSequential+FreshConcurrent, "runs", "", 0)
+	e.figure("freshRuns", freshSequential+freshConcurrent, "runs", "", 0)
 }
 
 // caseWarm calls Warm (when the backend is a spi.Warmer) twice: with a
-// context that ends after WarmDeadline, which it must honour (return
-// within WarmDeadline plus the stop grace), and with the warm timeout,
+// context that ends after warmDeadline, which it must honour (return
+// within warmDeadline plus the stop grace), and with the warm timeout,
 // which it must finish within. Then the instance must still answer, and
 // answer fresh when it declares FreshPerRun.
 func caseWarm(ctx context.Context, e *env) {
@@ -654,10 +654,10 @@ func caseWarm(ctx context.Context, e *env) {
 		defer cancel()
 		return bounded(d+e.k.grace, "Warm", func() error { return w.Warm(wctx) })
 	}
-	took, _, returned := warm(WarmDeadline)
-	e.figure("warmCancelledAfter", ms(took), "ms", "<=", ms(WarmDeadline+e.k.grace))
+	took, _, returned := warm(warmDeadline)
+	e.figure("warmCancelledAfter", ms(took), "ms", "<=", ms(warmDeadline+e.k.grace))
 	if !returned {
-		e.failf("Warm with a context that ends after %v had not returned %v later: Warm must honour its context", WarmDeadline, e.k.grace)
+		e.failf("Warm with a context that ends after %v had not returned %v later: Warm must honour its context", warmDeadline, e.k.grace)
 		return
 	}
 	took, err, returned := warm(e.k.warmMax)
@@ -696,9 +696,9 @@ func caseWarm(ctx context.Context, e *env) {
 // instead, with host_objects.skip (see caseDef.declarable).
 const hostObjectsAllow = "host_objects.allow"
 
-// HostObjectsDepth is how deep host_objects' script walks: the globals,
+// hostObjectsDepth is how deep host_objects' script walks: the globals,
 // their own properties, and theirs.
-const HostObjectsDepth = 2
+const hostObjectsDepth = 2
 
 func caseHostObjects(ctx context.Context, e *env) {
 	allowText, err := fs.ReadFile(e.k.set.FS, hostObjectsAllow)
@@ -803,7 +803,7 @@ func caseCPUBudget(ctx context.Context, e *env) {
 		e.failf("the CPU-budget factory's backend must declare language %q and CPU, it declares %+v", e.k.caps.Language, c)
 		return
 	}
-	limits := spi.Limits{WallClock: CPUBudgetWallClock, MemoryBytes: e.k.limits.MemoryBytes}
+	limits := spi.Limits{WallClock: cpuBudgetWallClock, MemoryBytes: e.k.limits.MemoryBytes}
 	sp := newSpy(b)
 	ev, ok := e.effectFor(sp, limits, nil)
 	if !ok {
@@ -821,22 +821,22 @@ func caseCPUBudget(ctx context.Context, e *env) {
 			return
 		}
 	}
-	got, err, took, returned := e.backendTook(ctx, ev, sp, 1, "cpu_budget", []byte(`{}`), limits, CPUBudgetStop)
+	got, err, took, returned := e.backendTook(ctx, ev, sp, 1, "cpu_budget", []byte(`{}`), limits, cpuBudgetStop)
 	if !isLimit(err, effect.LimitCPU) {
-		e.failf("a loop under a small CPU budget (wall clock %v) must end in a typed limitExceeded cpu, got %s", CPUBudgetWallClock, describe(got, err))
+		e.failf("a loop under a small CPU budget (wall clock %v) must end in a typed limitExceeded cpu, got %s", cpuBudgetWallClock, describe(got, err))
 		return
 	}
-	e.figure("stopAfter", ms(took), "ms", "<=", ms(CPUBudgetStop))
-	if !returned || took > CPUBudgetStop {
-		e.failf("the CPU budget stopped the loop after %v, not within %v (half the wall clock %v): a wall clock is not a CPU budget", took.Round(time.Millisecond), CPUBudgetStop, CPUBudgetWallClock)
+	e.figure("stopAfter", ms(took), "ms", "<=", ms(cpuBudgetStop))
+	if !returned || took > cpuBudgetStop {
+		e.failf("the CPU budget stopped the loop after %v, not within %v (half the wall clock %v): a wall clock is not a CPU budget", took.Round(time.Millisecond), cpuBudgetStop, cpuBudgetWallClock)
 		return
 	}
 	e.waitIdle(ctx, "the CPU budget")
 }
 
-// bigInput is input_too_big's input: "[0,0,…,0]", InputTooBigBytes long.
+// bigInput is input_too_big's input: "[0,0,…,0]", inputTooBigBytes long.
 func bigInput() []byte {
-	n := (InputTooBigBytes - 1) / 2
+	n := (inputTooBigBytes - 1) / 2
 	b := make([]byte, 0, 2*n+1)
 	b = append(b, '[')
 	b = append(b, bytes.Repeat([]byte("0,"), n-1)...)
@@ -844,7 +844,7 @@ func bigInput() []byte {
 }
 
 func caseInputTooBig(ctx context.Context, e *env) {
-	limits := spi.Limits{WallClock: e.k.limits.WallClock, MemoryBytes: InputTooBigMemoryBytes}
+	limits := spi.Limits{WallClock: e.k.limits.WallClock, MemoryBytes: inputTooBigMemoryBytes}
 	in := bigInput()
 	ev, ok := e.setup(limits, func(o *effect.Options) {
 		if ceiling := int64(len(in)) + 1; o.MaxInputBytes < ceiling {
@@ -858,9 +858,9 @@ func caseInputTooBig(ctx context.Context, e *env) {
 	f, typed := asFailure(err)
 	switch {
 	case !typed || f.Code != effect.CodeInputTooLarge:
-		e.failf("a %d-byte input that cannot be parsed within %d bytes of memory must end in a typed inputTooLarge, got %s", len(in), InputTooBigMemoryBytes, describe(got, err))
-	case f.Limit != InputTooBigMemoryBytes:
-		e.failf("the inputTooLarge must come from the backend at the memory limit %d, got one with limit %d", InputTooBigMemoryBytes, f.Limit)
+		e.failf("a %d-byte input that cannot be parsed within %d bytes of memory must end in a typed inputTooLarge, got %s", len(in), inputTooBigMemoryBytes, describe(got, err))
+	case f.Limit != inputTooBigMemoryBytes:
+		e.failf("the inputTooLarge must come from the backend at the memory limit %d, got one with limit %d", inputTooBigMemoryBytes, f.Limit)
 	}
 }
 
@@ -887,7 +887,7 @@ func caseAbortMidRun(ctx context.Context, e *env) {
 		return
 	}
 	sp := newSpy(b)
-	limits := spi.Limits{WallClock: AbortWallClock, MemoryBytes: e.k.limits.MemoryBytes}
+	limits := spi.Limits{WallClock: abortWallClock, MemoryBytes: e.k.limits.MemoryBytes}
 	ev, ok := e.effectFor(sp, limits, nil)
 	if !ok {
 		return
@@ -919,7 +919,7 @@ func caseAbortMidRun(ctx context.Context, e *env) {
 	}
 	// Let the loop run for a moment, so that a backend that returns at once
 	// is seen returning before the cancellation rather than masked by it.
-	settle := time.NewTimer(AbortSettle)
+	settle := time.NewTimer(abortSettle)
 	defer settle.Stop()
 	select {
 	case <-sp.returned:
@@ -929,7 +929,7 @@ func caseAbortMidRun(ctx context.Context, e *env) {
 		case r := <-done:
 			hint := ""
 			if isLimit(r.err, effect.LimitCPU) {
-				hint = fmt.Sprintf(" (the main factory's CPU budget must outlast %v; give cpu_budget its small budget through Options.CPUBudget)", AbortSettle)
+				hint = fmt.Sprintf(" (the main factory's CPU budget must outlast %v; give cpu_budget its small budget through Options.CPUBudget)", abortSettle)
 			}
 			e.failf("the run ended before it could be cancelled: %s%s", describe(r.got, r.err), hint)
 		case <-waitCtx.Done():
@@ -967,7 +967,7 @@ func caseAbortMidRun(ctx context.Context, e *env) {
 }
 
 func caseComposition(ctx context.Context, e *env) {
-	ev, ok := e.setup(e.k.limits, func(o *effect.Options) { o.MaxOutputBytes = CompositionMaxOutputBytes })
+	ev, ok := e.setup(e.k.limits, func(o *effect.Options) { o.MaxOutputBytes = compositionMaxOutputBytes })
 	if !ok {
 		return
 	}
@@ -980,7 +980,7 @@ func caseComposition(ctx context.Context, e *env) {
 			if !utf8.ValidString(field.text) {
 				e.failf("the scriptError %s is not storable: invalid UTF-8 (or an encoded lone surrogate)", field.name)
 			}
-			if n := utf16Units(field.text); n > effect.MaxTextUnits+MarkerAllowance {
+			if n := utf16Units(field.text); n > effect.MaxTextUnits+markerAllowance {
 				e.failf("the scriptError %s is %d UTF-16 units, past the bound %d plus a marker", field.name, n, effect.MaxTextUnits)
 			}
 		}
@@ -990,7 +990,7 @@ func caseComposition(ctx context.Context, e *env) {
 	}
 	got, err = e.eval(ctx, ev, "composition_output", []byte(`{}`), e.k.limits)
 	if !isLimit(err, effect.LimitOutput) {
-		e.failf("an output past MaxOutputBytes (%d) must end in a typed limitExceeded output, got %s", CompositionMaxOutputBytes, describe(got, err))
+		e.failf("an output past MaxOutputBytes (%d) must end in a typed limitExceeded output, got %s", compositionMaxOutputBytes, describe(got, err))
 	}
 }
 
@@ -1131,16 +1131,16 @@ func caseAsyncValue(ctx context.Context, e *env) {
 		e.failf("the scriptError message must contain the rejection's message %q, got %q", asyncText, clip(f.Message))
 		return
 	}
-	limits := spi.Limits{WallClock: RunawayWallClock, MemoryBytes: e.k.limits.MemoryBytes}
+	limits := spi.Limits{WallClock: runawayWallClock, MemoryBytes: e.k.limits.MemoryBytes}
 	start := time.Now()
 	got, err = e.eval(ctx, ev, "async_value", in("pending"), limits)
 	took := time.Since(start)
-	e.figure("pendingReported", ms(took), "ms", "<=", ms(RunawayWallClock+NativeGrace))
+	e.figure("pendingReported", ms(took), "ms", "<=", ms(runawayWallClock+nativeGrace))
 	if f, typed := asFailure(err); !typed || f.Code != effect.CodeScriptError {
 		e.failf("a promise that never settles must end in a typed scriptError, got %s", describe(got, err))
 		return
 	}
-	if took > RunawayWallClock+NativeGrace {
-		e.failf("the never-settling promise was reported after %v, past the wall clock %v plus the grace %v", took.Round(time.Millisecond), RunawayWallClock, NativeGrace)
+	if took > runawayWallClock+nativeGrace {
+		e.failf("the never-settling promise was reported after %v, past the wall clock %v plus the grace %v", took.Round(time.Millisecond), runawayWallClock, nativeGrace)
 	}
 }

@@ -18,196 +18,95 @@ import (
 	"github.com/sandbank/sandbank/spi"
 )
 
-// Status is the verdict on one case.
-type Status string
-
-// The verdicts.
+// The kit's defaults and fixed figures. They are the kit's own, not API:
+// the package doc says what the kit asks of a backend, and a report's
+// figures carry each bound they were held to.
 const (
-	// StatusPass: the backend, through the effect, did what the case asserts.
-	StatusPass Status = "pass"
-	// StatusFail: a rule was broken; CaseResult.Reason names it and gives
-	// the evidence.
-	StatusFail Status = "fail"
-	// StatusSkip: the backend does not declare the capability the case
-	// checks; CaseResult.Reason names it.
-	StatusSkip Status = "skip"
-)
-
-// CaseResult is the verdict on one case.
-type CaseResult struct {
-	// Name is the case, one of CaseNames().
-	Name string `json:"name"`
-	// Status is the verdict.
-	Status Status `json:"status"`
-	// Reason explains the verdict. For a failure it names the rule broken
-	// and the evidence, prefixed by the case name; for a skip it names the
-	// capability that gates the case; for a pass it may carry a figure
-	// worth reading (the host RSS growth, the ways the probe tried).
-	Reason string `json:"reason,omitempty"`
-	// Duration is how long the case took (nanoseconds in JSON).
-	Duration time.Duration `json:"durationNs"`
-	// Evidence holds the figures the case measured (how long the backend
-	// took to stop, the CPU it burned after the limit, the host memory it
-	// grew by, …), each with the bound it was held to, so that a pass is
-	// evidence rather than a checkmark. A failing case keeps the figures
-	// measured before the failure.
-	Evidence []Figure `json:"evidence,omitempty"`
-}
-
-// Figure is one measurement a case made.
-type Figure struct {
-	// Name says what was measured ("stopAfterMs", "cpuAfterLimitMs", …).
-	Name string `json:"name"`
-	// Value is the measured figure, in Unit.
-	Value float64 `json:"value"`
-	// Unit is the figure's unit ("ms", "MiB", "runs", "keys", …).
-	Unit string `json:"unit"`
-	// Bound is the bound Value was held to, in Unit, and Rule how ("<=",
-	// ">=", "=="); an empty Rule means the figure is informative only.
-	Bound float64 `json:"bound,omitempty"`
-	Rule  string  `json:"rule,omitempty"`
-}
-
-// Report is the outcome of a kit run against one backend. Its JSON form,
-// json.Marshal(report), is what the command line prints:
-//
-//	{"language":"javascript",
-//	 "capabilities":{"language":"javascript","network":"none","wallClock":"hard",
-//	                 "memory":true,"cpu":false,"freshPerRun":true},
-//	 "cases":[{"name":"echo","status":"pass","durationNs":1200000}, …]}
-type Report struct {
-	// Language is the backend's declared language.
-	Language string `json:"language"`
-	// Capabilities is what the backend declared; the gates were taken from
-	// it.
-	Capabilities spi.Capabilities `json:"capabilities"`
-	// Cases holds one result per case run, in run order, after a failed
-	// result named "probe" when the backend the declaration was read from
-	// did not close within Options.CloseTimeout.
-	Cases []CaseResult `json:"cases"`
-	// Proofs says, for each declared capability (keys as in
-	// CapabilityKeys: "network=none", "wallClock=hard", "memory", "cpu",
-	// "freshPerRun"), which passing cases proved it and with which
-	// measurements. A declared capability whose proving cases did not all
-	// pass (or did not run) has an entry with Proven false.
-	Proofs []Proof `json:"proofs"`
-}
-
-// Proof is the evidence behind one declared capability.
-type Proof struct {
-	// Capability is the declaration, as in CapabilityKeys.
-	Capability string `json:"capability"`
-	// Proven is true when every case that measures the capability ran and
-	// passed.
-	Proven bool `json:"proven"`
-	// By lists the measurements: "case: figure" for every figure of every
-	// passing case that measures the capability, or "case: pass" for a
-	// case whose proof is its verdict; a case that failed or did not run is
-	// listed as "case: fail" or "case: not run".
-	By []string `json:"by"`
-}
-
-// Failed reports whether any case failed.
-func (r *Report) Failed() bool {
-	if r == nil {
-		return false
-	}
-	for _, c := range r.Cases {
-		if c.Status == StatusFail {
-			return true
-		}
-	}
-	return false
-}
-
-// The kit's defaults and fixed figures. They are constants, documented so
-// that a backend author knows what the kit asks of the backend.
-const (
-	// DefaultWatchdog bounds one case; a case still running after it fails
+	// defaultWatchdog bounds one case; a case still running after it fails
 	// with "watchdog: case did not finish within …".
-	DefaultWatchdog = 30 * time.Second
-	// DefaultWallClock is the wall clock of ordinary cases when
+	defaultWatchdog = 30 * time.Second
+	// defaultWallClock is the wall clock of ordinary cases when
 	// Options.Limits.WallClock is zero.
-	DefaultWallClock = 5 * time.Second
-	// DefaultMemoryBytes is the memory limit of every case but
+	defaultWallClock = 5 * time.Second
+	// defaultMemoryBytes is the memory limit of every case but
 	// input_too_big when Options.Limits.MemoryBytes is zero (32 MiB, the
 	// effect's default).
-	DefaultMemoryBytes = effect.DefaultMemoryBytes
+	defaultMemoryBytes = effect.DefaultMemoryBytes
 
-	// RunawayWallClock is the wall clock of runaway_loop and runaway_native,
+	// runawayWallClock is the wall clock of runaway_loop and runaway_native,
 	// short so that a matrix run is quick.
-	RunawayWallClock = 250 * time.Millisecond
-	// NativeGrace is how far past RunawayWallClock the typed limit of
+	runawayWallClock = 250 * time.Millisecond
+	// nativeGrace is how far past runawayWallClock the typed limit of
 	// runaway_native may arrive. It is the only timing the kit asserts.
-	NativeGrace = time.Second
-	// CPUBudgetWallClock is the wall clock of cpu_budget: long, so that only
+	nativeGrace = time.Second
+	// cpuBudgetWallClock is the wall clock of cpu_budget: long, so that only
 	// the CPU budget can stop the loop in time.
-	CPUBudgetWallClock = 10 * time.Second
-	// AbortWallClock is the wall clock of abort_mid_run: long, so that only
+	cpuBudgetWallClock = 10 * time.Second
+	// abortWallClock is the wall clock of abort_mid_run: long, so that only
 	// the cancellation can stop the loop in time.
-	AbortWallClock = 30 * time.Second
-	// AbortSettle is how long abort_mid_run lets the loop run after the
+	abortWallClock = 30 * time.Second
+	// abortSettle is how long abort_mid_run lets the loop run after the
 	// backend was entered before it cancels: a backend that returns within
 	// it fails the case (the loop never ends on its own).
-	AbortSettle = 100 * time.Millisecond
-	// InputTooBigMemoryBytes is the memory limit of input_too_big (16 MiB).
-	InputTooBigMemoryBytes int64 = 16 << 20
-	// InputTooBigBytes is the size of input_too_big's input, JSON text
+	abortSettle = 100 * time.Millisecond
+	// inputTooBigMemoryBytes is the memory limit of input_too_big (16 MiB).
+	inputTooBigMemoryBytes int64 = 16 << 20
+	// inputTooBigBytes is the size of input_too_big's input, JSON text
 	// "[0,0,0,…]": under the effect's byte ceiling, far more than
-	// InputTooBigMemoryBytes once parsed into any engine's values.
-	InputTooBigBytes = 12_000_000
-	// CompositionMaxOutputBytes is the effect's output ceiling in
+	// inputTooBigMemoryBytes once parsed into any engine's values.
+	inputTooBigBytes = 12_000_000
+	// compositionMaxOutputBytes is the effect's output ceiling in
 	// composition (1 MiB); composition_output returns about 2 MB.
-	CompositionMaxOutputBytes int64 = 1 << 20
-	// MarkerAllowance is how many UTF-16 units past effect.MaxTextUnits a
+	compositionMaxOutputBytes int64 = 1 << 20
+	// markerAllowance is how many UTF-16 units past effect.MaxTextUnits a
 	// bounded message may run, for the effect's truncation marker.
-	MarkerAllowance = 32
-	// FreshSequential and FreshConcurrent are fresh_per_run's batches.
-	FreshSequential = 16
-	FreshConcurrent = 8
+	markerAllowance = 32
+	// freshSequential and freshConcurrent are fresh_per_run's batches.
+	freshSequential = 16
+	freshConcurrent = 8
 
-	// DefaultStopGrace is how long after its deadline (the wall clock, or
+	// defaultStopGrace is how long after its deadline (the wall clock, or
 	// the cancellation) a backend's own Evaluate may return when it
 	// declares WallClock hard, unless Options.StopGrace says otherwise. It
-	// is four times RunawayWallClock, so a backend that stops 3 s late
+	// is four times runawayWallClock, so a backend that stops 3 s late
 	// fails while a loaded 2-core machine's scheduling delay does not.
-	DefaultStopGrace = NativeGrace
-	// DefaultIdleWait bounds how long the kit waits, after a case ended in
+	defaultStopGrace = nativeGrace
+	// defaultIdleWait bounds how long the kit waits, after a case ended in
 	// a limit or a cancellation, for the process's CPU use to fall to idle
-	// (Options.IdleWait). See IdleWindow. An honest engine is idle within
+	// (Options.IdleWait). See idleWindow. An honest engine is idle within
 	// a few windows, so the wait costs nothing then; it is long so that
 	// what else a loaded process finishes meanwhile (a garbage collection
 	// of a large heap under -race, a compile another test left running)
 	// cannot fail an honest engine, while an engine that keeps running
 	// never falls to idle however long the kit waits.
-	DefaultIdleWait = 10 * time.Second
-	// IdleWindow, IdleSpan and IdleShare define idle: IdleSpan
-	// consecutive windows of IdleWindow in which the whole process used at
-	// most IdleShare of one core together (user plus system CPU time from
+	defaultIdleWait = 10 * time.Second
+	// idleWindow, idleSpan and idleShare define idle: idleSpan
+	// consecutive windows of idleWindow in which the whole process used at
+	// most idleShare of one core together (user plus system CPU time from
 	// getrusage). The kit measures windows until the process is idle or
 	// the idle wait passed. A script still running after its limit uses a
 	// share of a core over any three windows (about half of one on a
 	// 2-core machine at load 4, a fifth at load 10, though a single window
 	// may see none of it); an idle process next to nothing (0.1 %
 	// measured), whatever the load of the other core.
-	IdleWindow = 100 * time.Millisecond
-	IdleSpan   = 3
-	IdleShare  = 0.05
-	// DefaultWarmTimeout bounds a backend's Warm (Options.WarmTimeout); the
-	// warm case also calls Warm with a context that ends after WarmDeadline
-	// and requires it to return within WarmDeadline plus the stop grace.
-	DefaultWarmTimeout = 30 * time.Second
-	WarmDeadline       = 50 * time.Millisecond
-	// DefaultCloseTimeout bounds each backend's Close (Options.CloseTimeout):
+	idleWindow = 100 * time.Millisecond
+	idleSpan   = 3
+	idleShare  = 0.05
+	// defaultWarmTimeout bounds a backend's Warm (Options.WarmTimeout); the
+	// warm case also calls Warm with a context that ends after warmDeadline
+	// and requires it to return within warmDeadline plus the stop grace.
+	defaultWarmTimeout = 30 * time.Second
+	warmDeadline       = 50 * time.Millisecond
+	// defaultCloseTimeout bounds each backend's Close (Options.CloseTimeout):
 	// a Close still running after it fails the case instead of hanging the
 	// kit.
-	DefaultCloseTimeout = 10 * time.Second
-	// CPUBudgetStop is how long the small-budget backend may take to stop
+	defaultCloseTimeout = 10 * time.Second
+	// cpuBudgetStop is how long the small-budget backend may take to stop
 	// cpu_budget's loop, its own start-up on that run included: half of
-	// CPUBudgetWallClock, so that a wall clock relabelled "cpu" fails,
+	// cpuBudgetWallClock, so that a wall clock relabelled "cpu" fails,
 	// while a real budget (quickjs-wasmtime measured 960 ms at load 11,
 	// most of it the run's instantiation) has a fivefold margin.
-	CPUBudgetStop = CPUBudgetWallClock / 2
+	cpuBudgetStop = cpuBudgetWallClock / 2
 )
 
 // Options configure a kit run. A nil *Options means defaults.
@@ -225,16 +124,16 @@ type Options struct {
 	// input. Everything else (BackendGrace, …) is used as given.
 	Effect effect.Options
 	// Limits are the limits of ordinary cases. A zero WallClock means
-	// DefaultWallClock; a zero MemoryBytes means DefaultMemoryBytes. The
+	// 5 s; a zero MemoryBytes means 32 MiB (effect.DefaultMemoryBytes). The
 	// runaway, cpu_budget, abort_mid_run and input_too_big cases set their
 	// own wall clock (and input_too_big its own memory limit).
 	Limits spi.Limits
 	// CPUBudget optionally makes the same backend configured with a SMALL
 	// CPU budget; cpu_budget runs on it. Nil means the main factory. The
-	// main factory's own budget must outlast AbortSettle, or abort_mid_run's
+	// main factory's own budget must outlast 100 ms, or abort_mid_run's
 	// loop ends before it can be cancelled.
 	CPUBudget spi.Factory
-	// Watchdog bounds each case. Zero means DefaultWatchdog.
+	// Watchdog bounds each case. Zero means 30 s.
 	Watchdog time.Duration
 	// Progress, if set, is called before each case with its name, its
 	// 1-based index and the number of cases to run.
@@ -243,14 +142,14 @@ type Options struct {
 	// every case; an unknown name is a refusal.
 	Cases []string
 	// StopGrace is how long past its deadline a WallClock hard backend's
-	// Evaluate may return. Zero means DefaultStopGrace.
+	// Evaluate may return. Zero means 1 s.
 	StopGrace time.Duration
 	// IdleWait bounds the wait for CPU to fall to idle after a limit or a
-	// cancellation. Zero means DefaultIdleWait.
+	// cancellation. Zero means 10 s.
 	IdleWait time.Duration
-	// WarmTimeout bounds Warm. Zero means DefaultWarmTimeout.
+	// WarmTimeout bounds Warm. Zero means 30 s.
 	WarmTimeout time.Duration
-	// CloseTimeout bounds each Close. Zero means DefaultCloseTimeout.
+	// CloseTimeout bounds each Close. Zero means 10 s.
 	CloseTimeout time.Duration
 	// HostObjects lists the names beyond the language's standard set that
 	// the backend documents as provided to scripts (a discarding console,
@@ -394,18 +293,18 @@ func prepare(factory spi.Factory, opts *Options) (*kit, error) {
 		o.StopGrace < 0 || o.IdleWait < 0 || o.WarmTimeout < 0 || o.CloseTimeout < 0 {
 		return nil, errors.New("conformance: negative limit, watchdog or bound")
 	}
-	k.grace = cmp.Or(o.StopGrace, DefaultStopGrace)
-	k.idleWait = cmp.Or(o.IdleWait, DefaultIdleWait)
-	k.warmMax = cmp.Or(o.WarmTimeout, DefaultWarmTimeout)
-	k.closeMax = cmp.Or(o.CloseTimeout, DefaultCloseTimeout)
+	k.grace = cmp.Or(o.StopGrace, defaultStopGrace)
+	k.idleWait = cmp.Or(o.IdleWait, defaultIdleWait)
+	k.warmMax = cmp.Or(o.WarmTimeout, defaultWarmTimeout)
+	k.closeMax = cmp.Or(o.CloseTimeout, defaultCloseTimeout)
 	if k.limits.WallClock == 0 {
-		k.limits.WallClock = DefaultWallClock
+		k.limits.WallClock = defaultWallClock
 	}
 	if k.limits.MemoryBytes == 0 {
-		k.limits.MemoryBytes = DefaultMemoryBytes
+		k.limits.MemoryBytes = defaultMemoryBytes
 	}
 	if k.watchdog == 0 {
-		k.watchdog = DefaultWatchdog
+		k.watchdog = defaultWatchdog
 	}
 
 	caps, hostObjects, probeClose, err := probeCapabilities(factory, k.closeMax)

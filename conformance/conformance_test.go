@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sandbank/sandbank/conformance/verdict"
 	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/fixtures"
 	"github.com/sandbank/sandbank/fixtures/javascript"
@@ -105,7 +106,7 @@ func TestReportJSON(t *testing.T) {
 	assert.Contains(t, cpu["reason"], "gated by CPU")
 	ev := echo["evidence"].([]any)[0].(map[string]any)
 	assert.Equal(t, "distinctRuns", ev["name"])
-	assert.InDelta(t, EchoSequential+EchoConcurrent, ev["value"], 0)
+	assert.InDelta(t, echoSequential+echoConcurrent, ev["value"], 0)
 	proofs := back["proofs"].([]any)
 	require.Len(t, proofs, 5, "network=none, wallClock=hard, memory, freshPerRun, hostCalls (CPU is not declared)")
 	assert.Equal(t, false, proofs[0].(map[string]any)["proven"], "its cases did not run")
@@ -121,7 +122,7 @@ func TestProofs(t *testing.T) {
 	for _, p := range rep.Proofs {
 		byCap[p.Capability] = p
 	}
-	assert.Equal(t, []string{"network=none", "wallClock=hard", "memory", "cpu", "freshPerRun", "hostCalls"}, CapabilityKeys(cfg.caps))
+	assert.Equal(t, []string{"network=none", "wallClock=hard", "memory", "cpu", "freshPerRun", "hostCalls"}, verdict.CapabilityKeys(cfg.caps))
 	require.Len(t, byCap, 6)
 	assert.False(t, byCap["wallClock=hard"].Proven, "runaway_native and abort_mid_run did not run: %v", byCap["wallClock=hard"].By)
 	assert.Contains(t, byCap["wallClock=hard"].By, "runaway_native: not run")
@@ -264,7 +265,7 @@ func TestBrokenBackends(t *testing.T) {
 		{
 			name: "native operation stopped late",
 			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
-				c.override["runaway_native"] = sleepThen(RunawayWallClock+NativeGrace+200*time.Millisecond, spi.Limited(spi.LimitWallClock))
+				c.override["runaway_native"] = sleepThen(runawayWallClock+nativeGrace+200*time.Millisecond, spi.Limited(spi.LimitWallClock))
 			},
 			cases: []string{"runaway_native"}, failed: "runaway_native", reason: "past 250ms plus the stop grace 1s",
 		},
@@ -1073,7 +1074,7 @@ func TestBrokenEffect(t *testing.T) {
 			name: "the input is refused at the byte ceiling, not by the backend",
 			wrap: func(ctx context.Context, stem string, run run) ([]byte, error) {
 				if stem == "input_too_big" {
-					return nil, &effect.Failure{Code: effect.CodeInputTooLarge, Bytes: InputTooBigBytes, Limit: 1 << 20}
+					return nil, &effect.Failure{Code: effect.CodeInputTooLarge, Bytes: inputTooBigBytes, Limit: 1 << 20}
 				}
 				return run(ctx)
 			},
@@ -1297,7 +1298,7 @@ func TestJSONDiff(t *testing.T) {
 
 func TestBigInputSize(t *testing.T) {
 	in := bigInput()
-	assert.InDelta(t, InputTooBigBytes, len(in), 2)
+	assert.InDelta(t, inputTooBigBytes, len(in), 2)
 	assert.Less(t, int64(len(in)), effect.DefaultMaxInputBytes)
 	assert.True(t, json.Valid(in))
 }

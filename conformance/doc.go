@@ -5,7 +5,9 @@
 //
 // It is for backend authors (run [Run] from a test next to the backend) and
 // for tools (the command line prints the matrix from [Check]'s [Report],
-// json.Marshal'ed).
+// json.Marshal'ed). The report's types live in package
+// conformance/verdict, so that a program that only reads reports (the HTTP
+// server) links neither this kit, its hostile fixtures nor package testing.
 //
 //	func TestConformance(t *testing.T) {
 //		conformance.Run(t, func() (spi.Backend, error) { return mybackend.New(nil) }, nil)
@@ -23,19 +25,19 @@
 //	throw           typed scriptError whose message holds the thrown text
 //	syntax_error    typed scriptError
 //	runaway_loop    typed limitExceeded cpu or wallClock (wall clock
-//	                RunawayWallClock); with WallClock hard the backend's own
+//	                250 ms); with WallClock hard the backend's own
 //	                Evaluate returns within it + StopGrace; CPU falls to idle
 //	runaway_native  (WallClock hard or Memory) one long native operation
 //	                ends in a typed limit (wallClock, memory, or cpu when
 //	                CPU is declared) and Evaluate returns within
-//	                RunawayWallClock + StopGrace, timed after a warm-up
+//	                250 ms + StopGrace, timed after a warm-up
 //	                echo on the same instance; CPU falls to idle
 //	allocation_bomb (Memory) typed limitExceeded memory, the host's memory
 //	                grows by at most 4 × the memory limit + 64 MiB; CPU
 //	                falls to idle
-//	memory_limit    (Memory) on one instance: MemoryOver × the limit held
-//	                under MemoryLarge × the limit succeeds, then under the
-//	                limit fails with limitExceeded memory, then MemoryUnder
+//	memory_limit    (Memory) on one instance: 1.25 × the limit held
+//	                under 4 × the limit succeeds, then under the
+//	                limit fails with limitExceeded memory, then 0.5
 //	                × the limit succeeds
 //	deep_recursion  typed scriptError or limitExceeded, never untyped; then
 //	                an echo on the SAME instance succeeds
@@ -58,26 +60,26 @@
 //	fresh_per_run   (FreshPerRun) 16 runs of one script text in sequence,
 //	                then 8 distinct texts at once, all answer {"runs":1}
 //	                with their own nonce
-//	warm            Warm honours a context that ends after WarmDeadline,
+//	warm            Warm honours a context that ends after 50 ms,
 //	                finishes within WarmTimeout, and runs after it answer
 //	                (fresh, when FreshPerRun)
 //	cpu_budget      (CPU) under Options.CPUBudget's small budget a light
-//	                script finishes, and a loop with a CPUBudgetWallClock
+//	                script finishes, and a loop with a 10 s
 //	                wall clock ends in limitExceeded cpu within
-//	                CPUBudgetStop; CPU falls to idle
+//	                5 s; CPU falls to idle
 //	input_too_big   (Memory) a 12 MB "[0,0,…]" under a 16 MiB memory limit
 //	                ends in typed inputTooLarge reported by the backend
 //	                (Failure.Limit is the memory limit, not the byte ceiling)
 //	abort           an already-cancelled context yields context.Canceled,
 //	                no value and no typed failure
 //	abort_mid_run   (WallClock hard) a loop with a 30 s wall clock is
-//	                cancelled AbortSettle after the backend was called (it
+//	                cancelled 100 ms after the backend was called (it
 //	                must still be running then): the effect yields
 //	                context.Canceled AND the backend's own Evaluate returns
 //	                within StopGrace; CPU falls to idle
 //	composition     an over-100,000-character thrown message with a lone
 //	                surrogate arrives as a scriptError of at most
-//	                effect.MaxTextUnits UTF-16 units (plus MarkerAllowance
+//	                effect.MaxTextUnits UTF-16 units (plus 32
 //	                for the marker), valid UTF-8; a 2 MB output under a
 //	                1 MiB MaxOutputBytes ends in limitExceeded output
 //	host_calls      (HostCalls) host.probe(input) then host.probe(answer):
@@ -86,24 +88,24 @@
 //	                BMP, ±(2^53-1), nesting) is the result exactly
 //	host_errors     (HostCalls) a host error is caught with its exact text,
 //	                uncaught it is a scriptError with bounded text; an
-//	                argument over HostArgBound never reaches the host
+//	                argument over 256 bytes never reaches the host
 //	host_limits     (HostCalls) host_loop ends in limitExceeded hostCalls
-//	                after exactly HostLoopCalls delivered calls; an answer
-//	                over HostResultBound is a scriptError naming the bound
+//	                after exactly 5 delivered calls; an answer
+//	                over 256 bytes is a scriptError naming the bound
 //	host_stop       (HostCalls) a run blocked in a host call ends in
-//	                limitExceeded wallClock within RunawayWallClock +
+//	                limitExceeded wallClock within 250 ms +
 //	                StopGrace (a 4× and then 16× clock when the engine's
 //	                start-up spent it before the call), and a cancelled one
 //	                in context.Canceled, the host function's context done
 //	                both times
-//	host_stuck      (HostCalls) with MaxAbandoned HostStuckRuns, two runs
+//	host_stuck      (HostCalls) with MaxAbandoned 2, two runs
 //	                stopped (wall clock, caller) inside a host function
 //	                that ignores its context fill the cap: the next call
 //	                is ErrOverloaded (retryable) until the kit releases
 //	                the functions, and admitted again afterwards
 //
 // Every host case fails a backend that calls its broker after its run
-// ended (waiting HostLateWait for such a call).
+// ended (waiting 100 ms for such a call).
 //
 // Every script is varied per run (fixtures.Set.Prepare: the nonce
 // placeholder replaced, the set's salt appended), so a backend that
@@ -111,7 +113,9 @@
 // that must carry the nonce cannot be looked up. Each case records the
 // figures it measured in CaseResult.Evidence, and Report.Proofs lists, per
 // declared capability, the figures that proved it; docs/backend-authors.md
-// explains each measurement and its margin.
+// explains each measurement and its margin. The kit's figures and bounds
+// are its own, not API: a reader takes them from the report, where each
+// Figure carries the bound and rule it was held to.
 //
 // # Notes
 //
@@ -127,9 +131,9 @@
 // For every case the kit sets effect.Options.AllowNetwork exactly when the
 // backend declares a network other than none, AllowReusedEnvironment
 // exactly when it declares FreshPerRun false, and Limits to the case's
-// limits. Defaults: ordinary cases run with DefaultWallClock (5 s) and
-// DefaultMemoryBytes (32 MiB) unless Options.Limits says otherwise; each
-// case is bounded by DefaultWatchdog (30 s) unless Options.Watchdog says
+// limits. Defaults: ordinary cases run with a 5 s wall clock and
+// 32 MiB of memory unless Options.Limits says otherwise; each
+// case is bounded by a 30 s watchdog unless Options.Watchdog says
 // otherwise.
 //
 // A case that does not finish within the watchdog fails with "watchdog:
@@ -152,7 +156,7 @@
 // The timings the kit asserts are a hard clock's stop (deadline +
 // StopGrace, default 1 s), the CPU budget's stop (half of its wall
 // clock), Warm's return under a cancelled context, and the fall to idle
-// (IdleSpan windows of IdleWindow under IdleShare of a core, within
+// (3 windows of 100 ms under 5 % of a core, within
 // IdleWait). Each margin is wide against its deadline, so a loaded 2-core
 // machine passes and a backend seconds late does not. Every other "in
 // time" is the watchdog; a Close still running after CloseTimeout fails

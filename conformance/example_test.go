@@ -55,17 +55,3 @@ func ExampleCheck() {
 	// proof of network=none proven: false
 	// proof of freshPerRun proven: false
 }
-
-func ExampleCapabilityKeys() {
-	caps := spi.Capabilities{Language: "javascript", Network: spi.NetworkNone, WallClock: spi.WallClockHard, Memory: true, FreshPerRun: true}
-	fmt.Println(conformance.CapabilityKeys(caps))
-	// Output:
-	// [network=none wallClock=hard memory freshPerRun]
-}
-
-func ExampleFigure_String() {
-	f := conformance.Figure{Name: "stopAfter", Value: 251.3, Unit: "ms", Rule: "<=", Bound: 1250}
-	fmt.Println(f)
-	// Output:
-	// stopAfter=251.3 ms (<= 1250)
-}

@@ -47,22 +47,22 @@ func needHostCalls(c spi.Capabilities) string {
 
 // The host cases' figures.
 const (
-	// HostLoopCalls is host_limits' MaxHostCalls: host_loop's call past it
+	// hostLoopCalls is host_limits' MaxHostCalls: host_loop's call past it
 	// ends the run.
-	HostLoopCalls = 5
-	// HostArgBound is host_limits' MaxHostArgBytes, and HostResultBound
+	hostLoopCalls = 5
+	// hostArgBound is host_limits' MaxHostArgBytes, and hostResultBound
 	// its MaxHostResultBytes, for the oversized runs.
-	HostArgBound    = 256
-	HostResultBound = 256
-	// HostStuckRuns is host_stuck's MaxAbandoned: that many runs stuck in
+	hostArgBound    = 256
+	hostResultBound = 256
+	// hostStuckRuns is host_stuck's MaxAbandoned: that many runs stuck in
 	// a host function fill the cap.
-	HostStuckRuns = 2
-	// HostStuckWait bounds how long host_stuck waits, once it released
+	hostStuckRuns = 2
+	// hostStuckWait bounds how long host_stuck waits, once it released
 	// its host functions, for the effect to admit calls again.
-	HostStuckWait = 30 * time.Second
-	// HostLateWait is how long a host case waits, once its runs are over,
+	hostStuckWait = 30 * time.Second
+	// hostLateWait is how long a host case waits, once its runs are over,
 	// for a host call the backend makes after its run ended.
-	HostLateWait = 100 * time.Millisecond
+	hostLateWait = 100 * time.Millisecond
 )
 
 // hostRich is what the probe adds to every answer: text beyond the BMP,
@@ -125,7 +125,7 @@ func (e *env) hostEval(ctx context.Context, ev evaluator, stem string, input []b
 // checkLate fails the case when the backend called its broker after a run
 // ended.
 func (e *env) checkLate(s *hostSpy) {
-	time.Sleep(HostLateWait)
+	time.Sleep(hostLateWait)
 	if n := s.late.Load(); n > 0 {
 		e.failf("the backend made %d host call(s) after its run ended (Evaluate had returned)", n)
 	}
@@ -206,7 +206,7 @@ func hostErrorText(nonce string) string {
 // text; uncaught it is scriptError with bounded text; an oversized
 // argument is refused before the host function runs.
 func caseHostErrors(ctx context.Context, e *env) {
-	ev, s, ok := e.hostSetup(e.k.limits, func(o *effect.Options) { o.MaxHostArgBytes = HostArgBound })
+	ev, s, ok := e.hostSetup(e.k.limits, func(o *effect.Options) { o.MaxHostArgBytes = hostArgBound })
 	if !ok {
 		return
 	}
@@ -243,21 +243,21 @@ func caseHostErrors(ctx context.Context, e *env) {
 	}
 	if typed {
 		units := len(utf16.Encode([]rune(f.Message)))
-		e.figure("uncaughtMessageUnits", float64(units), "units", "<=", effect.MaxTextUnits+MarkerAllowance)
-		if units > effect.MaxTextUnits+MarkerAllowance {
-			e.failf("the uncaught host error's text is %d UTF-16 units, over the bound %d", units, effect.MaxTextUnits+MarkerAllowance)
+		e.figure("uncaughtMessageUnits", float64(units), "units", "<=", effect.MaxTextUnits+markerAllowance)
+		if units > effect.MaxTextUnits+markerAllowance {
+			e.failf("the uncaught host error's text is %d UTF-16 units, over the bound %d", units, effect.MaxTextUnits+markerAllowance)
 		}
 	}
 
 	// An argument over MaxHostArgBytes never reaches the host function.
 	var p probeLog
-	big := fmt.Appendf(nil, `{"pad":%q}`, strings.Repeat("a", 2*HostArgBound))
+	big := fmt.Appendf(nil, `{"pad":%q}`, strings.Repeat("a", 2*hostArgBound))
 	got, err = e.hostEval(ctx, ev, "host_calls", big, e.k.limits, effect.HostFuncs{"probe": p.probe()})
 	args, _ := p.snapshot()
 	f, typed = asFailure(err)
 	switch {
 	case len(args) != 0:
-		e.failf("an argument over MaxHostArgBytes (%d) must not reach the host function; it was called %d time(s)", HostArgBound, len(args))
+		e.failf("an argument over MaxHostArgBytes (%d) must not reach the host function; it was called %d time(s)", hostArgBound, len(args))
 	case !typed || f.Code != effect.CodeScriptError || !strings.Contains(f.Message, "MaxHostArgBytes"):
 		e.failf("an oversized argument must be refused with an error thrown into the script (uncaught: scriptError naming MaxHostArgBytes), got %s", describe(got, err))
 	}
@@ -278,8 +278,8 @@ func sameText(args []byte, text string) bool {
 // MaxHostResultBytes is refused with an error thrown into the script.
 func caseHostLimits(ctx context.Context, e *env) {
 	ev, s, ok := e.hostSetup(e.k.limits, func(o *effect.Options) {
-		o.MaxHostCalls = HostLoopCalls
-		o.MaxHostResultBytes = HostResultBound
+		o.MaxHostCalls = hostLoopCalls
+		o.MaxHostResultBytes = hostResultBound
 	})
 	if !ok {
 		return
@@ -288,18 +288,18 @@ func caseHostLimits(ctx context.Context, e *env) {
 	var n atomic.Int64
 	small := func(context.Context, json.RawMessage) (any, error) { n.Add(1); return 1, nil }
 	got, err := e.hostEval(ctx, ev, "host_loop", hostInput(), e.k.limits, effect.HostFuncs{"probe": small})
-	e.figure("callsDelivered", float64(n.Load()), "calls", "==", HostLoopCalls)
+	e.figure("callsDelivered", float64(n.Load()), "calls", "==", hostLoopCalls)
 	switch f, typed := asFailure(err); {
 	case !typed || f.Code != effect.CodeLimitExceeded || f.Kind != effect.LimitHostCalls:
 		e.failf("a script calling its host forever must end in limitExceeded hostCalls, got %s", describe(got, err))
-	case f.Limit != HostLoopCalls:
-		e.failf("the hostCalls failure must carry the bound %d, got %d", HostLoopCalls, f.Limit)
-	case n.Load() != HostLoopCalls:
-		e.failf("exactly MaxHostCalls (%d) calls must be delivered, got %d", HostLoopCalls, n.Load())
+	case f.Limit != hostLoopCalls:
+		e.failf("the hostCalls failure must carry the bound %d, got %d", hostLoopCalls, f.Limit)
+	case n.Load() != hostLoopCalls:
+		e.failf("exactly MaxHostCalls (%d) calls must be delivered, got %d", hostLoopCalls, n.Load())
 	}
 
 	huge := func(context.Context, json.RawMessage) (any, error) {
-		return strings.Repeat("z", 2*HostResultBound), nil
+		return strings.Repeat("z", 2*hostResultBound), nil
 	}
 	got, err = e.hostEval(ctx, ev, "host_calls", hostInput(), e.k.limits, effect.HostFuncs{"probe": huge})
 	if f, typed := asFailure(err); !typed || f.Code != effect.CodeScriptError || !strings.Contains(f.Message, "MaxHostResultBytes") {
@@ -338,7 +338,7 @@ func caseHostStop(ctx context.Context, e *env) {
 	// that boots inside the run (a fresh instance, on a loaded machine) may
 	// spend a short clock before the script makes its call: then the kit
 	// tries again with a clock four times as long, up to twice.
-	wall := RunawayWallClock
+	wall := runawayWallClock
 	for attempt := 0; ; attempt++ {
 		limits := spi.Limits{WallClock: wall, MemoryBytes: e.k.limits.MemoryBytes}
 		entered, done := make(chan struct{}), make(chan struct{})
@@ -391,12 +391,12 @@ func caseHostStop(ctx context.Context, e *env) {
 // caseHostStuck: a host function that ignores its context counts in the
 // effect's Abandoned until it returns, however the backend stops (stuck
 // with it, or returned and left it on a goroutine of its own), so
-// MaxAbandoned holds: with HostStuckRuns runs stopped while stuck, one by
+// MaxAbandoned holds: with hostStuckRuns runs stopped while stuck, one by
 // the wall clock and one by the caller, the next call is refused
 // (ErrOverloaded, retryable) until the kit releases the functions; then
 // calls are admitted again.
 func caseHostStuck(ctx context.Context, e *env) {
-	ev, s, ok := e.hostSetup(e.k.limits, func(o *effect.Options) { o.MaxAbandoned = HostStuckRuns })
+	ev, s, ok := e.hostSetup(e.k.limits, func(o *effect.Options) { o.MaxAbandoned = hostStuckRuns })
 	if !ok {
 		return
 	}
@@ -425,7 +425,7 @@ func caseHostStuck(ctx context.Context, e *env) {
 	// Stopped by the wall clock; an engine that boots inside the run may
 	// spend a short clock before the call, so the kit tries again with a
 	// clock four times as long, up to twice (as in host_stop).
-	wall := RunawayWallClock
+	wall := runawayWallClock
 	for attempt := 0; ; attempt++ {
 		limits := spi.Limits{WallClock: wall, MemoryBytes: e.k.limits.MemoryBytes}
 		entered := make(chan struct{})
@@ -469,13 +469,13 @@ func caseHostStuck(ctx context.Context, e *env) {
 	var p probeLog
 	got, err = e.hostEval(ctx, ev, "host_calls", hostInput(), e.k.limits, effect.HostFuncs{"probe": p.probe()})
 	if !errors.Is(err, effect.ErrOverloaded) || !effect.Retryable(err) {
-		e.failf("with MaxAbandoned (%d) runs stuck in host functions that ignore their context, the next call must be refused with ErrOverloaded (a stuck host function counts as abandoned until it returns), got %s", HostStuckRuns, describe(got, err))
+		e.failf("with MaxAbandoned (%d) runs stuck in host functions that ignore their context, the next call must be refused with ErrOverloaded (a stuck host function counts as abandoned until it returns), got %s", hostStuckRuns, describe(got, err))
 		return
 	}
 
 	// Released, the functions return and calls are admitted again.
 	free()
-	deadline := time.Now().Add(HostStuckWait)
+	deadline := time.Now().Add(hostStuckWait)
 	for {
 		got, err = e.hostEval(ctx, ev, "host_calls", hostInput(), e.k.limits, effect.HostFuncs{"probe": p.probe()})
 		if !errors.Is(err, effect.ErrOverloaded) || time.Now().After(deadline) || ctx.Err() != nil {
@@ -487,6 +487,6 @@ func caseHostStuck(ctx context.Context, e *env) {
 		}
 	}
 	if err != nil {
-		e.failf("once the stuck host functions returned, calls must be admitted again (within %v), got %s", HostStuckWait, describe(got, err))
+		e.failf("once the stuck host functions returned, calls must be admitted again (within %v), got %s", hostStuckWait, describe(got, err))
 	}
 }

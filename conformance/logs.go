@@ -20,9 +20,9 @@ const (
 	logsLineThree   = "logs: three "
 	logsLineThreeTo = " end"
 	logsFailure     = "logs: failed"
-	// LogsOversized is how many "x" the second line of the logs fixture
+	// logsOversized is how many "x" the second line of the logs fixture
 	// holds after its prefix: far past effect.MaxLogLineUnits.
-	LogsOversized = 100_000
+	logsOversized = 100_000
 )
 
 func needLogs(c spi.Capabilities) string {
@@ -141,8 +141,8 @@ func checkLogLines(e *env, run string, r *effect.Record) bool {
 	case !strings.HasPrefix(two.Text, logsLineTwo+"xxxx"):
 		bad("line 2 must start with %q and x's, got %q", logsLineTwo, clip(two.Text))
 	case !strings.HasSuffix(two.Text, marker):
-		bad("line 2 (%d characters) must be cut with the marker %q, got %d units ending %q", len(logsLineTwo)+LogsOversized, marker, units, clip(two.Text[max(0, len(two.Text)-40):]))
-	case units > effect.MaxLogLineUnits+MarkerAllowance:
+		bad("line 2 (%d characters) must be cut with the marker %q, got %d units ending %q", len(logsLineTwo)+logsOversized, marker, units, clip(two.Text[max(0, len(two.Text)-40):]))
+	case units > effect.MaxLogLineUnits+markerAllowance:
 		bad("line 2 must be bounded to %d units plus the marker, got %d", effect.MaxLogLineUnits, units)
 	}
 	mid, found := strings.CutPrefix(three.Text, logsLineThree)

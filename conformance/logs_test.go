@@ -21,7 +21,7 @@ type logsLine struct {
 // logsGood is what the logs fixture logs on a well-behaved engine.
 var logsGood = []logsLine{
 	{spi.LevelInfo, spi.StreamStdout, logsLineOne},
-	{spi.LevelWarn, spi.StreamStderr, logsLineTwo + strings.Repeat("x", LogsOversized)},
+	{spi.LevelWarn, spi.StreamStderr, logsLineTwo + strings.Repeat("x", logsOversized)},
 	{spi.LevelError, spi.StreamStderr, logsLineThree + "\x07\x1b\xed\xa0\x80" + logsLineThreeTo},
 }
 

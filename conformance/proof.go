@@ -1,40 +1,11 @@
 package conformance
 
 import (
-	"fmt"
-	"strconv"
-
+	"github.com/sandbank/sandbank/conformance/verdict"
 	"github.com/sandbank/sandbank/spi"
 )
 
-// CapabilityKeys returns the keys of the capabilities caps declares, as
-// Report.Proofs names them: "network=none" or "network=allowlist",
-// "wallClock=hard", "memory", "cpu", "freshPerRun", "hostCalls". Weak declarations
-// (network open, a soft wall clock) promise nothing and have no key.
-func CapabilityKeys(caps spi.Capabilities) []string {
-	var keys []string
-	if caps.Network == spi.NetworkNone || caps.Network == spi.NetworkAllowlist {
-		keys = append(keys, "network="+caps.Network.String())
-	}
-	if caps.WallClock == spi.WallClockHard {
-		keys = append(keys, "wallClock=hard")
-	}
-	if caps.Memory {
-		keys = append(keys, "memory")
-	}
-	if caps.CPU {
-		keys = append(keys, "cpu")
-	}
-	if caps.FreshPerRun {
-		keys = append(keys, "freshPerRun")
-	}
-	if caps.HostCalls {
-		keys = append(keys, "hostCalls")
-	}
-	return keys
-}
-
-// capabilityKey maps a case's "proves" entry to the key of caps it proves,
+// provesKey maps a case's "proves" entry to the key of caps it proves,
 // or "" when caps does not declare it.
 func provesKey(p string, caps spi.Capabilities) string {
 	switch p {
@@ -73,7 +44,7 @@ func proofs(caps spi.Capabilities, results []CaseResult) []Proof {
 		byName[r.Name] = r
 	}
 	var out []Proof
-	for _, key := range CapabilityKeys(caps) {
+	for _, key := range verdict.CapabilityKeys(caps) {
 		p := Proof{Capability: key, Proven: true, By: []string{}}
 		for _, c := range allCases {
 			measures := false
@@ -107,16 +78,4 @@ func proofs(caps spi.Capabilities, results []CaseResult) []Proof {
 		out = append(out, p)
 	}
 	return out
-}
-
-// String renders the figure as "name=value unit (rule bound)".
-func (f Figure) String() string {
-	s := f.Name + "=" + strconv.FormatFloat(f.Value, 'f', -1, 64)
-	if f.Unit != "" {
-		s += " " + f.Unit
-	}
-	if f.Rule != "" {
-		s += fmt.Sprintf(" (%s %s)", f.Rule, strconv.FormatFloat(f.Bound, 'f', -1, 64))
-	}
-	return s
 }

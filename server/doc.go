@@ -54,7 +54,9 @@
 //
 // GET /v1/engines lists each engine's declared capabilities and what the
 // conformance kit proved of them on this server (Options.Verify, in the
-// command line conformance.Check with the built-in fixtures). The kit is
+// command line conformance.Check with the built-in fixtures). The server
+// holds only the kit's report (package conformance/verdict): it links
+// neither the kit, its hostile fixtures nor package testing. The kit is
 // too dear to run per request (it waits for the CPU to go idle, runs
 // hostile scripts), so the server runs it at most once per engine per
 // process, one engine at a time, in the background, started by the first
@@ -75,7 +77,9 @@
 // bounded queue in front (MaxQueue) and a queue timeout (QueueTimeout):
 // past them a run is a quick 503, so waiting requests, their goroutines
 // and their (bounded) bodies are bounded too. Each tenant's concurrent
-// runs and request rate are capped on top (package internal/tenant).
+// runs and request rate are capped on top (package tenant); the key and
+// the rate are checked by the admission every Sandbank HTTP door shares
+// (RequireTenant), so another door answers 401 and 429 as the server does.
 // Serve sets read-header, read, write and idle timeouts, so a slow client
 // cannot hold a connection or a run, and holds at most MaxConnections
 // connections open (further clients wait in the kernel's backlog). Shutdown stops accepting, lets the

@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sandbank/sandbank/internal/tenant"
+	"github.com/sandbank/sandbank/tenant"
 )
 
 // sendRaw posts body with the content type and returns the status and

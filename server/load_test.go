@@ -24,8 +24,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sandbank/sandbank/internal/tenant"
 	"github.com/sandbank/sandbank/spi"
+	"github.com/sandbank/sandbank/tenant"
 )
 
 // job is one request of the load and what its response must be.

@@ -10,7 +10,7 @@ import (
 
 	"go.opentelemetry.io/otel/propagation"
 
-	"github.com/sandbank/sandbank/internal/tenant"
+	"github.com/sandbank/sandbank/tenant"
 )
 
 type ctxKey int
@@ -97,46 +97,24 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 		sw.Header().Set("X-Content-Type-Options", "nosniff")
 
 		if !public(r.URL.Path) {
-			t, p := s.authenticate(r)
+			t, p, reason := admitTenant(s.tenants, s.dev, r)
+			if t != nil {
+				acc.tenant = t.Name
+			}
 			if p != nil {
+				s.metrics.rejected.WithLabelValues(reason).Inc()
 				p.write(sw)
 				return
 			}
-			acc.tenant = t.Name
-			if ok, after := t.Allow(); !ok {
-				s.metrics.rejected.WithLabelValues(rejectRateLimit).Inc()
-				quota("server: the tenant's rate limit is reached", after).write(sw)
-				return
-			}
-			ctx = context.WithValue(ctx, tenantKey, t)
+			ctx = withTenant(ctx, t)
 		}
 		next.ServeHTTP(sw, r.WithContext(ctx))
 	})
 }
 
-// authenticate returns the request's tenant: from its bearer key, or the
-// development tenant when the server has no tenants.
-func (s *Server) authenticate(r *http.Request) (*tenant.Tenant, *Problem) {
-	if s.tenants == nil {
-		return s.dev, nil
-	}
-	h := r.Header.Get("Authorization")
-	key, ok := strings.CutPrefix(h, "Bearer ")
-	if !ok {
-		s.metrics.rejected.WithLabelValues(rejectUnauthorized).Inc()
-		p := problem(http.StatusUnauthorized, KindUnauthorized, "server: missing API key (Authorization: Bearer KEY)")
-		return nil, p
-	}
-	t, ok := s.tenants.Authenticate(strings.TrimSpace(key))
-	if !ok {
-		s.metrics.rejected.WithLabelValues(rejectUnauthorized).Inc()
-		return nil, problem(http.StatusUnauthorized, KindUnauthorized, "server: unknown API key")
-	}
-	return t, nil
-}
-
+// tenantOf returns the tenant the middleware admitted the request as.
 func tenantOf(ctx context.Context) *tenant.Tenant {
-	t, _ := ctx.Value(tenantKey).(*tenant.Tenant)
+	t, _ := TenantFrom(ctx)
 	return t
 }
 

@@ -22,8 +22,8 @@ import (
 
 	"github.com/sandbank/sandbank/conformance"
 	"github.com/sandbank/sandbank/effect"
-	"github.com/sandbank/sandbank/internal/tenant"
 	"github.com/sandbank/sandbank/registry"
+	"github.com/sandbank/sandbank/tenant"
 )
 
 // syncBuffer is a bytes.Buffer safe for the handler's goroutines.

@@ -17,11 +17,11 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/sandbank/sandbank/conformance"
+	"github.com/sandbank/sandbank/conformance/verdict"
 	"github.com/sandbank/sandbank/effect"
-	"github.com/sandbank/sandbank/internal/tenant"
 	"github.com/sandbank/sandbank/registry"
 	"github.com/sandbank/sandbank/spi"
+	"github.com/sandbank/sandbank/tenant"
 )
 
 // The defaults of Options.
@@ -86,11 +86,14 @@ type Options struct {
 	// the trace context of the incoming request's headers (W3C traceparent
 	// and baggage). Nil means no tracing.
 	TracerProvider trace.TracerProvider
-	// Verify runs the conformance kit on an engine for GET /v1/engines'
-	// verified capabilities; the server calls it at most once per engine,
-	// one at a time, in the background (see Verification). Nil means the
-	// verdict is "unchecked".
-	Verify func(ctx context.Context, e registry.Entry) (*conformance.Report, error)
+	// Verify checks an engine for GET /v1/engines' verified capabilities:
+	// a program wires it to the conformance kit (conformance.Check with
+	// the engine's factory), so the server itself never links the kit, its
+	// hostile fixtures or package testing. The server calls it at most once
+	// per engine, one at a time, in the background (see Verification);
+	// a report's failed cases make the verdict "failed", an error "error".
+	// Nil means the verdict is "unchecked".
+	Verify func(ctx context.Context, e registry.Entry) (*verdict.Report, error)
 	// AllowNetwork and AllowReusedEnvironment are the effect's opt-ins;
 	// an engine the effect refuses without them cannot run.
 	AllowNetwork, AllowReusedEnvironment bool

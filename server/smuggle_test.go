@@ -20,7 +20,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sandbank/sandbank/internal/tenant"
+	"github.com/sandbank/sandbank/tenant"
 )
 
 // routeCounter is a slog.Handler counting the access records of one

@@ -16,10 +16,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
-	"github.com/sandbank/sandbank/internal/tenant"
 	"github.com/sandbank/sandbank/mcpserver"
 	"github.com/sandbank/sandbank/registry"
 	"github.com/sandbank/sandbank/spi"
+	"github.com/sandbank/sandbank/tenant"
 )
 
 type mcpOptions struct {
@@ -48,7 +48,9 @@ Over HTTP, callers authenticate as for 'sandbank serve': with
 "Authorization: Bearer KEY" of a tenant in --tenants FILE or, without it,
 in $SANDBANK_TENANTS ('sandbank serve --new-key' makes a key). Each
 tenant's quotas apply: its limits ceiling, its engines, its concurrent
-runs and its rate. Without tenants, --http serves only a loopback address
+runs and its rate. A missing or unknown key (401) and a tenant past its
+rate (429, with Retry-After) get the same problem+json answer as from
+'sandbank serve'. Without tenants, --http serves only a loopback address
 (127.0.0.1:PORT, [::1]:PORT, localhost:PORT), to anyone on this machine.
 A request from a browser page of another origin than a loopback one
 (http://localhost:3000) is refused with 403, against DNS rebinding,
@@ -241,12 +243,8 @@ func (a *app) serveMCPHTTP(ctx context.Context, srv *mcpserver.Server, o *mcpOpt
 	if err != nil {
 		return usagef("--http: %v", err)
 	}
-	hopts := &mcpserver.HTTPOptions{AllowedOrigins: o.allowOrigins}
-	if tenants != nil {
-		hopts.Authenticate = func(next http.Handler) http.Handler { return requireTenant(tenants, next) }
-	}
 	hs := &http.Server{
-		Handler:           srv.HTTPHandler(hopts),
+		Handler:           srv.HTTPHandler(mcpHTTPOptions(o, tenants)),
 		ReadHeaderTimeout: 10 * time.Second,
 	}
 	fmt.Fprintf(a.stderr, "sandbank: serving MCP (streamable HTTP) on http://%s/\n", ln.Addr())
@@ -261,6 +259,16 @@ func (a *app) serveMCPHTTP(ctx context.Context, srv *mcpserver.Server, o *mcpOpt
 	defer cancel()
 	_ = hs.Shutdown(shutdown)
 	return signalled(ctx, ctx.Err())
+}
+
+// mcpHTTPOptions are the options of the MCP server's HTTP handler: with
+// tenants, every request passes the tenant admission (requireTenant).
+func mcpHTTPOptions(o *mcpOptions, tenants *tenant.Set) *mcpserver.HTTPOptions {
+	hopts := &mcpserver.HTTPOptions{AllowedOrigins: o.allowOrigins}
+	if tenants != nil {
+		hopts.Authenticate = func(next http.Handler) http.Handler { return requireTenant(tenants, next) }
+	}
+	return hopts
 }
 
 // checkLoopback refuses an --http address that is not on loopback: a

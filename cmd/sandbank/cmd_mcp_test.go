@@ -23,8 +23,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sandbank/sandbank/effect"
-	"github.com/sandbank/sandbank/internal/tenant"
 	"github.com/sandbank/sandbank/mcpserver"
+	"github.com/sandbank/sandbank/tenant"
 )
 
 // mcpCallBound bounds one tool call of the end-to-end tests. It is far

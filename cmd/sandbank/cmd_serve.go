@@ -14,9 +14,9 @@ import (
 
 	"github.com/sandbank/sandbank/conformance"
 	"github.com/sandbank/sandbank/effect"
-	"github.com/sandbank/sandbank/internal/tenant"
 	"github.com/sandbank/sandbank/registry"
 	"github.com/sandbank/sandbank/server"
+	"github.com/sandbank/sandbank/tenant"
 )
 
 type serveOptions struct {

@@ -3,21 +3,20 @@ package main
 import (
 	"context"
 	"fmt"
-	"math"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/sandbank/sandbank/effect"
-	"github.com/sandbank/sandbank/internal/tenant"
 	"github.com/sandbank/sandbank/mcpserver"
+	"github.com/sandbank/sandbank/server"
+	"github.com/sandbank/sandbank/tenant"
 )
 
 // The tenants of 'sandbank mcp --http': the same document, keys and quotas
-// as 'sandbank serve' (internal/tenant).
+// as 'sandbank serve' (package tenant).
 
 // tenantKey is where the verifier leaves the tenant, in the TokenInfo the
 // SDK hands each request (mcp.RequestExtra.TokenInfo).
@@ -43,12 +42,16 @@ func mcpTenants(o *mcpOptions) (*tenant.Set, error) {
 	return s, nil
 }
 
-// requireTenant lets through only requests with a tenant's key
-// ("Authorization: Bearer KEY"; 401 otherwise) within its rate limit (429
-// with Retry-After otherwise).
+// requireTenant is the tenant admission of 'sandbank mcp --http': the
+// server's own (server.RequireTenant: a tenant's key, else 401, and a
+// token from its rate limit, else 429 with Retry-After, both as the
+// server's problem+json), then the SDK's bearer-token middleware, handed
+// the tenant already admitted, so that a session stays with the tenant
+// that opened it and each tool call carries its tenant
+// (mcp.RequestExtra.TokenInfo, read by admitTenant).
 func requireTenant(tenants *tenant.Set, next http.Handler) http.Handler {
-	verify := func(_ context.Context, key string, _ *http.Request) (*auth.TokenInfo, error) {
-		t, ok := tenants.Authenticate(key)
+	admitted := func(ctx context.Context, _ string, _ *http.Request) (*auth.TokenInfo, error) {
+		t, ok := server.TenantFrom(ctx)
 		if !ok {
 			return nil, auth.ErrInvalidToken
 		}
@@ -56,20 +59,7 @@ func requireTenant(tenants *tenant.Set, next http.Handler) http.Handler {
 		// tenant that opened it.
 		return &auth.TokenInfo{UserID: t.Name, Expiration: time.Now().Add(24 * time.Hour), Extra: map[string]any{tenantKey: t}}, nil
 	}
-	limited := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		t := tenantOf(auth.TokenInfoFromContext(r.Context()))
-		if t == nil {
-			http.Error(w, "sandbank: no tenant", http.StatusUnauthorized)
-			return
-		}
-		if ok, after := t.Allow(); !ok {
-			w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(after.Seconds()))))
-			http.Error(w, "sandbank: rate limit: try again later", http.StatusTooManyRequests)
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
-	return auth.RequireBearerToken(verify, nil)(limited)
+	return server.RequireTenant(tenants, auth.RequireBearerToken(admitted, nil)(next))
 }
 
 func tenantOf(info *auth.TokenInfo) *tenant.Tenant {

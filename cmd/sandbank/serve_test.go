@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sandbank/sandbank/internal/tenant"
+	"github.com/sandbank/sandbank/tenant"
 )
 
 func TestServeRefusals(t *testing.T) {

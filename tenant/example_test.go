@@ -3,7 +3,7 @@ package tenant_test
 import (
 	"fmt"
 
-	"github.com/sandbank/sandbank/internal/tenant"
+	"github.com/sandbank/sandbank/tenant"
 )
 
 // A tenants document holds key digests only; the key itself goes to the

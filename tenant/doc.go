@@ -1,5 +1,8 @@
 // Package tenant holds the tenants of a Sandbank server: who may call it,
-// with which API key, and within which quotas.
+// with which API key, and within which quotas. Both HTTP doors read it:
+// the HTTP API (server.Options.Tenants) and 'sandbank mcp --http', which
+// admit a request the same way (server.RequireTenant: the key, else 401,
+// and the rate, else 429, as problem+json).
 //
 // A [Set] is read from a JSON document ([Parse], [Load], [FromEnv]) that
 // names each tenant, the SHA-256 digests of its API keys, its limits

@@ -1,0 +1,164 @@
+package server
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestProductionDoorsLinkNoKit guards the seam between audiences: a
+// program serving Sandbank (the HTTP server, the MCP server, the tenants
+// they admit, the kit's report they list) links neither package testing,
+// net/http/httptest, nor the conformance kit and its hostile fixtures.
+// The kit reaches the server only as Options.Verify, wired by the
+// program.
+func TestProductionDoorsLinkNoKit(t *testing.T) {
+	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	if _, err := os.Stat(goBin); err != nil {
+		if goBin, err = exec.LookPath("go"); err != nil {
+			t.Skip("no go tool to list the packages' dependencies")
+		}
+	}
+	const module = "github.com/sandbank/sandbank/"
+	for _, pkg := range []string{"server", "mcpserver", "tenant", "conformance/verdict"} {
+		t.Run(pkg, func(t *testing.T) {
+			cmd := exec.Command(goBin, "list", "-deps", module+pkg)
+			out, err := cmd.Output()
+			var stderr []byte
+			if ee, ok := err.(*exec.ExitError); ok {
+				stderr = ee.Stderr
+			}
+			require.NoError(t, err, "go list -deps %s: %s", pkg, stderr)
+			for _, dep := range strings.Fields(string(out)) {
+				assert.False(t, dep == "testing" || strings.HasPrefix(dep, "testing/") ||
+					dep == "net/http/httptest" ||
+					dep == module+"conformance" ||
+					dep == module+"fixtures" || strings.HasPrefix(dep, module+"fixtures/"),
+					"%s links %s", pkg, dep)
+			}
+		})
+	}
+}
+
+// TestPublicAPINamesNoInternalType: no exported declaration of the
+// module's public packages (an option's field, a function's signature, a
+// type) names a type of an internal package, which a caller could not
+// spell. It reads the sources of the module (this package's parent), its
+// Temporal module included.
+func TestPublicAPINamesNoInternalType(t *testing.T) {
+	var found []string
+	err := filepath.WalkDir("..", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if n := d.Name(); n == "internal" || n == "testdata" || (strings.HasPrefix(n, ".") && n != "..") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		found = append(found, internalNames(t, path)...)
+		return nil
+	})
+	require.NoError(t, err)
+	assert.Empty(t, found, "exported declarations that name an internal package's type")
+}
+
+// internalNames returns where the exported declarations of the Go file
+// at path name a type of an internal package it imports.
+func internalNames(t *testing.T, path string) []string {
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+	require.NoError(t, err)
+	internal := map[string]string{} // local name -> import path
+	for _, im := range f.Imports {
+		p, _ := strconv.Unquote(im.Path.Value)
+		if !strings.Contains(p+"/", "/internal/") {
+			continue
+		}
+		name := p[strings.LastIndex(p, "/")+1:]
+		if im.Name != nil {
+			name = im.Name.Name
+		}
+		internal[name] = p
+	}
+	var found []string
+	check := func(n ast.Node, decl string) {
+		ast.Inspect(n, func(n ast.Node) bool {
+			if s, ok := n.(*ast.SelectorExpr); ok {
+				if x, ok := s.X.(*ast.Ident); ok && internal[x.Name] != "" {
+					found = append(found, fset.Position(s.Pos()).String()+": "+decl+" names "+internal[x.Name]+"."+s.Sel.Name)
+				}
+			}
+			return true
+		})
+	}
+	if len(internal) == 0 {
+		return nil
+	}
+	for _, d := range f.Decls {
+		switch d := d.(type) {
+		case *ast.FuncDecl:
+			if d.Name.IsExported() && (d.Recv == nil || exportedReceiver(d.Recv)) {
+				check(d.Type, d.Name.Name)
+			}
+		case *ast.GenDecl:
+			for _, spec := range d.Specs {
+				switch s := spec.(type) {
+				case *ast.TypeSpec:
+					if !s.Name.IsExported() {
+						continue
+					}
+					st, ok := s.Type.(*ast.StructType)
+					if !ok {
+						check(s.Type, s.Name.Name)
+						continue
+					}
+					for _, field := range st.Fields.List {
+						exported := len(field.Names) == 0 // embedded
+						for _, n := range field.Names {
+							exported = exported || n.IsExported()
+						}
+						if exported {
+							check(field.Type, s.Name.Name)
+						}
+					}
+				case *ast.ValueSpec:
+					for _, n := range s.Names {
+						if n.IsExported() && s.Type != nil {
+							check(s.Type, n.Name)
+						}
+					}
+				}
+			}
+		}
+	}
+	return found
+}
+
+// exportedReceiver reports whether a method's receiver type is exported.
+func exportedReceiver(recv *ast.FieldList) bool {
+	typ := recv.List[0].Type
+	if star, ok := typ.(*ast.StarExpr); ok {
+		typ = star.X
+	}
+	if index, ok := typ.(*ast.IndexExpr); ok {
+		typ = index.X
+	}
+	id, ok := typ.(*ast.Ident)
+	return ok && id.IsExported()
+}
