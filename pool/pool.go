@@ -216,11 +216,13 @@ func (p *Pool) Close() error {
 	return p.closeErr
 }
 
-// probeBackend lets New check the effect options; it never runs.
+// probeBackend lets New check the effect options; it never runs. It
+// declares every capability an option may need (host calls, logs) and
+// none the effect refuses by default.
 type probeBackend struct{}
 
 func (probeBackend) Capabilities() spi.Capabilities {
-	return spi.Capabilities{Language: "probe", Network: spi.NetworkNone, WallClock: spi.WallClockHard, FreshPerRun: true}
+	return spi.Capabilities{Language: "probe", Network: spi.NetworkNone, WallClock: spi.WallClockHard, FreshPerRun: true, HostCalls: true, Logs: true}
 }
 
 func (probeBackend) Evaluate(context.Context, spi.Request) (spi.Outcome, error) {

@@ -53,6 +53,13 @@ func TestNewRefusesBadOptions(t *testing.T) {
 	assert.ErrorIs(t, err, ErrInvalidOptions)
 	assert.ErrorIs(t, err, effect.ErrInvalidLimits)
 	assert.Equal(t, effect.KindInvalidCall, effect.KindOf(err))
+
+	// Options that need a capability of the backend are checked when it
+	// is built, not refused by New.
+	p, err := New(registry.New(), &Options{Effect: effect.Options{Host: effect.HostFuncs{
+		"f": func(context.Context, json.RawMessage) (any, error) { return nil, nil }}}})
+	require.NoError(t, err)
+	require.NoError(t, p.Close())
 }
 
 func TestResolve(t *testing.T) {
