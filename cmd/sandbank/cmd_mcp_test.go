@@ -352,7 +352,7 @@ func TestMCPOverHTTP(t *testing.T) {
 	defer ns.Close()
 	res, r = callTool(t, ns, &mcp.CallToolParams{Name: "run_javascript", Arguments: map[string]any{"script": "1"}})
 	assert.True(t, res.IsError)
-	assert.Contains(t, r.InvalidCall, "engine quickjs is not among the engines of tenant narrow")
+	assert.Contains(t, r.InvalidCall, "no allowed engine runs javascript", "the tenant's engines run no javascript")
 }
 
 func TestMCPTenantsNeedHTTP(t *testing.T) {
