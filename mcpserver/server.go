@@ -101,7 +101,6 @@ type Server struct {
 	progress time.Duration
 	logger   *slog.Logger
 	admit    func(context.Context, *mcp.CallToolRequest, string) (Admission, error)
-
 }
 
 // limits are the server's limits, defaults resolved.
