@@ -148,14 +148,14 @@ func (p *Pool) build(e registry.Entry) (*effect.Effect, error) {
 }
 
 // errNoBackend is a factory that returned neither a backend nor an error.
-var errNoBackend = errors.New("pool: the engine's factory returned no backend")
+var errNoBackend = errors.New("the engine's factory returned no backend")
 
 // construct calls f, recovering a panic into an error: a broken factory
 // is the engine's failure, not the process's.
 func construct(f spi.Factory) (b spi.Backend, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			b, err = nil, fmt.Errorf("pool: the engine's factory panicked: %s", effect.Excerpt(fmt.Sprint(r)))
+			b, err = nil, fmt.Errorf("the engine's factory panicked: %s", effect.Excerpt(fmt.Sprint(r)))
 		}
 	}()
 	b, err = f()
