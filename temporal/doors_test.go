@@ -12,6 +12,7 @@ import (
 
 	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/internal/doortest"
+	"github.com/sandbank/sandbank/spi"
 )
 
 // TestTheDoorsTable runs the requests every door answers alike
@@ -27,7 +28,8 @@ func TestTheDoorsTable(t *testing.T) {
 			var s testsuite.WorkflowTestSuite
 			env := s.NewTestActivityEnvironment()
 			env.RegisterActivityWithOptions(acts.Run, activity.RegisterOptions{Name: ActivityName})
-			v, err := env.ExecuteActivity(ActivityName, Request{Engine: c.Engine, Language: c.Language, Source: []byte("x"), Input: doortest.Input})
+			v, err := env.ExecuteActivity(ActivityName, Request{Engine: c.Engine, Language: c.Language, Source: []byte("x"), Input: doortest.Input,
+				Limits: spi.Limits{WallClock: c.WallClock}})
 			if c.Want != "" {
 				require.NoError(t, err)
 				var rec effect.Record

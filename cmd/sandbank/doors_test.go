@@ -60,7 +60,11 @@ func httpDoor(t *testing.T, c doortest.Case) (string, effect.Kind, bool) {
 	require.NoError(t, err)
 	defer srv.Close()
 
-	body, err := json.Marshal(map[string]any{"engine": c.Engine, "language": c.Language, "source": "x", "input": doortest.Input})
+	run := map[string]any{"engine": c.Engine, "language": c.Language, "source": "x", "input": doortest.Input}
+	if c.WallClock > 0 {
+		run["limits"] = map[string]any{"wallClockMs": c.WallClock.Milliseconds()}
+	}
+	body, err := json.Marshal(run)
 	require.NoError(t, err)
 	req := httptest.NewRequest(http.MethodPost, "/v1/runs", strings.NewReader(string(body)))
 	req.Header.Set("Content-Type", "application/json")
@@ -118,7 +122,11 @@ func mcpDoor(t *testing.T, c doortest.Case) (string, effect.Kind, bool) {
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx, ct, nil)
 	require.NoError(t, err)
 	defer cs.Close()
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_" + lang, Arguments: map[string]any{"script": "x", "input": doortest.Input}})
+	args := map[string]any{"script": "x", "input": doortest.Input}
+	if c.WallClock > 0 {
+		args["limits"] = map[string]any{"timeoutMs": c.WallClock.Milliseconds()}
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_" + lang, Arguments: args})
 	require.NoError(t, err)
 	b, err := json.Marshal(res.StructuredContent)
 	require.NoError(t, err)
@@ -134,9 +142,10 @@ func mcpDoor(t *testing.T, c doortest.Case) (string, effect.Kind, bool) {
 	return "", effect.KindInfrastructure, false
 }
 
-// cliDoor is 'sandbank run --json', which has no restriction of its own.
+// cliDoor is 'sandbank run --json', which has no restriction of its own
+// and whose --timeout is its ceiling.
 func cliDoor(t *testing.T, c doortest.Case) (string, effect.Kind, bool) {
-	if len(c.Allowed) > 0 {
+	if len(c.Allowed) > 0 || c.WallClock > 0 {
 		return "", 0, true
 	}
 	a, _ := fakeApp(t)

@@ -7,6 +7,7 @@ package doortest
 
 import (
 	"encoding/json"
+	"time"
 
 	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/internal/fakebackend"
@@ -50,6 +51,10 @@ type Case struct {
 	// case that has one.
 	Engine, Language string
 	Allowed          []string
+	// WallClock is the wall-clock limit the request asks for; zero asks
+	// for none. Every door's ceiling is effect.DefaultWallClock. A door
+	// without a ceiling of its own skips a case that asks for one.
+	WallClock time.Duration
 	// Want is the engine that runs it; empty when it is refused.
 	Want string
 	// Kind is the kind of the refusal (zero when it runs).
@@ -70,4 +75,6 @@ var Cases = []Case{
 	{Name: "an unknown engine", Engine: "nonesuch", Kind: effect.KindInvalidCall},
 	{Name: "an unknown language", Language: "cobol", Kind: effect.KindInvalidCall},
 	{Name: "neither engine nor language", Kind: effect.KindInvalidCall},
+	{Name: "limits below the ceiling", Language: "javascript", WallClock: time.Second, Want: JSDefault},
+	{Name: "limits above the ceiling", Language: "javascript", WallClock: 2 * effect.DefaultWallClock, Kind: effect.KindInvalidCall},
 }
