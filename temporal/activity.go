@@ -164,13 +164,15 @@ func (a *Activities) Run(ctx context.Context, req Request) (*effect.Record, erro
 	if call.Limits, err = pool.Clamp(a.pool.Ceiling(), req.Limits); err != nil {
 		return nil, activityError(err, nil, a.limit)
 	}
-	eff, err := a.pool.Effect(entry.Engine)
-	if err != nil {
-		return nil, activityError(err, nil, a.limit)
-	}
+	// Heartbeat from here: an engine's first run builds it, which counts
+	// as part of the run.
 	if hb := activity.GetInfo(ctx).HeartbeatTimeout; hb > 0 {
 		stop := a.heartbeatEvery(ctx, hb)
 		defer stop()
+	}
+	eff, err := a.pool.Effect(entry.Engine)
+	if err != nil {
+		return nil, activityError(err, nil, a.limit)
 	}
 	rec, err := run(ctx, eff, call)
 	if err != nil {
