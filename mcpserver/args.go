@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/sandbank/sandbank/effect"
 	"io"
+	"math"
 	"strings"
 	"time"
 
+	"github.com/sandbank/sandbank/effect"
+	"github.com/sandbank/sandbank/pool"
 	"github.com/sandbank/sandbank/spi"
 )
 
@@ -17,7 +19,7 @@ import (
 type args struct {
 	script string
 	input  json.RawMessage // JSON text; "null" when not given
-	limits spi.Limits      // zero fields: the server's
+	limits spi.Limits      // the run's, within the ceiling (pool.Clamp)
 }
 
 // wireArgs is how a run tool's arguments arrive.
@@ -56,29 +58,44 @@ func decodeArgs(raw json.RawMessage, lim limits) (args, string) {
 	if len(a.input) == 0 {
 		a.input = json.RawMessage("null")
 	}
-	if w.Limits == nil {
+	// The wire asks for positive numbers; the ceiling is every door's
+	// (pool.Clamp), in this door's words.
+	var asked spi.Limits
+	if w.Limits != nil {
+		if ms := w.Limits.TimeoutMs; ms != nil {
+			if *ms <= 0 {
+				return args{}, "limits.timeoutMs must be a positive whole number of milliseconds"
+			}
+			asked.WallClock = millis(*ms)
+		}
+		if n := w.Limits.MemoryBytes; n != nil {
+			if *n <= 0 {
+				return args{}, "limits.memoryBytes must be a positive whole number of bytes"
+			}
+			asked.MemoryBytes = *n
+		}
+	}
+	limits, err := pool.Clamp(lim.ceiling(), asked)
+	var le *pool.LimitError
+	switch {
+	case err == nil:
+		a.limits = limits
 		return a, ""
-	}
-	if ms := w.Limits.TimeoutMs; ms != nil {
+	case !errors.As(err, &le):
+		return args{}, oneLine(err.Error())
+	case le.Kind == effect.LimitWallClock:
 		ceiling := lim.wallClock.Milliseconds()
-		switch {
-		case *ms <= 0:
-			return args{}, "limits.timeoutMs must be a positive whole number of milliseconds"
-		case *ms > ceiling:
-			return args{}, fmt.Sprintf("limits.timeoutMs is %d, above the server's wall-clock limit of %d ms: a call's limits may only lower the server's (leave timeoutMs out to get %d ms)", *ms, ceiling, ceiling)
-		}
-		a.limits.WallClock = time.Duration(*ms) * time.Millisecond
+		return args{}, fmt.Sprintf("limits.timeoutMs is %d, above the server's wall-clock limit of %d ms: a call's limits may only lower the server's (leave timeoutMs out to get %d ms)", *w.Limits.TimeoutMs, ceiling, ceiling)
 	}
-	if n := w.Limits.MemoryBytes; n != nil {
-		switch {
-		case *n <= 0:
-			return args{}, "limits.memoryBytes must be a positive whole number of bytes"
-		case *n > lim.memoryBytes:
-			return args{}, fmt.Sprintf("limits.memoryBytes is %d, above the server's memory limit of %d bytes: a call's limits may only lower the server's (leave memoryBytes out to get %d bytes)", *n, lim.memoryBytes, lim.memoryBytes)
-		}
-		a.limits.MemoryBytes = *n
+	return args{}, fmt.Sprintf("limits.memoryBytes is %d, above the server's memory limit of %d bytes: a call's limits may only lower the server's (leave memoryBytes out to get %d bytes)", *w.Limits.MemoryBytes, lim.memoryBytes, lim.memoryBytes)
+}
+
+// millis is ms milliseconds, saturating at the largest duration.
+func millis(ms int64) time.Duration {
+	if ms > math.MaxInt64/int64(time.Millisecond) {
+		return math.MaxInt64
 	}
-	return a, ""
+	return time.Duration(ms) * time.Millisecond
 }
 
 // argumentProblem words a decoding error for the model.

@@ -61,11 +61,10 @@
 // a script's behalf: there are no host calls (a script cannot call another
 // MCP server's tools) until the effect brokers host functions.
 //
-// For a language nobody chose an engine for, New serves the registry's
-// default when it bounds memory and preempts a running script (a hard wall
-// clock), else the first engine of the language that does (Starlark:
-// starlark-wasm rather than the in-process starlark default), else the
-// default. An engine that does not bound memory (go.starlark.net's
+// For a language nobody chose an engine for, a tool runs the language's
+// default engine, as every door does (package pool's Resolve); a call
+// whose Admission restricts its engines runs the first of them that runs
+// the language. An engine that does not bound memory (go.starlark.net's
 // Starlark, goja) runs in the server's process: a script can make the
 // whole process allocate until the system stops it; its tool's description
 // says so.

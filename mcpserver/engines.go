@@ -8,6 +8,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/sandbank/sandbank/pool"
 	"github.com/sandbank/sandbank/spi"
 )
 
@@ -58,27 +59,35 @@ func listEnginesDefinition() *mcp.Tool {
 	}
 }
 
-// engines describes the served engines.
+// engines describes the served engines: each tool's engine as every door
+// describes it (pool.Description), with the tool and the server's limits.
 func (s *Server) engines() Engines {
 	out := Engines{Engines: []Engine{}}
 	for _, t := range s.tools {
-		out.Engines = append(out.Engines, Engine{
-			Tool:         t.name,
-			Engine:       t.entry.Engine,
-			Language:     t.lang,
-			Description:  t.entry.Description,
-			Capabilities: t.entry.Capabilities,
-			Limits: EngineLimits{
-				TimeoutMs:      s.limits.wallClock.Milliseconds(),
-				MemoryBytes:    s.limits.memoryBytes,
-				MemoryEnforced: t.entry.Capabilities.Memory,
-				MaxScriptBytes: s.limits.maxScript,
-				MaxInputBytes:  s.limits.maxInput,
-				MaxOutputBytes: s.limits.maxOutput,
-			},
-		})
+		for _, d := range s.pool.Describe(t.entry.Engine) {
+			out.Engines = append(out.Engines, s.engine(t, d))
+		}
 	}
 	return out
+}
+
+// engine renders d, the engine of t.
+func (s *Server) engine(t *runTool, d pool.Description) Engine {
+	return Engine{
+		Tool:         t.name,
+		Engine:       d.Engine,
+		Language:     d.Language,
+		Description:  d.Description,
+		Capabilities: d.Capabilities,
+		Limits: EngineLimits{
+			TimeoutMs:      s.limits.wallClock.Milliseconds(),
+			MemoryBytes:    s.limits.memoryBytes,
+			MemoryEnforced: d.Capabilities.Memory,
+			MaxScriptBytes: s.limits.maxScript,
+			MaxInputBytes:  s.limits.maxInput,
+			MaxOutputBytes: s.limits.maxOutput,
+		},
+	}
 }
 
 func (s *Server) listEngines(_ context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {

@@ -2,18 +2,17 @@ package mcpserver
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/sandbank/sandbank/effect"
+	"github.com/sandbank/sandbank/pool"
 	"github.com/sandbank/sandbank/registry"
 	"github.com/sandbank/sandbank/spi"
 )
@@ -45,10 +44,10 @@ type Options struct {
 	// them the registry has. A language the registry lacks is refused.
 	Languages []string
 	// Engines chooses the engine of a language by name
-	// ({"javascript": "goja"}). A language not named here runs the engine
-	// [Requirements] selects: its registry default when that bounds memory
-	// and preempts, else the first engine of the language (by name) that
-	// does, else its default.
+	// ({"javascript": "goja"}). A language not named here runs its
+	// registry default, or, for a call whose Admission restricts its
+	// engines, the first of them that runs the language
+	// (pool.Pool.Resolve, the policy of every door).
 	Engines map[string]string
 	// Factory, when not nil, returns the factory a served engine's backend
 	// is built with (the command line passes one that keeps compiled
@@ -65,8 +64,10 @@ type Options struct {
 	// "(devel)".
 	Version string
 	// Admit, when not nil, is asked before every run whether the call may
-	// run, and within which limits: it is where a transport's
-	// authentication (req.Extra.TokenInfo) becomes quotas. An error that
+	// run, on which engines, and within which limits: it is where a
+	// transport's authentication (req.Extra.TokenInfo) becomes quotas.
+	// engine is the tool's engine, the one a call runs when its Admission
+	// restricts no engine. An error that
 	// matches effect.ErrInvalidCall (an engine the caller may not use)
 	// answers the call with an error result saying so; any other error (a
 	// caller at its cap of concurrent runs) is a protocol error, and
@@ -76,6 +77,11 @@ type Options struct {
 
 // Admission is what Options.Admit grants one call.
 type Admission struct {
+	// Engines are the engines the caller may use; empty means all. A call
+	// runs the tool's engine when it is among them (or the server chose
+	// none for the language: the first of them that runs the tool's
+	// language; see pool.Pool.Resolve), and is refused otherwise.
+	Engines []string
 	// Limits is the caller's ceiling, below the server's: a zero field, or
 	// one above the server's, means the server's. A call's own limits may
 	// only lower it, and a call that sets none runs with it.
@@ -89,14 +95,12 @@ type Admission struct {
 // [Server.Close] it when done. It is safe for concurrent use.
 type Server struct {
 	server   *mcp.Server
+	pool     *pool.Pool
 	tools    []*runTool // sorted by language
 	limits   limits
 	progress time.Duration
 	logger   *slog.Logger
 	admit    func(context.Context, *mcp.CallToolRequest, string) (Admission, error)
-
-	closeOnce sync.Once
-	closeErr  error
 }
 
 // limits are the server's limits, defaults resolved.
@@ -137,13 +141,24 @@ func New(reg *registry.Registry, opts *Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{limits: lim, progress: o.ProgressInterval, logger: o.Logger, admit: o.Admit}
+	p, err := pool.New(reg, &pool.Options{Factory: o.Factory, Effect: effect.Options{
+		Limits:         o.Limits,
+		MaxInputBytes:  lim.maxInput,
+		MaxOutputBytes: lim.maxOutput,
+		MaxScriptBytes: lim.maxScript,
+	}})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
+	}
+	ceiling := p.Ceiling()
+	lim.wallClock, lim.memoryBytes = ceiling.WallClock, ceiling.MemoryBytes
+	s := &Server{pool: p, limits: lim, progress: o.ProgressInterval, logger: o.Logger, admit: o.Admit}
 	for _, lang := range langs {
-		entry, err := chooseEngine(reg, lang, o.Engines[lang])
+		entry, err := chooseEngine(p, lang, o.Engines[lang])
 		if err != nil {
 			return nil, err
 		}
-		s.tools = append(s.tools, newRunTool(s, entry, &o))
+		s.tools = append(s.tools, &runTool{s: s, name: "run_" + lang, lang: lang, entry: entry, chosen: o.Engines[lang]})
 	}
 	version := o.Version
 	if version == "" {
@@ -162,14 +177,15 @@ func New(reg *registry.Registry, opts *Options) (*Server, error) {
 	return s, nil
 }
 
-// lower returns l with the positive fields of c that are below l's.
+// ceiling returns l's limits of a run.
+func (l limits) ceiling() spi.Limits {
+	return spi.Limits{WallClock: l.wallClock, MemoryBytes: l.memoryBytes}
+}
+
+// lower returns l lowered by an admission's limits (pool.Lower).
 func (l limits) lower(c spi.Limits) limits {
-	if c.WallClock > 0 && c.WallClock < l.wallClock {
-		l.wallClock = c.WallClock
-	}
-	if c.MemoryBytes > 0 && c.MemoryBytes < l.memoryBytes {
-		l.memoryBytes = c.MemoryBytes
-	}
+	lowered := pool.Lower(l.ceiling(), c)
+	l.wallClock, l.memoryBytes = lowered.WallClock, lowered.MemoryBytes
 	return l
 }
 
@@ -180,16 +196,8 @@ func resolveLimits(o *Options) (limits, error) {
 	case o.MaxInputBytes < 0, o.MaxOutputBytes < 0, o.MaxScriptBytes < 0:
 		return limits{}, fmt.Errorf("%w: negative size bound", ErrInvalidOptions)
 	}
-	l := limits{
-		wallClock: o.Limits.WallClock, memoryBytes: o.Limits.MemoryBytes,
-		maxInput: o.MaxInputBytes, maxOutput: o.MaxOutputBytes, maxScript: o.MaxScriptBytes,
-	}
-	if l.wallClock == 0 {
-		l.wallClock = effect.DefaultWallClock
-	}
-	if l.memoryBytes == 0 {
-		l.memoryBytes = effect.DefaultMemoryBytes
-	}
+	// The wall clock and memory are the pool's ceiling (New).
+	l := limits{maxInput: o.MaxInputBytes, maxOutput: o.MaxOutputBytes, maxScript: o.MaxScriptBytes}
 	if l.maxInput == 0 {
 		l.maxInput = effect.DefaultMaxInputBytes
 	}
@@ -246,41 +254,20 @@ func checkEngineLanguages(engines map[string]string, served []string) error {
 	return nil
 }
 
-// requirements are what the server looks for in the engine of a language
-// nobody chose one for: a model's scripts are hostile until shown
-// otherwise, so an engine that bounds memory and preempts a running script
-// is preferred to a default that does neither.
-var requirements = registry.Requirements{
-	Network: spi.NetworkNone, WallClock: spi.WallClockHard, Memory: true, FreshPerRun: true,
-}
-
-// chooseEngine returns the engine of lang: name, or the one requirements
-// select, or the language's default. An engine that declares network
+// chooseEngine returns the engine of lang's tool: name, or the
+// language's default (pool.Pool.Resolve). An engine that declares network
 // access or reuses its environment is refused: the effect would refuse it
 // too, and a tool a model is handed must keep the project's guarantees.
-func chooseEngine(reg *registry.Registry, lang, name string) (registry.Entry, error) {
-	var e registry.Entry
-	var err error
-	if name == "" {
-		e, err = reg.Select(lang, requirements)
-		if errors.Is(err, registry.ErrNoMatch) {
-			e, err = reg.Default(lang)
-		}
-	} else {
-		e, err = reg.Lookup(name)
-	}
+func chooseEngine(p *pool.Pool, lang, name string) (registry.Entry, error) {
+	e, err := p.Resolve(name, lang)
 	if err != nil {
 		return registry.Entry{}, fmt.Errorf("%w: %v", ErrInvalidOptions, err)
 	}
 	switch {
-	case e.Language != lang:
-		return registry.Entry{}, fmt.Errorf("%w: engine %s runs %s, not %s", ErrInvalidOptions, e.Engine, e.Language, lang)
 	case e.Capabilities.Network != spi.NetworkNone:
 		return registry.Entry{}, fmt.Errorf("%w: engine %s declares network %s", ErrInvalidOptions, e.Engine, e.Capabilities.Network)
 	case !e.Capabilities.FreshPerRun:
 		return registry.Entry{}, fmt.Errorf("%w: engine %s reuses its environment between runs", ErrInvalidOptions, e.Engine)
-	case e.Factory == nil:
-		return registry.Entry{}, fmt.Errorf("%w: engine %s has no factory", ErrInvalidOptions, e.Engine)
 	}
 	return e, nil
 }
@@ -302,36 +289,22 @@ func (s *Server) Tools() []string {
 }
 
 // Warm builds every served engine's backend now, and warms it, instead of
-// on its tool's first call. It returns the first error; a tool whose build
-// failed tries again on its next call.
+// on its tool's first call (pool.Pool.Warm). It returns every engine's
+// error; a tool whose build failed tries again on its next call.
 func (s *Server) Warm(ctx context.Context) error {
-	var errs []error
+	var engines []string
 	for _, t := range s.tools {
-		eff, err := t.effect()
-		if err == nil {
-			err = eff.Warm(ctx)
-		}
-		if err != nil {
-			errs = append(errs, fmt.Errorf("mcpserver: engine %s: %w", t.entry.Engine, err))
-		}
+		engines = append(engines, t.entry.Engine)
 	}
-	return errors.Join(errs...)
+	if err := s.pool.Warm(ctx, engines...); err != nil {
+		return fmt.Errorf("mcpserver: %w", err)
+	}
+	return nil
 }
 
 // Close closes every backend the server built. Calls after Close are
 // answered with a protocol error. It is idempotent.
-func (s *Server) Close() error {
-	s.closeOnce.Do(func() {
-		var errs []error
-		for _, t := range s.tools {
-			if err := t.close(); err != nil {
-				errs = append(errs, fmt.Errorf("mcpserver: engine %s: %w", t.entry.Engine, err))
-			}
-		}
-		s.closeErr = errors.Join(errs...)
-	})
-	return s.closeErr
-}
+func (s *Server) Close() error { return s.pool.Close() }
 
 // MaxMessageBytes is the largest message a transport needs to accept for
 // the server's bounds: a call carrying the largest script and input it

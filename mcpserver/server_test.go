@@ -454,7 +454,11 @@ func TestAdmitGrantsLimitsAndRefuses(t *testing.T) {
 	assert.Equal(t, 1, f.calls(), "only the admitted call within its limits ran")
 }
 
-func TestAnEngineThatBoundsMemoryIsPreferred(t *testing.T) {
+// TestALanguageRunsItsDefaultEngine: a tool runs its language's default
+// engine (pool.Pool.Resolve, as every door), or the one Options.Engines
+// chose. (The server used to prefer an engine that bounds memory over the
+// default; the default of a language is now the registry's to set.)
+func TestALanguageRunsItsDefaultEngine(t *testing.T) {
 	soft := fakebackend.Capabilities()
 	soft.Language, soft.Memory, soft.WallClock = "starlark", false, spi.WallClockSoft
 	hard := fakebackend.Capabilities()
@@ -464,7 +468,7 @@ func TestAnEngineThatBoundsMemoryIsPreferred(t *testing.T) {
 		r.Register(registry.Entry{Engine: name, Language: "starlark", Capabilities: caps,
 			Factory: func() (spi.Backend, error) { return fakebackend.New(caps, fakebackend.Echo()), nil }})
 	}
-	require.NoError(t, r.SetDefault("starlark", "in-process"))
+	require.NoError(t, r.SetDefault("starlark", "sealed"))
 	engineOf := func(o *mcpserver.Options) string {
 		srv, err := mcpserver.New(r, o)
 		require.NoError(t, err)
@@ -473,16 +477,23 @@ func TestAnEngineThatBoundsMemoryIsPreferred(t *testing.T) {
 		require.NoError(t, err)
 		return res.Engine
 	}
-	assert.Equal(t, "sealed", engineOf(nil), "the engine that bounds memory and preempts, over the default")
+	assert.Equal(t, "sealed", engineOf(nil), "the default")
 	assert.Equal(t, "in-process", engineOf(&mcpserver.Options{Engines: map[string]string{"starlark": "in-process"}}), "a chosen engine is served")
+}
 
-	only := registry.New()
-	only.Register(registry.Entry{Engine: "in-process", Language: "starlark", Capabilities: soft,
-		Factory: func() (spi.Backend, error) { return fakebackend.New(soft, fakebackend.Echo()), nil }})
-	srv, err := mcpserver.New(only, nil)
+// TestAdmittedEnginesChooseTheEngine: a caller allowed only some engines
+// runs the first of them that runs the tool's language, not a refusal.
+func TestAdmittedEnginesChooseTheEngine(t *testing.T) {
+	f := newFakes()
+	admit := func(context.Context, *mcp.CallToolRequest, string) (mcpserver.Admission, error) {
+		return mcpserver.Admission{Engines: []string{"fake-starlark"}}, nil
+	}
+	cs := connect(t, newServer(t, f, &mcpserver.Options{Admit: admit}, "javascript", "starlark"), nil)
+	res, r, err := call(t, cs, "run_javascript", map[string]any{"script": "echo"})
 	require.NoError(t, err)
-	cs := connect(t, srv, nil)
-	_, res, err := call(t, cs, "run_starlark", map[string]any{"script": "x"})
+	assert.True(t, res.IsError, "no allowed engine runs javascript")
+	assert.Contains(t, r.InvalidCall, "no allowed engine")
+	_, r, err = call(t, cs, "run_starlark", map[string]any{"script": "echo"})
 	require.NoError(t, err)
-	assert.Equal(t, "in-process", res.Engine, "without one, the default")
+	assert.Equal(t, "fake-starlark", r.Engine)
 }

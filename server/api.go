@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io/fs"
+	"math"
 	"net/http"
 	"reflect"
 	"strconv"
@@ -14,7 +15,7 @@ import (
 	"github.com/danielgtaylor/huma/v2/adapters/humago"
 
 	"github.com/sandbank/sandbank/effect"
-	"github.com/sandbank/sandbank/registry"
+	"github.com/sandbank/sandbank/pool"
 	"github.com/sandbank/sandbank/spi"
 )
 
@@ -185,15 +186,14 @@ func (s *Server) health(ctx context.Context, _ *struct{}) (*healthOutput, error)
 func (s *Server) listEngines(ctx context.Context, _ *struct{}) (*enginesOutput, error) {
 	t := tenantOf(ctx)
 	out := &enginesOutput{Body: EngineList{Engines: []EngineInfo{}}}
-	for _, e := range s.reg.Engines() {
-		if !t.AllowsEngine(e.Engine) {
+	for _, d := range s.pool.Describe(t.Engines...) {
+		e, err := s.reg.Lookup(d.Engine)
+		if err != nil {
 			continue
 		}
-		def, err := s.reg.Default(e.Language)
 		out.Body.Engines = append(out.Body.Engines, EngineInfo{
-			Engine: e.Engine, Language: e.Language, Description: e.Description,
-			Default:  err == nil && def.Engine == e.Engine,
-			Declared: e.Capabilities, Verified: s.verifier.get(e),
+			Engine: d.Engine, Language: d.Language, Description: d.Description,
+			Default: d.Default, Declared: d.Capabilities, Verified: s.verifier.get(e),
 		})
 	}
 	return out, nil
@@ -231,26 +231,14 @@ func (s *Server) storeScript(ctx context.Context, in *scriptInput) (*scriptOutpu
 	return &scriptOutput{Body: ScriptStored{Script: addr, Bytes: int64(len(src))}}, nil
 }
 
-// chooseEngine resolves a request's engine and language.
-func (s *Server) chooseEngine(engine, language string) (registry.Entry, *Problem) {
-	switch {
-	case engine != "":
-		e, err := s.reg.Lookup(engine)
-		if err != nil {
-			return registry.Entry{}, invalidCall(http.StatusBadRequest, "server: "+err.Error())
-		}
-		if language != "" && language != e.Language {
-			return registry.Entry{}, invalidCall(http.StatusBadRequest, "server: engine "+e.Engine+" runs "+e.Language+", not "+strconv.Quote(effect.Excerpt(language)))
-		}
-		return e, nil
-	case language != "":
-		e, err := s.reg.Default(language)
-		if err != nil {
-			return registry.Entry{}, invalidCall(http.StatusBadRequest, "server: "+err.Error())
-		}
-		return e, nil
+// refused is the answer to a request the pool refuses (pool.Resolve,
+// pool.Clamp): an engine the tenant may not use is 403; every other
+// refusal is answered by its kind (runAnswers).
+func refused(err error) *Problem {
+	if errors.Is(err, pool.ErrNotAllowed) {
+		return invalidCall(http.StatusForbidden, "server: the tenant may not use the engine: "+boundDetail(err.Error()))
 	}
-	return registry.Entry{}, invalidCall(http.StatusBadRequest, "server: language or engine is required")
+	return runAnswerOf(effect.KindOf(err)).problem(err)
 }
 
 func (s *Server) run(ctx context.Context, in *runInput) (*runOutput, error) {
@@ -261,14 +249,11 @@ func (s *Server) run(ctx context.Context, in *runInput) (*runOutput, error) {
 		s.metrics.rejected.WithLabelValues(rejectShutdown).Inc()
 		return nil, unavailable(KindInfrastructure, "server: shutting down", time.Second)
 	}
-	entry, p := s.chooseEngine(req.Engine, req.Language)
-	if p != nil {
-		return nil, p
+	entry, err := s.pool.Resolve(req.Engine, req.Language, t.Engines...)
+	if err != nil {
+		return nil, refused(err)
 	}
 	acc.engine = entry.Engine
-	if !t.AllowsEngine(entry.Engine) {
-		return nil, invalidCall(http.StatusForbidden, "server: the tenant may not use engine "+entry.Engine)
-	}
 
 	call := effect.Call{Input: json.RawMessage("null"), Shape: req.Shape}
 	if len(req.Input) > 0 {
@@ -328,7 +313,7 @@ func (s *Server) run(ctx context.Context, in *runInput) (*runOutput, error) {
 	s.metrics.inFlight.WithLabelValues(entry.Engine).Inc()
 	defer s.metrics.inFlight.WithLabelValues(entry.Engine).Dec()
 
-	eff, err := s.engines.effect(entry)
+	eff, err := s.pool.Effect(entry.Engine)
 	if err != nil {
 		if effect.KindOf(err) == effect.KindInvalidCall {
 			return nil, invalidCall(http.StatusBadRequest, "server: engine "+entry.Engine+" is refused by this server: "+boundDetail(err.Error()))
@@ -375,35 +360,36 @@ func (s *Server) run(ctx context.Context, in *runInput) (*runOutput, error) {
 // errNoRecord is a run that returned neither a record nor an error.
 var errNoRecord = errors.New("server: the run produced no record")
 
-// limits resolves a request's limits against the tenant's ceiling (whose
-// zero fields are the server's).
-func (s *Server) limits(ceiling spi.Limits, l *RunLimits) (spi.Limits, *Problem) {
-	if ceiling.WallClock == 0 || ceiling.WallClock > s.opts.Limits.WallClock {
-		ceiling.WallClock = s.opts.Limits.WallClock
+// limits resolves a request's limits against the tenant's ceiling, the
+// server's lowered by the tenant's own (pool.Lower and pool.Clamp), in
+// the API's wire names.
+func (s *Server) limits(tenantCeiling spi.Limits, l *RunLimits) (spi.Limits, *Problem) {
+	ceiling := pool.Lower(s.pool.Ceiling(), tenantCeiling)
+	var asked spi.Limits
+	if l != nil {
+		asked = spi.Limits{WallClock: millis(l.WallClockMs), MemoryBytes: l.MemoryBytes}
 	}
-	if ceiling.MemoryBytes == 0 || ceiling.MemoryBytes > s.opts.Limits.MemoryBytes {
-		ceiling.MemoryBytes = s.opts.Limits.MemoryBytes
-	}
-	out := ceiling
-	if l == nil {
+	out, err := pool.Clamp(ceiling, asked)
+	var le *pool.LimitError
+	switch {
+	case err == nil:
 		return out, nil
-	}
-	if l.WallClockMs < 0 || l.MemoryBytes < 0 {
+	case !errors.As(err, &le):
+		return spi.Limits{}, refused(err)
+	case le.Negative():
 		return spi.Limits{}, invalidCall(http.StatusBadRequest, "server: negative limits")
+	case le.Kind == effect.LimitWallClock:
+		return spi.Limits{}, invalidCall(http.StatusBadRequest, "server: limits.wallClockMs is above the tenant's ceiling of "+fmtInt(int(ceiling.WallClock/time.Millisecond)))
 	}
-	if l.WallClockMs > 0 {
-		if l.WallClockMs > int64(ceiling.WallClock/time.Millisecond) {
-			return spi.Limits{}, invalidCall(http.StatusBadRequest, "server: limits.wallClockMs is above the tenant's ceiling of "+fmtInt(int(ceiling.WallClock/time.Millisecond)))
-		}
-		out.WallClock = time.Duration(l.WallClockMs) * time.Millisecond
+	return spi.Limits{}, invalidCall(http.StatusBadRequest, "server: limits.memoryBytes is above the tenant's ceiling of "+fmtInt(int(ceiling.MemoryBytes)))
+}
+
+// millis is ms milliseconds, saturating at the largest duration.
+func millis(ms int64) time.Duration {
+	if ms > math.MaxInt64/int64(time.Millisecond) {
+		return math.MaxInt64
 	}
-	if l.MemoryBytes > 0 {
-		if l.MemoryBytes > ceiling.MemoryBytes {
-			return spi.Limits{}, invalidCall(http.StatusBadRequest, "server: limits.memoryBytes is above the tenant's ceiling of "+fmtInt(int(ceiling.MemoryBytes)))
-		}
-		out.MemoryBytes = l.MemoryBytes
-	}
-	return out, nil
+	return time.Duration(ms) * time.Millisecond
 }
 
 // maxProblemErrors bounds the invalid parts a Problem lists (a body with

@@ -31,7 +31,7 @@
 //
 //	400 invalidCall     malformed JSON; an unknown engine or language; limits above the tenant's ceiling; an invalid shape
 //	401 unauthorized    no key, or not a known one
-//	403 invalidCall     the tenant may not use the engine
+//	403 invalidCall     the tenant may not use the engine named, or none of its engines runs the language named
 //	404 invalidCall     no such script in the tenant's store (stores are per tenant: another tenant's address is unknown)
 //	413 invalidCall     the body is larger than MaxBodyBytes (refused before it is read past the bound)
 //	415 invalidCall     the content type is not JSON

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/tenant"
 )
 
@@ -246,4 +247,17 @@ func waitFor(t *testing.T, cond func() bool) {
 		case <-time.After(5 * time.Millisecond):
 		}
 	}
+}
+
+// TestWarmBuildsBeforeTheFirstRun: Warm builds the engines it is asked
+// for, and an unknown engine is the caller's mistake.
+func TestWarmBuildsBeforeTheFirstRun(t *testing.T) {
+	s, err := New(testRegistry(t), nil)
+	require.NoError(t, err)
+	defer s.Close()
+	require.NoError(t, s.Warm(context.Background(), "goja"))
+	err = s.Warm(context.Background(), "nonesuch")
+	assert.Equal(t, effect.KindInvalidCall, effect.KindOf(err))
+	require.NoError(t, s.Close())
+	assert.Equal(t, effect.KindClosed, effect.KindOf(s.Warm(context.Background(), "goja")))
 }

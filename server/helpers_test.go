@@ -88,11 +88,4 @@ func post(t testing.TB, c *http.Client, url, key string, body any) (int, http.He
 
 func newLoopbackListener() (net.Listener, error) { return net.Listen("tcp", "127.0.0.1:0") }
 
-func mustLookup(t testing.TB, s *Server, engine string) registry.Entry {
-	t.Helper()
-	e, err := s.reg.Lookup(engine)
-	require.NoError(t, err)
-	return e
-}
-
 func jsonDecode(r io.Reader, v any) error { return json.NewDecoder(r).Decode(v) }

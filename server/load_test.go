@@ -24,6 +24,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/spi"
 	"github.com/sandbank/sandbank/tenant"
 )
@@ -401,6 +402,6 @@ func TestShutdownDuringLoad(t *testing.T) {
 	assert.Positive(t, cancelled, "the long runs past the deadline were cancelled with a retryable 503")
 
 	// After Shutdown a run cannot start.
-	_, err = s.engines.effect(mustLookup(t, s, "goja"))
-	assert.True(t, errors.Is(err, errEnginesClosed))
+	_, err = s.pool.Effect("goja")
+	assert.True(t, errors.Is(err, effect.ErrClosed))
 }

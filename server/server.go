@@ -19,6 +19,7 @@ import (
 
 	"github.com/sandbank/sandbank/conformance/verdict"
 	"github.com/sandbank/sandbank/effect"
+	"github.com/sandbank/sandbank/pool"
 	"github.com/sandbank/sandbank/registry"
 	"github.com/sandbank/sandbank/spi"
 	"github.com/sandbank/sandbank/tenant"
@@ -109,7 +110,7 @@ type Server struct {
 	reg       *registry.Registry
 	tenants   *tenant.Set // nil: development mode
 	dev       *tenant.Tenant
-	engines   *engines
+	pool      *pool.Pool
 	verifier  *verifier
 	admission *admission
 	metrics   *metrics
@@ -214,14 +215,18 @@ func New(reg *registry.Registry, opts *Options) (*Server, error) {
 		s.dev = tenant.Dev()
 	}
 	s.hard, s.cancelHard = context.WithCancel(context.Background())
-	s.engines = &engines{reg: reg, effects: map[string]*engineSlot{}, opts: effect.Options{
+	var err error
+	s.pool, err = pool.New(reg, &pool.Options{Effect: effect.Options{
 		Limits:                 o.Limits,
 		MaxScriptBytes:         o.MaxBodyBytes,
 		AllowNetwork:           o.AllowNetwork,
 		AllowReusedEnvironment: o.AllowReusedEnvironment,
 		Logger:                 o.Logger,
 		TracerProvider:         o.TracerProvider,
-	}}
+	}})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
+	}
 	s.verifier = &verifier{check: o.Verify, ctx: s.hard, results: map[string]*Verification{},
 		queue: make(chan registry.Entry, 256)}
 	s.admission = newAdmission(o.MaxConcurrentRuns, o.MaxQueue, o.QueueTimeout,
@@ -315,7 +320,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		all = append(all, <-errs)
 	}
 	s.cancelHard()
-	all = append(all, s.engines.close())
+	all = append(all, s.pool.Close())
 	return errors.Join(all...)
 }
 
@@ -331,7 +336,7 @@ func (s *Server) Close() error {
 	for _, hs := range srvs {
 		errs = append(errs, hs.Close())
 	}
-	errs = append(errs, s.engines.close())
+	errs = append(errs, s.pool.Close())
 	return errors.Join(errs...)
 }
 

@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/sandbank/sandbank/effect"
+	"github.com/sandbank/sandbank/pool"
 	"github.com/sandbank/sandbank/registry"
 	"go.temporal.io/sdk/activity"
 	temporalsdk "go.temporal.io/sdk/temporal"
@@ -17,8 +17,11 @@ import (
 // Options configure Activities. The zero value (or a nil *Options) means
 // defaults.
 type Options struct {
-	// Engines names the engines to run, one effect each. Nil means every
-	// engine of the registry. Every worker polling one task queue must run
+	// Engines names the engines to run, one effect each, built on first
+	// use. Nil means every engine of the registry. A request naming only
+	// a language runs its default engine when the worker runs it, else
+	// the first of the language the worker runs, in name order
+	// (pool.Pool.Resolve). Every worker polling one task queue must run
 	// the same engines: a request for an engine the worker does not run is
 	// TypeInvalidCall, not retried elsewhere.
 	Engines []string
@@ -26,8 +29,9 @@ type Options struct {
 	// Its MaxLogBytes is lowered, when larger, to an eighth of the payload
 	// limit, and its MaxOutputBytes to what the payload limit leaves after
 	// the logs and the rest of the record, so that a value too large for
-	// Temporal is the typed failure limitExceeded (output). An empty Engine
-	// is set to each engine's registry name, which receipts record.
+	// Temporal is the typed failure limitExceeded (output). Its Engine is
+	// set to each engine's registry name, which receipts record. Its
+	// Limits are the ceiling of a request's (pool.Clamp).
 	Effect *effect.Options
 	// Scripts is where a request without Source is read by address. Nil
 	// means an empty store: such a request is the typed failure
@@ -43,28 +47,29 @@ type Options struct {
 	HeartbeatInterval time.Duration
 }
 
-// Activities runs scripts as Temporal activities: one effect per engine,
-// each safe for concurrent use. Register it on a worker with Register, or
-// use NewWorker.
+// Activities runs scripts as Temporal activities over a pool of engines
+// (package pool): each engine's effect is built on its first run, or by
+// Warm, and shared; each is safe for concurrent use. Register it on a
+// worker with Register, or use NewWorker.
 type Activities struct {
-	reg       *registry.Registry
-	effects   map[string]*effect.Effect
+	pool      *pool.Pool
+	engines   []string // the engines it runs, sorted
 	limit     int64
 	heartbeat time.Duration
 }
 
 // ErrInvalidOptions is matched by every error NewActivities returns for
 // options it refuses (a nil registry, a negative value, a PayloadLimit too
-// small for a record, an unknown engine name). It matches
-// effect.ErrInvalidCall too: the caller's own mistake, not retryable.
+// small for a record, an unknown engine name, effect options the effect
+// refuses). It matches effect.ErrInvalidCall too: the caller's own
+// mistake, not retryable.
 var ErrInvalidOptions = fmt.Errorf("sandbank/temporal: invalid options: %w", effect.ErrInvalidCall)
 
-// NewActivities builds one effect per engine of reg (or per engine named in
-// opts.Engines), each over a backend from the engine's factory. A nil opts
-// means defaults. An unknown engine name or options the effect refuses
-// are errors that match ErrInvalidOptions (or effect.ErrInvalidCall); a
-// factory that fails is an error too; the effects already built are
-// closed.
+// NewActivities returns Activities running the engines of reg (or those
+// named in opts.Engines). A nil opts means defaults. It builds no backend:
+// an engine is built on its first run (or by Warm), and a build that
+// failed is tried again by the next run. Options it refuses are errors
+// that match ErrInvalidOptions.
 func NewActivities(reg *registry.Registry, opts *Options) (*Activities, error) {
 	if reg == nil {
 		return nil, fmt.Errorf("%w: nil registry", ErrInvalidOptions)
@@ -86,83 +91,45 @@ func NewActivities(reg *registry.Registry, opts *Options) (*Activities, error) {
 	if err := fitPayload(&eo, o.PayloadLimit); err != nil {
 		return nil, err
 	}
-	scripts := o.Scripts
-	if scripts == nil {
-		scripts = effect.NewMemoryStore()
-	}
-	names := o.Engines
-	if names == nil {
+	var names []string
+	if o.Engines == nil {
 		for _, e := range reg.Engines() {
 			names = append(names, e.Engine)
 		}
 	}
-	a := &Activities{reg: reg, effects: make(map[string]*effect.Effect, len(names)),
-		limit: o.PayloadLimit, heartbeat: o.HeartbeatInterval}
-	for _, name := range names {
-		if err := a.add(name, scripts, &eo); err != nil {
-			_ = a.Close()
-			return nil, err
+	for _, name := range o.Engines {
+		if _, err := reg.Lookup(name); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrInvalidOptions, err)
+		}
+		if !slices.Contains(names, name) {
+			names = append(names, name)
 		}
 	}
-	return a, nil
-}
-
-// add builds the effect of engine name.
-func (a *Activities) add(name string, scripts effect.ScriptReader, eo *effect.Options) error {
-	if _, dup := a.effects[name]; dup {
-		return nil
-	}
-	entry, err := a.reg.Lookup(name)
+	slices.Sort(names)
+	p, err := pool.New(reg, &pool.Options{Effect: eo, Scripts: o.Scripts})
 	if err != nil {
-		return fmt.Errorf("%w: %v", ErrInvalidOptions, err)
+		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 	}
-	backend, err := entry.Factory()
-	if err != nil {
-		return fmt.Errorf("sandbank/temporal: engine %q: %w", name, err)
-	}
-	opts := *eo
-	if opts.Engine == "" {
-		opts.Engine = name // receipts name the engine as the registry does
-	}
-	eff, err := effect.New(scripts, backend, &opts)
-	if err != nil {
-		return fmt.Errorf("sandbank/temporal: engine %q: %w", name, err)
-	}
-	a.effects[name] = eff
-	return nil
+	return &Activities{pool: p, engines: names, limit: o.PayloadLimit, heartbeat: o.HeartbeatInterval}, nil
 }
 
 // Engines returns the names of the engines a runs, sorted.
-func (a *Activities) Engines() []string {
-	names := make([]string, 0, len(a.effects))
-	for name := range a.effects {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	return names
-}
+func (a *Activities) Engines() []string { return slices.Clone(a.engines) }
 
-// Warm warms every engine's effect (see effect.Effect.Warm), so the first
-// run on each does not pay for a compile.
+// Warm builds and warms every engine's effect (see pool.Pool.Warm), so the
+// first run on each does not pay for a build or a compile.
 func (a *Activities) Warm(ctx context.Context) error {
-	for _, name := range a.Engines() {
-		if err := a.effects[name].Warm(ctx); err != nil {
-			return fmt.Errorf("sandbank/temporal: warming %q: %w", name, err)
-		}
+	if len(a.engines) == 0 {
+		return nil
+	}
+	if err := a.pool.Warm(ctx, a.engines...); err != nil {
+		return fmt.Errorf("sandbank/temporal: %w", err)
 	}
 	return nil
 }
 
-// Close closes every engine's effect and returns the first error.
-func (a *Activities) Close() error {
-	var first error
-	for _, name := range a.Engines() {
-		if err := a.effects[name].Close(); err != nil && first == nil {
-			first = err
-		}
-	}
-	return first
-}
+// Close closes every engine's effect built and returns their errors.
+func (a *Activities) Close() error { return a.pool.Close() }
 
 // Register registers a.Run as the activity ActivityName.
 func (a *Activities) Register(r interface {
@@ -187,15 +154,27 @@ func (a *Activities) Register(r interface {
 // timeout passes, not the start-to-close timeout; the heartbeats are also
 // how the activity learns that it was cancelled.
 func (a *Activities) Run(ctx context.Context, req Request) (*effect.Record, error) {
-	engine, err := a.engineOf(req)
+	// The engine: the one policy of every door (pool.Resolve), among the
+	// engines this worker runs.
+	entry, err := a.pool.Resolve(req.Engine, req.Language, a.engines...)
 	if err != nil {
-		return nil, temporalsdk.NewNonRetryableApplicationError(err.Error(), TypeInvalidCall, nil, nil, nil)
+		return nil, activityError(err, nil, a.limit)
 	}
+	call := req.call()
+	if call.Limits, err = pool.Clamp(a.pool.Ceiling(), req.Limits); err != nil {
+		return nil, activityError(err, nil, a.limit)
+	}
+	// Heartbeat from here: an engine's first run builds it, which counts
+	// as part of the run.
 	if hb := activity.GetInfo(ctx).HeartbeatTimeout; hb > 0 {
 		stop := a.heartbeatEvery(ctx, hb)
 		defer stop()
 	}
-	rec, err := run(ctx, a.effects[engine], req.call())
+	eff, err := a.pool.Effect(entry.Engine)
+	if err != nil {
+		return nil, activityError(err, nil, a.limit)
+	}
+	rec, err := run(ctx, eff, call)
 	if err != nil {
 		return nil, activityError(err, rec, a.limit)
 	}
@@ -234,33 +213,4 @@ func (a *Activities) heartbeatEvery(ctx context.Context, timeout time.Duration) 
 		}
 	}()
 	return func() { close(done); <-finished }
-}
-
-// engineOf returns the engine that runs req (see Request.Engine and
-// Request.Language), or an error saying why none does, quoting what the
-// request named as an excerpt (effect.Excerpt).
-func (a *Activities) engineOf(req Request) (string, error) {
-	if req.Engine != "" {
-		if _, ok := a.effects[req.Engine]; !ok {
-			return "", fmt.Errorf("sandbank/temporal: this worker does not run engine %q (it runs %s)", effect.Excerpt(req.Engine), strings.Join(a.Engines(), ", "))
-		}
-		if req.Language != "" && a.effects[req.Engine].Capabilities().Language != req.Language {
-			return "", fmt.Errorf("sandbank/temporal: engine %q does not run %q", req.Engine, effect.Excerpt(req.Language))
-		}
-		return req.Engine, nil
-	}
-	if req.Language == "" {
-		return "", errors.New("sandbank/temporal: the request names no engine and no language")
-	}
-	if def, err := a.reg.Default(req.Language); err == nil {
-		if _, ok := a.effects[def.Engine]; ok {
-			return def.Engine, nil
-		}
-	}
-	for _, e := range a.reg.ByLanguage(req.Language) {
-		if _, ok := a.effects[e.Engine]; ok {
-			return e.Engine, nil
-		}
-	}
-	return "", fmt.Errorf("sandbank/temporal: this worker runs no engine of language %q (it runs %s)", effect.Excerpt(req.Language), strings.Join(a.Engines(), ", "))
 }

@@ -8,8 +8,10 @@
 // use Sandbank without Temporal. It needs Go 1.26, as go.temporal.io/sdk
 // v1.51.0 does; the core module supports Go 1.25.
 //
-// A worker holds one effect (package effect) per engine, built from a
-// registry (package builtin registers the shipped engines), and registers
+// A worker holds a pool (package pool) of the engines of a registry
+// (package builtin registers the shipped engines): one effect per engine,
+// built on its first run or by Activities.Warm, chosen for a request as
+// every door of Sandbank chooses (pool.Pool.Resolve). It registers
 // the activity ActivityName; NewWorker does both and also registers the
 // example workflow FanOut. A workflow schedules a run with Execute (or
 // workflow.ExecuteActivity with ActivityName and a Request), with the

@@ -401,9 +401,9 @@ func TestUnknownNamesAreQuotedAsAnExcerpt(t *testing.T) {
 	for _, tc := range []struct {
 		engine, language, says string
 	}{
-		{huge, "", `does not run engine "nnnn`},
-		{fakeEngine, huge, `does not run "nnnn`},
-		{"", huge, `runs no engine of language "nnnn`},
+		{huge, "", `unknown engine "nnnn`},
+		{fakeEngine, huge, `runs javascript, not "nnnn`},
+		{"", huge, `unknown language "nnnn`},
 	} {
 		req := fakeRequest(t, "ok", nil)
 		req.Engine, req.Language = tc.engine, tc.language

@@ -6,17 +6,12 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/sandbank/sandbank/spi"
+	"github.com/sandbank/sandbank/pool"
 )
 
-// engineJSON is one element of "sandbank engines --json".
-type engineJSON struct {
-	Engine       string           `json:"engine"`
-	Language     string           `json:"language"`
-	Default      bool             `json:"default"`
-	Capabilities spi.Capabilities `json:"capabilities"`
-	Description  string           `json:"description,omitempty"`
-}
+// engineJSON is one element of "sandbank engines --json": every door's
+// description of an engine.
+type engineJSON = pool.Description
 
 func (a *app) enginesCommand() *cobra.Command {
 	var asJSON bool
@@ -39,21 +34,13 @@ With --json, stdout is one JSON array:
 			if err != nil {
 				return err
 			}
-			var rows []engineJSON
-			for _, e := range reg.Engines() {
-				def, err := reg.Default(e.Language)
-				rows = append(rows, engineJSON{
-					Engine:       e.Engine,
-					Language:     e.Language,
-					Default:      err == nil && def.Engine == e.Engine,
-					Capabilities: e.Capabilities,
-					Description:  e.Description,
-				})
+			p, err := pool.New(reg, nil)
+			if err != nil {
+				return err
 			}
+			defer p.Close()
+			rows := p.Describe()
 			if asJSON {
-				if rows == nil {
-					rows = []engineJSON{}
-				}
 				return a.printJSON(rows)
 			}
 			return printEngines(a.stdout, rows)

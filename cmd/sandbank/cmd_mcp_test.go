@@ -204,8 +204,12 @@ func TestMCPEndToEnd(t *testing.T) {
 			assert.False(t, res.IsError, "%s: %+v", tool, r)
 			assert.True(t, r.OK, tool)
 			assert.Equal(t, `{"sum":3}`, string(r.Value), tool)
-			// The engines that bound memory and preempt.
-			assert.Equal(t, map[string]string{"run_javascript": "quickjs", "run_typescript": "quickjs-ts", "run_starlark": "starlark-wasm"}[tool], r.Engine)
+			// Each language's default engine, as at every door.
+			reg, err := builtinRegistry()
+			require.NoError(t, err)
+			def, err := reg.Default(strings.TrimPrefix(tool, "run_"))
+			require.NoError(t, err)
+			assert.Equal(t, def.Engine, r.Engine, tool)
 			require.NotNil(t, r.Receipt, tool)
 			assert.Equal(t, effect.AddressOf([]byte(script)), r.Receipt.Script, tool)
 		}
@@ -377,7 +381,7 @@ func TestMCPOverHTTP(t *testing.T) {
 	defer ns.Close()
 	res, r = callTool(t, ns, &mcp.CallToolParams{Name: "run_javascript", Arguments: map[string]any{"script": "1"}})
 	assert.True(t, res.IsError)
-	assert.Contains(t, r.InvalidCall, "engine quickjs is not among the engines of tenant narrow")
+	assert.Contains(t, r.InvalidCall, "no allowed engine runs javascript", "the tenant's engines run no javascript")
 }
 
 func TestMCPTenantsNeedHTTP(t *testing.T) {

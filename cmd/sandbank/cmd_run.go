@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sandbank/sandbank/effect"
+	"github.com/sandbank/sandbank/pool"
 	"github.com/sandbank/sandbank/registry"
 	"github.com/sandbank/sandbank/spi"
 )
@@ -243,59 +244,62 @@ func (a *app) evaluate(ctx context.Context, o *runOptions, script string) (json.
 	if err != nil {
 		return nil, err
 	}
-	entry, err := chooseEngine(reg, o, script)
+	// The store: without --store the script travels with the call
+	// (Call.Source): the effect hashes it and names it by its address, and
+	// nothing is written anywhere.
+	var store effect.ScriptReader = effect.NewMemoryStore()
+	var dir *effect.DirStore
+	if o.store != "" {
+		if dir, err = effect.NewDirStore(o.store); err != nil {
+			return nil, usagef("--store %s: %s", effect.Excerpt(o.store), reason(err))
+		}
+		store = dir
+	}
+	// The engine, built once by a pool of one run: the flags' limits are
+	// its ceiling.
+	var factory spi.Factory
+	var cacheDir string
+	p, err := pool.New(reg, &pool.Options{
+		Effect: effect.Options{
+			Limits:                 limits,
+			AllowNetwork:           o.allowNetwork,
+			AllowReusedEnvironment: o.allowReusedRuntime,
+			EventBuffer:            eventBuffer,
+		},
+		Scripts: store,
+		Factory: func(registry.Entry) spi.Factory { return factory },
+	})
 	if err != nil {
 		return nil, err
 	}
-
-	// Without --store the script travels with the call (Call.Source):
-	// the effect hashes it and names it by its address, and nothing is
-	// written anywhere.
-	var store effect.ScriptReader = effect.NewMemoryStore()
-	call := effect.Call{Input: input, Shape: shape, Host: hostFuncs}
-	if o.store != "" {
-		s, err := effect.NewDirStore(o.store)
-		if err != nil {
-			return nil, usagef("--store %s: %s", effect.Excerpt(o.store), reason(err))
-		}
-		addr, err := s.Put(src)
+	entry, err := chooseEngine(p, o, script)
+	if err != nil {
+		return nil, err
+	}
+	if refusal := refuse(entry.Capabilities, o); refusal != nil {
+		return nil, refusal
+	}
+	call := effect.Call{Input: input, Shape: shape, Host: hostFuncs, Source: src}
+	if dir != nil {
+		addr, err := dir.Put(src)
 		if err != nil {
 			return nil, untyped(fmt.Errorf("storing the script: %w", err))
 		}
-		store, call.Script = s, addr
-	} else {
-		call.Source = src
+		call.Script, call.Source = addr, nil
 	}
-
-	factory, cacheDir, err := a.engineFactory(entry, o)
-	if err != nil {
+	if factory, cacheDir, err = a.engineFactory(entry, o); err != nil {
 		return nil, err
 	}
 	if cacheDir != "" {
 		// Seal what the engine wrote to the cache once the run is over
-		// (deferred before eff.Close, so it runs after it).
+		// (deferred before p.Close, so it runs after it).
 		defer sealCache(cacheDir)
 	}
-	backend, err := factory()
+	defer p.Close()
+	eff, err := p.Effect(entry.Engine)
 	if err != nil {
-		return nil, fmt.Errorf("engine %s: %w", entry.Engine, err)
-	}
-	if refusal := refuse(backend.Capabilities(), o); refusal != nil {
-		closeBackend(backend)
-		return nil, refusal
-	}
-	eff, err := effect.New(store, backend, &effect.Options{
-		Limits:                 limits,
-		AllowNetwork:           o.allowNetwork,
-		AllowReusedEnvironment: o.allowReusedRuntime,
-		Engine:                 entry.Engine,
-		EventBuffer:            eventBuffer,
-	})
-	if err != nil {
-		closeBackend(backend)
 		return nil, err
 	}
-	defer eff.Close()
 	value, err := a.runRecorded(ctx, eff, call, o)
 	return value, signalled(ctx, err)
 }
@@ -403,36 +407,27 @@ func (a *app) engineFactory(entry registry.Entry, o *runOptions) (f spi.Factory,
 }
 
 // chooseEngine resolves --engine, --lang or the script's extension to a
-// registered engine. Every failure is a usage error.
-func chooseEngine(reg *registry.Registry, o *runOptions, script string) (registry.Entry, error) {
-	if o.engine != "" {
-		e, err := lookupEngine(reg, o.engine)
-		if err != nil {
-			return registry.Entry{}, err
-		}
-		if o.lang != "" && o.lang != e.Language {
-			return registry.Entry{}, usagef("engine %s runs %s, not %s", e.Engine, e.Language, effect.Excerpt(o.lang))
-		}
-		return e, nil
-	}
+// registered engine, by every door's policy (pool.Pool.Resolve). Every
+// failure is a usage error.
+func chooseEngine(p *pool.Pool, o *runOptions, script string) (registry.Entry, error) {
 	lang := o.lang
-	if lang == "" {
-		ext := filepath.Ext(script)
-		l, ok := extLanguages[ext]
+	if o.engine == "" && lang == "" {
+		l, ok := extLanguages[filepath.Ext(script)]
 		if !ok {
 			return registry.Entry{}, usagef("cannot tell the language of %s from its extension (.js, .ts, .star, .wasm); pass --lang or --engine", quote(filepath.Base(script)))
 		}
 		lang = l
 	}
-	e, err := defaultEngine(reg, lang)
+	e, err := p.Resolve(o.engine, lang)
 	if err != nil {
-		return registry.Entry{}, err
+		return registry.Entry{}, resolveError(p.Registry(), o.engine, lang, err)
 	}
 	return e, nil
 }
 
-// refuse applies the effect's opt-ins before it is built, so a refusal is
-// a usage error that names the flag to pass.
+// refuse applies the effect's opt-ins to the engine's declaration before
+// it is built, so a refusal is a usage error that names the flag to pass
+// (the effect applies them again to the backend's own).
 func refuse(caps spi.Capabilities, o *runOptions) error {
 	if caps.Network != spi.NetworkNone && !o.allowNetwork {
 		return usagef("engine declares network %s; pass --allow-network to accept it", caps.Network)

@@ -26,7 +26,7 @@ func TestErrorsQuoteAnExcerpt(t *testing.T) {
 	}{
 		{"unknown engine", []string{"run", "--engine", huge, js}, `unknown engine "nnnn`},
 		{"unknown language", []string{"run", "--lang", huge, js}, `unknown language "nnnn`},
-		{"engine and language disagree", []string{"run", "--engine", "fake", "--lang", huge, js}, "runs javascript, not nnnn"},
+		{"engine and language disagree", []string{"run", "--engine", "fake", "--lang", huge, js}, `runs javascript, not "nnnn`},
 		{"bad timeout", []string{"run", "--timeout", huge, js}, "--timeout: invalid duration"},
 		{"bad memory", []string{"run", "--memory", huge, js}, "--memory: invalid size"},
 		{"missing input file", []string{"run", "--input-file", "/" + huge, js}, "--input-file /nnnn"},

@@ -37,16 +37,17 @@ func unknownEngine(reg *registry.Registry, name string, hasCgo bool) error {
 	return usagef("unknown engine %s (engines: %s; see 'sandbank engines')", quote(name), strings.Join(engineNames(reg), ", "))
 }
 
-// defaultEngine is registry.Default with the command line's wording.
-func defaultEngine(reg *registry.Registry, lang string) (registry.Entry, error) {
-	e, err := reg.Default(lang)
-	if err == nil {
-		return e, nil
+// resolveError words pool.Pool.Resolve's refusal of engine and lang as
+// the command line does: an unknown engine as lookupEngine does, an
+// unknown language with the list of languages; a usage error either way.
+func resolveError(reg *registry.Registry, engine, lang string, err error) error {
+	switch {
+	case errors.Is(err, registry.ErrUnknownEngine):
+		return unknownEngine(reg, engine, buildHasCgo)
+	case errors.Is(err, registry.ErrUnknownLanguage):
+		return usagef("unknown language %s (languages: %s)", quote(lang), strings.Join(reg.Languages(), ", "))
 	}
-	if errors.Is(err, registry.ErrUnknownLanguage) {
-		return registry.Entry{}, usagef("unknown language %s (languages: %s)", quote(lang), strings.Join(reg.Languages(), ", "))
-	}
-	return registry.Entry{}, usagef("%v", err)
+	return usagef("%s", strings.TrimPrefix(err.Error(), "pool: "))
 }
 
 func engineNames(reg *registry.Registry) []string {

@@ -304,7 +304,7 @@ func TestRunUsageErrors(t *testing.T) {
 		{"script is a directory", "", []string{"run", "--lang", "javascript", dir}, "cannot read script"},
 		{"unknown engine", "", []string{"run", "--engine", "nope", js}, `unknown engine "nope"`},
 		{"unknown language", "", []string{"run", "--lang", "cobol", js}, `unknown language "cobol"`},
-		{"engine and language disagree", "", []string{"run", "--engine", "fake", "--lang", "starlark", js}, "runs javascript, not starlark"},
+		{"engine and language disagree", "", []string{"run", "--engine", "fake", "--lang", "starlark", js}, `runs javascript, not "starlark"`},
 		{"unknown extension", "", []string{"run", script(t, "s.py", "value 1")}, "cannot tell the language"},
 		{"stdin without language", "value 1", []string{"run", "-"}, "needs --lang or --engine"},
 		{"invalid JSON input", "", []string{"run", "--input", "{nope", js}, "--input: invalid JSON at line 1, column 2"},
@@ -375,7 +375,7 @@ func TestPanicIsOneLine(t *testing.T) {
 	res := cli(a, "value 1", "run", "--engine", "fakepanic", "-")
 	assert.Equal(t, exitUntyped, res.code)
 	assert.Empty(t, res.stdout)
-	assert.Equal(t, "sandbank: internal error: fake: factory exploded\n", res.stderr)
+	assert.Equal(t, "sandbank: pool: building engine fakepanic: the engine's factory panicked: fake: factory exploded\n", res.stderr, "the pool recovers a panicking factory: infrastructure, exit 1")
 
 	a.newRegistry = func() (*registry.Registry, error) { return nil, errors.New("fake: no engines") }
 	res = cli(a, "value 1", "run", "--lang", "javascript", "-")

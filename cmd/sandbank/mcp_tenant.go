@@ -71,9 +71,10 @@ func tenantOf(info *auth.TokenInfo) *tenant.Tenant {
 }
 
 // admitTenant applies a tenant's quotas to one tool call: its engines
-// (another is refused, and the model reads why), its concurrent runs (at
+// (the call runs one of them, or is refused and the model reads why), its
+// concurrent runs (at
 // the cap: a retryable protocol error) and its limits ceiling.
-func admitTenant(_ context.Context, req *mcp.CallToolRequest, engine string) (mcpserver.Admission, error) {
+func admitTenant(_ context.Context, req *mcp.CallToolRequest, _ string) (mcpserver.Admission, error) {
 	var t *tenant.Tenant
 	if req.Extra != nil {
 		t = tenantOf(req.Extra.TokenInfo)
@@ -81,12 +82,11 @@ func admitTenant(_ context.Context, req *mcp.CallToolRequest, engine string) (mc
 	if t == nil {
 		return mcpserver.Admission{}, fmt.Errorf("sandbank: the call carries no tenant")
 	}
-	if !t.AllowsEngine(engine) {
-		return mcpserver.Admission{}, fmt.Errorf("engine %s is not among the engines of tenant %s: %w", engine, t.Name, effect.ErrInvalidCall)
-	}
 	release, ok := t.Acquire()
 	if !ok {
 		return mcpserver.Admission{}, fmt.Errorf("sandbank: tenant %s has %d runs in flight, its cap: try again when one ends (retryable)", t.Name, t.MaxConcurrentRuns)
 	}
-	return mcpserver.Admission{Limits: t.Limits, Release: release}, nil
+	// The tenant's engines choose the call's engine as at every door
+	// (pool.Pool.Resolve): the first it may use of the tool's language.
+	return mcpserver.Admission{Engines: t.Engines, Limits: t.Limits, Release: release}, nil
 }
