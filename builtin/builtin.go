@@ -77,6 +77,7 @@ func engines() []engine {
 			factory:     func() (spi.Backend, error) { return starlarkwasm.New(nil) },
 			declare:     func() spi.Capabilities { return starlarkwasm.Declare(nil) },
 			description: "go.starlark.net compiled to WebAssembly, run by wazero, a new instance per run: memory cap, hard clock, step budget",
+			isDefault:   true,
 		},
 	}
 }
@@ -86,7 +87,9 @@ func engines() []engine {
 // starlark and starlark-wasm; quickjs-wasmtime too in a build with cgo), and for each
 // JavaScript engine NAME a TypeScript engine NAME-ts, the same engine
 // behind package typescript. It makes quickjs the default engine of
-// "javascript" and quickjs-ts that of "typescript".
+// "javascript", quickjs-ts that of "typescript" and starlark-wasm that of
+// "starlark" (the in-process starlark engine bounds no memory: it is for
+// trusted scripts, by name only).
 //
 // Register builds no backend: each entry's capabilities are its backend
 // package's declaration for the entry's options (the package's Declare,

@@ -23,6 +23,6 @@ func ExampleRegister() {
 	}
 	// Output:
 	// javascript default: quickjs
-	// starlark default: starlark
+	// starlark default: starlark-wasm
 	// wasm default: extism
 }
