@@ -83,10 +83,10 @@
 // # Notes
 //
 // The module (about 6 MB) is compiled once per process, on first use or
-// by Warm, into a runtime every backend of the process without a cache
-// directory shares (several seconds on a loaded machine;
-// Options.CompilationCacheDir keeps it on disk for the next process, which
-// cmd/sandbank does). Every run then starts a new Go runtime: tens of
+// by Warm, into a runtime every backend of the process with the same
+// cache directory shares (several seconds on a loaded machine), and kept,
+// sealed, in Options.CacheDir (by default os.UserCacheDir()/sandbank) for
+// the next process. Every run then starts a new Go runtime: tens of
 // milliseconds, against a fraction of one for the in-process engine; and
 // the interpreter runs about twenty times slower compiled to WebAssembly
 // (docs/performance.md). So "starlark" stays the default Starlark engine;
