@@ -8,7 +8,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
+	"sync"
 )
 
 // MaxEntryBytes bounds what the cache reads of one entry: a compiled
@@ -23,10 +25,16 @@ const sumSize = sha256.Size
 // parts (a pass list's version, an engine configuration): a hex digest of
 // the input's SHA-256 and the parts, prefixed by prefix, which says what
 // the entry holds ("quickjs-parked", ...).
+//
+// The key also names the build of this module (moduleBuild): a pass's
+// name must change whenever it writes a different module, and naming the
+// build keeps a pass changed without a new name from reading what an
+// older release wrote.
 func Key(prefix string, input []byte, parts ...string) string {
 	h := sha256.New()
 	sum := sha256.Sum256(input)
 	h.Write(sum[:])
+	fmt.Fprintf(h, "\n%s", moduleBuild())
 	for _, p := range parts {
 		fmt.Fprintf(h, "\n%d:%s", len(p), p)
 	}
@@ -98,16 +106,17 @@ func readBounded(path string) ([]byte, error) {
 		_ = os.Remove(path)
 		return nil, fmt.Errorf("cache: %s is not a cache entry", filepath.Base(path))
 	}
-	b := make([]byte, 0, info.Size())
-	buf := bytes.NewBuffer(b)
-	if _, err := io.Copy(buf, io.LimitReader(f, MaxEntryBytes+1)); err != nil {
+	// Read one byte more than the size: a file that grew since Stat is not
+	// a whole entry.
+	b := make([]byte, info.Size()+1)
+	n, err := io.ReadFull(f, b)
+	switch {
+	case err == io.ErrUnexpectedEOF || err == io.EOF:
+		return b[:n], nil
+	case err != nil:
 		return nil, err
 	}
-	if buf.Len() > MaxEntryBytes {
-		_ = os.Remove(path)
-		return nil, fmt.Errorf("cache: %s is not a cache entry", filepath.Base(path))
-	}
-	return buf.Bytes(), nil
+	return nil, fmt.Errorf("cache: %s changed while it was read", filepath.Base(path))
 }
 
 // fileSum is the hex SHA-256 of a regular file of at most MaxEntryBytes.
@@ -162,3 +171,33 @@ func writeAtomic(path string, parts ...[]byte) error {
 	}
 	return werr
 }
+
+// modulePath is this Go module's path.
+const modulePath = "github.com/sandbank/sandbank"
+
+// moduleBuild names the build of this module that runs: its version and
+// sum when it is a dependency, else (the module's own binaries and tests)
+// its version and the version control revision the build records, if
+// any.
+var moduleBuild = sync.OnceValue(func() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown"
+	}
+	for _, d := range bi.Deps {
+		if d.Path == modulePath {
+			if d.Replace != nil {
+				d = d.Replace
+			}
+			return d.Version + " " + d.Sum
+		}
+	}
+	b := bi.Main.Version
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision", "vcs.modified":
+			b += " " + s.Key + "=" + s.Value
+		}
+	}
+	return b
+})
