@@ -88,7 +88,7 @@ type Options struct {
 	// rewrites nor compiles: its first Evaluate takes milliseconds instead
 	// of about a second. It is created (mode 0700) if missing, and must be
 	// a directory only its owner, the current user, can write: New fails
-	// otherwise. Empty means the default, os.UserCacheDir()/sandbank,
+	// otherwise. Empty means the default, $SANDBANK_CACHE_DIR or os.UserCacheDir()/sandbank,
 	// used when it passes the same checks (otherwise the backend compiles
 	// in memory, which costs only time). Set NoCache to turn it off.
 	CacheDir string

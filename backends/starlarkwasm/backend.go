@@ -83,7 +83,7 @@ type Options struct {
 	// process neither rewrites nor compiles (about two seconds). It is
 	// created (mode 0700) if missing, and must be a directory only its
 	// owner, the current user, can write: New fails otherwise. Empty
-	// means the default, os.UserCacheDir()/sandbank, used when it passes
+	// means the default, $SANDBANK_CACHE_DIR or os.UserCacheDir()/sandbank, used when it passes
 	// the same checks (otherwise the backend compiles in memory, which
 	// costs only time). Set NoCache to turn it off.
 	CacheDir string

@@ -117,8 +117,7 @@ func TestCacheFlags(t *testing.T) {
 
 	// The default directory, when unusable, only costs time.
 	notDir := script(t, "file", "")
-	t.Setenv("XDG_CACHE_HOME", notDir)
-	t.Setenv("HOME", notDir)
+	t.Setenv(cache.EnvDir, notDir)
 	dirs = nil
 	res = cli(a, "", "run", js)
 	assert.Equal(t, exitOK, res.code, res.stderr)
@@ -127,8 +126,7 @@ func TestCacheFlags(t *testing.T) {
 	assert.Equal(t, []string{""}, dirs, "without a usable default, no cache")
 
 	// A usable default is the engines' own: run asks for no other factory.
-	t.Setenv("XDG_CACHE_HOME", t.TempDir())
-	t.Setenv("HOME", t.TempDir())
+	t.Setenv(cache.EnvDir, t.TempDir())
 	dirs = nil
 	res = cli(a, "", "run", js)
 	assert.Equal(t, exitOK, res.code, res.stderr)

@@ -64,7 +64,7 @@ type Options struct {
 	// which takes the compile (seconds) off the first run after a process
 	// starts. It is created (mode 0700) if missing, and must be a
 	// directory only its owner, the current user, can write: New fails
-	// otherwise. Empty means the default, os.UserCacheDir()/sandbank, used
+	// otherwise. Empty means the default, $SANDBANK_CACHE_DIR or os.UserCacheDir()/sandbank, used
 	// when it passes the same checks (otherwise the module is compiled
 	// once per process, in memory). Set NoCache to turn it off.
 	CacheDir string

@@ -93,12 +93,15 @@ func TestKey(t *testing.T) {
 // TestResolve: an explicit directory must be usable; an unusable default
 // means no cache, not a failure.
 func TestResolve(t *testing.T) {
-	home := t.TempDir()
-	for _, v := range []string{"XDG_CACHE_HOME", "HOME", "LocalAppData", "home"} {
-		t.Setenv(v, home)
+	t.Setenv(EnvDir, "")
+	if runtime.GOOS == "linux" {
+		home := t.TempDir()
+		t.Setenv("XDG_CACHE_HOME", home)
+		assert.Equal(t, filepath.Join(home, DirName), DefaultDir())
 	}
-	def := DefaultDir()
-	require.NotEmpty(t, def)
+	def := filepath.Join(t.TempDir(), "default")
+	t.Setenv(EnvDir, def)
+	require.Equal(t, def, DefaultDir())
 
 	dir, err := Resolve("", false)
 	require.NoError(t, err)

@@ -10,9 +10,18 @@ import (
 // DirName is the cache's directory under os.UserCacheDir.
 const DirName = "sandbank"
 
-// DefaultDir returns os.UserCacheDir()/sandbank, or "" when the platform
-// has no user cache directory (no $HOME, no $XDG_CACHE_HOME).
+// EnvDir names the environment variable that, when set, is the default
+// directory instead of os.UserCacheDir()/sandbank: for a host whose user
+// cache directory is not writable, and for tests (cachetest).
+const EnvDir = "SANDBANK_CACHE_DIR"
+
+// DefaultDir returns $SANDBANK_CACHE_DIR when set, else
+// os.UserCacheDir()/sandbank, or "" when the platform has no user cache
+// directory (no $HOME, no $XDG_CACHE_HOME).
 func DefaultDir() string {
+	if dir := os.Getenv(EnvDir); dir != "" {
+		return dir
+	}
 	dir, err := os.UserCacheDir()
 	if err != nil || dir == "" {
 		return ""

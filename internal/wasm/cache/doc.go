@@ -23,7 +23,7 @@
 // A directory is used only when it is a directory its owner, the current
 // user, alone can write ([Prepare]). [Resolve] is the one policy of every
 // backend's CacheDir and NoCache options: a directory asked for must be
-// usable; the default, os.UserCacheDir()/sandbank ([DefaultDir]), is used
-// when it is, and otherwise the backend compiles in memory, which costs
-// only time.
+// usable; the default, $SANDBANK_CACHE_DIR or os.UserCacheDir()/sandbank
+// ([DefaultDir]), is used when it is, and otherwise the backend compiles
+// in memory, which costs only time.
 package cache

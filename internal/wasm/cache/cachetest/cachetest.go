@@ -7,14 +7,12 @@ package cachetest
 import (
 	"fmt"
 	"os"
+
+	"github.com/sandbank/sandbank/internal/wasm/cache"
 )
 
-// userCacheEnv lists the variables os.UserCacheDir reads, on every
-// platform.
-var userCacheEnv = []string{"XDG_CACHE_HOME", "HOME", "LocalAppData", "home"}
-
-// Main runs m with the user cache directory (and so the backends'
-// default cache directory) in a temporary directory of its own, removed
+// Main runs m with the backends' default cache directory
+// ($SANDBANK_CACHE_DIR) a temporary directory of its own, removed
 // afterwards, and returns m's exit code: call it from TestMain as
 // os.Exit(cachetest.Main(m)). Child processes inherit the environment.
 func Main(m interface{ Run() int }) int {
@@ -24,21 +22,9 @@ func Main(m interface{ Run() int }) int {
 		return 2
 	}
 	defer os.RemoveAll(dir)
-	for _, v := range userCacheEnv {
-		if err := os.Setenv(v, dir); err != nil {
-			fmt.Fprintln(os.Stderr, "cachetest:", err)
-			return 2
-		}
+	if err := os.Setenv(cache.EnvDir, dir); err != nil {
+		fmt.Fprintln(os.Stderr, "cachetest:", err)
+		return 2
 	}
 	return m.Run()
-}
-
-// SetUserCacheDir points the user cache directory, and so the backends'
-// default cache directory, under dir for one test (os.UserCacheDir then
-// returns dir on Linux, dir/Library/Caches on macOS): t is its
-// *testing.T, whose Setenv restores the variables afterwards.
-func SetUserCacheDir(t interface{ Setenv(key, value string) }, dir string) {
-	for _, v := range userCacheEnv {
-		t.Setenv(v, dir)
-	}
 }
