@@ -90,7 +90,11 @@ func engineFor(dir string) (*engine, error) {
 // there, and rewritten otherwise (wazero's compilation cache keys on the
 // bytes, so its compiled form is cached apart from the original's).
 func stopCheckGuest(dir string) ([]byte, error) {
-	return cache.Memo(dir, guestKey()+".wasm", func() ([]byte, error) { return wasmrewrite.Rewrite(guestWASM) })
+	rewrite := func() ([]byte, error) { return wasmrewrite.Rewrite(guestWASM) }
+	if dir == "" {
+		return rewrite()
+	}
+	return cache.Memo(dir, guestKey()+".wasm", rewrite)
 }
 
 // compiledModule returns the compiled module, compiling it on first use.

@@ -133,3 +133,27 @@ func TestResolve(t *testing.T) {
 	_, err = Resolve(notDir, false)
 	assert.Error(t, err)
 }
+
+// TestOpenWazero: opening a module's cache checks its seals, and removes
+// the command line's former layout (wazero's directories directly in the
+// cache directory).
+func TestOpenWazero(t *testing.T) {
+	dir := t.TempDir()
+	old := filepath.Join(dir, "wazero-v0.0.0-"+runtime.GOARCH+"-"+runtime.GOOS)
+	require.NoError(t, os.Mkdir(old, 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(old, "entry"), []byte("compiled"), 0o600))
+
+	sub := filepath.Join(dir, wazeroDir, "m", "wazero-v0.0.0-"+runtime.GOARCH+"-"+runtime.GOOS)
+	require.NoError(t, os.MkdirAll(sub, 0o700))
+	unsealed := filepath.Join(sub, "entry")
+	require.NoError(t, os.WriteFile(unsealed, []byte("compiled"), 0o600))
+
+	w, err := OpenWazero(dir, "m")
+	require.NoError(t, err)
+	require.NotNil(t, w.CompilationCache())
+	assert.NoDirExists(t, old)
+	assert.NoFileExists(t, unsealed)
+	again, err := OpenWazero(dir, "m")
+	require.NoError(t, err)
+	assert.Same(t, w, again, "one per process")
+}

@@ -51,6 +51,7 @@ func OpenWazero(dir, module string) (*Wazero, error) {
 	if err := os.MkdirAll(path, 0o700); err != nil {
 		return nil, err
 	}
+	removeOldLayout(dir)
 	Check(path)
 	c, err := wazero.NewCompilationCacheWithDir(path)
 	if err != nil {
@@ -68,6 +69,16 @@ func (w *Wazero) CompilationCache() wazero.CompilationCache { return w.cache }
 // Seal seals the entries a compile wrote: call it once
 // Runtime.CompileModule has returned.
 func (w *Wazero) Seal() { Seal(w.dir) }
+
+// removeOldLayout removes the wazero directories the command line kept
+// directly in the cache directory before each module had a directory of
+// its own: nothing reads them any more, and removing a cache entry only
+// ever costs a compile.
+func removeOldLayout(dir string) {
+	for _, d := range wazeroDirs(dir) {
+		_ = os.RemoveAll(d)
+	}
+}
 
 // wazeroDirs returns wazero's version-specific directories under dir
 // ("wazero-VERSION-ARCH-OS") for this platform.
