@@ -82,15 +82,16 @@ const (
 // field, means the documented default.
 type Options struct {
 	// CacheDir is the directory where the backend keeps the rewritten
-	// module and its compiled machine code across processes, sealed
-	// (each entry is checked against its SHA-256 before it is used, and a
-	// damaged one costs a recompile), so that a new process neither
-	// rewrites nor compiles: its first Evaluate takes milliseconds instead
-	// of about a second. It is created (mode 0700) if missing, and must be
-	// a directory only its owner, the current user, can write: New fails
-	// otherwise. Empty means the default, $SANDBANK_CACHE_DIR or os.UserCacheDir()/sandbank,
-	// used when it passes the same checks (otherwise the backend compiles
-	// in memory, which costs only time). Set NoCache to turn it off.
+	// module and its compiled machine code across processes, sealed (each
+	// entry is checked against its SHA-256 before it is used, and a damaged
+	// one costs a recompile), so that a new process neither rewrites nor
+	// compiles: its first Evaluate takes milliseconds instead of about a
+	// second. It is created (mode 0700) if missing, and must be a directory
+	// only its owner, the current user, can write: New fails otherwise.
+	// Empty means the default, $SANDBANK_CACHE_DIR or
+	// os.UserCacheDir()/sandbank, used when it passes the same checks
+	// (otherwise the backend compiles in memory, which costs only time).
+	// Set NoCache to turn it off.
 	CacheDir string
 
 	// NoCache, when true, keeps nothing on disk: the module is rewritten

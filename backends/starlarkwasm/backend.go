@@ -82,10 +82,10 @@ type Options struct {
 	// it is used, and a damaged one costs a recompile), so that a new
 	// process neither rewrites nor compiles (about two seconds). It is
 	// created (mode 0700) if missing, and must be a directory only its
-	// owner, the current user, can write: New fails otherwise. Empty
-	// means the default, $SANDBANK_CACHE_DIR or os.UserCacheDir()/sandbank, used when it passes
-	// the same checks (otherwise the backend compiles in memory, which
-	// costs only time). Set NoCache to turn it off.
+	// owner, the current user, can write: New fails otherwise. Empty means
+	// the default, $SANDBANK_CACHE_DIR or os.UserCacheDir()/sandbank, used
+	// when it passes the same checks (otherwise the backend compiles in
+	// memory, which costs only time). Set NoCache to turn it off.
 	CacheDir string
 	// NoCache, when true, keeps nothing on disk: the guest is rewritten
 	// and compiled in memory, once per process. It cannot be used with

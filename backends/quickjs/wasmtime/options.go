@@ -58,14 +58,14 @@ const bootFuel = MaxFuel
 // Options configure a backend. A nil *Options, or the zero value of a
 // field, means the documented default.
 type Options struct {
-	// CacheDir is the directory where the backend keeps the compiled
-	// module (wasmtime's Module.Serialize) across processes, sealed (each
-	// entry carries its SHA-256, and a damaged one costs a recompile),
-	// which takes the compile (seconds) off the first run after a process
-	// starts. It is created (mode 0700) if missing, and must be a
-	// directory only its owner, the current user, can write: New fails
-	// otherwise. Empty means the default, $SANDBANK_CACHE_DIR or os.UserCacheDir()/sandbank, used
-	// when it passes the same checks (otherwise the module is compiled
+	// CacheDir is the directory where the backend keeps the compiled module
+	// (wasmtime's Module.Serialize) across processes, sealed (each entry
+	// carries its SHA-256, and a damaged one costs a recompile), which
+	// takes the compile (seconds) off the first run after a process starts.
+	// It is created (mode 0700) if missing, and must be a directory only
+	// its owner, the current user, can write: New fails otherwise. Empty
+	// means the default, $SANDBANK_CACHE_DIR or os.UserCacheDir()/sandbank,
+	// used when it passes the same checks (otherwise the module is compiled
 	// once per process, in memory). Set NoCache to turn it off.
 	CacheDir string
 
