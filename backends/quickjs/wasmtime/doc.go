@@ -22,10 +22,11 @@
 // # Runs
 //
 // The wasmtime engine and the compiled module are process-wide: compiled
-// once per process (Cranelift), or loaded from Options.CacheDir, where the
-// serialized module is kept under a name derived from the binding's
-// version, the engine configuration, the platform and the hash of the
-// wasm binary, written atomically with a checksum. Every Evaluate creates
+// once per process (Cranelift), or loaded from Options.CacheDir (by
+// default os.UserCacheDir()/sandbank), where the serialized module is kept
+// under a name derived from the binding's version, the engine
+// configuration, the platform and the hash of the wasm binary, written
+// atomically and sealed with its SHA-256 (internal/wasm/cache). Every Evaluate creates
 // a new store and instance and closes them explicitly when it returns, so
 // no state survives from one run to the next and runs proceed side by
 // side.
