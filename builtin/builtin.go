@@ -219,11 +219,12 @@ func CPUBudgetFactory(engine string) spi.Factory {
 }
 
 // CacheFactory returns a factory of the named built-in engine, configured
-// exactly as Register registers it plus a compiled-module cache in dir, or
+// exactly as Register registers it but with its compiled-module cache in
+// dir instead of the default directory (os.UserCacheDir()/sandbank), or
 // nil when the engine has no cache directory option (goja and starlark
-// compile nothing to machine code; extism's cache is in memory only). The
-// directory must be one this process owns: a compiled module read from it
-// is trusted.
+// compile nothing to machine code; extism's cache is in memory only). An
+// empty dir means no cache on disk at all (the backends' NoCache). The
+// backend seals every entry and refuses a directory others can write.
 func CacheFactory(engine, dir string) spi.Factory {
 	if js, ok := javaScriptEngine(engine); ok {
 		return typeScriptFactory(CacheFactory(js, dir))
@@ -231,15 +232,15 @@ func CacheFactory(engine, dir string) spi.Factory {
 	switch engine {
 	case quickjs.Engine:
 		return func() (spi.Backend, error) {
-			return quickjs.New(&quickjs.Options{CompilationCacheDir: dir})
+			return quickjs.New(&quickjs.Options{CacheDir: dir, NoCache: dir == ""})
 		}
 	case quickjs.EngineFresh:
 		return func() (spi.Backend, error) {
-			return quickjs.New(&quickjs.Options{Mode: quickjs.ModeFresh, CompilationCacheDir: dir})
+			return quickjs.New(&quickjs.Options{Mode: quickjs.ModeFresh, CacheDir: dir, NoCache: dir == ""})
 		}
 	case starlarkwasm.Engine:
 		return func() (spi.Backend, error) {
-			return starlarkwasm.New(&starlarkwasm.Options{CompilationCacheDir: dir})
+			return starlarkwasm.New(&starlarkwasm.Options{CacheDir: dir, NoCache: dir == ""})
 		}
 	default:
 		return cgoCacheFactory(engine, dir)

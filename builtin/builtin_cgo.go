@@ -34,7 +34,7 @@ func cgoCPUBudgetFactory(engine string) spi.Factory {
 // cgoCacheFactory is CacheFactory for the engines that need cgo.
 func cgoCacheFactory(engine, dir string) spi.Factory {
 	if engine == wasmtime.Engine {
-		return func() (spi.Backend, error) { return wasmtime.New(&wasmtime.Options{CacheDir: dir}) }
+		return func() (spi.Backend, error) { return wasmtime.New(&wasmtime.Options{CacheDir: dir, NoCache: dir == ""}) }
 	}
 	return nil
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/sandbank/sandbank/builtin"
 	"github.com/sandbank/sandbank/effect"
+	"github.com/sandbank/sandbank/internal/wasm/cache/cachetest"
 	"github.com/sandbank/sandbank/registry"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -38,7 +39,7 @@ func TestMain(m *testing.M) {
 	if v := os.Getenv(workerEnv); v != "" {
 		os.Exit(workerProcess(v))
 	}
-	os.Exit(m.Run())
+	os.Exit(cachetest.Main(m)) // the engines' default cache directory is a temporary one
 }
 
 // quietLogger is the SDK logger of the integration test: errors only.

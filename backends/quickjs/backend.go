@@ -11,6 +11,7 @@ import (
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
 	"github.com/sandbank/sandbank/backends/quickjs/internal/guest"
+	"github.com/sandbank/sandbank/internal/wasm/cache"
 	"github.com/sandbank/sandbank/spi"
 )
 
@@ -34,7 +35,7 @@ var (
 )
 
 // processCache is the in-memory compilation cache every backend of the
-// process without a cache directory shares, so that only the first one
+// process without a cache directory (NoCache) shares, so that only the first one
 // pays the compile (about a second). It lives as long as the process.
 var processCache = sync.OnceValue(wazero.NewCompilationCache)
 
@@ -49,7 +50,7 @@ type Backend struct {
 	// at its bottom.
 	layout guest.Layout
 	rt     wazero.Runtime
-	cache  wazero.CompilationCache // nil without a cache directory
+	disk   *cache.Wazero // the sealed compilation cache, nil without a cache directory
 
 	// compiled is closed when compiling finished; mod or compileErr is set.
 	compileOnce sync.Once
@@ -101,14 +102,18 @@ func New(opts *Options) (*Backend, error) {
 
 // build is New with validated settings.
 func build(set settings) (*Backend, error) {
-	bin, err := guestModule(set)
+	dir, err := cache.Resolve(set.cacheDir, set.noCache)
+	if err != nil {
+		return nil, fmt.Errorf("quickjs: %w", err)
+	}
+	bin, err := guestModule(set, dir)
 	var parkedErr error
 	if err != nil && set.mode == ModeParked && !errors.Is(err, errStackGuard) {
 		// Parked mode's passes refused the module (its proofs do not hold
 		// for this binary): a fresh backend that says why, never a parked
 		// instance whose restore would be incomplete.
 		parkedErr, set.mode = err, ModeFresh
-		bin, err = guestModule(set)
+		bin, err = guestModule(set, dir)
 	}
 	if err != nil {
 		return nil, err
@@ -116,32 +121,28 @@ func build(set settings) (*Backend, error) {
 	cfg := wazero.NewRuntimeConfigCompiler().
 		WithDebugInfoEnabled(false). // with it on, every guest exit costs 40-45 ms
 		WithCloseOnContextDone(set.wazeroClose)
-	var cache wazero.CompilationCache // owned by this backend, closed by Close
-	if set.cacheDir != "" {
-		cache, err = wazero.NewCompilationCacheWithDir(set.cacheDir)
+	var disk *cache.Wazero // the process's, never closed
+	if dir != "" {
+		disk, err = cache.OpenWazero(dir, bin.key)
 		if err != nil {
 			return nil, fmt.Errorf("quickjs: compilation cache: %w", err)
 		}
-		cfg = cfg.WithCompilationCache(cache)
+		cfg = cfg.WithCompilationCache(disk.CompilationCache())
 	} else {
 		cfg = cfg.WithCompilationCache(processCache())
 	}
 	ctx := context.Background()
 	rt := wazero.NewRuntimeWithConfig(ctx, cfg)
-	if err := instantiateHost(ctx, rt); err != nil {
+	fail := func(err error) (*Backend, error) {
 		_ = rt.Close(ctx)
-		if cache != nil {
-			_ = cache.Close(ctx)
-		}
-		return nil, fmt.Errorf("quickjs: stack and stop check: %w", err)
+		return nil, err
+	}
+	if err := instantiateHost(ctx, rt); err != nil {
+		return fail(fmt.Errorf("quickjs: stack and stop check: %w", err))
 	}
 	if set.mode == ModeFresh { // parked mode instantiates its own WASI after compiling
 		if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
-			_ = rt.Close(ctx)
-			if cache != nil {
-				_ = cache.Close(ctx)
-			}
-			return nil, fmt.Errorf("quickjs: WASI: %w", err)
+			return fail(fmt.Errorf("quickjs: WASI: %w", err))
 		}
 	}
 	life, shutdown := context.WithCancel(context.Background())
@@ -151,7 +152,7 @@ func build(set settings) (*Backend, error) {
 		parkedErr: parkedErr,
 		layout:    bin.layout,
 		rt:        rt,
-		cache:     cache,
+		disk:      disk,
 		compiled:  make(chan struct{}),
 		life:      life,
 		shutdown:  shutdown,
@@ -200,7 +201,7 @@ func (b *Backend) Warm(ctx context.Context) error {
 }
 
 // Close stops every run in flight, waits for them to return, and releases
-// the runtime, the compiled module and the cache. It is idempotent.
+// the runtime and the compiled module. It is idempotent.
 func (b *Backend) Close() error {
 	b.mu.Lock()
 	if b.closed {
@@ -213,11 +214,7 @@ func (b *Backend) Close() error {
 	b.runs.Wait()
 	b.instances.Wait()
 	ctx := context.Background()
-	err := b.rt.Close(ctx)
-	if b.cache != nil {
-		err = errors.Join(err, b.cache.Close(ctx))
-	}
-	return err
+	return b.rt.Close(ctx)
 }
 
 // enter registers a run, or fails after Close.
@@ -244,6 +241,9 @@ func (b *Backend) compiledModule(ctx context.Context) (wazero.CompiledModule, er
 			if b.compileErr != nil {
 				b.compileErr = fmt.Errorf("quickjs: compile: %w", b.compileErr)
 				return
+			}
+			if b.disk != nil {
+				b.disk.Seal() // what the compile wrote
 			}
 			if b.set.mode == ModeParked {
 				if err := instantiateParkedWASI(context.Background(), b.rt, b.mod); err != nil {

@@ -358,15 +358,6 @@ func TestClose(t *testing.T) {
 	assert.NoError(t, b.Close())
 }
 
-func TestCompilationCacheDir(t *testing.T) {
-	dir := t.TempDir()
-	b := newBackend(t, &Options{CompilationCacheDir: dir, ColdStartAllowance: 10 * time.Minute})
-	assert.Equal(t, spi.OK(json.RawMessage(`2`)), eval(t, b, "1 + 1", "", spi.Limits{}))
-	require.NoError(t, b.Close())
-	again := newBackend(t, &Options{CompilationCacheDir: dir, ColdStartAllowance: 10 * time.Minute})
-	assert.Equal(t, spi.OK(json.RawMessage(`3`)), eval(t, again, "1 + 2", "", spi.Limits{}))
-}
-
 func TestBadInputIsAnError(t *testing.T) {
 	_, err := shared(t).Evaluate(context.Background(), spi.Request{Script: []byte("1"), Input: []byte("{not json")})
 	require.Error(t, err)

@@ -5,9 +5,11 @@
 // around it, or select it by its engine name "quickjs" in the registry.
 //
 // One backend holds one wazero runtime and one compiled module (compiled
-// by Warm or by the first Evaluate, optionally cached on disk with
-// Options.CompilationCacheDir). Any number of Evaluate calls run side by
-// side, one instance each.
+// by Warm or by the first Evaluate). The rewritten module and its compiled
+// code are kept across processes, sealed, in Options.CacheDir, by default
+// os.UserCacheDir()/sandbank (Options.NoCache turns it off), so a new
+// process neither rewrites nor compiles. Any number of Evaluate calls run
+// side by side, one instance each.
 //
 // # Modes
 //

@@ -11,13 +11,25 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sandbank/sandbank/backends/quickjs/internal/guest"
+	"github.com/sandbank/sandbank/internal/wasm/cache/cachetest"
 	"github.com/sandbank/sandbank/spi"
 )
 
 // TestMain compiles the module into the process-wide cache before any
 // test runs, so that no test's cold-start allowance covers a compile
-// (which takes over ten seconds under the race detector).
+// (which takes over ten seconds under the race detector). The default
+// cache directory is a temporary one (cachetest.Main), never the user's.
 func TestMain(m *testing.M) {
+	if os.Getenv(cacheChildEnv) != "" {
+		os.Exit(m.Run()) // a child of TestDefaultCacheIsSealed: its cache is the parent's
+	}
+	os.Exit(cachetest.Main(warmedTests{m}))
+}
+
+// warmedTests runs the tests once the module is compiled.
+type warmedTests struct{ m *testing.M }
+
+func (w warmedTests) Run() int {
 	b, err := New(&Options{ColdStartAllowance: 10 * time.Minute})
 	if err == nil {
 		err = b.Warm(context.Background())
@@ -26,7 +38,7 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		panic(err)
 	}
-	os.Exit(m.Run())
+	return w.m.Run()
 }
 
 // shared is one backend for the tests that do not need their own: it

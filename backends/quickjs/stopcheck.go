@@ -2,6 +2,7 @@ package quickjs
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"sync"
@@ -12,6 +13,7 @@ import (
 	"github.com/tetratelabs/wazero/sys"
 
 	"github.com/sandbank/sandbank/backends/quickjs/internal/guest"
+	"github.com/sandbank/sandbank/internal/wasm/cache"
 	"github.com/sandbank/sandbank/internal/wasmrewrite"
 )
 
@@ -70,42 +72,90 @@ func guestPasses(set settings) []wasmrewrite.Pass {
 type guestBinary struct {
 	wasm   []byte
 	layout guest.Layout
+	// key names the module in the cache (cache.Key); its compiled form is
+	// kept under the same name.
+	key string
 }
 
-// rewriteKey names one rewritten module: its input and its pass list.
+// rewriteKey names one rewritten module in the process: its input, its
+// pass list and the cache directory it is kept in ("" for none).
 type rewriteKey struct {
 	input   *byte
 	version string
+	dir     string
 }
 
 // guestModules holds the rewritten QuickJS binaries of the process, by
-// rewriteKey, each rewritten once (a func() (guestBinary, error) from
-// sync.OnceValues). wazero's compilation cache keys on the module's
-// bytes, so every rewritten module has its compiled form cached apart.
+// rewriteKey, each rewritten (or read from the cache directory) once (a
+// func() (guestBinary, error) from sync.OnceValues). wazero's compilation
+// cache keys on the module's bytes, so every rewritten module has its
+// compiled form cached apart.
 var guestModules sync.Map
 
 // errStackGuard marks a module whose C stack cannot be guarded: no
 // backend runs it, in any mode.
 var errStackGuard = errors.New("quickjs: the C stack cannot be guarded")
 
+// layoutFormat names the encoding of a rewritten module in the cache
+// (encodeGuest); it is part of the entry's key.
+const layoutFormat = "quickjs-guest-1"
+
 // guestModule returns the bytes the backend compiles (QuickJS rewritten
-// by guestPasses) and their stack layout.
-func guestModule(set settings) (guestBinary, error) {
+// by guestPasses) and their stack layout. With a cache directory, a
+// rewritten module another process left there is read instead of
+// rewriting; the cache's key names the input's hash and the pass list.
+func guestModule(set settings, dir string) (guestBinary, error) {
 	passes := guestPasses(set)
 	input := quickJSWASM
-	key := rewriteKey{input: &input[0], version: wasmrewrite.Version(passes...)}
+	version := wasmrewrite.Version(passes...)
+	key := rewriteKey{input: &input[0], version: version, dir: dir}
 	rewrite, _ := guestModules.LoadOrStore(key, sync.OnceValues(func() (guestBinary, error) {
-		layout, err := guest.GuardedLayout(input, set.stackBytes)
+		name := cache.Key("quickjs", input, version, layoutFormat)
+		b, err := cache.Memo(dir, name+".wasm", func() ([]byte, error) {
+			layout, err := guest.GuardedLayout(input, set.stackBytes)
+			if err != nil {
+				return nil, fmt.Errorf("%w: %w", errStackGuard, err)
+			}
+			wasm, err := wasmrewrite.RewriteWith(input, passes...)
+			if err != nil {
+				return nil, fmt.Errorf("quickjs: rewriting the module: %w", err)
+			}
+			return encodeGuest(guestBinary{wasm: wasm, layout: layout}), nil
+		})
 		if err != nil {
-			return guestBinary{}, fmt.Errorf("%w: %w", errStackGuard, err)
+			return guestBinary{}, err
 		}
-		wasm, err := wasmrewrite.RewriteWith(input, passes...)
-		if err != nil {
-			return guestBinary{}, fmt.Errorf("quickjs: rewriting the module: %w", err)
+		g, ok := decodeGuest(b)
+		if !ok {
+			// Sealed but not ours (another format under the same key):
+			// rewrite without the cache.
+			return guestModule(set, "")
 		}
-		return guestBinary{wasm: wasm, layout: layout}, nil
+		g.key = name
+		return g, nil
 	}))
 	return rewrite.(func() (guestBinary, error))()
+}
+
+// encodeGuest is a rewritten module as the cache keeps it: the layout's
+// Bottom and Top (little-endian uint32s), then the module.
+func encodeGuest(g guestBinary) []byte {
+	b := make([]byte, 8, 8+len(g.wasm))
+	binary.LittleEndian.PutUint32(b, g.layout.Bottom)
+	binary.LittleEndian.PutUint32(b[4:], g.layout.Top)
+	return append(b, g.wasm...)
+}
+
+// decodeGuest reads what encodeGuest wrote.
+func decodeGuest(b []byte) (guestBinary, bool) {
+	if len(b) <= 8 {
+		return guestBinary{}, false
+	}
+	l := guest.Layout{Bottom: binary.LittleEndian.Uint32(b), Top: binary.LittleEndian.Uint32(b[4:])}
+	if l.Bottom >= l.Top {
+		return guestBinary{}, false
+	}
+	return guestBinary{wasm: b[8:], layout: l}, true
 }
 
 // instantiateHost instantiates the host module the rewritten module

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sandbank/sandbank/backends/starlark"
+	"github.com/sandbank/sandbank/internal/wasm/cache"
 	"github.com/sandbank/sandbank/spi"
 )
 
@@ -75,23 +76,32 @@ type Options struct {
 	// refused. Waiting for the module's compile (once per process) is not
 	// part of it.
 	ColdStartAllowance time.Duration
-	// CompilationCacheDir, when set, keeps the compiled module in this
-	// directory, so that another process skips the compile (about two
-	// seconds). It must be a directory only this user can write. Empty
-	// means an in-memory cache shared by the process.
-	CompilationCacheDir string
+	// CacheDir is the directory where the backend keeps the guest module
+	// rewritten with its stop check and its compiled machine code across
+	// processes, sealed (each entry is checked against its SHA-256 before
+	// it is used, and a damaged one costs a recompile), so that a new
+	// process neither rewrites nor compiles (about two seconds). It is
+	// created (mode 0700) if missing, and must be a directory only its
+	// owner, the current user, can write: New fails otherwise. Empty means
+	// the default, $SANDBANK_CACHE_DIR or os.UserCacheDir()/sandbank, used
+	// when it passes the same checks (otherwise the backend compiles in
+	// memory, which costs only time). Set NoCache to turn it off.
+	CacheDir string
+	// NoCache, when true, keeps nothing on disk: the guest is rewritten
+	// and compiled in memory, once per process. It cannot be used with
+	// CacheDir.
+	NoCache bool
 }
 
 // Backend runs every evaluation in a fresh instance of the guest module,
-// in a wazero runtime every backend of the process without a cache
-// directory shares (one of its own with a cache directory). Build one
+// in a wazero runtime every backend of the process with the same cache
+// directory shares. Build one
 // with [New]; it is safe for concurrent use, and [Backend.Close] releases
 // it.
 type Backend struct {
 	maxSteps, maxResult int64
 	coldStart           time.Duration
 	eng                 *engine
-	ownsEngine          bool // a cache directory: Close releases the engine
 
 	// life is cancelled by Close; every run's context follows it.
 	life     context.Context
@@ -129,25 +139,22 @@ func New(opts *Options) (*Backend, error) {
 	if o.ColdStartAllowance == 0 {
 		o.ColdStartAllowance = DefaultColdStartAllowance
 	}
-	var eng *engine
-	var err error
-	if o.CompilationCacheDir != "" {
-		eng, err = newDirEngine(o.CompilationCacheDir)
-	} else {
-		eng, err = processEngine()
+	dir, err := cache.Resolve(o.CacheDir, o.NoCache)
+	if err != nil {
+		return nil, fmt.Errorf("starlarkwasm: %w", err)
 	}
+	eng, err := engineFor(dir)
 	if err != nil {
 		return nil, err
 	}
 	life, shutdown := context.WithCancel(context.Background())
 	return &Backend{
-		maxSteps:   o.MaxSteps,
-		maxResult:  o.MaxResultBytes,
-		coldStart:  o.ColdStartAllowance,
-		eng:        eng,
-		ownsEngine: o.CompilationCacheDir != "",
-		life:       life,
-		shutdown:   shutdown,
+		maxSteps:  o.MaxSteps,
+		maxResult: o.MaxResultBytes,
+		coldStart: o.ColdStartAllowance,
+		eng:       eng,
+		life:      life,
+		shutdown:  shutdown,
 	}, nil
 }
 
@@ -162,10 +169,8 @@ func (b *Backend) Warm(ctx context.Context) error {
 	return err
 }
 
-// Close stops every run in flight and waits for them to return; with a
-// cache directory it also releases the backend's runtime, compiled module
-// and cache (the process's shared runtime stays for the next backend). It
-// is idempotent.
+// Close stops every run in flight and waits for them to return (the
+// process's runtime stays for the next backend). It is idempotent.
 func (b *Backend) Close() error {
 	b.mu.Lock()
 	if b.closed {
@@ -176,10 +181,7 @@ func (b *Backend) Close() error {
 	b.mu.Unlock()
 	b.shutdown()
 	b.runs.Wait()
-	if !b.ownsEngine {
-		return nil
-	}
-	return b.eng.close()
+	return nil
 }
 
 // enter registers a run, or fails after Close.

@@ -35,12 +35,12 @@
 //
 // # Notes
 //
-// The module is compiled once per process, on first use or by Warm;
-// Options.CompilationCacheDir keeps it on disk for the next process. Every
-// run starts a new Go runtime, and the interpreter is slower compiled to
-// WebAssembly (docs/performance.md): choose "starlark-wasm" when the
-// script is untrusted enough that a memory bomb or one long built-in
-// operation must not reach the host.
+// The module is compiled once per process, on first use or by Warm, and
+// kept, sealed, in Options.CacheDir (by default os.UserCacheDir()/sandbank)
+// for the next process. Every run starts a new Go runtime, and the
+// interpreter is slower compiled to WebAssembly (docs/performance.md).
+// starlark-wasm is the default engine of the language starlark: a memory
+// bomb or one long built-in operation never reaches the host.
 //
 // # Security considerations
 //

@@ -2,71 +2,71 @@ package starlarkwasm
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
+	"github.com/sandbank/sandbank/internal/wasm/cache"
 	"github.com/sandbank/sandbank/internal/wasmhost"
 	"github.com/sandbank/sandbank/internal/wasmrewrite"
 )
 
 // engine is a wazero runtime with the guest module compiled into it,
-// compiled on first use. Every backend of the process without a
-// compilation cache directory shares one (processEngine), so that only the
-// process's first backend pays the compile and the load of the compiled
-// code (about half a second from the cache, on a loaded machine): a run's
-// start-up would otherwise carry it, and a host call's wall clock, which
-// the effect counts from the backend's call, with it. A backend with a
-// cache directory has its own, which its Close releases.
+// compiled on first use. Every backend of the process with the same cache
+// directory shares one (engineFor), so that only the process's first
+// backend pays the compile, or the load of the compiled code (about half
+// a second from the cache, on a loaded machine): a run's start-up would
+// otherwise carry it, and a host call's wall clock, which the effect
+// counts from the backend's call, with it. Engines live as long as the
+// process.
 type engine struct {
-	rt    wazero.Runtime
-	cache wazero.CompilationCache // the directory cache, or nil
+	rt   wazero.Runtime
+	dir  string        // the cache directory, or "" for none
+	disk *cache.Wazero // the sealed compilation cache in dir, or nil
 
 	// compiled is closed when compiling finished; mod or compileErr is set.
 	compileOnce sync.Once
-	compiling   sync.WaitGroup
 	compiled    chan struct{}
 	mod         wazero.CompiledModule
 	compileErr  error
 }
 
-// processEngine is the engine of every backend without a cache directory.
-// It lives as long as the process.
-var processEngine = sync.OnceValues(func() (*engine, error) {
-	return newEngine(processCache(), nil)
+var (
+	enginesMu sync.Mutex
+	engines   = map[string]*engine{} // by cache directory
+)
+
+// guestKey names the guest rewritten with the stop check in a cache
+// directory (internal/wasm/cache): the input's hash and the pass list.
+var guestKey = sync.OnceValue(func() string {
+	return cache.Key("starlarkwasm", guestWASM, wasmrewrite.Version(wasmrewrite.PreemptPass))
 })
 
-// stopCheckGuest is the guest module with internal/wasmrewrite's stop
-// check, rewritten once per process (wazero's compilation cache keys on
-// the bytes, so its compiled form is cached apart from the original's).
-var stopCheckGuest = sync.OnceValues(func() ([]byte, error) { return wasmrewrite.Rewrite(guestWASM) })
-
-// processCache is the in-memory compilation cache of processEngine. It
-// lives as long as the process.
-var processCache = sync.OnceValue(wazero.NewCompilationCache)
-
-// newDirEngine returns an engine whose compiled module is kept in dir.
-func newDirEngine(dir string) (*engine, error) {
-	cache, err := wazero.NewCompilationCacheWithDir(dir)
-	if err != nil {
-		return nil, fmt.Errorf("starlarkwasm: compilation cache: %w", err)
+// engineFor returns the process's engine for the cache directory dir (a
+// directory cache.Resolve returned, or "" for none), creating it on first
+// use.
+func engineFor(dir string) (*engine, error) {
+	enginesMu.Lock()
+	defer enginesMu.Unlock()
+	if e, ok := engines[dir]; ok {
+		return e, nil
 	}
-	e, err := newEngine(cache, cache)
-	if err != nil {
-		_ = cache.Close(context.Background())
+	var compilation wazero.CompilationCache
+	var disk *cache.Wazero
+	if dir == "" {
+		compilation = wazero.NewCompilationCache()
+	} else {
+		var err error
+		if disk, err = cache.OpenWazero(dir, guestKey()); err != nil {
+			return nil, fmt.Errorf("starlarkwasm: compilation cache: %w", err)
+		}
+		compilation = disk.CompilationCache()
 	}
-	return e, err
-}
-
-// newEngine returns an engine compiling into cache; owned, when not nil,
-// is closed with the engine.
-func newEngine(cache, owned wazero.CompilationCache) (*engine, error) {
 	cfg := wazero.NewRuntimeConfigCompiler().
 		WithDebugInfoEnabled(false). // with it on, every guest exit costs tens of ms
-		WithCompilationCache(cache)
+		WithCompilationCache(compilation)
 	// The hard clock is the stop check the rewritten guest carries
 	// (stopCheckGuest), not wazero's close-on-context-done, whose check
 	// leaves compiled code for Go at every loop header.
@@ -80,7 +80,21 @@ func newEngine(cache, owned wazero.CompilationCache) (*engine, error) {
 		_ = rt.Close(ctx)
 		return nil, fmt.Errorf("starlarkwasm: the stop check: %w", err)
 	}
-	return &engine{rt: rt, cache: owned, compiled: make(chan struct{})}, nil
+	e := &engine{rt: rt, dir: dir, disk: disk, compiled: make(chan struct{})}
+	engines[dir] = e
+	return e, nil
+}
+
+// stopCheckGuest is the guest module with internal/wasmrewrite's stop
+// check, read from the cache directory dir when another process left it
+// there, and rewritten otherwise (wazero's compilation cache keys on the
+// bytes, so its compiled form is cached apart from the original's).
+func stopCheckGuest(dir string) ([]byte, error) {
+	rewrite := func() ([]byte, error) { return wasmrewrite.Rewrite(guestWASM) }
+	if dir == "" {
+		return rewrite()
+	}
+	return cache.Memo(dir, guestKey()+".wasm", rewrite)
 }
 
 // compiledModule returns the compiled module, compiling it on first use.
@@ -88,11 +102,9 @@ func newEngine(cache, owned wazero.CompilationCache) (*engine, error) {
 // waiting while the compile goes on for the next caller.
 func (e *engine) compiledModule(ctx context.Context) (wazero.CompiledModule, error) {
 	e.compileOnce.Do(func() {
-		e.compiling.Add(1) // close waits for the compile to finish
 		go func() {
-			defer e.compiling.Done()
 			defer close(e.compiled)
-			wasm, err := stopCheckGuest()
+			wasm, err := stopCheckGuest(e.dir)
 			if err != nil {
 				e.compileErr = fmt.Errorf("starlarkwasm: rewriting the guest: %w", err)
 				return
@@ -100,6 +112,10 @@ func (e *engine) compiledModule(ctx context.Context) (wazero.CompiledModule, err
 			e.mod, e.compileErr = e.rt.CompileModule(context.Background(), wasm)
 			if e.compileErr != nil {
 				e.compileErr = fmt.Errorf("starlarkwasm: compile: %w", e.compileErr)
+				return
+			}
+			if e.disk != nil {
+				e.disk.Seal() // what the compile wrote
 			}
 		}()
 	})
@@ -109,16 +125,4 @@ func (e *engine) compiledModule(ctx context.Context) (wazero.CompiledModule, err
 	case <-ctx.Done():
 		return nil, context.Cause(ctx)
 	}
-}
-
-// close waits for a compile in flight and releases the runtime, the
-// compiled module and the owned cache.
-func (e *engine) close() error {
-	e.compiling.Wait()
-	ctx := context.Background()
-	err := e.rt.Close(ctx)
-	if e.cache != nil {
-		err = errors.Join(err, e.cache.Close(ctx))
-	}
-	return err
 }

@@ -77,11 +77,14 @@ func (a *app) benchCold(ctx context.Context, engine, cacheDir string) error {
 	if err != nil {
 		return err
 	}
-	factory := entry.Factory
-	if cacheDir != "" {
-		if factory = benchCacheFactory(engine, cacheDir); factory == nil {
-			return usagef("engine %s has no compiled-module cache option", engine)
-		}
+	// Without --cache-dir the engine keeps nothing on disk (a cold start
+	// without a cache), not even in the default directory.
+	factory := benchCacheFactory(engine, cacheDir)
+	switch {
+	case factory == nil && cacheDir != "":
+		return usagef("engine %s has no compiled-module cache option", engine)
+	case factory == nil:
+		factory = entry.Factory
 	}
 	set, ok := a.fixtures(entry.Language)
 	if !ok {

@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/url"
 	"runtime/debug"
-	"slices"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -159,7 +158,6 @@ func (a *app) serveMCP(ctx context.Context, o *mcpOptions) error {
 	if o.noCache && o.cacheDir != "" {
 		return usagef("--cache-dir and --no-cache cannot be used together")
 	}
-	var cacheDirs []string
 	var factoryErr error
 	opts := &mcpserver.Options{
 		Limits:    limits,
@@ -167,13 +165,10 @@ func (a *app) serveMCP(ctx context.Context, o *mcpOptions) error {
 		Engines:   engines,
 		Version:   moduleVersion(debug.ReadBuildInfo()),
 		Factory: func(e registry.Entry) spi.Factory {
-			f, dir, err := a.engineFactory(e, &runOptions{cacheDir: o.cacheDir, noCache: o.noCache})
+			f, err := a.engineFactory(e, &runOptions{cacheDir: o.cacheDir, noCache: o.noCache})
 			if err != nil {
 				factoryErr = err
 				return nil
-			}
-			if dir != "" && !slices.Contains(cacheDirs, dir) {
-				cacheDirs = append(cacheDirs, dir)
 			}
 			return f
 		},
@@ -191,33 +186,24 @@ func (a *app) serveMCP(ctx context.Context, o *mcpOptions) error {
 	case err != nil:
 		return usagef("%v", err)
 	}
-	seal := func() {
-		for _, dir := range cacheDirs {
-			sealCache(dir)
-		}
-	}
-	// Seal what the engines wrote to the cache once they are closed
-	// (deferred before srv.Close, so it runs after it).
-	defer seal()
 	defer srv.Close()
 
 	ctx, stop := cancelOnSignal(ctx)
 	defer stop()
-	go func() {
-		// The first call would build its engine; building them now
-		// makes it fast. A failure here is retried by that call.
-		start := time.Now()
-		err := srv.Warm(ctx)
-		switch {
-		case err == nil:
-			seal()
-			if opts.Logger != nil {
-				opts.Logger.Info("sandbank: engines warmed", slog.Duration("duration", time.Since(start)))
-			}
-		case opts.Logger != nil && ctx.Err() == nil:
-			opts.Logger.Warn("sandbank: warming the engines", slog.String("error", oneLine(err.Error())))
+	// The first call would build its engine; building and warming them
+	// before the server reads its first message (or reports that it
+	// listens) makes that call fast. A failure here is retried by it.
+	start := time.Now()
+	switch err := srv.Warm(ctx); {
+	case ctx.Err() != nil:
+		return signalled(ctx, ctx.Err())
+	case err == nil:
+		if opts.Logger != nil {
+			opts.Logger.Info("sandbank: engines warmed", slog.Duration("duration", time.Since(start)))
 		}
-	}()
+	case opts.Logger != nil:
+		opts.Logger.Warn("sandbank: warming the engines", slog.String("error", oneLine(err.Error())))
+	}
 	if o.http != "" {
 		return a.serveMCPHTTP(ctx, srv, o, tenants)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sandbank/sandbank/effect"
+	"github.com/sandbank/sandbank/internal/wasm/cache"
 	"github.com/sandbank/sandbank/pool"
 	"github.com/sandbank/sandbank/registry"
 	"github.com/sandbank/sandbank/spi"
@@ -258,7 +259,6 @@ func (a *app) evaluate(ctx context.Context, o *runOptions, script string) (json.
 	// The engine, built once by a pool of one run: the flags' limits are
 	// its ceiling.
 	var factory spi.Factory
-	var cacheDir string
 	p, err := pool.New(reg, &pool.Options{
 		Effect: effect.Options{
 			Limits:                 limits,
@@ -287,13 +287,8 @@ func (a *app) evaluate(ctx context.Context, o *runOptions, script string) (json.
 		}
 		call.Script, call.Source = addr, nil
 	}
-	if factory, cacheDir, err = a.engineFactory(entry, o); err != nil {
+	if factory, err = a.engineFactory(entry, o); err != nil {
 		return nil, err
-	}
-	if cacheDir != "" {
-		// Seal what the engine wrote to the cache once the run is over
-		// (deferred before p.Close, so it runs after it).
-		defer sealCache(cacheDir)
 	}
 	defer p.Close()
 	eff, err := p.Effect(entry.Engine)
@@ -371,39 +366,43 @@ func (a *app) report(o *runOptions, value json.RawMessage, err error) error {
 	return &exitError{code: code, err: err, quiet: true}
 }
 
-// engineFactory returns the factory run builds the engine with: the
-// entry's own, or the same engine with its compiled-module cache in
-// --cache-dir or the default cache directory. cacheDir is the cache
-// directory in use, or "" for none (--no-cache, an engine without a
-// cache option, or a default directory that cannot be used, which is
-// reported on stderr and costs only time). An unusable --cache-dir is a
-// usage error.
-func (a *app) engineFactory(entry registry.Entry, o *runOptions) (f spi.Factory, cacheDir string, err error) {
+// engineFactory returns the factory run builds the engine with. The
+// engines keep their compiled modules, sealed, in the default cache
+// directory (os.UserCacheDir()/sandbank) on their own (internal/wasm/cache);
+// run only moves it (--cache-dir, where an unusable directory is a usage
+// error) or turns it off (--no-cache), through a.cacheFactory. A default
+// directory that cannot be used is reported on stderr and costs only
+// time. An engine without a cache option gets the entry's own factory.
+func (a *app) engineFactory(entry registry.Entry, o *runOptions) (spi.Factory, error) {
 	if o.noCache && o.cacheDir != "" {
-		return nil, "", usagef("--cache-dir and --no-cache cannot be used together")
+		return nil, usagef("--cache-dir and --no-cache cannot be used together")
 	}
-	if o.noCache || a.cacheFactory == nil {
-		return entry.Factory, "", nil
+	if a.cacheFactory == nil {
+		return entry.Factory, nil
 	}
-	dir, explicit := o.cacheDir, o.cacheDir != ""
-	if !explicit {
-		if dir = defaultCacheDir(); dir == "" {
-			return entry.Factory, "", nil
+	dir := o.cacheDir
+	switch {
+	case o.noCache:
+	case dir != "":
+		if err := cache.Prepare(dir); err != nil {
+			return nil, usagef("--cache-dir: %v", err)
 		}
-	}
-	cached := a.cacheFactory(entry.Engine, dir)
-	if cached == nil {
-		return entry.Factory, "", nil
-	}
-	if err := prepareCacheDir(dir); err != nil {
-		if explicit {
-			return nil, "", usagef("--cache-dir: %v", err)
+	default:
+		def := cache.DefaultDir()
+		err := errors.New("no user cache directory")
+		if def != "" {
+			err = cache.Prepare(def)
+		}
+		if err == nil {
+			return entry.Factory, nil
 		}
 		fmt.Fprintf(a.stderr, "sandbank: warning: running without the compiled-module cache: %s\n", oneLine(err.Error()))
-		return entry.Factory, "", nil
 	}
-	checkCache(dir)
-	return cached, dir, nil
+	// dir is the directory asked for, or "" for none.
+	if f := a.cacheFactory(entry.Engine, dir); f != nil {
+		return f, nil
+	}
+	return entry.Factory, nil
 }
 
 // chooseEngine resolves --engine, --lang or the script's extension to a

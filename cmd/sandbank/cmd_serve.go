@@ -125,6 +125,13 @@ func (a *app) serve(ctx context.Context, o *serveOptions) error {
 	if err != nil {
 		return usagef("%v", err)
 	}
+	ctx, stop := cancelOnSignal(ctx)
+	defer stop()
+	warmServer(ctx, srv, opts.Logger)
+	if ctx.Err() != nil {
+		_ = srv.Close()
+		return signalled(ctx, ctx.Err())
+	}
 	ln, err := net.Listen("tcp", o.addr)
 	if err != nil {
 		return untyped(fmt.Errorf("listening on %s: %s", quote(o.addr), reason(err)))
@@ -134,8 +141,6 @@ func (a *app) serve(ctx context.Context, o *serveOptions) error {
 	}
 	fmt.Fprintf(a.stderr, "sandbank: serving on http://%s (OpenAPI: /v1/openapi.json)\n", ln.Addr())
 
-	ctx, stop := cancelOnSignal(ctx)
-	defer stop()
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	select {

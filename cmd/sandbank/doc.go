@@ -52,12 +52,14 @@
 //
 // # Compiled-module cache
 //
-// run keeps the compiled QuickJS module in os.UserCacheDir()/sandbank
-// (--cache-dir DIR elsewhere, --no-cache for none), so that only the
-// first run of an engine compiles it (docs/performance.md has the cost). Entries are written atomically, so concurrent
-// processes share the directory; a damaged entry is recompiled: wasmtime's
-// entries carry their own SHA-256, and run seals each wazero entry with a
-// SHA-256 sidecar file, checked before the engine reads the directory.
+// The wasm engines keep their rewritten and compiled modules in
+// os.UserCacheDir()/sandbank (run and mcp take --cache-dir DIR elsewhere,
+// --no-cache for none), so that only the first run of an engine rewrites
+// and compiles it (seconds) and later ones start in milliseconds. Entries
+// are written atomically, so concurrent processes share the directory,
+// and sealed with their SHA-256 by the engines themselves
+// (internal/wasm/cache): a damaged entry is recompiled. serve and mcp
+// warm the engines they offer before they report that they are ready.
 //
 // Two typed failures cannot come from the command line: scriptMissing
 // (run passes the script with the call, or stores it first with --store)

@@ -5,11 +5,13 @@ package wasmtime
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 
 	wt "github.com/bytecodealliance/wasmtime-go/v39"
 
 	"github.com/sandbank/sandbank/backends/quickjs/internal/guest"
+	"github.com/sandbank/sandbank/internal/wasm/cache"
 	"github.com/sandbank/sandbank/spi"
 )
 
@@ -60,6 +62,9 @@ func New(opts *Options) (*Backend, error) {
 	set, err := opts.settings()
 	if err != nil {
 		return nil, err
+	}
+	if set.cacheDir, err = cache.Resolve(set.cacheDir, set.noCache); err != nil {
+		return nil, fmt.Errorf("wasmtime: %w", err)
 	}
 	g := guarded()
 	if g.err != nil {

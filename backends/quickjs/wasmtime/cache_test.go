@@ -11,6 +11,8 @@ import (
 	quickjswasi "github.com/paralin/go-quickjs-wasi"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/sandbank/sandbank/internal/wasm/cache"
 )
 
 func TestCacheCompilesWritesAndReloads(t *testing.T) {
@@ -19,6 +21,7 @@ func TestCacheCompilesWritesAndReloads(t *testing.T) {
 	wasm, err := wt.Wat2Wasm(`(module (func (export "f") (result i32) (i32.const 42)))`)
 	require.NoError(t, err)
 	dir := filepath.Join(t.TempDir(), "cache")
+	require.NoError(t, cache.Prepare(dir))
 
 	mod, fromCache, err := loadModule(rt.engine, dir, wasm)
 	require.NoError(t, err)
@@ -56,12 +59,12 @@ func TestCacheCompilesWritesAndReloads(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			require.NoError(t, os.WriteFile(path, damaged, 0o600))
-			_, ok := readCache(rt.engine, path)
+			_, ok := readCache(rt.engine, dir, cacheName(wasm))
 			assert.False(t, ok)
 			_, fromCache, err := loadModule(rt.engine, dir, wasm)
 			require.NoError(t, err)
 			assert.False(t, fromCache)
-			_, ok = readCache(rt.engine, path)
+			_, ok = readCache(rt.engine, dir, cacheName(wasm))
 			assert.True(t, ok, "the entry was rewritten")
 		})
 	}

@@ -3,18 +3,16 @@
 package wasmtime
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"sync"
 
 	wt "github.com/bytecodealliance/wasmtime-go/v39"
+
+	"github.com/sandbank/sandbank/internal/wasm/cache"
 )
 
 // engineConfig names every engine setting that changes the compiled code;
@@ -100,9 +98,10 @@ func moduleFor(rt *runtimeState, cacheDir string) *compiledModule {
 }
 
 // loadModule compiles wasm, or deserializes it from cacheDir when a
-// verified entry for this exact binding, engine configuration and binary
-// is there; after a compile it writes the entry (best effort: a cache
-// that cannot be written only costs the next process a compile).
+// whole entry for this exact binding, engine configuration and binary is
+// there (internal/wasm/cache seals it with its SHA-256, so a damaged one
+// costs a recompile); after a compile it writes the entry (best effort: a
+// cache that cannot be written only costs the next process a compile).
 func loadModule(eng *wt.Engine, cacheDir string, wasm []byte) (*wt.Module, bool, error) {
 	if cacheDir == "" {
 		mod, err := wt.NewModule(eng, wasm)
@@ -111,8 +110,8 @@ func loadModule(eng *wt.Engine, cacheDir string, wasm []byte) (*wt.Module, bool,
 		}
 		return mod, false, nil
 	}
-	path := filepath.Join(cacheDir, cacheName(wasm))
-	if mod, ok := readCache(eng, path); ok {
+	name := cacheName(wasm)
+	if mod, ok := readCache(eng, cacheDir, name); ok {
 		return mod, true, nil
 	}
 	mod, err := wt.NewModule(eng, wasm)
@@ -120,7 +119,7 @@ func loadModule(eng *wt.Engine, cacheDir string, wasm []byte) (*wt.Module, bool,
 		return nil, false, fmt.Errorf("wasmtime: compile: %s", firstLine(err.Error()))
 	}
 	if ser, err := mod.Serialize(); err == nil {
-		_ = writeCache(cacheDir, path, ser)
+		_ = cache.Write(cacheDir, name, ser)
 	}
 	return mod, false, nil
 }
@@ -155,17 +154,10 @@ func bindingVersion() string {
 	return "unknown"
 }
 
-// A cache entry is the serialized module followed by its SHA-256, so that
-// a truncated or damaged file is recompiled instead of being run.
-const sumSize = sha256.Size
-
-func readCache(eng *wt.Engine, path string) (*wt.Module, bool) {
-	b, err := os.ReadFile(path)
-	if err != nil || len(b) <= sumSize {
-		return nil, false
-	}
-	body, sum := b[:len(b)-sumSize], b[len(b)-sumSize:]
-	if got := sha256.Sum256(body); !bytes.Equal(got[:], sum) {
+// readCache deserializes the entry name in dir when it is whole.
+func readCache(eng *wt.Engine, dir, name string) (*wt.Module, bool) {
+	body, ok := cache.Read(dir, name)
+	if !ok {
 		return nil, false
 	}
 	mod, err := wt.NewModuleDeserialize(eng, body)
@@ -173,35 +165,4 @@ func readCache(eng *wt.Engine, path string) (*wt.Module, bool) {
 		return nil, false
 	}
 	return mod, true
-}
-
-// writeCache writes the entry atomically: a temporary file in the same
-// directory, renamed over the entry once complete.
-func writeCache(dir, path string, ser []byte) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(dir, ".quickjs-*.tmp")
-	if err != nil {
-		return err
-	}
-	sum := sha256.Sum256(ser)
-	_, werr := f.Write(ser)
-	if werr == nil {
-		_, werr = f.Write(sum[:])
-	}
-	if werr == nil {
-		werr = f.Sync()
-	}
-	if cerr := f.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = os.Rename(f.Name(), path)
-	}
-	if werr != nil {
-		_ = os.Remove(f.Name())
-		return errors.Join(errors.New("wasmtime: cache write"), werr)
-	}
-	return nil
 }

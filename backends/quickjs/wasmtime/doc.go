@@ -15,9 +15,11 @@
 // # Runs
 //
 // The engine and the compiled module are process-wide: compiled once per
-// process, or loaded from Options.CacheDir. Every Evaluate creates a new
-// store and instance and closes them when it returns, so no state survives
-// from one run to the next. The script contract is package quickjs's.
+// process, or loaded from Options.CacheDir (by default
+// os.UserCacheDir()/sandbank, sealed with its SHA-256). Every Evaluate
+// creates a new store and instance and closes them when it returns, so no
+// state survives from one run to the next. The script contract is package
+// quickjs's.
 //
 // # Limits
 //

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/sandbank/sandbank/internal/wasm/cache/cachetest"
 	"github.com/sandbank/sandbank/spi"
 )
 
@@ -19,6 +20,14 @@ import (
 // test's cold-start allowance covers a compile (which takes seconds, and
 // far longer under the race detector).
 func TestMain(m *testing.M) {
+	os.Exit(cachetest.Main(warmedTests{m}))
+}
+
+// warmedTests runs the tests once the module is compiled, with the
+// default cache directory a temporary one (cachetest.Main).
+type warmedTests struct{ m *testing.M }
+
+func (w warmedTests) Run() int {
 	b, err := New(&Options{ColdStartAllowance: 10 * time.Minute})
 	if err == nil {
 		err = b.Warm(context.Background())
@@ -27,7 +36,7 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		panic(err)
 	}
-	os.Exit(m.Run())
+	return w.m.Run()
 }
 
 var (

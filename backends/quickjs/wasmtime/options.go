@@ -58,14 +58,20 @@ const bootFuel = MaxFuel
 // Options configure a backend. A nil *Options, or the zero value of a
 // field, means the documented default.
 type Options struct {
-	// CacheDir, when not empty, is a directory where the backend keeps
-	// the compiled module (wasmtime's Module.Serialize) across processes,
-	// which takes the compile (seconds) off the first run after a process
-	// starts. It is created (mode 0700) if missing. Deserializing compiled
-	// code runs it: point CacheDir only at a directory this process owns
-	// and nobody else can write. Default: no disk cache; the module is
-	// compiled once per process.
+	// CacheDir is the directory where the backend keeps the compiled module
+	// (wasmtime's Module.Serialize) across processes, sealed (each entry
+	// carries its SHA-256, and a damaged one costs a recompile), which
+	// takes the compile (seconds) off the first run after a process starts.
+	// It is created (mode 0700) if missing, and must be a directory only
+	// its owner, the current user, can write: New fails otherwise. Empty
+	// means the default, $SANDBANK_CACHE_DIR or os.UserCacheDir()/sandbank,
+	// used when it passes the same checks (otherwise the module is compiled
+	// once per process, in memory). Set NoCache to turn it off.
 	CacheDir string
+
+	// NoCache, when true, keeps nothing on disk: the module is compiled
+	// once per process. It cannot be used with CacheDir.
+	NoCache bool
 
 	// Fuel is the CPU budget of one run, in wasmtime fuel units (about one
 	// per WebAssembly instruction), counted from the moment the script
@@ -93,6 +99,7 @@ type Options struct {
 // settings are the validated options.
 type settings struct {
 	cacheDir       string
+	noCache        bool
 	fuel           uint64
 	coldStart      time.Duration
 	coldPerMiB     time.Duration // added per MiB of input; zero when the option is set
@@ -109,7 +116,10 @@ func (o *Options) settings() (settings, error) {
 	if o == nil {
 		return s, nil
 	}
-	s.cacheDir = o.CacheDir
+	if o.NoCache && o.CacheDir != "" {
+		return settings{}, errors.New("wasmtime: CacheDir and NoCache cannot be used together")
+	}
+	s.cacheDir, s.noCache = o.CacheDir, o.NoCache
 	switch {
 	case o.Fuel > MaxFuel:
 		return settings{}, errors.New("wasmtime: Fuel above MaxFuel")
