@@ -60,7 +60,7 @@
 //
 // Limits.WallClock is always given to the SDK as the instance's timeout
 // (without one the SDK ignores the context), and every plugin is rewritten
-// by internal/wasmrewrite's preemption pass before it is compiled: its
+// by internal/wasm/rewrite's preemption pass before it is compiled: its
 // loops and calls count units inside compiled code (bulk memory work a
 // unit per KiB, done in 256 KiB chunks), and it visits the host every
 // 4,096 units, where a call whose context is done is stopped. So a run is

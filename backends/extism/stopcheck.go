@@ -7,10 +7,10 @@ import (
 	xt "github.com/extism/go-sdk"
 	"github.com/tetratelabs/wazero/sys"
 
-	"github.com/sandbank/sandbank/internal/wasmrewrite"
+	wasmrewrite "github.com/sandbank/sandbank/internal/wasm/rewrite"
 )
 
-// The stop check. Every plugin is rewritten by internal/wasmrewrite's
+// The stop check. Every plugin is rewritten by internal/wasm/rewrite's
 // preemption pass before it is compiled: its loop headers and calls take
 // units off a budget inside compiled code, bulk memory operations a unit
 // per KiB (in chunks), and the plugin calls preempt below when the budget

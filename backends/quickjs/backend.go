@@ -10,7 +10,7 @@ import (
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
-	"github.com/sandbank/sandbank/backends/quickjs/internal/guest"
+	"github.com/sandbank/sandbank/backends/quickjs/internal/jsguest"
 	"github.com/sandbank/sandbank/spi"
 )
 
@@ -47,7 +47,7 @@ type Backend struct {
 	parkedErr error  // why ModeParked fell back to ModeFresh, or nil
 	// layout is where the C stack lies in wasm's memory: the canary goes
 	// at its bottom.
-	layout guest.Layout
+	layout jsguest.Layout
 	rt     wazero.Runtime
 	cache  wazero.CompilationCache // nil without a cache directory
 
@@ -72,10 +72,10 @@ type Backend struct {
 	reuses    atomic.Int64 // runs that resumed a parked instance, for tests
 	live      atomic.Int64 // instances whose goroutine runs, for tests
 
-	// Test hooks, nil in production: args replaces guest.Args; observe
+	// Test hooks, nil in production: args replaces jsguest.Args; observe
 	// sees the facts of every run that reached the guest.
 	args    func(memoryBytes int64) []string
-	observe func(guest.Facts)
+	observe func(jsguest.Facts)
 	// beforeWrite, nil in production, sees every write to a run's stdout
 	// before the sink does, with the run's wall-clock expiry.
 	beforeWrite func(p []byte, expireWallClock func())
@@ -166,7 +166,7 @@ func (b *Backend) Mode() Mode { return b.set.mode }
 
 // ParkedModeError is nil unless ModeParked was asked for and New fell
 // back to ModeFresh: then it says why, an error wrapping the refusal of
-// parked mode's rewriting passes (internal/wasmrewrite), such as a
+// parked mode's rewriting passes (internal/wasm/rewrite), such as a
 // QuickJS binary that could write its function table, which a restore
 // does not cover. Parked mode uses only wazero's public API, so the
 // wazero version of a build does not matter. Runs are correct either
@@ -177,7 +177,7 @@ func (b *Backend) ParkedModeError() error { return b.parkedErr }
 // globals (print and console's logging methods, whose output goes nowhere
 // a caller reads), so that the conformance kit fails anything else it
 // finds. It makes the backend an spi.HostObjectDeclarer.
-func (b *Backend) HostObjects() []string { return guest.HostObjects() }
+func (b *Backend) HostObjects() []string { return jsguest.HostObjects() }
 
 // Warm compiles the module (and fills the compilation cache) ahead of the
 // first request; in ModeParked it also boots the pool of parked instances

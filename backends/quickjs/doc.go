@@ -31,7 +31,7 @@
 //     in this mode and 4.9 ms in ModeFresh (docs/performance.md); a CPU-bound script (the
 //     reshape benchmark) keeps its instance even though it grows linear
 //     memory (see the safety argument). Parked mode uses only wazero's
-//     public API, helped by rewriting passes (internal/wasmrewrite) that
+//     public API, helped by rewriting passes (internal/wasm/rewrite) that
 //     export every mutable global, make the park point's read repeatable,
 //     virtualise the memory's size and prove that no table is ever
 //     written; when that proof does not hold for the module, New says why
@@ -54,7 +54,7 @@
 // run's own. The tables need no restore: a pass proves that none is ever
 // written (no table.set, grow, fill, copy or init, no imported or
 // exported table). A grown memory is kept: the rewritten module's memory
-// size is a global, restored with the others (internal/wasmrewrite's
+// size is a global, restored with the others (internal/wasm/rewrite's
 // memory-size pass). What a restore cannot cover ends the instance
 // instead: a run is followed by another only when it ended in proc_exit
 // with code 0 after a result or a thrown record, its canary intact,
@@ -136,7 +136,7 @@
 // an Error carrying the effect's text, and calls run one at a time in the
 // script's order. Over the guest protocol a call is a framed H record on
 // stdout ([name, argument JSON]) after which the guest blocks reading
-// stdin until the host serves the reply (internal/guest/host.go); the
+// stdin until the host serves the reply (internal/wasm/guest/hostcall.go); the
 // input is length-prefixed on stdin so that the stream stays open. The
 // same holds on wasmtime. In parked mode the reply reader belongs to the
 // run, and the park point and its restore are unchanged: a run that made
@@ -178,7 +178,7 @@
 // catching the refusal stays its value.
 //
 // Wall clock: the module is QuickJS rewritten once per process by
-// internal/wasmrewrite's preemption pass (Options.StopCheck, on by
+// internal/wasm/rewrite's preemption pass (Options.StopCheck, on by
 // default; off, the module runs as shipped and the backend declares
 // WallClock soft). Every loop header and call counts a unit inside
 // compiled code, bulk memory work a unit per KiB in chunks, and the guest
@@ -205,7 +205,7 @@
 // sits directly above the static data, so a deep recursion would silently
 // overwrite static data (measured without a guard: one over-deep run
 // returned a well-formed wrong value). The backend runs the module
-// rewritten by internal/wasmrewrite's stack pass: a C stack of
+// rewritten by internal/wasm/rewrite's stack pass: a C stack of
 // Options.StackBytes (default 1 MiB) of its own, after the module's
 // initial memory, where the allocator never reaches (wasi-libc's dlmalloc
 // takes its first heap from linker constants and grows with memory.grow,

@@ -7,7 +7,7 @@ import (
 
 // The CPU budget (Options.Fuel). The stop check counts work in units (a
 // loop iteration, a call, a KiB of bulk memory work; see
-// internal/wasmrewrite), and reports at every visit how much of its last
+// internal/wasm/rewrite), and reports at every visit how much of its last
 // grant is left; a meter turns that into fuel spent. Counting starts when
 // the guest first reads its request (the park point, in parked mode), so
 // the engine's boot is not charged, and a script spends the same fuel on

@@ -5,7 +5,7 @@ import (
 	"math"
 	"sync"
 
-	"github.com/sandbank/sandbank/backends/quickjs/internal/guest"
+	wasmguest "github.com/sandbank/sandbank/internal/wasm/guest"
 )
 
 // The host ends of the guest's standard streams.
@@ -23,7 +23,7 @@ func stdoutLimit(memoryBytes int64) int {
 
 // stdoutWriter is what the guest's stdout writes to: the run's sink, seen
 // first by the backend's beforeWrite test hook when it is set.
-func (r *run) stdoutWriter(s *guest.Stdout) io.Writer {
+func (r *run) stdoutWriter(s *wasmguest.Stdout) io.Writer {
 	if r.b.beforeWrite == nil {
 		return s
 	}

@@ -13,8 +13,8 @@ import (
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
 
-	"github.com/sandbank/sandbank/backends/quickjs/internal/guest"
-	"github.com/sandbank/sandbank/internal/wasmhost"
+	"github.com/sandbank/sandbank/backends/quickjs/internal/jsguest"
+	wasmhost "github.com/sandbank/sandbank/internal/wasm/host"
 )
 
 // Parked mode's instances: one goroutine each, which boots the guest and
@@ -193,11 +193,11 @@ func (inst *instance) main(compiled wazero.CompiledModule) {
 
 // bootCanary is the canary that guards the boot: the run's own when the
 // instance boots for a run, a random one otherwise.
-func (inst *instance) bootCanary() *guest.Canary {
+func (inst *instance) bootCanary() *jsguest.Canary {
 	if j := inst.cur; j != nil {
 		return j.canary
 	}
-	c, err := guest.NewCanary()
+	c, err := jsguest.NewCanary()
 	if err != nil {
 		return nil
 	}
@@ -216,13 +216,13 @@ func (inst *instance) fail(err error) {
 }
 
 // facts reads what the run of j left behind.
-func (inst *instance) facts(j *job, memory api.Memory) guest.Facts {
+func (inst *instance) facts(j *job, memory api.Memory) jsguest.Facts {
 	f := j.factsFrom(memory, inst.b.layout.Bottom, inst.mem)
 	j.memPeak = guestMemoryBytes(inst.mod, memory) // the run's, not the instance's (growth.go)
 	return f
 }
 
-func (inst *instance) deliver(j *job, f guest.Facts) {
+func (inst *instance) deliver(j *job, f jsguest.Facts) {
 	if j.delivered {
 		return
 	}

@@ -10,8 +10,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sandbank/sandbank/backends/quickjs/internal/guest"
+	"github.com/sandbank/sandbank/backends/quickjs/internal/jsguest"
 	"github.com/sandbank/sandbank/effect"
+	wasmguest "github.com/sandbank/sandbank/internal/wasm/guest"
 	"github.com/sandbank/sandbank/spi"
 )
 
@@ -65,14 +66,14 @@ func TestLogsLevelsStreamsAndOrder(t *testing.T) {
 	}
 }
 
-// A huge line costs no more than guest.LogLineUnits in the guest and
+// A huge line costs no more than jsguest.LogLineUnits in the guest and
 // spi.MaxLogLineBytes on the host.
 func TestLogsHugeLineIsBounded(t *testing.T) {
 	s := &logSink{}
 	out := evalLogged(t, shared(t), `console.log("x".repeat(5e6), "y"); console.log("after"); 1`, s)
 	assert.Equal(t, spi.KindOK, out.Kind)
 	require.Len(t, s.lines, 2)
-	assert.Len(t, s.lines[0].Text, guest.LogLineUnits, "the wrapper cut it at LogLineUnits units")
+	assert.Len(t, s.lines[0].Text, jsguest.LogLineUnits, "the wrapper cut it at LogLineUnits units")
 	assert.Equal(t, "after", s.lines[1].Text)
 }
 
@@ -81,14 +82,14 @@ func TestLogsHugeLineIsBounded(t *testing.T) {
 func TestStderrSplitsRecordsFromText(t *testing.T) {
 	diag := &cappedBuffer{limit: 1 << 10}
 	s := &logSink{}
-	n := guest.Nonce("0123456789abcdef0123456789abcdef")
-	w := guest.NewStderr(n, s, diag)
-	p := guest.LogPrefix(n)
+	n := wasmguest.Nonce("0123456789abcdef0123456789abcdef")
+	w := jsguest.NewStderr(n, s, diag)
+	p := jsguest.LogPrefix(n)
 	for _, chunk := range []string{"engine says hi\n", p + `21"one"` + "\n" + p[:5], p[5:] + `42"two \ud800"` + "\n", "tail\n"} {
 		_, err := w.Write([]byte(chunk))
 		require.NoError(t, err)
 	}
-	_, _ = w.Write([]byte(p + `21` + strings.Repeat("x", guest.MaxLogRecordBytes) + "\n" + "more text\n"))
+	_, _ = w.Write([]byte(p + `21` + strings.Repeat("x", jsguest.MaxLogRecordBytes) + "\n" + "more text\n"))
 	assert.Equal(t, []effect.LogLine{
 		{Level: spi.LevelInfo, Stream: spi.StreamStdout, Text: "one"},
 		{Level: spi.LevelError, Stream: spi.StreamStderr, Text: "two \uFFFD"},

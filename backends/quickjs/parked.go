@@ -5,7 +5,7 @@ import (
 
 	"github.com/tetratelabs/wazero"
 
-	"github.com/sandbank/sandbank/backends/quickjs/internal/guest"
+	"github.com/sandbank/sandbank/backends/quickjs/internal/jsguest"
 )
 
 // Parked mode.
@@ -19,7 +19,7 @@ import (
 // every mutable global (exported by the export-globals pass), the fake
 // clocks and the random source. Then it parks, waiting for a run. The
 // function table needs no snapshot: the static-tables proof (a pass of
-// internal/wasmrewrite that New applies) shows no table is ever written,
+// internal/wasm/rewrite that New applies) shows no table is ever written,
 // and New falls back to ModeFresh for a module it refuses.
 //
 // A run restores all of it, writes a fresh stack canary and resumes the
@@ -43,7 +43,7 @@ const maxPools = 4
 
 // parked is ModeParked's runtime: run r on a parked instance of the pool
 // of its memory limit, or on an instance booted for it.
-func (r *run) parked(runCtx context.Context, j *job, compiled wazero.CompiledModule) (guest.Facts, error) {
+func (r *run) parked(runCtx context.Context, j *job, compiled wazero.CompiledModule) (jsguest.Facts, error) {
 	b := r.b
 	stopJob := context.AfterFunc(runCtx, func() { j.stop(context.Cause(runCtx)) })
 	defer stopJob()
@@ -57,7 +57,7 @@ func (r *run) parked(runCtx context.Context, j *job, compiled wazero.CompiledMod
 			if inst != nil && !p.put(inst) {
 				inst.kill(ErrClosed)
 			}
-			return guest.Facts{}, context.Cause(runCtx)
+			return jsguest.Facts{}, context.Cause(runCtx)
 		}
 	}
 	if inst != nil {
@@ -70,7 +70,7 @@ func (r *run) parked(runCtx context.Context, j *job, compiled wazero.CompiledMod
 	} else {
 		r.setPhase(phaseInstantiate)
 		if inst = b.startInstance(p, r.limits.MemoryBytes, j, compiled); inst == nil {
-			return guest.Facts{}, ErrClosed
+			return jsguest.Facts{}, ErrClosed
 		}
 	}
 	select {
@@ -79,7 +79,7 @@ func (r *run) parked(runCtx context.Context, j *job, compiled wazero.CompiledMod
 		select {
 		case <-j.done:
 		default: // the instance ended while parked, before it took the run
-			return guest.Facts{}, ErrClosed
+			return jsguest.Facts{}, ErrClosed
 		}
 	}
 	return j.facts, j.err

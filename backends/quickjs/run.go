@@ -8,7 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/sandbank/sandbank/backends/quickjs/internal/guest"
+	"github.com/sandbank/sandbank/backends/quickjs/internal/jsguest"
+	wasmguest "github.com/sandbank/sandbank/internal/wasm/guest"
 	"github.com/sandbank/sandbank/spi"
 )
 
@@ -27,11 +28,11 @@ import (
 // StartupError names the one it was in. They are shared by both QuickJS
 // runtimes.
 const (
-	phaseCompile     = guest.PhaseCompile
-	phaseInstantiate = guest.PhaseInstantiate
-	phaseBoot        = guest.PhaseBoot
-	phaseInput       = guest.PhaseInput
-	phaseScript      = guest.PhaseScript
+	phaseCompile     = jsguest.PhaseCompile
+	phaseInstantiate = jsguest.PhaseInstantiate
+	phaseBoot        = jsguest.PhaseBoot
+	phaseInput       = jsguest.PhaseInput
+	phaseScript      = jsguest.PhaseScript
 )
 
 // errWallClock is the cancel cause when the script's clock runs out.
@@ -80,7 +81,7 @@ type run struct {
 	b      *Backend
 	limits spi.Limits
 
-	stdout      *guest.Stdout
+	stdout      *wasmguest.Stdout
 	cancel      context.CancelCauseFunc
 	phase       atomic.Value // string
 	coldTimer   *time.Timer
@@ -109,9 +110,9 @@ func (r *run) do(ctx context.Context, req spi.Request) (spi.Outcome, error) {
 	}
 	// The guest's stdin: the payload, then the replies to its host calls,
 	// asked of the broker with the run's context.
-	j.stdin = guest.NewStdin(runCtx, j.payload, j.stdout, req.Host)
+	j.stdin = wasmguest.NewStdin(runCtx, j.payload, j.stdout, req.Host)
 
-	var f guest.Facts
+	var f jsguest.Facts
 	if b.set.mode == ModeParked {
 		f, err = r.parked(runCtx, j, compiled)
 	} else {
@@ -181,7 +182,7 @@ func (r *run) cause(runCtx context.Context) error {
 }
 
 // conclude turns the facts of a run into its outcome.
-func (r *run) conclude(ctx, runCtx context.Context, facts guest.Facts, phase string, stderr *cappedBuffer) (spi.Outcome, error) {
+func (r *run) conclude(ctx, runCtx context.Context, facts jsguest.Facts, phase string, stderr *cappedBuffer) (spi.Outcome, error) {
 	b := r.b
 	if b.observe != nil {
 		b.observe(facts)
@@ -201,7 +202,7 @@ func (r *run) conclude(ctx, runCtx context.Context, facts guest.Facts, phase str
 		// Soft wall clock: the script was not stopped, but ran past it.
 		return spi.Limited(spi.LimitWallClock), nil
 	}
-	out, err := guest.Interpret(facts, phase)
+	out, err := jsguest.Interpret(facts, phase)
 	if err != nil && !facts.Started {
 		return spi.Outcome{}, fmt.Errorf("%w; stderr: %q", err, stderr.head(256))
 	}
@@ -224,5 +225,5 @@ func (b *Backend) argsFor(memoryBytes int64) []string {
 	if b.args != nil {
 		return b.args(memoryBytes)
 	}
-	return guest.Args(memoryBytes)
+	return jsguest.Args(memoryBytes)
 }

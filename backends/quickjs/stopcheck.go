@@ -11,12 +11,12 @@ import (
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/sys"
 
-	"github.com/sandbank/sandbank/backends/quickjs/internal/guest"
-	"github.com/sandbank/sandbank/internal/wasmrewrite"
+	"github.com/sandbank/sandbank/backends/quickjs/internal/jsguest"
+	wasmrewrite "github.com/sandbank/sandbank/internal/wasm/rewrite"
 )
 
 // The stop check. The module this backend compiles is QuickJS rewritten
-// by internal/wasmrewrite's preemption pass: every loop header and
+// by internal/wasm/rewrite's preemption pass: every loop header and
 // function entry takes a unit off a budget inside compiled code, and the
 // guest calls preempt below when the budget is spent. preempt stops the
 // run (a trap, seen as a kill) when the call's context is done, and
@@ -49,7 +49,7 @@ var quickJSWASM = quickjswasi.QuickJSWASM
 // passes only.
 func guestPasses(set settings) []wasmrewrite.Pass {
 	parked := set.mode == ModeParked
-	passes := []wasmrewrite.Pass{guest.StackPass(set.stackBytes).Pass()}
+	passes := []wasmrewrite.Pass{jsguest.StackPass(set.stackBytes).Pass()}
 	if !set.wazeroClose {
 		passes = append(passes, wasmrewrite.MemorySizePass)
 	}
@@ -69,7 +69,7 @@ func guestPasses(set settings) []wasmrewrite.Pass {
 // lies.
 type guestBinary struct {
 	wasm   []byte
-	layout guest.Layout
+	layout jsguest.Layout
 }
 
 // rewriteKey names one rewritten module: its input and its pass list.
@@ -95,7 +95,7 @@ func guestModule(set settings) (guestBinary, error) {
 	input := quickJSWASM
 	key := rewriteKey{input: &input[0], version: wasmrewrite.Version(passes...)}
 	rewrite, _ := guestModules.LoadOrStore(key, sync.OnceValues(func() (guestBinary, error) {
-		layout, err := guest.GuardedLayout(input, set.stackBytes)
+		layout, err := jsguest.GuardedLayout(input, set.stackBytes)
 		if err != nil {
 			return guestBinary{}, fmt.Errorf("%w: %w", errStackGuard, err)
 		}

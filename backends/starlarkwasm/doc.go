@@ -13,7 +13,7 @@
 //
 // # How a run works
 //
-// The host writes an internal/wasmguest sized payload to the guest's stdin
+// The host writes an internal/wasm/guest sized payload to the guest's stdin
 // (a per-run nonce, the script, the input's length, marked when the run
 // has host functions, the input). The guest reads it, calls the
 // in-process engine's Evaluate without a clock of its own, and writes
@@ -22,7 +22,7 @@
 // record with the result, the thrown error or the exhausted step budget.
 // The host arms the script's wall clock when the start record arrives,
 // seals stdout and stops the instance when it runs out, and reads what
-// the run left behind into an outcome. The stop is internal/wasmrewrite's
+// the run left behind into an outcome. The stop is internal/wasm/rewrite's
 // stop check, which the guest module carries (rewritten once per process):
 // a counter at every loop header and function entry, a visit to the host
 // every few thousand units, which ends the call once the run's context is
@@ -69,7 +69,7 @@
 // # Memory
 //
 // Each run's linear memory is capped at the request's memory limit (at
-// most MaxMemoryBytes) by the host's allocator (internal/wasmhost): memory.grow past it fails
+// most MaxMemoryBytes) by the host's allocator (internal/wasm/host): memory.grow past it fails
 // and the guest's Go runtime ends with "fatal error: out of memory", which
 // the host reads as limitExceeded memory (or inputTooLarge before the
 // script started, once the guest began reading its input; or the memory
@@ -99,7 +99,7 @@
 //
 //   - The guest has no filesystem, no environment, no arguments beyond
 //     three numbers, a fake wall clock and monotonic clock
-//     (internal/wasmhost.Isolate) and seeded randomness. Starlark offers a
+//     (internal/wasm/host.Isolate) and seeded randomness. Starlark offers a
 //     script no clock, no randomness and no I/O anyway; print reaches only
 //     the log sink, as framed log records.
 //   - The script cannot reach the guest's stdout or stderr: the records
@@ -114,7 +114,7 @@
 //     the guest instead of the host, and is reported as a thrown error (or
 //     the memory limit, which a deep stack usually reaches first).
 //   - On Linux a run's linear memory is one reserved mapping of the limit
-//     (internal/wasmhost.Allocator): the host commits only the pages the
+//     (internal/wasm/host.Allocator): the host commits only the pages the
 //     guest touches, and unmaps them when the run ends. Elsewhere it is a
 //     Go slice that grows by doubling, so the host briefly holds up to
 //     about twice the limit per run (TestMeasuredBombsEndTyped measures

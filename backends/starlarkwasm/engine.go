@@ -9,8 +9,8 @@ import (
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
-	"github.com/sandbank/sandbank/internal/wasmhost"
-	"github.com/sandbank/sandbank/internal/wasmrewrite"
+	wasmhost "github.com/sandbank/sandbank/internal/wasm/host"
+	wasmrewrite "github.com/sandbank/sandbank/internal/wasm/rewrite"
 )
 
 // engine is a wazero runtime with the guest module compiled into it,
@@ -39,7 +39,7 @@ var processEngine = sync.OnceValues(func() (*engine, error) {
 	return newEngine(processCache(), nil)
 })
 
-// stopCheckGuest is the guest module with internal/wasmrewrite's stop
+// stopCheckGuest is the guest module with internal/wasm/rewrite's stop
 // check, rewritten once per process (wazero's compilation cache keys on
 // the bytes, so its compiled form is cached apart from the original's).
 var stopCheckGuest = sync.OnceValues(func() ([]byte, error) { return wasmrewrite.Rewrite(guestWASM) })

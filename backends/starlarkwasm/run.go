@@ -16,8 +16,8 @@ import (
 	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/sys"
 
-	"github.com/sandbank/sandbank/internal/wasmguest"
-	"github.com/sandbank/sandbank/internal/wasmhost"
+	wasmguest "github.com/sandbank/sandbank/internal/wasm/guest"
+	wasmhost "github.com/sandbank/sandbank/internal/wasm/host"
 	"github.com/sandbank/sandbank/spi"
 )
 

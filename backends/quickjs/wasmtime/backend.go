@@ -9,7 +9,7 @@ import (
 
 	wt "github.com/bytecodealliance/wasmtime-go/v39"
 
-	"github.com/sandbank/sandbank/backends/quickjs/internal/guest"
+	"github.com/sandbank/sandbank/backends/quickjs/internal/jsguest"
 	"github.com/sandbank/sandbank/spi"
 )
 
@@ -32,7 +32,7 @@ var (
 // [New]; it is safe for concurrent use, and [Backend.Close] releases it.
 type Backend struct {
 	set    settings
-	layout guest.Layout
+	layout jsguest.Layout
 	rt     *runtimeState
 
 	// life is cancelled by Close; every run's context follows it.
@@ -44,7 +44,7 @@ type Backend struct {
 
 	// observe, nil in production, sees every run that reached the
 	// guest: its facts and the fuel it had left.
-	observe func(r *run, f guest.Facts, fuelLeft uint64)
+	observe func(r *run, f jsguest.Facts, fuelLeft uint64)
 	// beforeWrite, nil in production, sees every write to a run's stdout
 	// before the sink does, with the run's wall-clock expiry.
 	beforeWrite func(p []byte, expireWallClock func())
@@ -77,7 +77,7 @@ func New(opts *Options) (*Backend, error) {
 // globals (print and console's logging methods, whose output goes nowhere
 // a caller reads), so that the conformance kit fails anything else it
 // finds. It makes the backend an spi.HostObjectDeclarer.
-func (b *Backend) HostObjects() []string { return guest.HostObjects() }
+func (b *Backend) HostObjects() []string { return jsguest.HostObjects() }
 
 // Warm compiles the module (or loads it from the cache directory) ahead
 // of the first request. It returns when that finished or ctx is done.

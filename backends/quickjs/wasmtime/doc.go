@@ -1,7 +1,7 @@
 // Package wasmtime is the second runtime of Sandbank's QuickJS engine: the
 // same official QuickJS-NG v0.11.0 WASI build as package quickjs
 // (github.com/paralin/go-quickjs-wasi), the same JavaScript contract and
-// the same guest protocol (backends/quickjs/internal/guest: the wrapper,
+// the same guest protocol (backends/quickjs/internal/jsguest: the wrapper,
 // the result framing, the stack guard and the reading of the engine's
 // messages live there once), run by wasmtime through its Go binding
 // (github.com/bytecodealliance/wasmtime-go/v39) instead of wazero. It
@@ -64,7 +64,7 @@
 //     memory" error), a memory standing within 1/16 of the limit (or
 //     1 MiB) is read as the memory limit.
 //   - The C stack: the same stack pass as package quickjs
-//     (internal/wasmrewrite): a 1 MiB C stack of the guest's own, after
+//     (internal/wasm/rewrite): a 1 MiB C stack of the guest's own, after
 //     its initial memory (it counts against the memory limit), with a
 //     bound check after every move of the stack pointer, and a random
 //     canary at its bottom as a second line of defence. wasmtime's own

@@ -15,7 +15,8 @@ import (
 
 	wt "github.com/bytecodealliance/wasmtime-go/v39"
 
-	"github.com/sandbank/sandbank/backends/quickjs/internal/guest"
+	"github.com/sandbank/sandbank/backends/quickjs/internal/jsguest"
+	wasmguest "github.com/sandbank/sandbank/internal/wasm/guest"
 	"github.com/sandbank/sandbank/spi"
 )
 
@@ -23,11 +24,11 @@ import (
 // StartupError names the one it was in. They are shared by both QuickJS
 // runtimes.
 const (
-	phaseCompile     = guest.PhaseCompile
-	phaseInstantiate = guest.PhaseInstantiate
-	phaseBoot        = guest.PhaseBoot
-	phaseInput       = guest.PhaseInput
-	phaseScript      = guest.PhaseScript
+	phaseCompile     = jsguest.PhaseCompile
+	phaseInstantiate = jsguest.PhaseInstantiate
+	phaseBoot        = jsguest.PhaseBoot
+	phaseInput       = jsguest.PhaseInput
+	phaseScript      = jsguest.PhaseScript
 )
 
 // errWallClock is the cancel cause when the script's clock runs out.
@@ -76,10 +77,10 @@ type run struct {
 	limits spi.Limits
 
 	store   *wt.Store
-	stdin   *guest.Stdin
-	stdout  *guest.Stdout
+	stdin   *wasmguest.Stdin
+	stdout  *wasmguest.Stdout
 	stderr  *cappedBuffer
-	stderrW io.Writer // stderr, with the script's log records taken out (guest.Stderr)
+	stderrW io.Writer // stderr, with the script's log records taken out (jsguest.Stderr)
 	begun   time.Time // when Evaluate started
 	started time.Time // when the script started (under timersMu)
 
@@ -173,24 +174,24 @@ func (r *run) do(ctx context.Context, req spi.Request) (spi.Outcome, error) {
 		cancel(&StartupError{Phase: r.getPhase(), Allowance: allowance})
 	})
 	r.timersMu.Unlock()
-	nonce, err := guest.NewNonce()
+	nonce, err := wasmguest.NewNonce()
 	if err != nil {
 		return spi.Outcome{}, err
 	}
-	canary, err := guest.NewCanary()
+	canary, err := jsguest.NewCanary()
 	if err != nil {
 		return spi.Outcome{}, err
 	}
-	r.stdout = guest.NewStdout(nonce, stdoutLimit(r.limits.MemoryBytes), r.scriptStarts)
+	r.stdout = wasmguest.NewStdout(nonce, stdoutLimit(r.limits.MemoryBytes), r.scriptStarts)
 	r.stderr = &cappedBuffer{limit: b.set.maxStderrBytes}
-	r.stderrW = guest.NewStderr(nonce, req.Logs, r.stderr)
+	r.stderrW = jsguest.NewStderr(nonce, req.Logs, r.stderr)
 	// stdin: the payload, then the replies to the guest's host calls.
-	r.stdin = guest.NewStdin(runCtx, guest.Payload(nonce, req.Script, req.Input, req.Host != nil), r.stdout, req.Host)
+	r.stdin = wasmguest.NewStdin(runCtx, jsguest.Payload(nonce, req.Script, req.Input, req.Host != nil), r.stdout, req.Host)
 
 	r.setPhase(phaseInstantiate)
 	wasi := wt.NewWasiConfig() // no preopens, no environment, stdio shadowed
 	defer wasi.Close()
-	wasi.SetArgv(guest.Args(r.limits.MemoryBytes))
+	wasi.SetArgv(jsguest.Args(r.limits.MemoryBytes))
 	store := wt.NewStoreWithData(b.rt.engine, r)
 	r.store = store
 	stop := newStopFlag(b.rt.engine)
@@ -223,7 +224,7 @@ func (r *run) do(ctx context.Context, req spi.Request) (spi.Outcome, error) {
 	}
 	mem := memExt.Memory()
 	data := mem.UnsafeData(store)
-	if uint64(b.layout.Bottom)+guest.CanarySize > uint64(len(data)) {
+	if uint64(b.layout.Bottom)+jsguest.CanarySize > uint64(len(data)) {
 		return spi.Outcome{}, errors.New("wasmtime: the stack canary lies outside linear memory")
 	}
 	copy(data[b.layout.Bottom:], canary[:])
@@ -235,18 +236,18 @@ func (r *run) do(ctx context.Context, req spi.Request) (spi.Outcome, error) {
 
 	data = mem.UnsafeData(store)
 	fuelLeft, _ := store.GetFuel()
-	facts := guest.Facts{
+	facts := jsguest.Facts{
 		Record:           r.stdout.Record(),
 		Script:           req.Script,
 		InputRead:        r.inputRead.Load(),
 		Started:          r.stdout.Started(),
-		CanaryIntact:     canary.Intact(data[b.layout.Bottom : b.layout.Bottom+guest.CanarySize]),
+		CanaryIntact:     canary.Intact(data[b.layout.Bottom : b.layout.Bottom+jsguest.CanarySize]),
 		MemoryRefused:    nearLimit(uint64(len(data)), uint64(r.limits.MemoryBytes)),
 		WallClockExpired: r.wallExpired.Load(),
 		Late:             r.stdout.Took() > r.limits.WallClock,
 	}
 	facts.Ending, facts.ExitCode, facts.Trap = ending(callErr, runCtx.Err() != nil)
-	facts.StackExhausted = facts.Ending == guest.EndTrap &&
+	facts.StackExhausted = facts.Ending == jsguest.EndTrap &&
 		(r.stackOverflow.Load() || strings.Contains(callErr.Error(), "call stack exhausted"))
 	if b.observe != nil {
 		b.observe(r, facts, fuelLeft)
@@ -263,13 +264,13 @@ func (r *run) do(ctx context.Context, req spi.Request) (spi.Outcome, error) {
 	if r.fuelErr != nil {
 		return spi.Outcome{}, fmt.Errorf("wasmtime: fuel: %s", firstLine(r.fuelErr.Error()))
 	}
-	if facts.Started && facts.Ending == guest.EndTrap && fuelLeft == 0 && facts.Record.Kind == 0 {
+	if facts.Started && facts.Ending == jsguest.EndTrap && fuelLeft == 0 && facts.Record.Kind == 0 {
 		// Out of fuel. Read from the store, not from the trap code: the
 		// binding's wasmtime.OutOfFuel (11) is not the C API's code for
 		// it (12).
 		return spi.Limited(spi.LimitCPU), nil
 	}
-	out, err := guest.Interpret(facts, phase)
+	out, err := jsguest.Interpret(facts, phase)
 	if err != nil && !facts.Started {
 		return spi.Outcome{}, fmt.Errorf("%w; stderr: %q", err, r.stderr.head(256))
 	}
@@ -283,7 +284,7 @@ func (r *run) do(ctx context.Context, req spi.Request) (spi.Outcome, error) {
 // start-up and the script's time, the fuel the script spent (it gets
 // Options.Fuel when it starts), and the linear memory's size at the end
 // (wasm memory never shrinks: the high-water mark).
-func (r *run) stats(f guest.Facts, fuelLeft uint64, memory int64) spi.Stats {
+func (r *run) stats(f jsguest.Facts, fuelLeft uint64, memory int64) spi.Stats {
 	s := spi.Stats{MemoryPeakBytes: memory}
 	r.timersMu.Lock()
 	started := r.started
@@ -302,23 +303,23 @@ func (r *run) stats(f guest.Facts, fuelLeft uint64, memory int64) spi.Stats {
 // was being stopped (its stop flag set): an error that is not an exit is
 // then the stop, and its text (a backtrace, with RUST_BACKTRACE set) is
 // not even formatted.
-func ending(err error, stopping bool) (guest.Ending, uint32, string) {
+func ending(err error, stopping bool) (jsguest.Ending, uint32, string) {
 	if err == nil {
-		return guest.EndExit, 0, ""
+		return jsguest.EndExit, 0, ""
 	}
 	var werr *wt.Error
 	if errors.As(err, &werr) {
 		if code, ok := werr.ExitStatus(); ok {
-			return guest.EndExit, uint32(code), ""
+			return jsguest.EndExit, uint32(code), ""
 		}
 	}
 	if stopping {
-		return guest.EndKilled, 0, interruptMessage
+		return jsguest.EndKilled, 0, interruptMessage
 	}
 	// A trap; an interruption nobody asked for (impossible: only a set
 	// flag interrupts) is read as one too.
 
-	return guest.EndTrap, 0, firstLine(err.Error())
+	return jsguest.EndTrap, 0, firstLine(err.Error())
 }
 
 // nearLimit reports whether a linear memory of size bytes stands so

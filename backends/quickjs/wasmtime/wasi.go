@@ -9,7 +9,7 @@ import (
 
 	wt "github.com/bytecodealliance/wasmtime-go/v39"
 
-	"github.com/sandbank/sandbank/internal/wasmrewrite"
+	wasmrewrite "github.com/sandbank/sandbank/internal/wasm/rewrite"
 )
 
 // WASI errno values the shadowed functions return.

@@ -11,7 +11,7 @@ import (
 	"strings"
 
 	"github.com/sandbank/sandbank/backends/starlark"
-	"github.com/sandbank/sandbank/internal/wasmguest"
+	wasmguest "github.com/sandbank/sandbank/internal/wasm/guest"
 	"github.com/sandbank/sandbank/spi"
 )
 
