@@ -11,6 +11,7 @@ import (
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
 	"github.com/sandbank/sandbank/backends/quickjs/internal/jsguest"
+	wasmrun "github.com/sandbank/sandbank/internal/wasm/run"
 	"github.com/sandbank/sandbank/spi"
 )
 
@@ -25,8 +26,9 @@ const EngineFresh = "quickjs-fresh"
 // Language is the script language this backend runs.
 const Language = "javascript"
 
-// ErrClosed is returned by Evaluate and Warm after Close.
-var ErrClosed = errors.New("quickjs: backend closed")
+// ErrClosed is returned (wrapped) by Evaluate and Warm after Close; match
+// it with errors.Is. It is the one ErrClosed of the wasm engines.
+var ErrClosed = wasmrun.ErrClosed
 
 var (
 	_ spi.Backend = (*Backend)(nil)
@@ -57,12 +59,11 @@ type Backend struct {
 	mod         wazero.CompiledModule
 	compileErr  error
 
-	// life is cancelled by Close; every run's context follows it.
-	life     context.Context
-	shutdown context.CancelFunc
-	mu       sync.Mutex // guards closed and runs.Add
-	closed   bool
-	runs     sync.WaitGroup
+	// core is the run lifecycle (internal/wasm/run), over the runtime
+	// (run.go); life and runs are its backend's life and group of runs.
+	core *wasmrun.Engine[wazero.CompiledModule, ran]
+	life context.Context
+	runs *sync.WaitGroup
 
 	// Parked mode: the pools by memory limit, and the instances' goroutines.
 	poolsMu   sync.Mutex
@@ -144,8 +145,7 @@ func build(set settings) (*Backend, error) {
 			return nil, fmt.Errorf("quickjs: WASI: %w", err)
 		}
 	}
-	life, shutdown := context.WithCancel(context.Background())
-	return &Backend{
+	b := &Backend{
 		set:       set,
 		wasm:      bin.wasm,
 		parkedErr: parkedErr,
@@ -153,10 +153,11 @@ func build(set settings) (*Backend, error) {
 		rt:        rt,
 		cache:     cache,
 		compiled:  make(chan struct{}),
-		life:      life,
-		shutdown:  shutdown,
 		pools:     map[int64]*pool{},
-	}, nil
+	}
+	b.core = newCore(b)
+	b.life, b.runs = b.core.Life(), b.core.Runs()
+	return b, nil
 }
 
 // Mode is the mode the backend runs in: the one Options asked for, except
@@ -184,51 +185,31 @@ func (b *Backend) HostObjects() []string { return jsguest.HostObjects() }
 // for DefaultMemoryBytes (the effect's default limit). It returns when
 // that is done or ctx is done.
 func (b *Backend) Warm(ctx context.Context) error {
-	if err := b.enter(); err != nil {
-		return err
-	}
-	defer b.runs.Done()
-	if _, err := b.compiledModule(ctx); err != nil {
-		return err
-	}
-	if b.set.mode == ModeParked {
-		if p := b.poolFor(DefaultMemoryBytes); p != nil {
-			return p.warm(ctx)
+	return b.core.Warm(ctx, func(ctx context.Context) error {
+		if _, err := b.compiledModule(ctx); err != nil {
+			return err
 		}
-	}
-	return nil
+		if b.set.mode == ModeParked {
+			if p := b.poolFor(DefaultMemoryBytes); p != nil {
+				return p.warm(ctx)
+			}
+		}
+		return nil
+	})
 }
 
 // Close stops every run in flight, waits for them to return, and releases
 // the runtime, the compiled module and the cache. It is idempotent.
 func (b *Backend) Close() error {
-	b.mu.Lock()
-	if b.closed {
-		b.mu.Unlock()
-		return nil
-	}
-	b.closed = true
-	b.mu.Unlock()
-	b.shutdown()
-	b.runs.Wait()
-	b.instances.Wait()
-	ctx := context.Background()
-	err := b.rt.Close(ctx)
-	if b.cache != nil {
-		err = errors.Join(err, b.cache.Close(ctx))
-	}
-	return err
-}
-
-// enter registers a run, or fails after Close.
-func (b *Backend) enter() error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.closed {
-		return ErrClosed
-	}
-	b.runs.Add(1)
-	return nil
+	return b.core.Close(func() error {
+		b.instances.Wait()
+		ctx := context.Background()
+		err := b.rt.Close(ctx)
+		if b.cache != nil {
+			err = errors.Join(err, b.cache.Close(ctx))
+		}
+		return err
+	})
 }
 
 // compiledModule returns the compiled module, compiling it on first use.

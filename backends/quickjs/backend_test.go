@@ -380,24 +380,9 @@ func TestBadInputIsAnError(t *testing.T) {
 func TestDefaultColdStartGrowsWithTheInput(t *testing.T) {
 	def, err := (*Options)(nil).settings()
 	require.NoError(t, err)
-	assert.Equal(t, DefaultColdStartAllowance, coldStartAllowance(def, 0))
-	assert.Equal(t, DefaultColdStartAllowance+8*DefaultColdStartPerInputMiB, coldStartAllowance(def, 8<<20))
+	assert.Equal(t, DefaultColdStartAllowance, coldStart(def).For(0))
+	assert.Equal(t, DefaultColdStartAllowance+8*DefaultColdStartPerInputMiB, coldStart(def).For(8<<20))
 	set, err := (&Options{ColdStartAllowance: time.Second}).settings()
 	require.NoError(t, err)
-	assert.Equal(t, time.Second, coldStartAllowance(set, 8<<20))
-}
-
-// TestCloseDecidesAConcludingRun: a run that Close stopped is ErrClosed
-// even when it concludes before its own context was cancelled (Close
-// cancels that context from a goroutine of its own; TestClose lost this
-// race under -race once the instance yields to its caller at the end).
-func TestCloseDecidesAConcludingRun(t *testing.T) {
-	b := newBackend(t, nil)
-	require.NoError(t, b.Close())
-	r := &run{b: b, limits: spi.Limits{WallClock: time.Hour}}
-	killed := jsguest.Facts{Started: true, Ending: jsguest.EndKilled}
-	_, err := r.conclude(context.Background(), context.Background(), killed, phaseScript, &cappedBuffer{})
-	assert.ErrorIs(t, err, ErrClosed)
-	_, err = r.failure(context.Background(), context.Background(), errors.New("boot failed"))
-	assert.ErrorIs(t, err, ErrClosed)
+	assert.Equal(t, time.Second, coldStart(set).For(8<<20))
 }

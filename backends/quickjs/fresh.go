@@ -10,6 +10,7 @@ import (
 
 	"github.com/sandbank/sandbank/backends/quickjs/internal/jsguest"
 	wasmhost "github.com/sandbank/sandbank/internal/wasm/host"
+	wasmrun "github.com/sandbank/sandbank/internal/wasm/run"
 )
 
 // fresh is ModeFresh's runtime: a new module instance for run r, booted
@@ -20,15 +21,15 @@ func (r *run) fresh(runCtx context.Context, j *job, compiled wazero.CompiledModu
 	stdin := &phaseReader{r: j.stdin, first: func() {
 		j.inputRead.Store(true)
 		m.arm(&r.cpuOut)
-		r.setPhase(phaseInput)
+		r.SetPhase(wasmrun.PhaseInput)
 	}}
-	mem := wasmhost.NewAllocator(uint64(r.limits.MemoryBytes))
-	cfg := b.moduleConfig(r.limits.MemoryBytes, &fakeClock{}, newReplayRand()).
+	mem := wasmhost.NewAllocator(uint64(r.Limits.MemoryBytes))
+	cfg := b.moduleConfig(r.Limits.MemoryBytes, &fakeClock{}, newReplayRand()).
 		WithStdin(stdin).
 		WithStdout(j.stdoutW).
 		WithStderr(j.stderrW)
 
-	r.setPhase(phaseInstantiate)
+	r.SetPhase(wasmrun.PhaseInstantiate)
 	defer mem.Release() // after the module is closed (deferred below, so run first)
 	mod, err := b.rt.InstantiateModule(experimental.WithMemoryAllocator(runCtx, mem), compiled, cfg)
 	if err != nil {
@@ -44,7 +45,7 @@ func (r *run) fresh(runCtx context.Context, j *job, compiled wazero.CompiledModu
 		return jsguest.Facts{}, errors.New("quickjs: the stack canary lies outside linear memory")
 	}
 
-	r.setPhase(phaseBoot)
+	r.SetPhase(wasmrun.PhaseBoot)
 	_, callErr := start.Call(withMeter(runCtx, m))
 	f := j.factsFrom(memory, b.layout.Bottom, mem)
 	setEnding(&f, callErr, runCtx.Err() != nil)

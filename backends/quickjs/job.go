@@ -24,7 +24,7 @@ type job struct {
 	canary  *jsguest.Canary
 	stdout  *wasmguest.Stdout
 	stdoutW io.Writer // stdout, seen first by the beforeWrite test hook
-	stderr  *cappedBuffer
+	stderr  *wasmguest.Capped
 	stderrW io.Writer // stderr, with the script's log records taken out (jsguest.Stderr)
 	memPeak int64     // the memory size the guest saw when the run ended
 
@@ -52,9 +52,8 @@ func (r *run) newJob(req spi.Request) (*job, error) {
 	if err != nil {
 		return nil, err
 	}
-	stdout := wasmguest.NewStdout(nonce, stdoutLimit(r.limits.MemoryBytes), r.scriptStarts)
-	r.stdout = stdout
-	stderr := &cappedBuffer{limit: r.b.set.maxStderrBytes}
+	stdout := r.NewStdout(nonce, jsguest.StdoutLimit(r.Limits.MemoryBytes))
+	stderr := wasmguest.NewCapped(r.b.set.maxStderrBytes)
 	return &job{
 		r:       r,
 		payload: jsguest.Payload(nonce, req.Script, req.Input, req.Host != nil),

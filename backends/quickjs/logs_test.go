@@ -80,7 +80,7 @@ func TestLogsHugeLineIsBounded(t *testing.T) {
 // The engine's own stderr text is not a log line: it stays the run's
 // diagnostic.
 func TestStderrSplitsRecordsFromText(t *testing.T) {
-	diag := &cappedBuffer{limit: 1 << 10}
+	diag := wasmguest.NewCapped(1 << 10)
 	s := &logSink{}
 	n := wasmguest.Nonce("0123456789abcdef0123456789abcdef")
 	w := jsguest.NewStderr(n, s, diag)
@@ -94,7 +94,7 @@ func TestStderrSplitsRecordsFromText(t *testing.T) {
 		{Level: spi.LevelInfo, Stream: spi.StreamStdout, Text: "one"},
 		{Level: spi.LevelError, Stream: spi.StreamStderr, Text: "two \uFFFD"},
 	}, s.lines)
-	assert.Equal(t, "engine says hi\ntail\nmore text\n", diag.head(1<<10), "an oversized record is dropped, text kept")
+	assert.Equal(t, "engine says hi\ntail\nmore text\n", diag.Head(1<<10), "an oversized record is dropped, text kept")
 }
 
 // The memory high-water mark is the run's linear memory: a script that

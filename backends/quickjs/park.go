@@ -9,6 +9,7 @@ import (
 
 	"github.com/sandbank/sandbank/backends/quickjs/internal/jsguest"
 	wasmrewrite "github.com/sandbank/sandbank/internal/wasm/rewrite"
+	wasmrun "github.com/sandbank/sandbank/internal/wasm/run"
 )
 
 // Parked mode's park point: the snapshot an instance takes at its first
@@ -106,7 +107,7 @@ func (inst *instance) resume(mod api.Module, j *job) {
 	inst.cur = j
 	inst.stdin = j.stdin
 	j.inputRead.Store(true)
-	j.r.setPhase(phaseInput)
+	j.r.SetPhase(wasmrun.PhaseInput)
 	inst.restores++
 	inst.retaking = true
 	inst.snap.Restore([]uint64{uint64(wasmrewrite.ParkRetry)})

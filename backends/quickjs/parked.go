@@ -6,6 +6,7 @@ import (
 	"github.com/tetratelabs/wazero"
 
 	"github.com/sandbank/sandbank/backends/quickjs/internal/jsguest"
+	wasmrun "github.com/sandbank/sandbank/internal/wasm/run"
 )
 
 // Parked mode.
@@ -48,14 +49,14 @@ func (r *run) parked(runCtx context.Context, j *job, compiled wazero.CompiledMod
 	stopJob := context.AfterFunc(runCtx, func() { j.stop(context.Cause(runCtx)) })
 	defer stopJob()
 
-	p := b.poolFor(r.limits.MemoryBytes)
+	p := b.poolFor(r.Limits.MemoryBytes)
 	var inst *instance
 	if p != nil {
-		r.setPhase(phaseInstantiate) // waiting for an instance that boots
+		r.SetPhase(wasmrun.PhaseInstantiate) // waiting for an instance that boots
 		inst = p.await(runCtx)
 		if runCtx.Err() != nil {
 			if inst != nil && !p.put(inst) {
-				inst.kill(ErrClosed)
+				inst.kill(b.core.Closed())
 			}
 			return jsguest.Facts{}, context.Cause(runCtx)
 		}
@@ -68,9 +69,9 @@ func (r *run) parked(runCtx context.Context, j *job, compiled wazero.CompiledMod
 		j.attach(inst, func() error { return context.Cause(runCtx) })
 		inst.jobs <- j
 	} else {
-		r.setPhase(phaseInstantiate)
-		if inst = b.startInstance(p, r.limits.MemoryBytes, j, compiled); inst == nil {
-			return jsguest.Facts{}, ErrClosed
+		r.SetPhase(wasmrun.PhaseInstantiate)
+		if inst = b.startInstance(p, r.Limits.MemoryBytes, j, compiled); inst == nil {
+			return jsguest.Facts{}, b.core.Closed()
 		}
 	}
 	select {
@@ -79,7 +80,7 @@ func (r *run) parked(runCtx context.Context, j *job, compiled wazero.CompiledMod
 		select {
 		case <-j.done:
 		default: // the instance ended while parked, before it took the run
-			return jsguest.Facts{}, ErrClosed
+			return jsguest.Facts{}, b.core.Closed()
 		}
 	}
 	return j.facts, j.err

@@ -161,7 +161,7 @@ func parkedProcExit(ctx context.Context, mod api.Module, stack []uint64) {
 	keep := code == 0 && f.CanaryIntact && !f.MemoryRefused && f.Started && f.Record.Settled() &&
 		inst.memoryParkable(memory) &&
 		!inst.worn() &&
-		!inst.unexpected.Load() && !j.r.wallExpired.Load() && inst.ctx.Err() == nil
+		!inst.unexpected.Load() && !j.r.WallClockExpired() && inst.ctx.Err() == nil
 	if j.finish() {
 		keep = false
 	}

@@ -39,6 +39,8 @@ type facts struct {
 	// late: the conclusive record arrived after the wall clock (the
 	// stream's own timing), whether or not the timer had fired by then.
 	late bool
+	// stderr is what the run kept of the guest's stderr.
+	stderr *wasmguest.Capped
 }
 
 // Messages of the outcomes the interpretation makes up itself.

@@ -167,7 +167,7 @@ func TestFakeClock(t *testing.T) {
 func TestStderrIsBounded(t *testing.T) {
 	b := newBackend(t, &Options{MaxStderrBytes: 1000})
 	var kept int
-	b.observe = func(r *run, _ jsguest.Facts, _ uint64) { kept = len(r.stderr.buf) }
+	b.observe = func(r *run, _ jsguest.Facts, _ uint64) { kept = len(r.stderr.Bytes()) }
 	out, err := eval(t, b, `for (let i = 0; i < 2000; i++) print("x".repeat(1000)); 7`, "", spi.Limits{})
 	require.NoError(t, err)
 	assert.Equal(t, spi.OK([]byte("7")), out)
@@ -304,18 +304,6 @@ func TestFirstLine(t *testing.T) {
 	} {
 		assert.Equal(t, tt.want, firstLine(tt.in))
 	}
-}
-
-func TestCappedBuffer(t *testing.T) {
-	c := &cappedBuffer{limit: 5}
-	n, err := c.Write([]byte("abc"))
-	assert.Equal(t, 3, n)
-	assert.NoError(t, err)
-	n, err = c.Write([]byte("defgh"))
-	assert.Equal(t, 5, n, "the writer never sees a short write")
-	assert.NoError(t, err)
-	assert.Equal(t, "abcde", c.head(100))
-	assert.Equal(t, "ab", c.head(2))
 }
 
 // TestRecursionDepth: a recursion that fits returns its value, a deeper

@@ -105,7 +105,7 @@ func fdWrite(c *wt.Caller, fd, iovs, iovsLen, nwritten int32) int32 {
 	case 1:
 		w = r.stdout
 		if r.b.beforeWrite != nil {
-			w = hookedWriter{r.stdout, func(p []byte) { r.b.beforeWrite(p, r.expireWallClock) }}
+			w = hookedWriter{r.stdout, func(p []byte) { r.b.beforeWrite(p, r.ExpireWallClock) }}
 		}
 	case 2:
 		w = r.stderrW

@@ -1,6 +1,7 @@
 package jsguest
 
 import (
+	"math"
 	"strings"
 
 	"github.com/sandbank/sandbank/internal/jsfront"
@@ -17,4 +18,12 @@ import (
 func Payload(n wasmguest.Nonce, script []byte, input []byte, host bool) []byte {
 	src, _ := jsfront.Prepare([]byte(strings.ToValidUTF8(string(script), "\uFFFD")))
 	return wasmguest.SizedPayload(n, src, input, host)
+}
+
+// StdoutLimit bounds the stdout kept for a run whose memory limit is
+// memoryBytes. Only the wrapper writes to stdout, and its result is a
+// string held in guest memory, at most three bytes of UTF-8 per UTF-16
+// unit of it.
+func StdoutLimit(memoryBytes int64) int {
+	return int(min(3*memoryBytes+64<<10, math.MaxInt32))
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	wasmguest "github.com/sandbank/sandbank/internal/wasm/guest"
+	wasmrun "github.com/sandbank/sandbank/internal/wasm/run"
 	"github.com/sandbank/sandbank/spi"
 )
 
@@ -83,15 +84,15 @@ func TestInterpret(t *testing.T) {
 // RangeError after.
 func TestStackExhaustedReadsAsAnOverflow(t *testing.T) {
 	f := Facts{InputRead: true, CanaryIntact: true, StackExhausted: true, Ending: EndTrap, Trap: "call stack exhausted"}
-	out, err := Interpret(f, PhaseInput)
+	out, err := Interpret(f, wasmrun.PhaseInput)
 	require.NoError(t, err)
 	assert.Equal(t, spi.InputTooLarge(), out)
 	f.Started = true
-	out, err = Interpret(f, PhaseScript)
+	out, err = Interpret(f, wasmrun.PhaseScript)
 	require.NoError(t, err)
 	assert.Equal(t, spi.Threw(NameStackOverflow, MsgStackOverflow), out)
 	f.Record = wasmguest.Record{Kind: recResult, Body: []byte(`1`)}
-	out, err = Interpret(f, PhaseScript)
+	out, err = Interpret(f, wasmrun.PhaseScript)
 	require.NoError(t, err)
 	assert.Equal(t, spi.Threw(NameStackOverflow, MsgStackOverflow), out, "an overflow beats a result")
 }
@@ -110,13 +111,13 @@ func TestThrownSyntaxErrorPosition(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := Facts{Record: wasmguest.Record{Kind: recThrew, Body: []byte(tc.body)}, Script: []byte(tc.script), Started: true, CanaryIntact: true}
-			got, err := Interpret(f, PhaseScript)
+			got, err := Interpret(f, wasmrun.PhaseScript)
 			require.NoError(t, err)
 			assert.Equal(t, tc.want, got.Message)
 		})
 	}
 	for _, body := range []string{`["E"]`, `["E","m",1,2]`, `["E","m","1"]`, `{}`} {
-		_, err := Interpret(Facts{Record: wasmguest.Record{Kind: recThrew, Body: []byte(body)}, Started: true, CanaryIntact: true}, PhaseScript)
+		_, err := Interpret(Facts{Record: wasmguest.Record{Kind: recThrew, Body: []byte(body)}, Started: true, CanaryIntact: true}, wasmrun.PhaseScript)
 		assert.ErrorContains(t, err, "quickjs: unreadable thrown record", body)
 	}
 }
