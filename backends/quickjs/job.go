@@ -61,7 +61,7 @@ func (r *run) newJob(req spi.Request) (*job, error) {
 		stdout:  stdout,
 		stdoutW: r.stdoutWriter(stdout),
 		stderr:  stderr,
-		stderrW: jsguest.NewStderr(nonce, req.Logs, stderr),
+		stderrW: wasmguest.NewStderr(nonce, req.Logs, stderr),
 		done:    make(chan struct{}),
 	}, nil
 }

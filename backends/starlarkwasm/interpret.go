@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"strings"
 
 	wasmguest "github.com/sandbank/sandbank/internal/wasm/guest"
 	"github.com/sandbank/sandbank/spi"
@@ -116,16 +115,6 @@ func (f facts) describe() string {
 		return "trap: " + f.trap
 	}
 	return "no ending"
-}
-
-func firstLine(s string) string {
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		s = s[:i]
-	}
-	if len(s) > 200 {
-		s = s[:200]
-	}
-	return s
 }
 
 // refusedAllocation matches the interpreter's own refusal of one

@@ -46,6 +46,9 @@ func (rt *engineRuntime) Run(runCtx context.Context, r *wasmrun.Run, compiled wa
 	}
 	stdout := r.NewStdout(nonce, stdoutLimit(r.Limits.MemoryBytes, b.maxResult))
 	stderr := wasmguest.NewCapped(maxStderrBytes)
+	// stderr: the log records go to the request's sink as they arrive,
+	// the rest (the Go runtime's own text) to the run's bounded buffer.
+	stderrW := wasmguest.NewStderr(nonce, req.Logs, stderr)
 	// stdin: the payload, then the replies to the script's host calls,
 	// asked of the broker with the run's context (hostcall.go).
 	var host spi.Host
@@ -54,13 +57,10 @@ func (rt *engineRuntime) Run(runCtx context.Context, r *wasmrun.Run, compiled wa
 	}
 	payload := wasmguest.SizedPayload(nonce, req.Script, req.Input, host != nil)
 	stdin := &countingReader{r: wasmguest.NewStdin(runCtx, payload, stdout, host)}
-	// stdout: the log records go to the request's sink as they arrive,
-	// the rest to the run's record sink.
 	logs := "0"
 	if req.Logs != nil {
 		logs = "1"
 	}
-	tap := wasmguest.NewLogTap(nonce, stdout, req.Logs)
 	mem := wasmhost.NewAllocator(uint64(r.Limits.MemoryBytes))
 	defer mem.Release() // after the module is closed (deferred below, so run first)
 
@@ -72,8 +72,8 @@ func (rt *engineRuntime) Run(runCtx context.Context, r *wasmrun.Run, compiled wa
 			strconv.FormatInt(goMemoryLimit(r.Limits.MemoryBytes), 10),
 			logs).
 		WithStdin(stdin).
-		WithStdout(tap).
-		WithStderr(stderr)
+		WithStdout(stdout).
+		WithStderr(stderrW)
 
 	r.SetPhase(wasmrun.PhaseInstantiate)
 	mod, callErr := b.eng.rt.InstantiateModule(experimental.WithMemoryAllocator(runCtx, mem), compiled, cfg)
@@ -101,7 +101,7 @@ func (rt *engineRuntime) Run(runCtx context.Context, r *wasmrun.Run, compiled wa
 			f.ending = endKilled
 		}
 	default:
-		f.ending, f.trap = endTrap, firstLine(callErr.Error())
+		f.ending, f.trap = endTrap, wasmrun.FirstLine(callErr.Error())
 	}
 	if b.observe != nil {
 		b.observe(f)

@@ -81,7 +81,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		req.Host = &hostRelay{out: stdout, in: in, nonce: nonce}
 	}
 	if logs {
-		req.Logs = &logRelay{out: stdout, nonce: nonce}
+		req.Logs = &logRelay{out: stderr, nonce: nonce}
 	}
 
 	started := false

@@ -10,9 +10,9 @@
 // nonce, "E\n"). Other records end right after the kind letter with a
 // newline. The start record tells the host that the start-up phases are
 // over and the script's wall clock starts now. A host-call record (see
-// [Stdin]) is answered on stdin ([Reply], read by [ReadReply]); a log
-// record carries one line the script logged, which the host's [LogTap]
-// takes out of the stream for the run's log sink.
+// [Stdin]) is answered on stdin ([Reply], read by [ReadReply]). A log
+// record, on stderr, carries one line the script logged, which the host's
+// [Stderr] takes out of the stream for the run's log sink ([WriteLog]).
 //
 // It knows nothing about the engine inside the guest (QuickJS for
 // backends/quickjs, go.starlark.net for backends/starlarkwasm) nor about

@@ -40,27 +40,26 @@ func (printSink) Log(level spi.LogLevel, stream spi.LogStream, line string) bool
 	return true
 }
 
-// A guest written in Go writes each line its script logs as a log record;
-// the host's LogTap, in front of its stdout sink, hands the lines to the
-// run's log sink and the rest of the stream to the sink.
-func ExampleLogTap() {
+// A guest written in Go writes each line its script logs as a log record
+// on its stderr; the host's Stderr hands each line to the run's log sink
+// and the rest of the stream, the engine's own text, to its diagnostics.
+func ExampleStderr() {
 	nonce, err := guest.NewNonce()
 	if err != nil {
 		panic(err)
 	}
-	out := guest.NewStdout(nonce, 1<<20, nil)
-	tap := guest.NewLogTap(nonce, out, printSink{})
+	var diag bytes.Buffer
+	stderr := guest.NewStderr(nonce, printSink{}, &diag)
 
-	var written bytes.Buffer // what the guest writes to its stdout
-	_ = guest.WriteRecord(&written, nonce, guest.RecStart, nil)
+	var written bytes.Buffer // what the guest writes to its stderr
 	_ = guest.WriteLog(&written, nonce, spi.LevelInfo, spi.StreamStdout, "hello ✓")
-	_ = guest.WriteRecord(&written, nonce, guest.RecResult, []byte(`1`))
-	_, _ = tap.Write(written.Bytes())
+	written.WriteString("fatal error: out of memory\n")
+	_, _ = stderr.Write(written.Bytes())
 
-	fmt.Println(string(out.Record().Body))
+	fmt.Print(diag.String())
 	// Output:
 	// info stdout hello ✓
-	// 1
+	// fatal error: out of memory
 }
 
 // A guest's host call: the host-call record on stdout, then the reply the

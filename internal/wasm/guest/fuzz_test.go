@@ -97,36 +97,36 @@ func FuzzUTF16Prefix(f *testing.F) {
 	})
 }
 
-// FuzzLogTap feeds the log tap arbitrary guest output, split at an
-// arbitrary point: it never panics, the split never changes the lines it
-// hands over nor the bytes it passes on, every line is at most
+// FuzzStderr feeds the stderr splitter arbitrary guest output, split at
+// an arbitrary point: it never panics, the split never changes the lines
+// it hands over nor the text it passes on, every line is at most
 // spi.MaxLogLineBytes, and what it holds stays within one record.
-func FuzzLogTap(f *testing.F) {
+func FuzzStderr(f *testing.F) {
 	var g bytes.Buffer
 	_ = WriteLog(&g, testNonce, 2, 1, "a ✓")
-	_ = WriteRecord(&g, testNonce, RecResult, []byte(`1`))
+	g.WriteString("engine text\n")
 	_ = WriteLog(&g, testNonce, 4, 2, "")
-	for i, s := range []string{g.String(), FramePrefix + string(testNonce) + "L119\n", FramePrefix + string(testNonce) + "L11", "x" + FramePrefix, FramePrefix + FramePrefix + string(testNonce) + "L113\nabc"} {
+	for i, s := range []string{g.String(), LogPrefix(testNonce) + "11\"x\"\n", LogPrefix(testNonce) + "11", "x" + FramePrefix, FramePrefix + LogPrefix(testNonce) + "11\"abc\"\n"} {
 		f.Add([]byte(s), uint16(i*5))
 	}
 	f.Fuzz(func(t *testing.T, stream []byte, cut uint16) {
 		run := func(parts ...[]byte) ([]string, string) {
 			var sink lines
-			var rest bytes.Buffer
-			tap := NewLogTap(testNonce, &rest, &sink)
+			diag := NewCapped(1 << 30)
+			w := NewStderr(testNonce, &sink, diag)
 			for _, p := range parts {
-				_, _ = tap.Write(p)
-				if len(tap.pend) > len(tap.marker)+2+maxLogHeaderDigits+1+spi.MaxLogLineBytes {
-					t.Fatalf("the tap holds %d bytes", len(tap.pend))
+				_, _ = w.Write(p)
+				if len(w.line) > MaxLogRecordBytes {
+					t.Fatalf("the splitter holds %d bytes", len(w.line))
 				}
 			}
-			return sink.got, rest.String()
+			return sink.got, diag.Head(1 << 30)
 		}
 		at := int(cut) % (len(stream) + 1)
 		got, rest := run(stream)
 		got2, rest2 := run(stream[:at], stream[at:])
 		if !slices.Equal(got, got2) || rest != rest2 {
-			t.Fatalf("the split at %d changed the tap's output: %q %q, then %q %q", at, got, rest, got2, rest2)
+			t.Fatalf("the split at %d changed the output: %q %q, then %q %q", at, got, rest, got2, rest2)
 		}
 		for _, l := range got {
 			if len(l) > len("error/stderr ")+spi.MaxLogLineBytes {

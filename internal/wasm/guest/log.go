@@ -2,212 +2,147 @@ package guest
 
 import (
 	"bytes"
+	"encoding/json"
 	"io"
-	"strconv"
 	"sync"
 
 	"github.com/sandbank/sandbank/spi"
 )
 
-// Log lines over the framed stdio protocol (SPI 1.1.0), for a guest that
-// keeps the script away from its stdout (the starlark-wasm guest): the
-// guest writes each line the script logs as a log record, FramePrefix,
+// Log lines, the one framing of every guest (SPI 1.1.0): the guest writes
+// each line its script logs to its stderr as a log record: FramePrefix,
 // the nonce, "L", the level and the stream as one digit each (spi.LogLevel,
-// spi.LogStream), the line's length in bytes, a newline and the line. The
-// host's [LogTap] takes the log records out of the stream as they arrive,
-// hands each line to the run's spi.LogSink, in order, and passes every
-// other byte on to the [Stdout] sink, so that log lines never take the
-// room of the conclusive record.
+// spi.LogStream), the line as a JSON string, and a newline ([LogPrefix],
+// [WriteLog]; the QuickJS wrapper writes the same from JavaScript). The
+// host's [Stderr] takes the log records out of the stream as they arrive
+// and hands each line to the run's spi.LogSink, in order; every other
+// line on stderr is the engine's own text (a Go runtime's fatal error,
+// QuickJS's messages) and goes to the run's bounded diagnostics. The
+// script never sees the nonce, so it cannot make a line look like the
+// engine's own text, and a record on stderr is never a result.
 
-// RecLog is the kind of a log record: <level><stream><bytes>\n<line>.
+// RecLog is the kind of a log record.
 const RecLog = 'L'
 
-// maxLogHeaderDigits bounds the length field of a log record: a line is
-// at most spi.MaxLogLineBytes (five digits).
-const maxLogHeaderDigits = 6
+// LogLineUnits bounds a logged line as a guest sends it, in UTF-16 units
+// (the QuickJS wrapper) or bytes (a guest written in Go, which cuts at
+// spi.MaxLogLineBytes, the same number): the effect keeps less, and a
+// longer line costs the host no more than this.
+const LogLineUnits = spi.MaxLogLineBytes
+
+// MaxLogRecordBytes bounds one log record on stderr: a line of
+// LogLineUnits units as a JSON string, at most six bytes a unit (\uXXXX),
+// and the record's head. A longer line is not a guest's and is dropped.
+const MaxLogRecordBytes = 6*LogLineUnits + 64
+
+// LogPrefix is what starts every log record of a run with nonce n.
+func LogPrefix(n Nonce) string { return FramePrefix + string(n) + string(rune(RecLog)) }
 
 // WriteLog is the guest side of a log record, for a guest written in Go:
-// it writes line (cut at spi.MaxLogLineBytes) to w as one log record of
-// level and stream, in a single Write.
+// it writes line (cut at spi.MaxLogLineBytes) to w, the guest's stderr, as
+// one log record of level and stream, in a single Write.
 func WriteLog(w io.Writer, n Nonce, level spi.LogLevel, stream spi.LogStream, line string) error {
 	if len(line) > spi.MaxLogLineBytes {
 		line = line[:spi.MaxLogLineBytes]
 	}
-	buf := make([]byte, 0, len(FramePrefix)+len(n)+12+len(line))
-	buf = append(buf, FramePrefix...)
-	buf = append(buf, n...)
-	buf = append(buf, RecLog, byte('0'+level), byte('0'+stream))
-	buf = strconv.AppendInt(buf, int64(len(line)), 10)
+	text, err := json.Marshal(line)
+	if err != nil {
+		return err
+	}
+	buf := make([]byte, 0, len(FramePrefix)+len(n)+4+len(text))
+	buf = append(buf, LogPrefix(n)...)
+	buf = append(buf, byte('0'+level), byte('0'+stream))
+	buf = append(buf, text...)
 	buf = append(buf, '\n')
-	buf = append(buf, line...)
-	_, err := w.Write(buf)
+	_, err = w.Write(buf)
 	return err
 }
 
-// LogTap is the host's writer in front of a run's [Stdout]: it takes the
-// log records of the run's nonce out of the stream, wherever the guest's
-// writes split them, and hands each line to the sink; every other byte
-// goes on to the Stdout sink unchanged and in order. It holds at most one
-// log record (spi.MaxLogLineBytes plus a header) and never fails a write.
-// Once the sink reports that it is full, later lines are dropped. A
-// malformed log record is not a log record: its bytes go on to Stdout.
-// It is safe for concurrent use.
-type LogTap struct {
-	next   io.Writer
-	sink   spi.LogSink
-	marker []byte // FramePrefix, the nonce, RecLog
+// Stderr is the host end of a guest's stderr: it splits it, line by line,
+// into log records, which go to the run's log sink, and the engine's own
+// text, which goes to diag. It holds at most one record
+// (MaxLogRecordBytes), is safe for concurrent use and never fails a
+// write. Once the sink reports that it is full, later lines are dropped.
+type Stderr struct {
+	prefix []byte
+	sink   spi.LogSink // nil: log records are dropped
+	diag   io.Writer
 
-	mu     sync.Mutex
-	pend   []byte // the record being read: a prefix of marker, then its header and line
-	state  tapState
-	level  spi.LogLevel
-	stream spi.LogStream
-	digits int
-	want   int // the line's length, then what is left of it
-	full   bool
+	mu   sync.Mutex
+	line []byte
+	skip bool // the current line is past MaxLogRecordBytes: to its newline, to diag or dropped
+	log  bool // the skipped line is a log record (dropped) rather than text (to diag)
+	full bool // the sink said it is full
 }
 
-type tapState int
-
-const (
-	tapScan   tapState = iota // outside a log record
-	tapMarker                 // pend is a proper prefix of marker
-	tapLevel
-	tapStream
-	tapLength
-	tapLine
-)
-
-// NewLogTap returns a tap for a run with nonce n that writes the rest of
-// the stream to next and the lines to sink (nil: lines are dropped).
-func NewLogTap(n Nonce, next io.Writer, sink spi.LogSink) *LogTap {
-	m := make([]byte, 0, len(FramePrefix)+len(n)+1)
-	m = append(m, FramePrefix...)
-	m = append(m, n...)
-	m = append(m, RecLog)
-	return &LogTap{next: next, sink: sink, marker: m, full: sink == nil}
+// NewStderr returns the stderr sink of a run with nonce n: log records go
+// to sink (nil drops them), everything else to diag, which must never
+// fail.
+func NewStderr(n Nonce, sink spi.LogSink, diag io.Writer) *Stderr {
+	return &Stderr{prefix: []byte(LogPrefix(n)), sink: sink, diag: diag}
 }
 
-// Write implements io.Writer. It always reports len(p) written.
-func (t *LogTap) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+var _ io.Writer = (*Stderr)(nil)
+
+// Write implements io.Writer.
+func (s *Stderr) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	n := len(p)
 	for len(p) > 0 {
-		switch t.state {
-		case tapScan:
-			i := bytes.Index(p, t.marker)
-			if i < 0 {
-				k := partialSuffix(p, t.marker)
-				t.forward(p[:len(p)-k])
-				if k > 0 {
-					t.pend = append(t.pend[:0], p[len(p)-k:]...)
-					t.state = tapMarker
-				}
-				return n, nil
+		i := bytes.IndexByte(p, '\n')
+		chunk := p
+		if i >= 0 {
+			chunk = p[:i+1]
+		}
+		p = p[len(chunk):]
+		if s.skip {
+			if !s.log {
+				_, _ = s.diag.Write(chunk)
 			}
-			t.forward(p[:i])
-			t.pend = append(t.pend[:0], t.marker...)
-			t.state = tapLevel
-			p = p[i+len(t.marker):]
-			continue
-		case tapLine:
-			take := min(t.want, len(p))
-			t.pend = append(t.pend, p[:take]...)
-			t.want -= take
-			p = p[take:]
-			if t.want == 0 {
-				t.deliver()
+			if i >= 0 {
+				s.skip = false
 			}
 			continue
 		}
-		// One byte of the marker or the header.
-		if !t.step(p[0]) {
-			t.malformed() // p[0] is read again, outside a record
+		if len(s.line)+len(chunk) > MaxLogRecordBytes {
+			s.log = bytes.HasPrefix(append(s.line, chunk...), s.prefix)
+			if !s.log {
+				_, _ = s.diag.Write(s.line)
+				_, _ = s.diag.Write(chunk)
+			}
+			s.line = s.line[:0]
+			s.skip = i < 0
 			continue
 		}
-		p = p[1:]
+		s.line = append(s.line, chunk...)
+		if i >= 0 {
+			s.handle(s.line)
+			s.line = s.line[:0]
+		}
 	}
 	return n, nil
 }
 
-// step reads one byte of the marker or the header, or reports false when
-// c cannot come next.
-func (t *LogTap) step(c byte) bool {
-	switch t.state {
-	case tapMarker:
-		if c != t.marker[len(t.pend)] {
-			return false
-		}
-		if t.pend = append(t.pend, c); len(t.pend) == len(t.marker) {
-			t.state = tapLevel
-		}
-	case tapLevel:
-		t.level = spi.LogLevel(c - '0')
-		if c < '0' || !t.level.Valid() {
-			return false
-		}
-		t.pend, t.state = append(t.pend, c), tapStream
-	case tapStream:
-		t.stream = spi.LogStream(c - '0')
-		if c < '0' || !t.stream.Valid() {
-			return false
-		}
-		t.pend, t.state, t.want, t.digits = append(t.pend, c), tapLength, 0, 0
-	case tapLength:
-		switch {
-		case c == '\n' && t.digits > 0:
-			t.pend = append(t.pend, c)
-			t.state = tapLine
-			if t.want == 0 {
-				t.deliver()
-			}
-		case c >= '0' && c <= '9' && t.digits < maxLogHeaderDigits:
-			t.want = t.want*10 + int(c-'0')
-			t.digits++
-			if t.want > spi.MaxLogLineBytes {
-				return false
-			}
-			t.pend = append(t.pend, c)
-		default:
-			return false
-		}
+// handle routes one complete line (with its newline).
+func (s *Stderr) handle(line []byte) {
+	rest, ok := bytes.CutPrefix(line, s.prefix)
+	if !ok {
+		_, _ = s.diag.Write(line)
+		return
 	}
-	return true
-}
-
-// deliver hands the line read to the sink and starts scanning again.
-func (t *LogTap) deliver() {
-	line := t.pend[bytes.IndexByte(t.pend[len(t.marker):], '\n')+len(t.marker)+1:]
-	if !t.full && !t.sink.Log(t.level, t.stream, string(line)) {
-		t.full = true
+	if s.sink == nil || s.full || len(rest) < 3 {
+		return
 	}
-	t.pend, t.state = t.pend[:0], tapScan
-}
-
-// malformed gives up on the record being read: its bytes go on to Stdout.
-func (t *LogTap) malformed() {
-	t.forward(t.pend)
-	t.pend, t.state = t.pend[:0], tapScan
-}
-
-func (t *LogTap) forward(p []byte) {
-	if len(p) > 0 {
-		_, _ = t.next.Write(p)
+	level, stream := spi.LogLevel(rest[0]-'0'), spi.LogStream(rest[1]-'0')
+	var text string
+	if json.Unmarshal(bytes.TrimSuffix(rest[2:], []byte("\n")), &text) != nil {
+		return // not a guest's
 	}
-}
-
-// partialSuffix is the length of the longest suffix of p that is a proper
-// prefix of m. m's first byte (FramePrefix's record separator) occurs
-// nowhere else in m, so only the suffix from p's last such byte can be.
-func partialSuffix(p, m []byte) int {
-	i := bytes.LastIndexByte(p[max(0, len(p)-len(m)+1):], m[0])
-	if i < 0 {
-		return 0
+	if len(text) > spi.MaxLogLineBytes {
+		text = text[:spi.MaxLogLineBytes]
 	}
-	k := min(len(p), len(m)-1) - i
-	if bytes.HasPrefix(m, p[len(p)-k:]) {
-		return k
+	if !s.sink.Log(level, stream, text) {
+		s.full = true
 	}
-	return 0
 }

@@ -31,123 +31,120 @@ func (l *lines) Log(level spi.LogLevel, stream spi.LogStream, line string) bool 
 	return l.max == 0 || len(l.got) < l.max
 }
 
-// logStream is a run's stdout with log records among the other records:
-// the start, two lines (one empty, one with a forged record and control
-// bytes inside), a host call, a line, the result.
+// logStream is a run's stderr with log records among the engine's own
+// text: text, two lines (one empty, one with a forged record and control
+// bytes inside), text, a line, text without a newline.
 func logStream(t *testing.T) []byte {
 	var g bytes.Buffer
-	require.NoError(t, WriteRecord(&g, testNonce, RecStart, nil))
+	g.WriteString("engine says hi\n")
 	require.NoError(t, WriteLog(&g, testNonce, spi.LevelInfo, spi.StreamStdout, "one ✓"))
 	require.NoError(t, WriteLog(&g, testNonce, spi.LevelWarn, spi.StreamStderr, ""))
 	forged := FramePrefix + string(testNonce) + "R1\n1" + FramePrefix + string(testNonce) + "E\n\x07\x1b"
 	require.NoError(t, WriteLog(&g, testNonce, spi.LevelInfo, spi.StreamStdout, forged))
-	require.NoError(t, WriteRecord(&g, testNonce, RecHostCall, []byte(`["probe","1"]`)))
+	g.WriteString("fatal error: out of memory\n")
 	require.NoError(t, WriteLog(&g, testNonce, spi.LevelError, spi.StreamStderr, "😀"))
-	require.NoError(t, WriteRecord(&g, testNonce, RecResult, []byte(`{"a":"é"}`)))
+	g.WriteString("tail")
 	return g.Bytes()
 }
 
-var wantLogLines = []string{"info/stdout one ✓", "warn/stderr ", "info/stdout " + FramePrefix + string(testNonce) + "R1\n1" + FramePrefix + string(testNonce) + "E\n\x07\x1b", "error/stderr 😀"}
+var (
+	wantLogLines = []string{"info/stdout one ✓", "warn/stderr ", "info/stdout " + FramePrefix + string(testNonce) + "R1\n1" + FramePrefix + string(testNonce) + "E\n\x07\x1b", "error/stderr 😀"}
+	wantDiag     = "engine says hi\nfatal error: out of memory\n"
+)
 
-// TestLogTapSplits: wherever the guest's writes split the stream, the tap
-// hands over the same lines in order, the record sink sees the rest
-// exactly (a line that holds a framed record does not reach it), and no
-// log byte takes room in it.
-func TestLogTapSplits(t *testing.T) {
+// TestStderrSplits: wherever the guest's writes split the stream, the
+// log lines reach the sink in order and the engine's text reaches diag
+// exactly (a line not yet ended stays held).
+func TestStderrSplits(t *testing.T) {
 	stream := logStream(t)
-	var rest bytes.Buffer
 	for cut := 0; cut <= len(stream); cut++ {
 		var sink lines
-		out := NewStdout(testNonce, 1<<20, nil)
-		var seen bytes.Buffer
-		tap := NewLogTap(testNonce, teeWriter{out, &seen}, &sink)
-		_, _ = tap.Write(stream[:cut])
-		_, _ = tap.Write(stream[cut:])
+		diag := NewCapped(1 << 20)
+		w := NewStderr(testNonce, &sink, diag)
+		_, _ = w.Write(stream[:cut])
+		_, _ = w.Write(stream[cut:])
 		require.Equal(t, wantLogLines, sink.got, "cut at %d", cut)
-		rec := out.Record()
-		require.Equal(t, Record{Kind: RecResult, Body: []byte(`{"a":"é"}`)}, rec, "cut at %d", cut)
-		body, ok := out.TakeHostCall()
-		require.True(t, ok, "cut at %d", cut)
-		require.Equal(t, `["probe","1"]`, string(body))
-		if cut == 0 {
-			rest.Write(seen.Bytes())
-		}
-		require.Equal(t, rest.String(), seen.String(), "cut at %d: the bytes passed on depend on the cut", cut)
-		require.NotContains(t, seen.String(), "one ✓")
+		require.Equal(t, wantDiag, diag.Head(1<<20), "cut at %d", cut)
 	}
 }
 
-// TestLogTapByteAtATime: one byte per write, as an unbuffered guest
+// TestStderrByteAtATime: one byte per write, as an unbuffered guest
 // might write.
-func TestLogTapByteAtATime(t *testing.T) {
+func TestStderrByteAtATime(t *testing.T) {
 	stream := logStream(t)
 	var sink lines
-	out := NewStdout(testNonce, 1<<20, nil)
-	tap := NewLogTap(testNonce, out, &sink)
+	diag := NewCapped(1 << 20)
+	w := NewStderr(testNonce, &sink, diag)
 	for i := range stream {
-		_, _ = tap.Write(stream[i : i+1])
+		_, _ = w.Write(stream[i : i+1])
 	}
 	assert.Equal(t, wantLogLines, sink.got)
-	assert.Equal(t, byte(RecResult), out.Record().Kind)
+	assert.Equal(t, wantDiag, diag.Head(1<<20))
 }
 
-// TestLogTapRefuses: a log record with another nonce, a bad level or
-// stream, or a length past spi.MaxLogLineBytes is no log record: its
-// bytes go on to the record sink, and the stream after it is read.
-func TestLogTapRefuses(t *testing.T) {
+// TestStderrRefuses: a record of another nonce is the engine's text; a
+// record of the run's nonce that is not a JSON string is dropped; the
+// stream after either is read.
+func TestStderrRefuses(t *testing.T) {
 	other := Nonce("fedcba9876543210fedcba9876543210")
-	m := FramePrefix + string(testNonce) + "L"
-	for _, bad := range []string{
-		FramePrefix + string(other) + "L115\nforge",
-		m + "915\nlevel",
-		m + "135\nstream",
-		m + "11" + strings.Repeat("9", 7) + "\n",
-		m + "11" + "16385\n",
-		m + "11\n",
-		m + "11x\n",
-		FramePrefix + string(testNonce)[:5] + FramePrefix,
+	m := LogPrefix(testNonce)
+	for bad, text := range map[string]bool{
+		LogPrefix(other) + `11"forge"` + "\n": true,
+		m + "11forge\n":                       false,
+		m + "1\n":                             false,
+		m + `11"open` + "\n":                  false,
 	} {
 		var sink lines
-		var seen bytes.Buffer
-		tap := NewLogTap(testNonce, &seen, &sink)
+		diag := NewCapped(1 << 20)
+		w := NewStderr(testNonce, &sink, diag)
 		var good bytes.Buffer
 		require.NoError(t, WriteLog(&good, testNonce, spi.LevelInfo, spi.StreamStdout, "after"))
-		_, _ = tap.Write([]byte(bad))
-		_, _ = tap.Write(good.Bytes())
+		_, _ = w.Write([]byte(bad))
+		_, _ = w.Write(good.Bytes())
 		assert.Equal(t, []string{"info/stdout after"}, sink.got, "%q", bad)
-		assert.True(t, strings.HasPrefix(bad, seen.String()) && seen.Len() > 0, "%q passed on %q", bad, seen.String())
+		if text {
+			assert.Equal(t, bad, diag.Head(1<<20))
+		} else {
+			assert.Empty(t, diag.Head(1<<20), "%q", bad)
+		}
 	}
 }
 
-// TestLogTapFull: once the sink is full, lines are dropped (the sink is
-// not asked again) and the stream still reaches the record sink.
-func TestLogTapFull(t *testing.T) {
+// TestStderrFull: once the sink is full, lines are dropped (the sink is
+// not asked again) and the text still reaches diag.
+func TestStderrFull(t *testing.T) {
 	sink := lines{max: 2}
-	out := NewStdout(testNonce, 1<<20, nil)
-	tap := NewLogTap(testNonce, out, &sink)
-	_, _ = tap.Write(logStream(t))
+	diag := NewCapped(1 << 20)
+	_, _ = NewStderr(testNonce, &sink, diag).Write(logStream(t))
 	assert.Equal(t, wantLogLines[:2], sink.got)
-	assert.Equal(t, byte(RecResult), out.Record().Kind)
+	assert.Equal(t, wantDiag, diag.Head(1<<20))
 
-	out = NewStdout(testNonce, 1<<20, nil)
-	_, _ = NewLogTap(testNonce, out, nil).Write(logStream(t))
-	assert.Equal(t, byte(RecResult), out.Record().Kind, "no sink: the lines are dropped")
+	diag = NewCapped(1 << 20)
+	_, _ = NewStderr(testNonce, nil, diag).Write(logStream(t))
+	assert.Equal(t, wantDiag, diag.Head(1<<20), "no sink: the lines are dropped")
 }
 
-// TestLogTapBounded: a line past spi.MaxLogLineBytes is cut by WriteLog,
-// and the tap holds at most one record, however much the guest logs.
-func TestLogTapBounded(t *testing.T) {
+// TestStderrBounded: a line past spi.MaxLogLineBytes is cut by WriteLog;
+// a record past MaxLogRecordBytes is dropped whole and the stream after
+// it read; the sink holds at most one record, however much the guest
+// logs.
+func TestStderrBounded(t *testing.T) {
 	var sink lines
-	tap := NewLogTap(testNonce, &bytes.Buffer{}, &sink)
+	diag := NewCapped(1 << 20)
+	w := NewStderr(testNonce, &sink, diag)
 	var g bytes.Buffer
 	require.NoError(t, WriteLog(&g, testNonce, spi.LevelInfo, spi.StreamStdout, strings.Repeat("x", 3*spi.MaxLogLineBytes)))
 	for range 50 {
-		_, _ = tap.Write(g.Bytes()[:g.Len()-1])
-		assert.LessOrEqual(t, cap(tap.pend), 2*(spi.MaxLogLineBytes+64))
-		_, _ = tap.Write(g.Bytes()[g.Len()-1:])
+		_, _ = w.Write(g.Bytes()[:g.Len()-1])
+		assert.LessOrEqual(t, cap(w.line), 2*MaxLogRecordBytes)
+		_, _ = w.Write(g.Bytes()[g.Len()-1:])
 	}
 	require.Len(t, sink.got, 50)
 	assert.Len(t, sink.got[0], len("info/stdout ")+spi.MaxLogLineBytes)
+
+	_, _ = w.Write([]byte(LogPrefix(testNonce) + `21"` + strings.Repeat("x", MaxLogRecordBytes) + "\"\nmore text\n"))
+	assert.Len(t, sink.got, 50, "an oversized record is dropped")
+	assert.Equal(t, "more text\n", diag.Head(1<<20), "the text after it is kept")
 }
 
 // TestReadReply: what Reply writes, ReadReply reads back exactly, one
@@ -180,11 +177,10 @@ func TestReadReply(t *testing.T) {
 	}
 }
 
-type teeWriter struct {
-	a, b interface{ Write([]byte) (int, error) }
-}
-
-func (t teeWriter) Write(p []byte) (int, error) {
-	_, _ = t.b.Write(p)
-	return t.a.Write(p)
+// TestStderrLoneSurrogate: a line the QuickJS wrapper wrote with a lone
+// surrogate (JSON.stringify escapes it) reaches the sink as U+FFFD.
+func TestStderrLoneSurrogate(t *testing.T) {
+	var sink lines
+	_, _ = NewStderr(testNonce, &sink, NewCapped(1)).Write([]byte(LogPrefix(testNonce) + `42"two \ud800"` + "\n"))
+	assert.Equal(t, []string{"error/stderr two \uFFFD"}, sink.got)
 }

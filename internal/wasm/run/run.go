@@ -2,6 +2,7 @@ package run
 
 import (
 	"context"
+	"io"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -184,4 +185,24 @@ func (r *Run) failure(ctx, runCtx context.Context, err error) (spi.Outcome, erro
 		return spi.Outcome{}, cause
 	}
 	return spi.Outcome{}, err
+}
+
+// SeeWrites returns w, seen first by before (a test hook) with the run's
+// ExpireWallClock when before is not nil.
+func (r *Run) SeeWrites(w io.Writer, before func(p []byte, expireWallClock func())) io.Writer {
+	if before == nil {
+		return w
+	}
+	return hookedWriter{w, func(p []byte) { before(p, r.ExpireWallClock) }}
+}
+
+// hookedWriter calls before ahead of every write to w.
+type hookedWriter struct {
+	w      io.Writer
+	before func([]byte)
+}
+
+func (h hookedWriter) Write(p []byte) (int, error) {
+	h.before(p)
+	return h.w.Write(p)
 }

@@ -11,8 +11,8 @@
 //     input), removes the argument globals, reads the script and then
 //     parses the input in phases of their own (an out-of-memory in either
 //     is a record of its own, so the host can say which did not fit),
-//     redirects print and console to stderr ([Stderr] splits the log
-//     records out), signals "script starts" with a framed record, runs
+//     redirects print and console to stderr (as log records of
+//     internal/wasm/guest's one log framing), signals "script starts" with a framed record, runs
 //     the script as a classic global script (std.evalScript) and writes
 //     one framed record with the result.
 //   - [StackPass] is the stack pass both engines apply (a C stack of the

@@ -4,10 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/sandbank/sandbank/internal/jsfront"
 	wasmguest "github.com/sandbank/sandbank/internal/wasm/guest"
+	wasmrun "github.com/sandbank/sandbank/internal/wasm/run"
 	"github.com/sandbank/sandbank/spi"
 )
 
@@ -162,7 +162,7 @@ func Interpret(f Facts, phase string) (spi.Outcome, error) {
 		// StackExhausted, above) or its aftermath on a module without
 		// the check (an overwritten function pointer or allocator state):
 		// a thrown error, never a value.
-		return spi.Threw("InternalError", fmt.Sprintf(msgTrap, firstLine(f.Trap))), nil
+		return spi.Threw("InternalError", fmt.Sprintf(msgTrap, wasmrun.FirstLine(f.Trap))), nil
 	case EndKilled:
 		return spi.Limited(spi.LimitWallClock), nil
 	}
@@ -211,17 +211,7 @@ func (f Facts) describe() string {
 	case EndKilled:
 		return "stopped by the host"
 	case EndTrap:
-		return "trap: " + firstLine(f.Trap)
+		return "trap: " + wasmrun.FirstLine(f.Trap)
 	}
 	return "no ending"
-}
-
-func firstLine(s string) string {
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		s = s[:i]
-	}
-	if len(s) > 200 {
-		s = s[:200]
-	}
-	return s
 }

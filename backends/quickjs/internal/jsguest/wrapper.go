@@ -22,25 +22,16 @@ const (
 // framePrefix starts every framed record (wasmguest.FramePrefix).
 const framePrefix = wasmguest.FramePrefix
 
-// recLog is the record kind of a line the script logged, on stderr: the
-// frame prefix and the nonce, 'L', the level and the stream as spi
-// numbers (one digit each), the line as a JSON string, and a newline.
-// The script never sees the nonce, so it cannot make a line look like the
-// engine's own stderr text; a record on stderr is never a result.
-const recLog = "L"
+// recLog is the record kind of a line the script logged, on stderr
+// (wasmguest.RecLog: the one log framing, which the host's
+// wasmguest.Stderr reads): the frame prefix and the nonce, 'L', the level
+// and the stream as spi numbers (one digit each), the line as a JSON
+// string, and a newline.
+const recLog = string(rune(wasmguest.RecLog))
 
-// LogLineUnits is how much of a logged line the wrapper sends, in UTF-16
-// units: the effect keeps less (effect.MaxLogLineUnits), and a longer line
-// costs the host no more than this. logLineUnits is the same number, as
-// the wrapper's text holds it.
-const (
-	LogLineUnits = 16384
-	logLineUnits = "16384"
-)
-
-// LogPrefix is what starts every logged line's record on stderr, for a
-// run with nonce n.
-func LogPrefix(n wasmguest.Nonce) string { return framePrefix + string(n) + recLog }
+// logLineUnits is wasmguest.LogLineUnits, how much of a logged line the
+// wrapper sends, in UTF-16 units, as the wrapper's text holds it.
+const logLineUnits = "16384"
 
 // Wrapper is the JavaScript the engine evaluates (qjs -e). It is constant:
 // everything that varies per run arrives on stdin (see [Payload]).

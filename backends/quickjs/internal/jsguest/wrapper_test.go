@@ -2,9 +2,12 @@ package jsguest
 
 import (
 	"regexp"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+
+	wasmguest "github.com/sandbank/sandbank/internal/wasm/guest"
 )
 
 // TestWrapperNeverAwaits: an async module is awaited by qjs with a loop
@@ -15,4 +18,11 @@ import (
 func TestWrapperNeverAwaits(t *testing.T) {
 	assert.False(t, regexp.MustCompile(`\bawait\b`).MatchString(Wrapper))
 	assert.Contains(t, Wrapper, "setTimer(never, 0)")
+}
+
+// TestWrapperLogFraming: the wrapper's log records are the one framing
+// wasmguest.Stderr reads.
+func TestWrapperLogFraming(t *testing.T) {
+	assert.Equal(t, strconv.Itoa(wasmguest.LogLineUnits), logLineUnits)
+	assert.Equal(t, string(rune(wasmguest.RecLog)), recLog)
 }
