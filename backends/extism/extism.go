@@ -15,7 +15,7 @@ import (
 	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/sys"
 
-	"github.com/sandbank/sandbank/internal/wasmrewrite"
+	wasmrewrite "github.com/sandbank/sandbank/internal/wasm/rewrite"
 	"github.com/sandbank/sandbank/spi"
 )
 

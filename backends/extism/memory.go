@@ -5,7 +5,7 @@ import (
 
 	"github.com/tetratelabs/wazero/experimental"
 
-	"github.com/sandbank/sandbank/internal/wasmhost"
+	wasmhost "github.com/sandbank/sandbank/internal/wasm/host"
 )
 
 // budget is the memory allocator of one plugin instance. wazero asks it for

@@ -2,28 +2,24 @@ package extism
 
 import (
 	"context"
-	"errors"
 
 	xt "github.com/extism/go-sdk"
-	"github.com/tetratelabs/wazero/sys"
 
-	"github.com/sandbank/sandbank/internal/wasmrewrite"
+	wasmhost "github.com/sandbank/sandbank/internal/wasm/host"
+	wasmrewrite "github.com/sandbank/sandbank/internal/wasm/rewrite"
 )
 
-// The stop check. Every plugin is rewritten by internal/wasmrewrite's
+// The stop check. Every plugin is rewritten by internal/wasm/rewrite's
 // preemption pass before it is compiled: its loop headers and calls take
 // units off a budget inside compiled code, bulk memory operations a unit
 // per KiB (in chunks), and the plugin calls preempt below when the budget
-// is spent. preempt stops the call (as the SDK's timeout would: exit code
-// DeadlineExceeded) when the call's context is done, and otherwise grants
-// the next budget. So a plugin is stopped at its wall clock without
+// is spent: the stop check of every wasm engine (internal/wasm/host's
+// StopCheck), which stops the call (as the SDK's timeout would: exit code
+// DeadlineExceeded, or ContextCanceled for a cancellation) when the call's
+// context is done, and otherwise grants the next budget. So a plugin is stopped at its wall clock without
 // wazero's close-on-context-done (which left compiled code for Go at every
 // loop header), and the goroutine running it returns to Go often enough
 // to stay preemptible by the Go runtime.
-
-// preemptGrant is the budget, in units, between two visits of the plugin
-// to the host.
-const preemptGrant = 4096
 
 // preemptFunction is the host function the rewritten plugins import.
 func preemptFunction() xt.HostFunction {
@@ -34,14 +30,7 @@ func preemptFunction() xt.HostFunction {
 }
 
 func preempt(ctx context.Context, _ *xt.CurrentPlugin, stack []uint64) {
-	if err := ctx.Err(); err != nil {
-		code := sys.ExitCodeContextCanceled
-		if errors.Is(err, context.DeadlineExceeded) {
-			code = sys.ExitCodeDeadlineExceeded
-		}
-		panic(sys.NewExitError(code))
-	}
-	stack[0] = preemptGrant
+	wasmhost.StopCheck(ctx, stack)
 }
 
 // startCtx is the context a plugin is instantiated in. Its start function

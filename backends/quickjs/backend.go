@@ -10,8 +10,9 @@ import (
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
-	"github.com/sandbank/sandbank/backends/quickjs/internal/guest"
+	"github.com/sandbank/sandbank/backends/quickjs/internal/jsguest"
 	"github.com/sandbank/sandbank/internal/wasm/cache"
+	wasmrun "github.com/sandbank/sandbank/internal/wasm/run"
 	"github.com/sandbank/sandbank/spi"
 )
 
@@ -26,8 +27,9 @@ const EngineFresh = "quickjs-fresh"
 // Language is the script language this backend runs.
 const Language = "javascript"
 
-// ErrClosed is returned by Evaluate and Warm after Close.
-var ErrClosed = errors.New("quickjs: backend closed")
+// ErrClosed is returned (wrapped) by Evaluate and Warm after Close; match
+// it with errors.Is. It is the one ErrClosed of the wasm engines.
+var ErrClosed = wasmrun.ErrClosed
 
 var (
 	_ spi.Backend = (*Backend)(nil)
@@ -48,7 +50,7 @@ type Backend struct {
 	parkedErr error  // why ModeParked fell back to ModeFresh, or nil
 	// layout is where the C stack lies in wasm's memory: the canary goes
 	// at its bottom.
-	layout guest.Layout
+	layout jsguest.Layout
 	rt     wazero.Runtime
 	disk   *cache.Wazero // the sealed compilation cache, nil without a cache directory
 
@@ -58,12 +60,11 @@ type Backend struct {
 	mod         wazero.CompiledModule
 	compileErr  error
 
-	// life is cancelled by Close; every run's context follows it.
-	life     context.Context
-	shutdown context.CancelFunc
-	mu       sync.Mutex // guards closed and runs.Add
-	closed   bool
-	runs     sync.WaitGroup
+	// core is the run lifecycle (internal/wasm/run), over the runtime
+	// (run.go); life and runs are its backend's life and group of runs.
+	core *wasmrun.Engine[wazero.CompiledModule, ran]
+	life context.Context
+	runs *sync.WaitGroup
 
 	// Parked mode: the pools by memory limit, and the instances' goroutines.
 	poolsMu   sync.Mutex
@@ -73,10 +74,10 @@ type Backend struct {
 	reuses    atomic.Int64 // runs that resumed a parked instance, for tests
 	live      atomic.Int64 // instances whose goroutine runs, for tests
 
-	// Test hooks, nil in production: args replaces guest.Args; observe
+	// Test hooks, nil in production: args replaces jsguest.Args; observe
 	// sees the facts of every run that reached the guest.
 	args    func(memoryBytes int64) []string
-	observe func(guest.Facts)
+	observe func(jsguest.Facts)
 	// beforeWrite, nil in production, sees every write to a run's stdout
 	// before the sink does, with the run's wall-clock expiry.
 	beforeWrite func(p []byte, expireWallClock func())
@@ -145,8 +146,7 @@ func build(set settings) (*Backend, error) {
 			return fail(fmt.Errorf("quickjs: WASI: %w", err))
 		}
 	}
-	life, shutdown := context.WithCancel(context.Background())
-	return &Backend{
+	b := &Backend{
 		set:       set,
 		wasm:      bin.wasm,
 		parkedErr: parkedErr,
@@ -154,10 +154,11 @@ func build(set settings) (*Backend, error) {
 		rt:        rt,
 		disk:      disk,
 		compiled:  make(chan struct{}),
-		life:      life,
-		shutdown:  shutdown,
 		pools:     map[int64]*pool{},
-	}, nil
+	}
+	b.core = newCore(b)
+	b.life, b.runs = b.core.Life(), b.core.Runs()
+	return b, nil
 }
 
 // Mode is the mode the backend runs in: the one Options asked for, except
@@ -167,7 +168,7 @@ func (b *Backend) Mode() Mode { return b.set.mode }
 
 // ParkedModeError is nil unless ModeParked was asked for and New fell
 // back to ModeFresh: then it says why, an error wrapping the refusal of
-// parked mode's rewriting passes (internal/wasmrewrite), such as a
+// parked mode's rewriting passes (internal/wasm/rewrite), such as a
 // QuickJS binary that could write its function table, which a restore
 // does not cover. Parked mode uses only wazero's public API, so the
 // wazero version of a build does not matter. Runs are correct either
@@ -178,54 +179,33 @@ func (b *Backend) ParkedModeError() error { return b.parkedErr }
 // globals (print and console's logging methods, whose output goes nowhere
 // a caller reads), so that the conformance kit fails anything else it
 // finds. It makes the backend an spi.HostObjectDeclarer.
-func (b *Backend) HostObjects() []string { return guest.HostObjects() }
+func (b *Backend) HostObjects() []string { return jsguest.HostObjects() }
 
 // Warm compiles the module (and fills the compilation cache) ahead of the
 // first request; in ModeParked it also boots the pool of parked instances
 // for DefaultMemoryBytes (the effect's default limit). It returns when
 // that is done or ctx is done.
 func (b *Backend) Warm(ctx context.Context) error {
-	if err := b.enter(); err != nil {
-		return err
-	}
-	defer b.runs.Done()
-	if _, err := b.compiledModule(ctx); err != nil {
-		return err
-	}
-	if b.set.mode == ModeParked {
-		if p := b.poolFor(DefaultMemoryBytes); p != nil {
-			return p.warm(ctx)
+	return b.core.Warm(ctx, func(ctx context.Context) error {
+		if _, err := b.compiledModule(ctx); err != nil {
+			return err
 		}
-	}
-	return nil
+		if b.set.mode == ModeParked {
+			if p := b.poolFor(DefaultMemoryBytes); p != nil {
+				return p.warm(ctx)
+			}
+		}
+		return nil
+	})
 }
 
 // Close stops every run in flight, waits for them to return, and releases
 // the runtime and the compiled module. It is idempotent.
 func (b *Backend) Close() error {
-	b.mu.Lock()
-	if b.closed {
-		b.mu.Unlock()
-		return nil
-	}
-	b.closed = true
-	b.mu.Unlock()
-	b.shutdown()
-	b.runs.Wait()
-	b.instances.Wait()
-	ctx := context.Background()
-	return b.rt.Close(ctx)
-}
-
-// enter registers a run, or fails after Close.
-func (b *Backend) enter() error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.closed {
-		return ErrClosed
-	}
-	b.runs.Add(1)
-	return nil
+	return b.core.Close(func() error {
+		b.instances.Wait()
+		return b.rt.Close(context.Background())
+	})
 }
 
 // compiledModule returns the compiled module, compiling it on first use.

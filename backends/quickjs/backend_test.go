@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sandbank/sandbank/backends/quickjs/internal/guest"
+	"github.com/sandbank/sandbank/backends/quickjs/internal/jsguest"
 	"github.com/sandbank/sandbank/spi"
 )
 
@@ -148,7 +148,7 @@ func TestStartupFailureIsUntyped(t *testing.T) {
 	// script: an untyped error naming the phase.
 	b := withWrapper(t, `import * as std from "qjs:std"; std.exit(5);`)
 	_, err := b.Evaluate(context.Background(), spi.Request{Script: []byte("1"), Input: []byte("1")})
-	require.ErrorIs(t, err, guest.ErrNoOutcome)
+	require.ErrorIs(t, err, jsguest.ErrNoOutcome)
 	assert.ErrorContains(t, err, "phase boot")
 	assert.ErrorContains(t, err, "exit code 5")
 }
@@ -237,10 +237,10 @@ func TestMemoryLimit(t *testing.T) {
 	t.Run("the page cap holds without the engine's limit", func(t *testing.T) {
 		// QuickJS's --memory-limit only catches single oversized
 		// allocations on this build; the allocator is the real bound.
-		nolimit := withWrapper(t, guest.Wrapper)
-		nolimit.args = func(int64) []string { return []string{"qjs", "-e", guest.Wrapper} }
-		facts := make(chan guest.Facts, 1)
-		nolimit.observe = func(f guest.Facts) { facts <- f }
+		nolimit := withWrapper(t, jsguest.Wrapper)
+		nolimit.args = func(int64) []string { return []string{"qjs", "-e", jsguest.Wrapper} }
+		facts := make(chan jsguest.Facts, 1)
+		nolimit.observe = func(f jsguest.Facts) { facts <- f }
 		out := eval(t, nolimit, `globalThis.hoard = []; for (;;) hoard.push(new Array(1024).fill(hoard.length));`, "", limits)
 		assert.Equal(t, spi.Limited(spi.LimitMemory), out)
 		assert.True(t, (<-facts).MemoryRefused, "the allocator must have refused growth")
@@ -293,11 +293,11 @@ func TestStartupIsNotChargedToTheWallClock(t *testing.T) {
 		fmt.Fprintf(&sb, `{"k":%d,"s":"v%d"}`, i, i)
 	}
 	sb.WriteString("]")
-	facts := make(chan guest.Facts, 1)
+	facts := make(chan jsguest.Facts, 1)
 	// A generous allowance: this test is about the wall clock, not about
 	// how fast a loaded machine parses the input.
 	own := newBackend(t, &Options{ColdStartAllowance: 10 * time.Minute})
-	own.observe = func(f guest.Facts) { facts <- f }
+	own.observe = func(f jsguest.Facts) { facts <- f }
 	start := time.Now()
 	out := eval(t, own, "input.length", sb.String(), spi.Limits{WallClock: 100 * time.Millisecond, MemoryBytes: 256 << 20})
 	took := time.Since(start)
@@ -371,24 +371,9 @@ func TestBadInputIsAnError(t *testing.T) {
 func TestDefaultColdStartGrowsWithTheInput(t *testing.T) {
 	def, err := (*Options)(nil).settings()
 	require.NoError(t, err)
-	assert.Equal(t, DefaultColdStartAllowance, coldStartAllowance(def, 0))
-	assert.Equal(t, DefaultColdStartAllowance+8*DefaultColdStartPerInputMiB, coldStartAllowance(def, 8<<20))
+	assert.Equal(t, DefaultColdStartAllowance, coldStart(def).For(0))
+	assert.Equal(t, DefaultColdStartAllowance+8*DefaultColdStartPerInputMiB, coldStart(def).For(8<<20))
 	set, err := (&Options{ColdStartAllowance: time.Second}).settings()
 	require.NoError(t, err)
-	assert.Equal(t, time.Second, coldStartAllowance(set, 8<<20))
-}
-
-// TestCloseDecidesAConcludingRun: a run that Close stopped is ErrClosed
-// even when it concludes before its own context was cancelled (Close
-// cancels that context from a goroutine of its own; TestClose lost this
-// race under -race once the instance yields to its caller at the end).
-func TestCloseDecidesAConcludingRun(t *testing.T) {
-	b := newBackend(t, nil)
-	require.NoError(t, b.Close())
-	r := &run{b: b, limits: spi.Limits{WallClock: time.Hour}}
-	killed := guest.Facts{Started: true, Ending: guest.EndKilled}
-	_, err := r.conclude(context.Background(), context.Background(), killed, phaseScript, &cappedBuffer{})
-	assert.ErrorIs(t, err, ErrClosed)
-	_, err = r.failure(context.Background(), context.Background(), errors.New("boot failed"))
-	assert.ErrorIs(t, err, ErrClosed)
+	assert.Equal(t, time.Second, coldStart(set).For(8<<20))
 }

@@ -362,7 +362,7 @@ func BenchmarkKillFloor(b *testing.B) {
 }
 
 // BenchmarkStopCheckGrant measures how long the guest runs between two
-// visits of its stop check (preemptGrant units), for a loop and for
+// visits of its stop check (wasmhost.StopGrant units), for a loop and for
 // "x".repeat: a run with a CPU budget of units stops once they are spent,
 // so its time over units is the time per unit (wall time from the
 // script's start, and the process's CPU time, which also counts the

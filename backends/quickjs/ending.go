@@ -6,24 +6,24 @@ import (
 
 	"github.com/tetratelabs/wazero/sys"
 
-	"github.com/sandbank/sandbank/backends/quickjs/internal/guest"
+	"github.com/sandbank/sandbank/backends/quickjs/internal/jsguest"
 )
 
 // setEnding records in f how the guest's call of _start ended: callErr is
 // what the call returned, killed whether the run's instance was stopped
 // by its context (a kill, not the guest's own exit).
-func setEnding(f *guest.Facts, callErr error, killed bool) {
+func setEnding(f *jsguest.Facts, callErr error, killed bool) {
 	var exit *sys.ExitError
 	switch {
 	case callErr == nil:
-		f.Ending = guest.EndExit
+		f.Ending = jsguest.EndExit
 	case errors.As(callErr, &exit):
-		f.Ending, f.ExitCode = guest.EndExit, exit.ExitCode()
+		f.Ending, f.ExitCode = jsguest.EndExit, exit.ExitCode()
 		if (exit.ExitCode() == sys.ExitCodeDeadlineExceeded || exit.ExitCode() == sys.ExitCodeContextCanceled) && killed {
-			f.Ending = guest.EndKilled
+			f.Ending = jsguest.EndKilled
 		}
 	default:
-		f.Ending, f.Trap = guest.EndTrap, callErr.Error()
+		f.Ending, f.Trap = jsguest.EndTrap, callErr.Error()
 		f.StackExhausted = errors.Is(callErr, errStackOverflow) || nativeStackOverflow(callErr)
 	}
 }

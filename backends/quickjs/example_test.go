@@ -112,7 +112,7 @@ func ExampleBackend_Mode() {
 // naming the phase: untyped and retryable, never a limit of the script.
 // Match it with errors.As.
 func ExampleStartupError() {
-	var err error = &quickjs.StartupError{Phase: "input", Allowance: 30 * time.Second}
+	var err error = &quickjs.StartupError{Backend: "quickjs", Phase: "input", Allowance: 30 * time.Second}
 	var se *quickjs.StartupError
 	fmt.Println(errors.As(err, &se), se.Phase)
 	fmt.Println(err)

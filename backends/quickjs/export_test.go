@@ -1,5 +1,7 @@
 package quickjs
 
+import wasmhost "github.com/sandbank/sandbank/internal/wasm/host"
+
 // NewWazeroClose is New with the module as shipped (no rewriting pass) and wazero's
 // close-on-context-done stopping it: the configuration before the stop
 // check, kept for benchmarks that measure the two side by side.
@@ -13,4 +15,4 @@ func NewWazeroClose(opts *Options) (*Backend, error) {
 }
 
 // PreemptGrant is the stop check's budget between two visits, in units.
-const PreemptGrant = preemptGrant
+const PreemptGrant = wasmhost.StopGrant

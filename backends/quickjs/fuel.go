@@ -3,11 +3,13 @@ package quickjs
 import (
 	"context"
 	"sync/atomic"
+
+	wasmhost "github.com/sandbank/sandbank/internal/wasm/host"
 )
 
 // The CPU budget (Options.Fuel). The stop check counts work in units (a
 // loop iteration, a call, a KiB of bulk memory work; see
-// internal/wasmrewrite), and reports at every visit how much of its last
+// internal/wasm/rewrite), and reports at every visit how much of its last
 // grant is left; a meter turns that into fuel spent. Counting starts when
 // the guest first reads its request (the park point, in parked mode), so
 // the engine's boot is not charged, and a script spends the same fuel on
@@ -28,16 +30,11 @@ type meter struct {
 	exhausted *atomic.Bool // set when the fuel ran out (the run's)
 }
 
-type meterKey struct{}
+var _ wasmhost.Budget = (*meter)(nil)
 
 // withMeter returns ctx carrying m, for the stop check to find.
 func withMeter(ctx context.Context, m *meter) context.Context {
-	return context.WithValue(ctx, meterKey{}, m)
-}
-
-func meterOf(ctx context.Context) *meter {
-	m, _ := ctx.Value(meterKey{}).(*meter)
-	return m
+	return wasmhost.WithBudget(ctx, m)
 }
 
 // arm starts counting, with the fuel of a run whose exhaustion flag is
@@ -46,18 +43,19 @@ func (m *meter) arm(out *atomic.Bool) {
 	m.armed, m.left, m.exhausted = true, m.fuel, out
 }
 
-// visit accounts for a visit of the guest whose budget stood at budget,
-// and returns the next grant, or false when the fuel is spent.
-func (m *meter) visit(budget int32) (int32, bool) {
+// Visit implements wasmhost.Budget: it accounts for a visit of the guest
+// whose budget stood at budget, and returns the next grant, or false when
+// the fuel is spent (the stop check then ends the call).
+func (m *meter) Visit(budget int32) (int32, bool) {
 	if m.fuel == 0 || !m.armed {
-		m.granted = preemptGrant
-		return preemptGrant, true
+		m.granted = wasmhost.StopGrant
+		return wasmhost.StopGrant, true
 	}
 	m.left -= int64(m.granted) - int64(budget)
 	if m.left <= 0 {
 		m.exhausted.Store(true)
 		return 0, false
 	}
-	m.granted = int32(min(preemptGrant, m.left))
+	m.granted = int32(min(wasmhost.StopGrant, m.left))
 	return m.granted, true
 }

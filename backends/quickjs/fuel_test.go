@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	wasmhost "github.com/sandbank/sandbank/internal/wasm/host"
 	"github.com/sandbank/sandbank/spi"
 )
 
@@ -47,15 +48,15 @@ func TestFuelIsDeterministic(t *testing.T) {
 func TestMeter(t *testing.T) {
 	var out atomic.Bool
 	m := &meter{fuel: 10_000}
-	next, ok := m.visit(0)
+	next, ok := m.Visit(0)
 	require.True(t, ok)
-	require.EqualValues(t, preemptGrant, next, "before arm, a grant is a whole one")
+	require.EqualValues(t, wasmhost.StopGrant, next, "before arm, a grant is a whole one")
 	m.arm(&out)
 	spent := int64(0)
 	for {
 		budget := int32(0) // the guest spent the whole grant
 		spent += int64(m.granted)
-		next, ok = m.visit(budget)
+		next, ok = m.Visit(budget)
 		if !ok {
 			break
 		}

@@ -3,7 +3,7 @@ package quickjs
 import (
 	"github.com/tetratelabs/wazero/api"
 
-	"github.com/sandbank/sandbank/internal/wasmrewrite"
+	wasmrewrite "github.com/sandbank/sandbank/internal/wasm/rewrite"
 )
 
 // Parked mode and memory growth.
@@ -12,7 +12,7 @@ import (
 // instance's memory (every CPU-heavy run: reshape goes from 320 KiB to
 // 1.3 MiB) ended the instance, and its replacement cost a boot. The
 // rewritten module has its memory size virtualised by
-// internal/wasmrewrite's memory-size pass: memory.size and memory.grow
+// internal/wasm/rewrite's memory-size pass: memory.size and memory.grow
 // see a mutable global that holds the guest-visible size, and the real
 // memory grows only past the largest size the guest has had. The global
 // is restored with the other mutable globals, so a restored instance sees

@@ -10,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/sandbank/sandbank/backends/quickjs/internal/guest"
+	"github.com/sandbank/sandbank/backends/quickjs/internal/jsguest"
 	"github.com/sandbank/sandbank/internal/wasm/cache/cachetest"
 	"github.com/sandbank/sandbank/spi"
 )
@@ -77,7 +77,7 @@ func withWrapper(t testing.TB, wrapper string) *Backend {
 	t.Helper()
 	b := newBackend(t, nil)
 	b.args = func(mem int64) []string {
-		a := guest.Args(mem)
+		a := jsguest.Args(mem)
 		a[len(a)-1] = wrapper
 		return a
 	}
@@ -88,8 +88,8 @@ func withWrapper(t testing.TB, wrapper string) *Backend {
 // the test if old is not in it.
 func patchWrapper(t testing.TB, old, new string) string {
 	t.Helper()
-	require.Contains(t, guest.Wrapper, old, "the wrapper changed: update the test")
-	return strings.Replace(guest.Wrapper, old, new, 1)
+	require.Contains(t, jsguest.Wrapper, old, "the wrapper changed: update the test")
+	return strings.Replace(jsguest.Wrapper, old, new, 1)
 }
 
 func eval(t testing.TB, b *Backend, script, input string, limits spi.Limits) spi.Outcome {

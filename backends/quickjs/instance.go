@@ -13,8 +13,9 @@ import (
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
 
-	"github.com/sandbank/sandbank/backends/quickjs/internal/guest"
-	"github.com/sandbank/sandbank/internal/wasmhost"
+	"github.com/sandbank/sandbank/backends/quickjs/internal/jsguest"
+	wasmhost "github.com/sandbank/sandbank/internal/wasm/host"
+	wasmrun "github.com/sandbank/sandbank/internal/wasm/run"
 )
 
 // Parked mode's instances: one goroutine each, which boots the guest and
@@ -64,13 +65,9 @@ type instance struct {
 // startInstance starts an instance on a goroutine of its own, running j
 // (nil for a background boot), or returns nil after Close.
 func (b *Backend) startInstance(p *pool, memoryBytes int64, j *job, compiled wazero.CompiledModule) *instance {
-	b.mu.Lock()
-	if b.closed {
-		b.mu.Unlock()
+	if b.core.Admit(&b.instances) != nil {
 		return nil
 	}
-	b.instances.Add(1)
-	b.mu.Unlock()
 	b.boots.Add(1)
 	b.live.Add(1)
 	ctx, kill := context.WithCancelCause(b.life)
@@ -125,7 +122,7 @@ func (inst *instance) main(compiled wazero.CompiledModule) {
 	defer close(inst.dead)
 	defer inst.kill(nil)
 	if j := inst.cur; j != nil {
-		j.attach(inst, func() error { return ErrClosed })
+		j.attach(inst, b.core.Closed)
 	}
 	parked := false
 	defer func() {
@@ -169,7 +166,7 @@ func (inst *instance) main(compiled wazero.CompiledModule) {
 		return
 	}
 	if j := inst.cur; j != nil {
-		j.r.setPhase(phaseBoot)
+		j.r.SetPhase(wasmrun.PhaseBoot)
 	}
 	ctx = context.WithValue(experimental.WithSnapshotter(ctx), instanceKey{}, inst)
 	ctx = withMeter(ctx, inst.meter)
@@ -193,11 +190,11 @@ func (inst *instance) main(compiled wazero.CompiledModule) {
 
 // bootCanary is the canary that guards the boot: the run's own when the
 // instance boots for a run, a random one otherwise.
-func (inst *instance) bootCanary() *guest.Canary {
+func (inst *instance) bootCanary() *jsguest.Canary {
 	if j := inst.cur; j != nil {
 		return j.canary
 	}
-	c, err := guest.NewCanary()
+	c, err := jsguest.NewCanary()
 	if err != nil {
 		return nil
 	}
@@ -216,13 +213,13 @@ func (inst *instance) fail(err error) {
 }
 
 // facts reads what the run of j left behind.
-func (inst *instance) facts(j *job, memory api.Memory) guest.Facts {
+func (inst *instance) facts(j *job, memory api.Memory) jsguest.Facts {
 	f := j.factsFrom(memory, inst.b.layout.Bottom, inst.mem)
 	j.memPeak = guestMemoryBytes(inst.mod, memory) // the run's, not the instance's (growth.go)
 	return f
 }
 
-func (inst *instance) deliver(j *job, f guest.Facts) {
+func (inst *instance) deliver(j *job, f jsguest.Facts) {
 	if j.delivered {
 		return
 	}

@@ -7,8 +7,9 @@ import (
 
 	"github.com/tetratelabs/wazero/api"
 
-	"github.com/sandbank/sandbank/backends/quickjs/internal/guest"
-	"github.com/sandbank/sandbank/internal/wasmhost"
+	"github.com/sandbank/sandbank/backends/quickjs/internal/jsguest"
+	wasmguest "github.com/sandbank/sandbank/internal/wasm/guest"
+	wasmhost "github.com/sandbank/sandbank/internal/wasm/host"
 	"github.com/sandbank/sandbank/spi"
 )
 
@@ -19,12 +20,12 @@ import (
 type job struct {
 	r       *run
 	payload []byte
-	stdin   io.Reader // the payload, then host-call replies (guest.Stdin)
-	canary  *guest.Canary
-	stdout  *guest.Stdout
+	stdin   io.Reader // the payload, then host-call replies (wasmguest.Stdin)
+	canary  *jsguest.Canary
+	stdout  *wasmguest.Stdout
 	stdoutW io.Writer // stdout, seen first by the beforeWrite test hook
-	stderr  *cappedBuffer
-	stderrW io.Writer // stderr, with the script's log records taken out (guest.Stderr)
+	stderr  *wasmguest.Capped
+	stderrW io.Writer // stderr, with the script's log records taken out (jsguest.Stderr)
 	memPeak int64     // the memory size the guest saw when the run ended
 
 	inputRead atomic.Bool
@@ -37,43 +38,42 @@ type job struct {
 
 	done      chan struct{} // closed when facts (or err) are set
 	delivered bool          // touched only by the instance goroutine
-	facts     guest.Facts
+	facts     jsguest.Facts
 	err       error
 }
 
 // newJob prepares the guest's side of run r for req.
 func (r *run) newJob(req spi.Request) (*job, error) {
-	nonce, err := guest.NewNonce()
+	nonce, err := wasmguest.NewNonce()
 	if err != nil {
 		return nil, err
 	}
-	canary, err := guest.NewCanary()
+	canary, err := jsguest.NewCanary()
 	if err != nil {
 		return nil, err
 	}
-	stdout := guest.NewStdout(nonce, stdoutLimit(r.limits.MemoryBytes), r.scriptStarts)
-	r.stdout = stdout
-	stderr := &cappedBuffer{limit: r.b.set.maxStderrBytes}
+	stdout := r.NewStdout(nonce, jsguest.StdoutLimit(r.Limits.MemoryBytes))
+	stderr := wasmguest.NewCapped(r.b.set.maxStderrBytes)
 	return &job{
 		r:       r,
-		payload: guest.Payload(nonce, req.Script, req.Input, req.Host != nil),
+		payload: jsguest.Payload(nonce, req.Script, req.Input, req.Host != nil),
 		canary:  canary,
 		stdout:  stdout,
 		stdoutW: r.stdoutWriter(stdout),
 		stderr:  stderr,
-		stderrW: guest.NewStderr(nonce, req.Logs, stderr),
+		stderrW: wasmguest.NewStderr(nonce, req.Logs, stderr),
 		done:    make(chan struct{}),
 	}, nil
 }
 
 // factsFrom reads what the run of j left behind in memory and in its
 // sinks; mem is the allocator of the run's linear memory.
-func (j *job) factsFrom(memory api.Memory, bottom uint32, mem *wasmhost.Allocator) guest.Facts {
-	back, ok := memory.Read(bottom, guest.CanarySize)
+func (j *job) factsFrom(memory api.Memory, bottom uint32, mem *wasmhost.Allocator) jsguest.Facts {
+	back, ok := memory.Read(bottom, jsguest.CanarySize)
 	// A fresh memory never shrinks: its size now is the run's high-water
 	// mark. Parked mode replaces it with the guest-visible size (growth.go).
 	j.memPeak = int64(memory.Size())
-	return guest.Facts{
+	return jsguest.Facts{
 		Record:        j.stdout.Record(),
 		InputRead:     j.inputRead.Load(),
 		Started:       j.stdout.Started(),

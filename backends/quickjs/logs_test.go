@@ -2,7 +2,6 @@ package quickjs
 
 import (
 	"context"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -10,8 +9,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sandbank/sandbank/backends/quickjs/internal/guest"
 	"github.com/sandbank/sandbank/effect"
+	wasmguest "github.com/sandbank/sandbank/internal/wasm/guest"
 	"github.com/sandbank/sandbank/spi"
 )
 
@@ -65,35 +64,15 @@ func TestLogsLevelsStreamsAndOrder(t *testing.T) {
 	}
 }
 
-// A huge line costs no more than guest.LogLineUnits in the guest and
+// A huge line costs no more than wasmguest.LogLineUnits in the guest and
 // spi.MaxLogLineBytes on the host.
 func TestLogsHugeLineIsBounded(t *testing.T) {
 	s := &logSink{}
 	out := evalLogged(t, shared(t), `console.log("x".repeat(5e6), "y"); console.log("after"); 1`, s)
 	assert.Equal(t, spi.KindOK, out.Kind)
 	require.Len(t, s.lines, 2)
-	assert.Len(t, s.lines[0].Text, guest.LogLineUnits, "the wrapper cut it at LogLineUnits units")
+	assert.Len(t, s.lines[0].Text, wasmguest.LogLineUnits, "the wrapper cut it at LogLineUnits units")
 	assert.Equal(t, "after", s.lines[1].Text)
-}
-
-// The engine's own stderr text is not a log line: it stays the run's
-// diagnostic.
-func TestStderrSplitsRecordsFromText(t *testing.T) {
-	diag := &cappedBuffer{limit: 1 << 10}
-	s := &logSink{}
-	n := guest.Nonce("0123456789abcdef0123456789abcdef")
-	w := guest.NewStderr(n, s, diag)
-	p := guest.LogPrefix(n)
-	for _, chunk := range []string{"engine says hi\n", p + `21"one"` + "\n" + p[:5], p[5:] + `42"two \ud800"` + "\n", "tail\n"} {
-		_, err := w.Write([]byte(chunk))
-		require.NoError(t, err)
-	}
-	_, _ = w.Write([]byte(p + `21` + strings.Repeat("x", guest.MaxLogRecordBytes) + "\n" + "more text\n"))
-	assert.Equal(t, []effect.LogLine{
-		{Level: spi.LevelInfo, Stream: spi.StreamStdout, Text: "one"},
-		{Level: spi.LevelError, Stream: spi.StreamStderr, Text: "two \uFFFD"},
-	}, s.lines)
-	assert.Equal(t, "engine says hi\ntail\nmore text\n", diag.head(1<<10), "an oversized record is dropped, text kept")
 }
 
 // The memory high-water mark is the run's linear memory: a script that

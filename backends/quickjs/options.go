@@ -101,7 +101,7 @@ type Options struct {
 	NoCache bool
 
 	// StopCheck, when nil or true, runs QuickJS rewritten with a stop
-	// check (internal/wasmrewrite): every loop header and call counts
+	// check (internal/wasm/rewrite): every loop header and call counts
 	// inside compiled code, and the guest visits the host every few
 	// thousand of them, where a run whose context is done is stopped. That
 	// is what stops a script at its deadline, and what keeps a running
@@ -153,7 +153,7 @@ type Options struct {
 	// StackBytes is the size of the engine's C stack, a multiple of
 	// 64 KiB from MinStackBytes to MaxStackBytes; zero means
 	// DefaultStackBytes. The stack is a region of linear memory of its
-	// own (internal/wasmrewrite's stack pass), so it counts against every
+	// own (internal/wasm/rewrite's stack pass), so it counts against every
 	// run's memory limit: a run's linear memory starts at about 192 KiB
 	// plus StackBytes. A recursion that runs out of it ends in the thrown
 	// RangeError "Maximum call stack size exceeded", never in a wrong

@@ -7,8 +7,9 @@ import (
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
 
-	"github.com/sandbank/sandbank/backends/quickjs/internal/guest"
-	"github.com/sandbank/sandbank/internal/wasmrewrite"
+	"github.com/sandbank/sandbank/backends/quickjs/internal/jsguest"
+	wasmrewrite "github.com/sandbank/sandbank/internal/wasm/rewrite"
+	wasmrun "github.com/sandbank/sandbank/internal/wasm/run"
 )
 
 // Parked mode's park point: the snapshot an instance takes at its first
@@ -17,7 +18,7 @@ import (
 // A snapshot (wazero's experimental Snapshotter) is restored once: its
 // saved call stack becomes the live one, which the run then overwrites.
 // So every run takes the next run's snapshot. The park-read pass
-// (internal/wasmrewrite) wraps the guest's fd_read in a loop that calls
+// (internal/wasm/rewrite) wraps the guest's fd_read in a loop that calls
 // it again while it answers ParkRetry; resume restores the snapshot with
 // ParkRetry, and the guest, back at its park point, calls fd_read again
 // with the same arguments. That call (retake) snapshots the guest there,
@@ -41,7 +42,7 @@ func (inst *instance) parkPoint(ctx context.Context, mod api.Module) {
 		exit(ctx, mod, 1)
 	}
 	if j := inst.cur; j != nil {
-		back, ok := memory.Read(inst.b.layout.Bottom, guest.CanarySize)
+		back, ok := memory.Read(inst.b.layout.Bottom, jsguest.CanarySize)
 		if !ok || !j.canary.Intact(back) {
 			exit(ctx, mod, 1) // the boot clobbered the stack guard: no snapshot of that
 		}
@@ -106,7 +107,7 @@ func (inst *instance) resume(mod api.Module, j *job) {
 	inst.cur = j
 	inst.stdin = j.stdin
 	j.inputRead.Store(true)
-	j.r.setPhase(phaseInput)
+	j.r.SetPhase(wasmrun.PhaseInput)
 	inst.restores++
 	inst.retaking = true
 	inst.snap.Restore([]uint64{uint64(wasmrewrite.ParkRetry)})

@@ -5,7 +5,8 @@ import (
 
 	"github.com/tetratelabs/wazero"
 
-	"github.com/sandbank/sandbank/backends/quickjs/internal/guest"
+	"github.com/sandbank/sandbank/backends/quickjs/internal/jsguest"
+	wasmrun "github.com/sandbank/sandbank/internal/wasm/run"
 )
 
 // Parked mode.
@@ -19,7 +20,7 @@ import (
 // every mutable global (exported by the export-globals pass), the fake
 // clocks and the random source. Then it parks, waiting for a run. The
 // function table needs no snapshot: the static-tables proof (a pass of
-// internal/wasmrewrite that New applies) shows no table is ever written,
+// internal/wasm/rewrite that New applies) shows no table is ever written,
 // and New falls back to ModeFresh for a module it refuses.
 //
 // A run restores all of it, writes a fresh stack canary and resumes the
@@ -43,21 +44,21 @@ const maxPools = 4
 
 // parked is ModeParked's runtime: run r on a parked instance of the pool
 // of its memory limit, or on an instance booted for it.
-func (r *run) parked(runCtx context.Context, j *job, compiled wazero.CompiledModule) (guest.Facts, error) {
+func (r *run) parked(runCtx context.Context, j *job, compiled wazero.CompiledModule) (jsguest.Facts, error) {
 	b := r.b
 	stopJob := context.AfterFunc(runCtx, func() { j.stop(context.Cause(runCtx)) })
 	defer stopJob()
 
-	p := b.poolFor(r.limits.MemoryBytes)
+	p := b.poolFor(r.Limits.MemoryBytes)
 	var inst *instance
 	if p != nil {
-		r.setPhase(phaseInstantiate) // waiting for an instance that boots
+		r.SetPhase(wasmrun.PhaseInstantiate) // waiting for an instance that boots
 		inst = p.await(runCtx)
 		if runCtx.Err() != nil {
 			if inst != nil && !p.put(inst) {
-				inst.kill(ErrClosed)
+				inst.kill(b.core.Closed())
 			}
-			return guest.Facts{}, context.Cause(runCtx)
+			return jsguest.Facts{}, context.Cause(runCtx)
 		}
 	}
 	if inst != nil {
@@ -68,9 +69,9 @@ func (r *run) parked(runCtx context.Context, j *job, compiled wazero.CompiledMod
 		j.attach(inst, func() error { return context.Cause(runCtx) })
 		inst.jobs <- j
 	} else {
-		r.setPhase(phaseInstantiate)
-		if inst = b.startInstance(p, r.limits.MemoryBytes, j, compiled); inst == nil {
-			return guest.Facts{}, ErrClosed
+		r.SetPhase(wasmrun.PhaseInstantiate)
+		if inst = b.startInstance(p, r.Limits.MemoryBytes, j, compiled); inst == nil {
+			return jsguest.Facts{}, b.core.Closed()
 		}
 	}
 	select {
@@ -79,7 +80,7 @@ func (r *run) parked(runCtx context.Context, j *job, compiled wazero.CompiledMod
 		select {
 		case <-j.done:
 		default: // the instance ended while parked, before it took the run
-			return guest.Facts{}, ErrClosed
+			return jsguest.Facts{}, b.core.Closed()
 		}
 	}
 	return j.facts, j.err

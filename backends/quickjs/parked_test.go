@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sandbank/sandbank/backends/quickjs/internal/guest"
+	"github.com/sandbank/sandbank/backends/quickjs/internal/jsguest"
 	"github.com/sandbank/sandbank/spi"
 )
 
@@ -34,7 +34,7 @@ func TestParkedInstancesAreReused(t *testing.T) {
 // TestParkedRestoreIsComplete checks, before every run, that the instance
 // is back at its park point: all of linear memory, every mutable global,
 // the clocks and the random source. (The tables need no check: the
-// static-tables proof of internal/wasmrewrite refuses a module that could
+// static-tables proof of internal/wasm/rewrite refuses a module that could
 // change one; see TestParkedModeRefusesAWritableTable.)
 func TestParkedRestoreIsComplete(t *testing.T) {
 	b := newBackend(t, &Options{Mode: ModeParked, PoolSize: 1})
@@ -131,7 +131,7 @@ func TestParkedInstanceIsDiscarded(t *testing.T) {
 			}
 			if tc.wrapper != nil {
 				w := tc.wrapper(t)
-				b.args = func(mem int64) []string { a := guest.Args(mem); a[len(a)-1] = w; return a }
+				b.args = func(mem int64) []string { a := jsguest.Args(mem); a[len(a)-1] = w; return a }
 			}
 			var got []*instance
 			b.onRun = func(inst *instance) { got = append(got, inst) }

@@ -5,13 +5,13 @@ import (
 
 	"github.com/tetratelabs/wazero/api"
 
-	"github.com/sandbank/sandbank/internal/wasmrewrite"
+	wasmrewrite "github.com/sandbank/sandbank/internal/wasm/rewrite"
 )
 
 // Parked mode's globals: the module's mutable globals (__stack_pointer,
 // the stop check's budget, and any a pass adds), saved at the park point
 // and written back before every run. The export-globals pass exports
-// every one of them (internal/wasmrewrite, last of the passes that add
+// every one of them (internal/wasm/rewrite, last of the passes that add
 // globals), so the host reaches them through wazero's public API.
 
 // exportedGlobals returns the module's mutable globals, in the order of

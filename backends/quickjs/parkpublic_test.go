@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sandbank/sandbank/internal/wasmrewrite"
+	wasmrewrite "github.com/sandbank/sandbank/internal/wasm/rewrite"
 	"github.com/sandbank/sandbank/spi"
 )
 

@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sandbank/sandbank/backends/quickjs/internal/guest"
+	"github.com/sandbank/sandbank/backends/quickjs/internal/jsguest"
 	"github.com/sandbank/sandbank/spi"
 )
 
@@ -55,7 +55,7 @@ func soakKind(i int) (script string, limits spi.Limits, want func(i int) spi.Out
 		return `for (;;) {}`, limits, func(int) spi.Outcome { return spi.Limited(spi.LimitWallClock) }
 	default:
 		return `function f(n) { return n === 0 ? 0 : 1 + f(n - 1); } f(1e6)`, limits, func(int) spi.Outcome {
-			return spi.Threw(guest.NameStackOverflow, guest.MsgStackOverflow)
+			return spi.Threw(jsguest.NameStackOverflow, jsguest.MsgStackOverflow)
 		}
 	}
 }

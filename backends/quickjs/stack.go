@@ -4,16 +4,16 @@ import (
 	"context"
 	"errors"
 
-	"github.com/sandbank/sandbank/backends/quickjs/internal/guest"
-	"github.com/sandbank/sandbank/internal/wasmrewrite"
+	"github.com/sandbank/sandbank/backends/quickjs/internal/jsguest"
+	wasmrewrite "github.com/sandbank/sandbank/internal/wasm/rewrite"
 )
 
 // The C stack's bound. The module this backend compiles has a C stack of
-// Options.StackBytes of its own (internal/wasmrewrite's stack pass): after
+// Options.StackBytes of its own (internal/wasm/rewrite's stack pass): after
 // every move of its stack pointer the guest checks it against the
 // stack's bottom, and calls stackOverflow below when a frame would cross
 // it, before the frame writes anything. The run then ends in the thrown
-// RangeError "Maximum call stack size exceeded" (guest.Interpret, from
+// RangeError "Maximum call stack size exceeded" (jsguest.Interpret, from
 // Facts.StackExhausted), and its instance is discarded (it ended in a
 // trap). wazero's own limit on the native call stack (the compiler's
 // call stack grows up to a ceiling of 50 million bytes, then traps with
@@ -47,11 +47,11 @@ func (inst *instance) restoreParkBytes(buf []byte) {
 	if g := inst.mod.ExportedGlobal(wasmrewrite.StackLowName); g != nil {
 		low = uint32(g.Get())
 	}
-	if low < bottom+guest.CanarySize+wasmrewrite.StackRedZone || low > top || int(top) > len(buf) || len(buf) != len(inst.memory) {
+	if low < bottom+jsguest.CanarySize+wasmrewrite.StackRedZone || low > top || int(top) > len(buf) || len(buf) != len(inst.memory) {
 		copy(buf, inst.memory)
 		return
 	}
-	canaryEnd := bottom + guest.CanarySize
+	canaryEnd := bottom + jsguest.CanarySize
 	dirty := low - wasmrewrite.StackRedZone
 	copy(buf[:canaryEnd], inst.memory[:canaryEnd])
 	copy(buf[dirty:], inst.memory[dirty:])

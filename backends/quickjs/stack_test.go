@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sandbank/sandbank/backends/quickjs/internal/guest"
-	"github.com/sandbank/sandbank/internal/wasmrewrite"
+	"github.com/sandbank/sandbank/backends/quickjs/internal/jsguest"
+	wasmrewrite "github.com/sandbank/sandbank/internal/wasm/rewrite"
 	"github.com/sandbank/sandbank/spi"
 )
 
@@ -22,7 +22,7 @@ import (
 const recursion = `function f(n) { return n === 0 ? 0 : 1 + f(n - 1); } f(input.n)`
 
 // overflow is the outcome of a run whose stack ran out.
-var overflow = spi.Threw(guest.NameStackOverflow, guest.MsgStackOverflow)
+var overflow = spi.Threw(jsguest.NameStackOverflow, jsguest.MsgStackOverflow)
 
 // TestDeepRecursion runs recursions at several depths in both modes:
 // every depth that fits returns its own value, every deeper one is the
@@ -35,9 +35,9 @@ func TestDeepRecursion(t *testing.T) {
 		t.Run(mode.String(), func(t *testing.T) {
 			b := newBackend(t, &Options{Mode: mode, PoolSize: 1})
 			var mu sync.Mutex
-			var last guest.Facts
-			b.observe = func(f guest.Facts) { mu.Lock(); last = f; mu.Unlock() }
-			facts := func() guest.Facts { mu.Lock(); defer mu.Unlock(); return last }
+			var last jsguest.Facts
+			b.observe = func(f jsguest.Facts) { mu.Lock(); last = f; mu.Unlock() }
+			facts := func() jsguest.Facts { mu.Lock(); defer mu.Unlock(); return last }
 			for _, n := range []int{10, 200, 1000, 3000} {
 				out := eval(t, b, recursion, fmt.Sprintf(`{"n":%d}`, n), spi.Limits{})
 				assert.Equal(t, spi.OK([]byte(fmt.Sprint(n))), out, "depth %d", n)
@@ -112,8 +112,8 @@ func TestRecursionDepth(t *testing.T) {
 	for _, size := range []int{256 << 10, DefaultStackBytes, 8 << 20, 64 << 20} {
 		b := newBackend(t, &Options{StackBytes: size, PoolSize: 1})
 		var mu sync.Mutex
-		var last, failed guest.Facts
-		b.observe = func(f guest.Facts) { mu.Lock(); last = f; mu.Unlock() }
+		var last, failed jsguest.Facts
+		b.observe = func(f jsguest.Facts) { mu.Lock(); last = f; mu.Unlock() }
 		limits := spi.Limits{MemoryBytes: int64(size) + 32<<20}
 		fits := func(n int) bool {
 			out := eval(t, b, recursion, fmt.Sprintf(`{"n":%d}`, n), limits)
@@ -181,10 +181,10 @@ func TestCanaryIsTheSecondLine(t *testing.T) {
 	b.wasm = withoutStackCheck(t, b.wasm)
 	var mu sync.Mutex
 	clobberedYetEnded, exhausted := 0, 0
-	b.observe = func(f guest.Facts) {
+	b.observe = func(f jsguest.Facts) {
 		mu.Lock()
 		defer mu.Unlock()
-		if !f.CanaryIntact && f.Ending == guest.EndExit {
+		if !f.CanaryIntact && f.Ending == jsguest.EndExit {
 			clobberedYetEnded++
 		}
 		if f.StackExhausted {
@@ -196,7 +196,7 @@ func TestCanaryIsTheSecondLine(t *testing.T) {
 		out := eval(t, b, recursion, fmt.Sprintf(`{"n":%d}`, depth), spi.Limits{WallClock: 20 * time.Second})
 		switch {
 		case out.Kind == spi.KindOK && string(out.Value) == fmt.Sprint(depth): // it fit
-		case out.Kind == spi.KindThrew && (out.Name == guest.NameStackOverflow || out.Name == "InternalError"):
+		case out.Kind == spi.KindThrew && (out.Name == jsguest.NameStackOverflow || out.Name == "InternalError"):
 		default:
 			t.Errorf("depth %d: %+v", depth, out)
 		}

@@ -1,26 +1,16 @@
 package quickjs
 
-import (
-	"fmt"
-	"time"
-)
+import wasmrun "github.com/sandbank/sandbank/internal/wasm/run"
 
 // StartupError reports that a run's start-up phases (which the script's
 // wall clock does not cover) took longer than the cold-start allowance
 // (Options.ColdStartAllowance). It is not an outcome of the script: the
 // effect reports it untyped, and a retry may succeed. Waiting for the
 // module's compile is not a start-up phase: it is bounded by the caller's
-// context only.
-type StartupError struct {
-	// Phase is the start-up phase the run was in: "instantiate" (creating
-	// or waiting for an instance), "boot" (the engine starting) or
-	// "input" (reading and parsing the input).
-	Phase string
-	// Allowance is the cold-start allowance that ran out.
-	Allowance time.Duration
-}
-
-// Error says which phase overran which allowance.
-func (e *StartupError) Error() string {
-	return fmt.Sprintf("quickjs: start-up phase %q exceeded the cold-start allowance of %v", e.Phase, e.Allowance)
-}
+// context only. Its Phase is the start-up phase the run was in:
+// "instantiate" (creating or waiting for an instance), "boot" (the engine
+// starting) or "input" (reading and parsing the input); match it with
+// errors.As. It is the one start-up error of the wasm engines
+// (wasmtime.StartupError and starlarkwasm.StartupError are the same
+// type).
+type StartupError = wasmrun.StartupError

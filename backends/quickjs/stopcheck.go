@@ -10,27 +10,24 @@ import (
 	quickjswasi "github.com/paralin/go-quickjs-wasi"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
-	"github.com/tetratelabs/wazero/sys"
 
-	"github.com/sandbank/sandbank/backends/quickjs/internal/guest"
+	"github.com/sandbank/sandbank/backends/quickjs/internal/jsguest"
 	"github.com/sandbank/sandbank/internal/wasm/cache"
-	"github.com/sandbank/sandbank/internal/wasmrewrite"
+	wasmhost "github.com/sandbank/sandbank/internal/wasm/host"
+	wasmrewrite "github.com/sandbank/sandbank/internal/wasm/rewrite"
 )
 
 // The stop check. The module this backend compiles is QuickJS rewritten
-// by internal/wasmrewrite's preemption pass: every loop header and
+// by internal/wasm/rewrite's preemption pass: every loop header and
 // function entry takes a unit off a budget inside compiled code, and the
-// guest calls preempt below when the budget is spent. preempt stops the
-// run (a trap, seen as a kill) when the call's context is done, and
-// otherwise grants the next budget. So a run is stopped within
-// preemptGrant units of its context ending, and the goroutine that runs
-// the guest returns to Go at least that often, which keeps it preemptible
-// by the Go runtime, without wazero's close-on-context-done (whose check
-// leaves compiled code for Go at every loop header).
-
-// preemptGrant is the budget, in units (a loop iteration, a call, a KiB of
-// bulk memory work), between two visits of the guest to the host.
-const preemptGrant = 4096
+// guest calls the stop check (internal/wasm/host's StopCheck) when the
+// budget is spent. It stops the run (an exit, seen as a kill) when the
+// call's context is done, and otherwise grants the next budget (the fuel
+// meter's, fuel.go). So a run is stopped within wasmhost.StopGrant units
+// of its context ending, and the goroutine that runs the guest returns to
+// Go at least that often, which keeps it preemptible by the Go runtime,
+// without wazero's close-on-context-done (whose check leaves compiled
+// code for Go at every loop header).
 
 // quickJSWASM is the binary the backend rewrites: the one
 // go-quickjs-wasi ships (tests replace it).
@@ -51,7 +48,7 @@ var quickJSWASM = quickjswasi.QuickJSWASM
 // passes only.
 func guestPasses(set settings) []wasmrewrite.Pass {
 	parked := set.mode == ModeParked
-	passes := []wasmrewrite.Pass{guest.StackPass(set.stackBytes).Pass()}
+	passes := []wasmrewrite.Pass{jsguest.StackPass(set.stackBytes).Pass()}
 	if !set.wazeroClose {
 		passes = append(passes, wasmrewrite.MemorySizePass)
 	}
@@ -71,7 +68,7 @@ func guestPasses(set settings) []wasmrewrite.Pass {
 // lies.
 type guestBinary struct {
 	wasm   []byte
-	layout guest.Layout
+	layout jsguest.Layout
 	// key names the module in the cache (cache.Key); its compiled form is
 	// kept under the same name.
 	key string
@@ -112,7 +109,7 @@ func guestModule(set settings, dir string) (guestBinary, error) {
 	rewrite, _ := guestModules.LoadOrStore(key, sync.OnceValues(func() (guestBinary, error) {
 		name := cache.Key("quickjs", input, version, layoutFormat)
 		b, err := cache.Memo(dir, name+".wasm", func() ([]byte, error) {
-			layout, err := guest.GuardedLayout(input, set.stackBytes)
+			layout, err := jsguest.GuardedLayout(input, set.stackBytes)
 			if err != nil {
 				return nil, fmt.Errorf("%w: %w", errStackGuard, err)
 			}
@@ -151,7 +148,7 @@ func decodeGuest(b []byte) (guestBinary, bool) {
 	if len(b) <= 8 {
 		return guestBinary{}, false
 	}
-	l := guest.Layout{Bottom: binary.LittleEndian.Uint32(b), Top: binary.LittleEndian.Uint32(b[4:])}
+	l := jsguest.Layout{Bottom: binary.LittleEndian.Uint32(b), Top: binary.LittleEndian.Uint32(b[4:])}
 	if l.Bottom >= l.Top {
 		return guestBinary{}, false
 	}
@@ -159,38 +156,13 @@ func decodeGuest(b []byte) (guestBinary, bool) {
 }
 
 // instantiateHost instantiates the host module the rewritten module
-// imports its stack check and stop check from.
+// imports its stack check and stop check from; the stop check is
+// internal/wasm/host's, with the run's fuel meter as its budget.
 func instantiateHost(ctx context.Context, rt wazero.Runtime) error {
-	i32 := []api.ValueType{api.ValueTypeI32}
-	_, err := rt.NewHostModuleBuilder(wasmrewrite.PreemptModule).
-		NewFunctionBuilder().
-		WithGoFunction(api.GoFunc(preempt), i32, i32).
-		Export(wasmrewrite.PreemptName).
+	_, err := wasmhost.ExportStopCheck(rt.NewHostModuleBuilder(wasmrewrite.PreemptModule)).
 		NewFunctionBuilder().
 		WithGoFunction(api.GoFunc(stackOverflow), nil, nil).
 		Export(wasmrewrite.StackOverflowName).
 		Instantiate(ctx)
 	return err
 }
-
-// preempt is the guest's visit: ctx is the context of the guest's call
-// (the run's, or its parked instance's).
-func preempt(ctx context.Context, stack []uint64) {
-	if ctx.Err() != nil {
-		panic(sys.NewExitError(sys.ExitCodeDeadlineExceeded)) // a kill: see setEnding
-	}
-	m := meterOf(ctx)
-	if m == nil {
-		stack[0] = preemptGrant
-		return
-	}
-	next, ok := m.visit(int32(uint32(stack[0])))
-	if !ok {
-		panic(sys.NewExitError(exitCodeFuel)) // read through the run's cpuExhausted
-	}
-	stack[0] = uint64(uint32(next))
-}
-
-// exitCodeFuel is the exit code of a guest stopped because its fuel ran
-// out; the run tells it from the guest's own exits by its cpuExhausted.
-const exitCodeFuel = 0xfe1

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sandbank/sandbank/backends/quickjs/internal/guest"
+	"github.com/sandbank/sandbank/backends/quickjs/internal/jsguest"
 	"github.com/sandbank/sandbank/spi"
 )
 
@@ -37,7 +37,7 @@ func TestStopCheckKeepsGCResponsive(t *testing.T) {
 			require.NoError(t, b.Warm(t.Context()))
 			var collections, atConclusion atomic.Int64
 			atConclusion.Store(-1)
-			b.observe = func(guest.Facts) { atConclusion.CompareAndSwap(-1, collections.Load()) }
+			b.observe = func(jsguest.Facts) { atConclusion.CompareAndSwap(-1, collections.Load()) }
 			looping := newStarted()
 			req := spi.Request{
 				Script: []byte(`console.log("looping"); for (;;) {}`),

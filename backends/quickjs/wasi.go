@@ -10,7 +10,7 @@ import (
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 	"github.com/tetratelabs/wazero/sys"
 
-	"github.com/sandbank/sandbank/backends/quickjs/internal/guest"
+	"github.com/sandbank/sandbank/backends/quickjs/internal/jsguest"
 )
 
 // Parked mode's WASI overrides: fd_read (the park point, then the run's
@@ -157,11 +157,11 @@ func parkedProcExit(ctx context.Context, mod api.Module, stack []uint64) {
 	j := inst.cur
 	memory := mod.Memory()
 	f := inst.facts(j, memory)
-	f.Ending, f.ExitCode = guest.EndExit, code
+	f.Ending, f.ExitCode = jsguest.EndExit, code
 	keep := code == 0 && f.CanaryIntact && !f.MemoryRefused && f.Started && f.Record.Settled() &&
 		inst.memoryParkable(memory) &&
 		!inst.worn() &&
-		!inst.unexpected.Load() && !j.r.wallExpired.Load() && inst.ctx.Err() == nil
+		!inst.unexpected.Load() && !j.r.WallClockExpired() && inst.ctx.Err() == nil
 	if j.finish() {
 		keep = false
 	}

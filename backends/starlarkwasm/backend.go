@@ -2,13 +2,14 @@ package starlarkwasm
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"sync"
 	"time"
+
+	"github.com/tetratelabs/wazero"
 
 	"github.com/sandbank/sandbank/backends/starlark"
 	"github.com/sandbank/sandbank/internal/wasm/cache"
+	wasmrun "github.com/sandbank/sandbank/internal/wasm/run"
 	"github.com/sandbank/sandbank/spi"
 )
 
@@ -48,8 +49,9 @@ const (
 // runtime's fatal errors; the script cannot write there).
 const maxStderrBytes = 4 << 10
 
-// ErrClosed is returned by Evaluate and Warm after Close.
-var ErrClosed = errors.New("starlarkwasm: backend closed")
+// ErrClosed is returned (wrapped) by Evaluate and Warm after Close; match
+// it with errors.Is. It is the one ErrClosed of the wasm engines.
+var ErrClosed = wasmrun.ErrClosed
 
 var (
 	_ spi.Backend = (*Backend)(nil)
@@ -100,15 +102,11 @@ type Options struct {
 // it.
 type Backend struct {
 	maxSteps, maxResult int64
-	coldStart           time.Duration
 	eng                 *engine
 
-	// life is cancelled by Close; every run's context follows it.
-	life     context.Context
-	shutdown context.CancelFunc
-	mu       sync.Mutex // guards closed and runs.Add
-	closed   bool
-	runs     sync.WaitGroup
+	// core is the run lifecycle (internal/wasm/run), over the runtime
+	// (run.go).
+	core *wasmrun.Engine[wazero.CompiledModule, facts]
 
 	// observe, nil in production, sees the facts of every run.
 	observe func(facts)
@@ -147,50 +145,29 @@ func New(opts *Options) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	life, shutdown := context.WithCancel(context.Background())
-	return &Backend{
+	b := &Backend{
 		maxSteps:  o.MaxSteps,
 		maxResult: o.MaxResultBytes,
-		coldStart: o.ColdStartAllowance,
 		eng:       eng,
-		life:      life,
-		shutdown:  shutdown,
-	}, nil
+	}
+	b.core = wasmrun.New("starlarkwasm",
+		wasmrun.Bounds{DefaultWallClock: DefaultWallClock, DefaultMemoryBytes: DefaultMemoryBytes, MaxMemoryBytes: MaxMemoryBytes},
+		wasmrun.ColdStart{Base: o.ColdStartAllowance, PerMiB: DefaultColdStartPerMiB},
+		(*engineRuntime)(b))
+	return b, nil
 }
 
 // Warm compiles the module (and fills the compilation cache) ahead of the
 // first request. It returns when that is done or ctx is done.
 func (b *Backend) Warm(ctx context.Context) error {
-	if err := b.enter(); err != nil {
+	return b.core.Warm(ctx, func(ctx context.Context) error {
+		_, err := b.eng.compiledModule(ctx)
 		return err
-	}
-	defer b.runs.Done()
-	_, err := b.eng.compiledModule(ctx)
-	return err
+	})
 }
 
 // Close stops every run in flight and waits for them to return (the
 // process's runtime stays for the next backend). It is idempotent.
 func (b *Backend) Close() error {
-	b.mu.Lock()
-	if b.closed {
-		b.mu.Unlock()
-		return nil
-	}
-	b.closed = true
-	b.mu.Unlock()
-	b.shutdown()
-	b.runs.Wait()
-	return nil
-}
-
-// enter registers a run, or fails after Close.
-func (b *Backend) enter() error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.closed {
-		return ErrClosed
-	}
-	b.runs.Add(1)
-	return nil
+	return b.core.Close(func() error { return nil })
 }

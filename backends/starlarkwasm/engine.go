@@ -9,8 +9,8 @@ import (
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
 	"github.com/sandbank/sandbank/internal/wasm/cache"
-	"github.com/sandbank/sandbank/internal/wasmhost"
-	"github.com/sandbank/sandbank/internal/wasmrewrite"
+	wasmhost "github.com/sandbank/sandbank/internal/wasm/host"
+	wasmrewrite "github.com/sandbank/sandbank/internal/wasm/rewrite"
 )
 
 // engine is a wazero runtime with the guest module compiled into it,
@@ -85,7 +85,7 @@ func engineFor(dir string) (*engine, error) {
 	return e, nil
 }
 
-// stopCheckGuest is the guest module with internal/wasmrewrite's stop
+// stopCheckGuest is the guest module with internal/wasm/rewrite's stop
 // check, read from the cache directory dir when another process left it
 // there, and rewritten otherwise (wazero's compilation cache keys on the
 // bytes, so its compiled form is cached apart from the original's).

@@ -5,9 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"strings"
 
-	"github.com/sandbank/sandbank/internal/wasmguest"
+	wasmguest "github.com/sandbank/sandbank/internal/wasm/guest"
 	"github.com/sandbank/sandbank/spi"
 )
 
@@ -39,6 +38,8 @@ type facts struct {
 	// late: the conclusive record arrived after the wall clock (the
 	// stream's own timing), whether or not the timer had fired by then.
 	late bool
+	// stderr is what the run kept of the guest's stderr.
+	stderr *wasmguest.Capped
 }
 
 // Messages of the outcomes the interpretation makes up itself.
@@ -114,16 +115,6 @@ func (f facts) describe() string {
 		return "trap: " + f.trap
 	}
 	return "no ending"
-}
-
-func firstLine(s string) string {
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		s = s[:i]
-	}
-	if len(s) > 200 {
-		s = s[:200]
-	}
-	return s
 }
 
 // refusedAllocation matches the interpreter's own refusal of one

@@ -1,9 +1,6 @@
 package starlarkwasm
 
-import (
-	"fmt"
-	"time"
-)
+import wasmrun "github.com/sandbank/sandbank/internal/wasm/run"
 
 // StartupError reports that a run's start-up (instantiating the guest,
 // the Go runtime's boot, reading, compiling and converting the script
@@ -11,12 +8,7 @@ import (
 // longer than the cold-start allowance (Options.ColdStartAllowance). It
 // is not an outcome of the script: the effect reports it untyped, and a
 // retry may succeed. Waiting for the module's compile is not part of it.
-type StartupError struct {
-	// Allowance is the cold-start allowance that ran out.
-	Allowance time.Duration
-}
-
-// Error says which allowance ran out.
-func (e *StartupError) Error() string {
-	return fmt.Sprintf("starlarkwasm: start-up exceeded the cold-start allowance of %v", e.Allowance)
-}
+// Its Phase is "instantiate"; match it with errors.As. It is the one
+// start-up error of the wasm engines (quickjs.StartupError is the same
+// type).
+type StartupError = wasmrun.StartupError

@@ -4,6 +4,6 @@
 //
 // It is for the project's own hot paths that build JSON text by hand: the
 // effect's canonical form (object keys and strings) and the guest payload
-// of internal/wasmguest (the script line of every run). One copy of the
+// of internal/wasm/guest (the script line of every run). One copy of the
 // escaping rules serves both.
 package jsonstr

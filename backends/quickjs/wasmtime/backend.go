@@ -4,14 +4,13 @@ package wasmtime
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"sync"
 
 	wt "github.com/bytecodealliance/wasmtime-go/v39"
 
-	"github.com/sandbank/sandbank/backends/quickjs/internal/guest"
+	"github.com/sandbank/sandbank/backends/quickjs/internal/jsguest"
 	"github.com/sandbank/sandbank/internal/wasm/cache"
+	wasmrun "github.com/sandbank/sandbank/internal/wasm/run"
 	"github.com/sandbank/sandbank/spi"
 )
 
@@ -21,8 +20,9 @@ const Engine = "quickjs-wasmtime"
 // Language is the script language this backend runs.
 const Language = "javascript"
 
-// ErrClosed is returned by Evaluate and Warm after Close.
-var ErrClosed = errors.New("wasmtime: backend closed")
+// ErrClosed is returned (wrapped) by Evaluate and Warm after Close; match
+// it with errors.Is. It is the one ErrClosed of the wasm engines.
+var ErrClosed = wasmrun.ErrClosed
 
 var (
 	_ spi.Backend = (*Backend)(nil)
@@ -34,19 +34,16 @@ var (
 // [New]; it is safe for concurrent use, and [Backend.Close] releases it.
 type Backend struct {
 	set    settings
-	layout guest.Layout
+	layout jsguest.Layout
 	rt     *runtimeState
 
-	// life is cancelled by Close; every run's context follows it.
-	life     context.Context
-	shutdown context.CancelFunc
-	mu       sync.Mutex // guards closed and runs.Add
-	closed   bool
-	runs     sync.WaitGroup
+	// core is the run lifecycle (internal/wasm/run), over the runtime
+	// (run.go).
+	core *wasmrun.Engine[*wt.Module, ran]
 
 	// observe, nil in production, sees every run that reached the
 	// guest: its facts and the fuel it had left.
-	observe func(r *run, f guest.Facts, fuelLeft uint64)
+	observe func(r *run, f jsguest.Facts, fuelLeft uint64)
 	// beforeWrite, nil in production, sees every write to a run's stdout
 	// before the sink does, with the run's wall-clock expiry.
 	beforeWrite func(p []byte, expireWallClock func())
@@ -74,53 +71,33 @@ func New(opts *Options) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	life, shutdown := context.WithCancel(context.Background())
-	return &Backend{set: set, layout: g.layout, rt: rt, life: life, shutdown: shutdown}, nil
+	b := &Backend{set: set, layout: g.layout, rt: rt}
+	b.core = wasmrun.New("wasmtime",
+		wasmrun.Bounds{DefaultWallClock: DefaultWallClock, DefaultMemoryBytes: DefaultMemoryBytes, MaxMemoryBytes: MaxMemoryBytes},
+		wasmrun.ColdStart{Base: set.coldStart, PerMiB: set.coldPerMiB},
+		(*engineRuntime)(b))
+	return b, nil
 }
 
 // HostObjects declares what a script sees beyond ECMAScript's standard
 // globals (print and console's logging methods, whose output goes nowhere
 // a caller reads), so that the conformance kit fails anything else it
 // finds. It makes the backend an spi.HostObjectDeclarer.
-func (b *Backend) HostObjects() []string { return guest.HostObjects() }
+func (b *Backend) HostObjects() []string { return jsguest.HostObjects() }
 
 // Warm compiles the module (or loads it from the cache directory) ahead
 // of the first request. It returns when that finished or ctx is done.
 func (b *Backend) Warm(ctx context.Context) error {
-	if err := b.enter(); err != nil {
+	return b.core.Warm(ctx, func(ctx context.Context) error {
+		_, err := b.module(ctx)
 		return err
-	}
-	defer b.runs.Done()
-	_, err := b.module(ctx)
-	return err
+	})
 }
 
 // Close stops every run in flight and waits for them to return. The
 // compiled module and the engine are process-wide and stay for the next
 // backend. Close is idempotent.
-func (b *Backend) Close() error {
-	b.mu.Lock()
-	if b.closed {
-		b.mu.Unlock()
-		return nil
-	}
-	b.closed = true
-	b.mu.Unlock()
-	b.shutdown()
-	b.runs.Wait()
-	return nil
-}
-
-// enter registers a run, or fails after Close.
-func (b *Backend) enter() error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.closed {
-		return ErrClosed
-	}
-	b.runs.Add(1)
-	return nil
-}
+func (b *Backend) Close() error { return b.core.Close(nil) }
 
 // module returns the compiled module, waiting for the process-wide
 // compile; a caller whose ctx is done stops waiting while the compile

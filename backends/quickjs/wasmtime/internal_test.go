@@ -21,7 +21,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sandbank/sandbank/backends/quickjs/internal/guest"
+	"github.com/sandbank/sandbank/backends/quickjs/internal/jsguest"
 	"github.com/sandbank/sandbank/spi"
 )
 
@@ -97,7 +97,7 @@ func fuelUsed(t *testing.T, b *Backend, script string) (spi.Outcome, uint64) {
 	t.Helper()
 	var mu sync.Mutex
 	var left uint64
-	b.observe = func(_ *run, _ guest.Facts, fuelLeft uint64) { mu.Lock(); left = fuelLeft; mu.Unlock() }
+	b.observe = func(_ *run, _ jsguest.Facts, fuelLeft uint64) { mu.Lock(); left = fuelLeft; mu.Unlock() }
 	out, err := eval(t, b, script, "", spi.Limits{WallClock: time.Minute})
 	require.NoError(t, err)
 	mu.Lock()
@@ -167,7 +167,7 @@ func TestFakeClock(t *testing.T) {
 func TestStderrIsBounded(t *testing.T) {
 	b := newBackend(t, &Options{MaxStderrBytes: 1000})
 	var kept int
-	b.observe = func(r *run, _ guest.Facts, _ uint64) { kept = len(r.stderr.buf) }
+	b.observe = func(r *run, _ jsguest.Facts, _ uint64) { kept = len(r.stderr.Bytes()) }
 	out, err := eval(t, b, `for (let i = 0; i < 2000; i++) print("x".repeat(1000)); 7`, "", spi.Limits{})
 	require.NoError(t, err)
 	assert.Equal(t, spi.OK([]byte("7")), out)
@@ -306,18 +306,6 @@ func TestFirstLine(t *testing.T) {
 	}
 }
 
-func TestCappedBuffer(t *testing.T) {
-	c := &cappedBuffer{limit: 5}
-	n, err := c.Write([]byte("abc"))
-	assert.Equal(t, 3, n)
-	assert.NoError(t, err)
-	n, err = c.Write([]byte("defgh"))
-	assert.Equal(t, 5, n, "the writer never sees a short write")
-	assert.NoError(t, err)
-	assert.Equal(t, "abcde", c.head(100))
-	assert.Equal(t, "ab", c.head(2))
-}
-
 // TestRecursionDepth: a recursion that fits returns its value, a deeper
 // one is the thrown RangeError (wasmtime's native stack runs out before
 // the stack pass's C stack: see stack.go), never a value or another
@@ -326,13 +314,13 @@ func TestCappedBuffer(t *testing.T) {
 //	go test -run TestRecursionDepth -v ./backends/quickjs/wasmtime/
 func TestRecursionDepth(t *testing.T) {
 	const f = `function f(n) { return n === 0 ? 0 : 1 + f(n - 1); } f(input.n)`
-	overflow := spi.Threw(guest.NameStackOverflow, guest.MsgStackOverflow)
+	overflow := spi.Threw(jsguest.NameStackOverflow, jsguest.MsgStackOverflow)
 	b, err := New(nil)
 	require.NoError(t, err)
 	defer b.Close()
 	var mu sync.Mutex
-	var last guest.Facts
-	b.observe = func(_ *run, f guest.Facts, _ uint64) { mu.Lock(); last = f; mu.Unlock() }
+	var last jsguest.Facts
+	b.observe = func(_ *run, f jsguest.Facts, _ uint64) { mu.Lock(); last = f; mu.Unlock() }
 	fits := func(n int) bool {
 		out, err := eval(t, b, f, fmt.Sprintf(`{"n":%d}`, n), spi.Limits{})
 		require.NoError(t, err)

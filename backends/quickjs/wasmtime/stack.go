@@ -8,17 +8,17 @@ import (
 	wt "github.com/bytecodealliance/wasmtime-go/v39"
 	quickjswasi "github.com/paralin/go-quickjs-wasi"
 
-	"github.com/sandbank/sandbank/backends/quickjs/internal/guest"
-	"github.com/sandbank/sandbank/internal/wasmrewrite"
+	"github.com/sandbank/sandbank/backends/quickjs/internal/jsguest"
+	wasmrewrite "github.com/sandbank/sandbank/internal/wasm/rewrite"
 )
 
 // The C stack. The module this backend compiles is QuickJS rewritten by
-// the same stack pass as package quickjs's (internal/wasmrewrite): a C
+// the same stack pass as package quickjs's (internal/wasm/rewrite): a C
 // stack of stackBytes of its own, after the module's initial memory, and
 // a bound check after every move of the stack pointer, which calls
 // stackOverflow below before a frame would cross the stack's bottom. The
 // run then ends in the thrown RangeError "Maximum call stack size
-// exceeded" (guest.Interpret, from Facts.StackExhausted). wasmtime's own
+// exceeded" (jsguest.Interpret, from Facts.StackExhausted). wasmtime's own
 // native stack (maxWasmStack, 2 MiB) runs out first on a plain
 // JavaScript recursion (measured: 3,112 frames, about 670 bytes of it a
 // frame against 290 bytes of C stack): its trap, "call stack exhausted",
@@ -35,17 +35,17 @@ const stackBytes = 1 << 20
 // guarded is the rewritten module and its stack layout, made once per
 // process.
 var guarded = sync.OnceValue(func() guardedModule {
-	layout, err := guest.GuardedLayout(quickjswasi.QuickJSWASM, stackBytes)
+	layout, err := jsguest.GuardedLayout(quickjswasi.QuickJSWASM, stackBytes)
 	if err != nil {
 		return guardedModule{err: err}
 	}
-	wasm, err := wasmrewrite.RewriteWith(quickjswasi.QuickJSWASM, guest.StackPass(stackBytes).Pass())
+	wasm, err := wasmrewrite.RewriteWith(quickjswasi.QuickJSWASM, jsguest.StackPass(stackBytes).Pass())
 	return guardedModule{wasm: wasm, layout: layout, err: err}
 })
 
 type guardedModule struct {
 	wasm   []byte
-	layout guest.Layout
+	layout jsguest.Layout
 	err    error
 }
 

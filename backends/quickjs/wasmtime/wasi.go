@@ -9,7 +9,7 @@ import (
 
 	wt "github.com/bytecodealliance/wasmtime-go/v39"
 
-	"github.com/sandbank/sandbank/internal/wasmrewrite"
+	wasmrewrite "github.com/sandbank/sandbank/internal/wasm/rewrite"
 )
 
 // WASI errno values the shadowed functions return.
@@ -103,10 +103,7 @@ func fdWrite(c *wt.Caller, fd, iovs, iovsLen, nwritten int32) int32 {
 	var w io.Writer
 	switch fd {
 	case 1:
-		w = r.stdout
-		if r.b.beforeWrite != nil {
-			w = hookedWriter{r.stdout, func(p []byte) { r.b.beforeWrite(p, r.expireWallClock) }}
-		}
+		w = r.SeeWrites(r.stdout, r.b.beforeWrite)
 	case 2:
 		w = r.stderrW
 	default:
@@ -183,14 +180,3 @@ func putU64(mem []byte, at int32, v uint64) int32 {
 // fakeEpoch is what the script's wall clock reads first:
 // 2000-01-01T00:00:00Z, far from any host time.
 const fakeEpoch = int64(946684800) * int64(time.Second)
-
-// hookedWriter calls before ahead of every write to w (tests only).
-type hookedWriter struct {
-	w      io.Writer
-	before func([]byte)
-}
-
-func (h hookedWriter) Write(p []byte) (int, error) {
-	h.before(p)
-	return h.w.Write(p)
-}

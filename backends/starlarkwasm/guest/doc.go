@@ -18,7 +18,7 @@
 // The script's host calls (host.NAME, host_try) go to a relay (relay.go)
 // that writes a host-call record and blocks reading the reply from stdin
 // (wasmguest.ReadReply); its prints, when the run has a log sink, are log
-// records (wasmguest.WriteLog) the host takes out of the stream.
+// records on stderr (wasmguest.WriteLog) the host takes out of the stream.
 //
 // Arguments: the step budget, the result bound in bytes, and the soft
 // memory limit of the Go runtime in bytes (debug.SetMemoryLimit), each a

@@ -11,7 +11,7 @@ import (
 	"strings"
 
 	"github.com/sandbank/sandbank/backends/starlark"
-	"github.com/sandbank/sandbank/internal/wasmguest"
+	wasmguest "github.com/sandbank/sandbank/internal/wasm/guest"
 	"github.com/sandbank/sandbank/spi"
 )
 
@@ -81,7 +81,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		req.Host = &hostRelay{out: stdout, in: in, nonce: nonce}
 	}
 	if logs {
-		req.Logs = &logRelay{out: stdout, nonce: nonce}
+		req.Logs = &logRelay{out: stderr, nonce: nonce}
 	}
 
 	started := false

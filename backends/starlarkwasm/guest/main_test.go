@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"github.com/sandbank/sandbank/internal/wasmguest"
+	wasmguest "github.com/sandbank/sandbank/internal/wasm/guest"
 )
 
 const testNonce = wasmguest.Nonce("0123456789abcdef0123456789abcdef")

@@ -8,7 +8,7 @@ import (
 	"errors"
 	"io"
 
-	"github.com/sandbank/sandbank/internal/wasmguest"
+	wasmguest "github.com/sandbank/sandbank/internal/wasm/guest"
 	"github.com/sandbank/sandbank/spi"
 )
 
@@ -47,9 +47,9 @@ func (h *hostRelay) Call(_ context.Context, name string, args json.RawMessage) (
 }
 
 // logRelay is the script's spi.LogSink inside the guest: every line is a
-// log record on stdout, which the host takes out of the stream (its
-// wasmguest.LogTap) and hands to the run's sink. The host bounds the log;
-// the guest always asks for more.
+// log record on stderr (wasmguest.WriteLog, the one log framing), which
+// the host's wasmguest.Stderr takes out of the stream and hands to the
+// run's sink. The host bounds the log; the guest always asks for more.
 type logRelay struct {
 	out   io.Writer
 	nonce wasmguest.Nonce

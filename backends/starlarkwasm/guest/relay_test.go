@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sandbank/sandbank/internal/wasmguest"
+	wasmguest "github.com/sandbank/sandbank/internal/wasm/guest"
 	"github.com/sandbank/sandbank/spi"
 )
 
@@ -33,18 +33,18 @@ func (e *events) Log(level spi.LogLevel, stream spi.LogStream, line string) bool
 
 // hostGuest runs the guest natively as the host runs it: stdin is the
 // host's wasmguest.Stdin (the sized payload, then the replies), stdout
-// goes through the log tap to the record sink.
+// goes to the record sink, stderr through wasmguest.Stderr, which takes
+// the log records out.
 func hostGuest(t *testing.T, script, input string, host spi.Host, sink spi.LogSink) (wasmguest.Record, string) {
 	t.Helper()
 	out := wasmguest.NewStdout(testNonce, 1<<20, nil)
-	tap := wasmguest.NewLogTap(testNonce, out, sink)
 	in := wasmguest.NewStdin(context.Background(), wasmguest.SizedPayload(testNonce, []byte(script), []byte(input), host != nil), out, host)
 	logs := "0"
 	if sink != nil {
 		logs = "1"
 	}
 	var stderr bytes.Buffer
-	code := run([]string{"guest", "1000000", "1000000", "1073741824", logs}, in, tap, &stderr)
+	code := run([]string{"guest", "1000000", "1000000", "1073741824", logs}, in, out, wasmguest.NewStderr(testNonce, sink, &stderr))
 	require.Equal(t, 0, code, stderr.String())
 	return out.Record(), stderr.String()
 }

@@ -1,5 +1,5 @@
 // Package cache is the sealed on-disk cache of the wasm engines: the
-// rewritten guest modules (internal/wasmrewrite's output) and their
+// rewritten guest modules (internal/wasm/rewrite's output) and their
 // compiled machine code, kept across processes so that a warm process
 // neither rewrites nor compiles.
 //
