@@ -21,11 +21,15 @@
 //
 // # Runs
 //
-// The wasmtime engine and the compiled module are process-wide: compiled
-// once per process (Cranelift), or loaded from Options.CacheDir, where the
-// serialized module is kept under a name derived from the binding's
-// version, the engine configuration, the platform and the hash of the
-// wasm binary, written atomically with a checksum. Every Evaluate creates
+// The wasmtime engines and the compiled module are process-wide: one
+// engine counts fuel, for backends with a CPU budget (Options.Fuel), the
+// other does not, so that a run without a budget pays nothing for the
+// count; each is made, and the module compiled for it (Cranelift), when a
+// backend first needs it, once per process, or loaded from
+// Options.CacheDir, where the serialized module is kept under a name
+// derived from the binding's version, the engine configuration, the
+// platform and the hash of the wasm binary, written atomically with a
+// checksum. Every Evaluate creates
 // a new store and instance and closes them explicitly when it returns, so
 // no state survives from one run to the next and runs proceed side by
 // side.
@@ -51,10 +55,11 @@
 //     idle process pays nothing. Until the stopped run returns, the epoch
 //     is advanced again every millisecond, so a guest that saw the epoch
 //     before its flag (a weakly ordered CPU) is still reached.
-//   - CPU: wasmtime fuel, Options.Fuel units per run (DefaultFuel when
-//     zero), counted from the moment the script starts; running out is the
-//     typed limit cpu. Fuel is deterministic: a script spends the same
-//     fuel on every run.
+//   - CPU: wasmtime fuel, Options.Fuel units per run, counted from the
+//     moment the script starts; running out is the typed limit cpu. Fuel
+//     is deterministic: a script spends the same fuel on every run.
+//     Without Options.Fuel there is no CPU budget and no fuel is counted:
+//     the wall clock bounds the run.
 //   - Memory: wasmtime's store limiter caps linear memory at
 //     Limits.MemoryBytes, and QuickJS's own --memory-limit is set to the
 //     same figure (it catches single oversized allocations such as

@@ -15,17 +15,19 @@ import (
 	"github.com/sandbank/sandbank/spi"
 )
 
-// TestMain compiles the module once for the whole test binary, so that no
-// test's cold-start allowance covers a compile (which takes seconds, and
-// far longer under the race detector).
+// TestMain compiles the module once for the whole test binary, for both
+// engines (with and without fuel), so that no test waits for a compile
+// (which takes seconds, and far longer under the race detector).
 func TestMain(m *testing.M) {
-	b, err := New(&Options{ColdStartAllowance: 10 * time.Minute})
-	if err == nil {
-		err = b.Warm(context.Background())
-		_ = b.Close()
-	}
-	if err != nil {
-		panic(err)
+	for _, fuel := range []uint64{0, MaxFuel} {
+		b, err := New(&Options{Fuel: fuel, ColdStartAllowance: 10 * time.Minute})
+		if err == nil {
+			err = b.Warm(context.Background())
+			_ = b.Close()
+		}
+		if err != nil {
+			panic(err)
+		}
 	}
 	os.Exit(m.Run())
 }

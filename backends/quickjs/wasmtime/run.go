@@ -113,8 +113,8 @@ func (r *run) inputStarts() {
 
 // scriptStarts is called by the stdout sink, synchronously inside the
 // guest's write of the start record (on the guest's thread): the start-up
-// phases are over, the script's wall clock starts now and its fuel is
-// its budget.
+// phases are over, the script's wall clock starts now and its fuel, on
+// the engine that counts it, is its budget.
 func (r *run) scriptStarts() {
 	r.timersMu.Lock()
 	defer r.timersMu.Unlock()
@@ -123,7 +123,9 @@ func (r *run) scriptStarts() {
 	}
 	r.setPhase(phaseScript)
 	r.started = time.Now()
-	r.fuelErr = r.store.SetFuel(r.b.set.fuel)
+	if r.b.rt.fuel {
+		r.fuelErr = r.store.SetFuel(r.b.set.fuel)
+	}
 	r.wallTimer = time.AfterFunc(r.limits.WallClock, r.expireWallClock)
 }
 
@@ -198,8 +200,10 @@ func (r *run) do(ctx context.Context, req spi.Request) (spi.Outcome, error) {
 	defer store.Close()
 	store.SetWasi(wasi)
 	store.Limiter(r.limits.MemoryBytes, -1, -1, -1, -1)
-	if err := store.SetFuel(bootFuel); err != nil {
-		return spi.Outcome{}, fmt.Errorf("wasmtime: fuel: %s", firstLine(err.Error()))
+	if b.rt.fuel {
+		if err := store.SetFuel(bootFuel); err != nil {
+			return spi.Outcome{}, fmt.Errorf("wasmtime: fuel: %s", firstLine(err.Error()))
+		}
 	}
 	stop.install(store)
 	// From here on, any end of runCtx (the caller, the wall clock, the
@@ -234,7 +238,10 @@ func (r *run) do(ctx context.Context, req spi.Request) (spi.Outcome, error) {
 	r.stopTimers()
 
 	data = mem.UnsafeData(store)
-	fuelLeft, _ := store.GetFuel()
+	var fuelLeft uint64
+	if b.rt.fuel {
+		fuelLeft, _ = store.GetFuel()
+	}
 	facts := guest.Facts{
 		Record:           r.stdout.Record(),
 		Script:           req.Script,
@@ -263,7 +270,7 @@ func (r *run) do(ctx context.Context, req spi.Request) (spi.Outcome, error) {
 	if r.fuelErr != nil {
 		return spi.Outcome{}, fmt.Errorf("wasmtime: fuel: %s", firstLine(r.fuelErr.Error()))
 	}
-	if facts.Started && facts.Ending == guest.EndTrap && fuelLeft == 0 && facts.Record.Kind == 0 {
+	if b.rt.fuel && facts.Started && facts.Ending == guest.EndTrap && fuelLeft == 0 && facts.Record.Kind == 0 {
 		// Out of fuel. Read from the store, not from the trap code: the
 		// binding's wasmtime.OutOfFuel (11) is not the C API's code for
 		// it (12).
@@ -281,7 +288,7 @@ func (r *run) do(ctx context.Context, req spi.Request) (spi.Outcome, error) {
 
 // stats are the run's figures, asked for by the effect's log sink: the
 // start-up and the script's time, the fuel the script spent (it gets
-// Options.Fuel when it starts), and the linear memory's size at the end
+// Options.Fuel when it starts; none without a budget), and the linear memory's size at the end
 // (wasm memory never shrinks: the high-water mark).
 func (r *run) stats(f guest.Facts, fuelLeft uint64, memory int64) spi.Stats {
 	s := spi.Stats{MemoryPeakBytes: memory}
@@ -291,7 +298,7 @@ func (r *run) stats(f guest.Facts, fuelLeft uint64, memory int64) spi.Stats {
 	if f.Started && !started.IsZero() {
 		s.Startup = started.Sub(r.begun)
 		s.ScriptTime = r.stdout.Took()
-		if r.fuelErr == nil && fuelLeft <= r.b.set.fuel {
+		if r.b.rt.fuel && r.fuelErr == nil && fuelLeft <= r.b.set.fuel {
 			s.CPUUnit, s.CPUUnits = "fuel", int64(r.b.set.fuel-fuelLeft)
 		}
 	}
