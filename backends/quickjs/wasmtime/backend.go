@@ -35,7 +35,7 @@ var (
 type Backend struct {
 	set    settings
 	layout jsguest.Layout
-	rt     *runtimeState
+	rt     *runtimeState // counts fuel only when set.fuel > 0
 
 	// core is the run lifecycle (internal/wasm/run), over the runtime
 	// (run.go).
@@ -52,9 +52,10 @@ type Backend struct {
 // New returns a QuickJS-on-wasmtime backend. A nil opts means defaults.
 // It rewrites the embedded binary with a C stack of its own and its bound
 // check, once per process (and fails if it cannot: the backend refuses
-// to run without its stack guard), and sets up
-// the process-wide wasmtime engine; the module is compiled by Warm or by
-// the first Evaluate, once per process.
+// to run without its stack guard), and picks the process-wide wasmtime
+// engine that counts fuel when opts sets a CPU budget (Options.Fuel), the
+// one that does not otherwise; the module is compiled for that engine by
+// Warm or by the first Evaluate, once per process and engine.
 func New(opts *Options) (*Backend, error) {
 	set, err := opts.settings()
 	if err != nil {
@@ -67,7 +68,7 @@ func New(opts *Options) (*Backend, error) {
 	if g.err != nil {
 		return nil, g.err
 	}
-	rt, err := processRuntime()
+	rt, err := processRuntime(set.fuel > 0)
 	if err != nil {
 		return nil, err
 	}

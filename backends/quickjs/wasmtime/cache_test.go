@@ -16,26 +16,26 @@ import (
 )
 
 func TestCacheCompilesWritesAndReloads(t *testing.T) {
-	rt, err := processRuntime()
+	rt, err := processRuntime(true)
 	require.NoError(t, err)
 	wasm, err := wt.Wat2Wasm(`(module (func (export "f") (result i32) (i32.const 42)))`)
 	require.NoError(t, err)
 	dir := filepath.Join(t.TempDir(), "cache")
 	require.NoError(t, cache.Prepare(dir))
 
-	mod, fromCache, err := loadModule(rt.engine, dir, wasm)
+	mod, fromCache, err := loadModule(rt.engine, rt.config, dir, wasm)
 	require.NoError(t, err)
 	require.NotNil(t, mod)
 	assert.False(t, fromCache, "an empty directory means a compile")
 	entries, err := os.ReadDir(dir)
 	require.NoError(t, err)
 	require.Len(t, entries, 1, "one entry, no temporary file left behind")
-	assert.Equal(t, cacheName(wasm), entries[0].Name())
+	assert.Equal(t, cacheName(rt.config, wasm), entries[0].Name())
 	info, err := os.Stat(dir)
 	require.NoError(t, err)
 	assert.Equal(t, os.FileMode(0o700), info.Mode().Perm())
 
-	mod, fromCache, err = loadModule(rt.engine, dir, wasm)
+	mod, fromCache, err = loadModule(rt.engine, rt.config, dir, wasm)
 	require.NoError(t, err)
 	assert.True(t, fromCache, "the second load deserializes")
 	store := wt.NewStore(rt.engine)
@@ -49,7 +49,7 @@ func TestCacheCompilesWritesAndReloads(t *testing.T) {
 	assert.Equal(t, int32(42), v)
 
 	// A damaged entry is never run: it is recompiled and rewritten.
-	path := filepath.Join(dir, cacheName(wasm))
+	path := filepath.Join(dir, cacheName(rt.config, wasm))
 	b, err := os.ReadFile(path)
 	require.NoError(t, err)
 	for name, damaged := range map[string][]byte{
@@ -59,12 +59,12 @@ func TestCacheCompilesWritesAndReloads(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			require.NoError(t, os.WriteFile(path, damaged, 0o600))
-			_, ok := readCache(rt.engine, dir, cacheName(wasm))
+			_, ok := readCache(rt.engine, dir, cacheName(rt.config, wasm))
 			assert.False(t, ok)
-			_, fromCache, err := loadModule(rt.engine, dir, wasm)
+			_, fromCache, err := loadModule(rt.engine, rt.config, dir, wasm)
 			require.NoError(t, err)
 			assert.False(t, fromCache)
-			_, ok = readCache(rt.engine, dir, cacheName(wasm))
+			_, ok = readCache(rt.engine, dir, cacheName(rt.config, wasm))
 			assert.True(t, ok, "the entry was rewritten")
 		})
 	}
@@ -78,5 +78,5 @@ func TestCacheKeyCoversBindingConfigAndBinary(t *testing.T) {
 	assert.NotEqual(t, a, cacheKey("v39.0.2", engineConfig, wasm), "the binding's version")
 	assert.NotEqual(t, a, cacheKey("v39.0.1", engineConfig+";x", wasm), "the engine configuration")
 	assert.NotEqual(t, a, cacheKey("v39.0.1", engineConfig, append([]byte{0}, wasm...)), "the binary")
-	assert.Equal(t, cacheKey(bindingVersion(), engineConfig, wasm), cacheName(wasm))
+	assert.Equal(t, cacheKey(bindingVersion(), engineConfig, wasm), cacheName(engineConfig, wasm))
 }

@@ -16,8 +16,12 @@ import (
 )
 
 // engineConfig names every engine setting that changes the compiled code;
-// it is part of the compiled-module cache key.
-const engineConfig = "cranelift;opt=speed;epoch-interruption;consume-fuel"
+// it is part of the compiled-module cache key, with fuelConfig for the
+// engine that counts fuel.
+const (
+	engineConfig = "cranelift;opt=speed;epoch-interruption"
+	fuelConfig   = ";consume-fuel"
+)
 
 // bindingModule is the Go module of the wasmtime binding; its version is
 // part of the cache key.
@@ -30,20 +34,45 @@ const bindingModule = "github.com/bytecodealliance/wasmtime-go/v39"
 // about 190 bytes a level of nesting.
 const maxWasmStack = 2 << 20
 
-// runtimeState is the process-wide wasmtime engine and linker. The engine
-// is configured once (Cranelift, epoch interruption, fuel); every backend
-// of the process shares it, so the module is compiled once per process.
+// runtimeState is a process-wide wasmtime engine and its linker. There
+// are two, each made on first use and shared by every backend of the
+// process that needs it, so the module is compiled at most once per
+// process and engine: one counts fuel (the code checks and spends fuel in
+// every block, loop head and call), for the backends with a CPU budget
+// (Options.Fuel); the other does not, for the backends without one, whose
+// runs pay nothing for fuel. Both stop a run through epoch interruption
+// (interrupt.go), which keeps the wall clock, the caller's cancellation
+// and Close hard whichever engine runs.
 type runtimeState struct {
 	engine *wt.Engine
 	linker *wt.Linker
+	// fuel is true for the engine that counts fuel: only its stores take
+	// a budget (wasmtime refuses SetFuel on the other).
+	fuel bool
+	// config is the engine's part of the cache key.
+	config string
 }
 
-var processRuntime = sync.OnceValues(func() (*runtimeState, error) {
+var processRuntimes = [2]func() (*runtimeState, error){
+	sync.OnceValues(func() (*runtimeState, error) { return newRuntime(false) }),
+	sync.OnceValues(func() (*runtimeState, error) { return newRuntime(true) }),
+}
+
+// processRuntime returns the process-wide engine that counts fuel, or the
+// one that does not.
+func processRuntime(fuel bool) (*runtimeState, error) {
+	if fuel {
+		return processRuntimes[1]()
+	}
+	return processRuntimes[0]()
+}
+
+func newRuntime(fuel bool) (*runtimeState, error) {
 	cfg := wt.NewConfig()
 	cfg.SetStrategy(wt.StrategyCranelift)
 	cfg.SetCraneliftOptLevel(wt.OptLevelSpeed)
 	cfg.SetEpochInterruption(true)
-	cfg.SetConsumeFuel(true)
+	cfg.SetConsumeFuel(fuel)
 	cfg.SetParallelCompilation(true)
 	// Room for deep recursion: with the default 512 KiB, parsing an input
 	// nested about 2,700 deep exhausted the native stack. See
@@ -54,8 +83,12 @@ var processRuntime = sync.OnceValues(func() (*runtimeState, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &runtimeState{engine: eng, linker: linker}, nil
-})
+	config := engineConfig
+	if fuel {
+		config += fuelConfig
+	}
+	return &runtimeState{engine: eng, linker: linker, fuel: fuel, config: config}, nil
+}
 
 // compiledModule is the compiled QuickJS module for one cache directory
 // ("" for none), compiled at most once per process.
@@ -70,17 +103,24 @@ type compiledModule struct {
 
 var (
 	modulesMu sync.Mutex
-	modules   = map[string]*compiledModule{}
+	modules   = map[moduleKey]*compiledModule{}
 )
 
-// moduleFor returns the process-wide compile of the module for cacheDir,
-// starting it on its own goroutine on first use.
+// moduleKey names one compile: the engine's and the cache directory's.
+type moduleKey struct {
+	fuel     bool
+	cacheDir string
+}
+
+// moduleFor returns the process-wide compile of the module for rt's
+// engine and cacheDir, starting it on its own goroutine on first use.
 func moduleFor(rt *runtimeState, cacheDir string) *compiledModule {
+	key := moduleKey{fuel: rt.fuel, cacheDir: cacheDir}
 	modulesMu.Lock()
-	m, ok := modules[cacheDir]
+	m, ok := modules[key]
 	if !ok {
 		m = &compiledModule{done: make(chan struct{})}
-		modules[cacheDir] = m
+		modules[key] = m
 	}
 	modulesMu.Unlock()
 	m.once.Do(func() {
@@ -91,7 +131,7 @@ func moduleFor(rt *runtimeState, cacheDir string) *compiledModule {
 				m.err = g.err
 				return
 			}
-			m.mod, m.fromCache, m.err = loadModule(rt.engine, cacheDir, g.wasm)
+			m.mod, m.fromCache, m.err = loadModule(rt.engine, rt.config, cacheDir, g.wasm)
 		}()
 	})
 	return m
@@ -102,7 +142,8 @@ func moduleFor(rt *runtimeState, cacheDir string) *compiledModule {
 // there (internal/wasm/cache seals it with its SHA-256, so a damaged one
 // costs a recompile); after a compile it writes the entry (best effort: a
 // cache that cannot be written only costs the next process a compile).
-func loadModule(eng *wt.Engine, cacheDir string, wasm []byte) (*wt.Module, bool, error) {
+// config is the engine's configuration (runtimeState.config).
+func loadModule(eng *wt.Engine, config, cacheDir string, wasm []byte) (*wt.Module, bool, error) {
 	if cacheDir == "" {
 		mod, err := wt.NewModule(eng, wasm)
 		if err != nil {
@@ -110,7 +151,7 @@ func loadModule(eng *wt.Engine, cacheDir string, wasm []byte) (*wt.Module, bool,
 		}
 		return mod, false, nil
 	}
-	name := cacheName(wasm)
+	name := cacheName(config, wasm)
 	if mod, ok := readCache(eng, cacheDir, name); ok {
 		return mod, true, nil
 	}
@@ -126,7 +167,9 @@ func loadModule(eng *wt.Engine, cacheDir string, wasm []byte) (*wt.Module, bool,
 
 // cacheName is the file name of the cache entry: a hash of the binding's
 // version, the engine configuration, the platform and the wasm binary.
-func cacheName(wasm []byte) string { return cacheKey(bindingVersion(), engineConfig, wasm) }
+func cacheName(config string, wasm []byte) string {
+	return cacheKey(bindingVersion(), config, wasm)
+}
 
 func cacheKey(version, config string, wasm []byte) string {
 	h := sha256.New()

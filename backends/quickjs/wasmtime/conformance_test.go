@@ -14,16 +14,27 @@ import (
 // the wrapper to report, a small fraction of a millisecond of a loop.
 const smallFuel = 100_000
 
-// TestConformance runs the kit with the unchanged JavaScript fixtures:
-// every case must pass, none may be skipped (CPU included).
+// TestConformance runs the kit with the unchanged JavaScript fixtures, on
+// a backend as configured by default (no CPU budget: only cpu_budget may
+// be skipped, for the declared reason) and on one with a CPU budget (no
+// case may be skipped).
 func TestConformance(t *testing.T) {
-	report := conformance.Run(t, func() (spi.Backend, error) { return wasmtime.New(nil) }, &conformance.Options{
-		CPUBudget: func() (spi.Backend, error) { return wasmtime.New(&wasmtime.Options{Fuel: smallFuel}) },
-	})
-	for _, c := range report.Cases {
-		t.Logf("%-16s %-4s %8v %s", c.Name, c.Status, c.Duration.Round(1e6), c.Reason)
-		if c.Status == conformance.StatusSkip {
-			t.Errorf("%s was skipped: %s", c.Name, c.Reason)
+	for _, fuel := range []bool{false, true} {
+		name, main, opts := "default", &wasmtime.Options{}, (*conformance.Options)(nil)
+		if fuel {
+			name, main.Fuel = "fuel", wasmtime.MaxFuel
+			opts = &conformance.Options{
+				CPUBudget: func() (spi.Backend, error) { return wasmtime.New(&wasmtime.Options{Fuel: smallFuel}) },
+			}
 		}
+		t.Run(name, func(t *testing.T) {
+			report := conformance.Run(t, func() (spi.Backend, error) { return wasmtime.New(main) }, opts)
+			for _, c := range report.Cases {
+				t.Logf("%-16s %-4s %8v %s", c.Name, c.Status, c.Duration.Round(1e6), c.Reason)
+				if c.Status == conformance.StatusSkip && (fuel || c.Name != "cpu_budget") {
+					t.Errorf("%s was skipped: %s", c.Name, c.Reason)
+				}
+			}
+		})
 	}
 }

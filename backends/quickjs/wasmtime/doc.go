@@ -14,8 +14,10 @@
 //
 // # Runs
 //
-// The engine and the compiled module are process-wide: compiled once per
-// process, or loaded from Options.CacheDir (by default
+// The engines and the compiled module are process-wide: one engine counts
+// fuel, for backends with a CPU budget (Options.Fuel), the other does not,
+// so a run without a budget pays nothing for the count; the module is
+// compiled for each once per process, when first needed, or loaded from Options.CacheDir (by default
 // os.UserCacheDir()/sandbank, sealed with its SHA-256). Every Evaluate
 // creates a new store and instance and closes them when it returns, so no
 // state survives from one run to the next. The script contract is package
@@ -28,9 +30,11 @@
 //     MiB of input). A record the guest writes after the clock ran out is
 //     never read. The run is stopped at its clock, its context's end or
 //     Close, even inside one long native builtin.
-//   - CPU: wasmtime fuel, Options.Fuel units per run (DefaultFuel when
-//     zero), counted from the script's start; running out is the typed
-//     limit cpu. Fuel is deterministic.
+//   - CPU: wasmtime fuel, Options.Fuel units per run, counted from the
+//     script's start; running out is the typed limit cpu. Fuel is
+//     deterministic. Without Options.Fuel there is no CPU budget, no fuel
+//     is counted and the backend declares CPU false: the wall clock bounds
+//     the run.
 //   - Memory: linear memory is capped at Limits.MemoryBytes.
 //   - The C stack: 1 MiB of the guest's own (it counts against the memory
 //     limit); 3,112 plain recursive frames fit. A recursion too deep is the

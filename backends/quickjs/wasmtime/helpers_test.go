@@ -16,25 +16,28 @@ import (
 	"github.com/sandbank/sandbank/spi"
 )
 
-// TestMain compiles the module once for the whole test binary, so that no
-// test's cold-start allowance covers a compile (which takes seconds, and
-// far longer under the race detector).
+// TestMain compiles the module once for the whole test binary, for both
+// engines (with and without fuel), so that no test waits for a compile
+// (which takes seconds, and far longer under the race detector).
 func TestMain(m *testing.M) {
 	os.Exit(cachetest.Main(warmedTests{m}))
 }
 
-// warmedTests runs the tests once the module is compiled, with the
-// default cache directory a temporary one (cachetest.Main).
+// warmedTests runs the tests once the module is compiled for both engines
+// (with and without fuel), with the default cache directory a temporary
+// one (cachetest.Main).
 type warmedTests struct{ m *testing.M }
 
 func (w warmedTests) Run() int {
-	b, err := New(&Options{ColdStartAllowance: 10 * time.Minute})
-	if err == nil {
-		err = b.Warm(context.Background())
-		_ = b.Close()
-	}
-	if err != nil {
-		panic(err)
+	for _, fuel := range []uint64{0, MaxFuel} {
+		b, err := New(&Options{Fuel: fuel, ColdStartAllowance: 10 * time.Minute})
+		if err == nil {
+			err = b.Warm(context.Background())
+			_ = b.Close()
+		}
+		if err != nil {
+			panic(err)
+		}
 	}
 	return w.m.Run()
 }

@@ -66,7 +66,7 @@ func TestInterruptABI(t *testing.T) {
 // exhaustion from the store and not from the trap code: the binding's
 // wasmtime.OutOfFuel (11) does not match the C API's code (12).
 func TestOutOfFuelIsReadFromTheStore(t *testing.T) {
-	rt, err := processRuntime()
+	rt, err := processRuntime(true)
 	require.NoError(t, err)
 	wasm, err := wt.Wat2Wasm(`(module (func (export "spin") (loop (br 0))))`)
 	require.NoError(t, err)
@@ -356,14 +356,13 @@ func TestRecursionDepth(t *testing.T) {
 // nudging that follows a stop must still reach it. Here the flag is set
 // with no epoch advance at all, so only the nudging can stop the loop.
 func TestNudgeRescuesAMissedEpoch(t *testing.T) {
-	rt, err := processRuntime()
+	rt, err := processRuntime(false)
 	require.NoError(t, err)
 	wasm, err := wt.Wat2Wasm(`(module (func (export "spin") (loop (br 0))))`)
 	require.NoError(t, err)
 	mod, err := wt.NewModule(rt.engine, wasm)
 	require.NoError(t, err)
 	store := wt.NewStore(rt.engine)
-	require.NoError(t, store.SetFuel(MaxFuel))
 	f := newStopFlag(rt.engine)
 	f.install(store)
 	inst, err := wt.NewInstance(store, mod, nil)

@@ -39,12 +39,6 @@ const (
 	// MaxMemoryBytes is the largest memory a run can have: all of a 32-bit
 	// WebAssembly address space. A larger request is clamped to it.
 	MaxMemoryBytes int64 = 4 << 30
-	// DefaultFuel is the CPU budget of a run when Options.Fuel is zero:
-	// 2^40 units of wasmtime fuel. QuickJS spends 6 to 14 billion units a
-	// second on the machines this was measured on (a tight loop the most),
-	// so the default stops a runaway after one and a half to three
-	// minutes of work: a bound, not a budget; set Options.Fuel for one.
-	DefaultFuel uint64 = 1 << 40
 	// MaxFuel is the largest budget wasmtime accepts (fuel is a signed
 	// 64-bit count inside the engine); a larger Options.Fuel is refused.
 	MaxFuel uint64 = 1<<63 - 1
@@ -77,8 +71,11 @@ type Options struct {
 	// per WebAssembly instruction), counted from the moment the script
 	// starts; a run that spends it ends in the typed limit cpu. The count
 	// is deterministic: the same script with the same input spends the
-	// same fuel on every run. Zero means DefaultFuel; more than MaxFuel is
-	// refused.
+	// same fuel on every run. QuickJS spends 6 to 14 billion units a
+	// second on the machines this was measured on (a tight loop the
+	// most). Zero means no CPU budget: the runs use an engine that counts
+	// no fuel (counting costs every run, whether or not a budget is set),
+	// and the wall clock alone bounds them. More than MaxFuel is refused.
 	Fuel uint64
 
 	// ColdStartAllowance bounds the start-up phases of a run
@@ -100,7 +97,7 @@ type Options struct {
 type settings struct {
 	cacheDir       string
 	noCache        bool
-	fuel           uint64
+	fuel           uint64 // zero: no CPU budget, no fuel counted
 	coldStart      time.Duration
 	coldPerMiB     time.Duration // added per MiB of input; zero when the option is set
 	maxStderrBytes int
@@ -108,7 +105,6 @@ type settings struct {
 
 func (o *Options) settings() (settings, error) {
 	s := settings{
-		fuel:           DefaultFuel,
 		coldStart:      DefaultColdStartAllowance,
 		coldPerMiB:     DefaultColdStartPerInputMiB,
 		maxStderrBytes: DefaultMaxStderrBytes,

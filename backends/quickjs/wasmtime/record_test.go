@@ -39,9 +39,11 @@ func evalLogged(t *testing.T, b *Backend, script string, s *logSink) spi.Outcome
 
 // The lines arrive as on the wazero runtime; the fuel figure is wasmtime's
 // own count: the same script spends the same fuel every run, and a loop
-// twice as long spends about twice the loop's fuel.
+// twice as long spends about twice the loop's fuel. A backend without a
+// CPU budget counts no fuel, and reports none.
 func TestLogsAndFuel(t *testing.T) {
-	b := shared(t)
+	assert.Empty(t, evalLogged(t, shared(t), `1`, &logSink{}).Stats.CPUUnit, "no budget, no fuel counted")
+	b := newBackend(t, &Options{Fuel: MaxFuel})
 	s := &logSink{}
 	evalLogged(t, b, `console.log("one"); console.error("two"); 1`, s)
 	assert.Equal(t, []effect.LogLine{

@@ -88,7 +88,9 @@ func (rt *engineRuntime) Run(runCtx context.Context, core *wasmrun.Run, mod *wt.
 		return ran{}, err
 	}
 	// The script's fuel is its budget from its start on.
-	r.OnStart(func() { r.fuelErr = r.store.SetFuel(b.set.fuel) })
+	if b.rt.fuel {
+		r.OnStart(func() { r.fuelErr = r.store.SetFuel(b.set.fuel) })
+	}
 	r.stdout = r.NewStdout(nonce, jsguest.StdoutLimit(r.Limits.MemoryBytes))
 	r.stderr = wasmguest.NewCapped(b.set.maxStderrBytes)
 	r.stderrW = wasmguest.NewStderr(nonce, req.Logs, r.stderr)
@@ -106,8 +108,10 @@ func (rt *engineRuntime) Run(runCtx context.Context, core *wasmrun.Run, mod *wt.
 	defer store.Close()
 	store.SetWasi(wasi)
 	store.Limiter(r.Limits.MemoryBytes, -1, -1, -1, -1)
-	if err := store.SetFuel(bootFuel); err != nil {
-		return ran{}, fmt.Errorf("wasmtime: fuel: %s", firstLine(err.Error()))
+	if b.rt.fuel {
+		if err := store.SetFuel(bootFuel); err != nil {
+			return ran{}, fmt.Errorf("wasmtime: fuel: %s", firstLine(err.Error()))
+		}
 	}
 	stop.install(store)
 	// From here on, any end of runCtx (the caller, the wall clock, the
@@ -141,7 +145,10 @@ func (rt *engineRuntime) Run(runCtx context.Context, core *wasmrun.Run, mod *wt.
 	_, callErr := start.Call(store)
 
 	data = mem.UnsafeData(store)
-	fuelLeft, _ := store.GetFuel()
+	var fuelLeft uint64
+	if b.rt.fuel {
+		fuelLeft, _ = store.GetFuel()
+	}
 	facts := jsguest.Facts{
 		Record:           r.stdout.Record(),
 		Script:           req.Script,
@@ -170,7 +177,7 @@ func (rt *engineRuntime) Conclude(core *wasmrun.Run, x ran, req spi.Request) (sp
 	if r.fuelErr != nil {
 		return spi.Outcome{}, fmt.Errorf("wasmtime: fuel: %s", firstLine(r.fuelErr.Error()))
 	}
-	if facts.Started && facts.Ending == jsguest.EndTrap && x.fuelLeft == 0 && facts.Record.Kind == 0 {
+	if r.b.rt.fuel && facts.Started && facts.Ending == jsguest.EndTrap && x.fuelLeft == 0 && facts.Record.Kind == 0 {
 		// Out of fuel. Read from the store, not from the trap code: the
 		// binding's wasmtime.OutOfFuel (11) is not the C API's code for
 		// it (12).
@@ -188,13 +195,13 @@ func (rt *engineRuntime) Conclude(core *wasmrun.Run, x ran, req spi.Request) (sp
 
 // stats are the run's figures, asked for by the effect's log sink: the
 // start-up and the script's time, the fuel the script spent (it gets
-// Options.Fuel when it starts), and the linear memory's size at the end
+// Options.Fuel when it starts; none without a budget), and the linear memory's size at the end
 // (wasm memory never shrinks: the high-water mark).
 func (r *run) stats(f jsguest.Facts, fuelLeft uint64, memory int64) spi.Stats {
 	s := spi.Stats{MemoryPeakBytes: memory}
 	if startup, script, ok := r.Stats(); f.Started && ok {
 		s.Startup, s.ScriptTime = startup, script
-		if r.fuelErr == nil && fuelLeft <= r.b.set.fuel {
+		if r.b.rt.fuel && r.fuelErr == nil && fuelLeft <= r.b.set.fuel {
 			s.CPUUnit, s.CPUUnits = "fuel", int64(r.b.set.fuel-fuelLeft)
 		}
 	}
