@@ -3,6 +3,7 @@ package starlarkwasm_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -68,11 +69,19 @@ func TestCloseStopsARun(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, b.Warm(context.Background()))
 	done := make(chan error, 1)
+	looping := firstLine{seen: make(chan struct{})}
 	go func() {
-		_, err := b.Evaluate(context.Background(), spi.Request{Script: []byte("def main(input):\n    for i in range(1 << 62):\n        pass"), Input: []byte(`1`), Limits: spi.Limits{WallClock: 30 * time.Second}})
+		_, err := b.Evaluate(context.Background(), spi.Request{
+			Script: []byte("def main(input):\n    print('looping')\n    for i in range(1 << 62):\n        pass"),
+			Input:  []byte(`1`), Limits: spi.Limits{WallClock: 30 * time.Second}, Logs: &looping,
+		})
 		done <- err
 	}()
-	time.Sleep(200 * time.Millisecond)
+	select {
+	case <-looping.seen: // the script is in its loop
+	case err := <-done:
+		t.Fatalf("the run ended before its loop: %v", err)
+	}
 	start := time.Now()
 	require.NoError(t, b.Close())
 	select {
@@ -82,4 +91,15 @@ func TestCloseStopsARun(t *testing.T) {
 		t.Fatal("the run did not return within 10 s of Close")
 	}
 	t.Logf("Close returned after %v", time.Since(start).Round(time.Millisecond))
+}
+
+// firstLine is a log sink that closes seen at the first line it gets.
+type firstLine struct {
+	once sync.Once
+	seen chan struct{}
+}
+
+func (f *firstLine) Log(spi.LogLevel, spi.LogStream, string) bool {
+	f.once.Do(func() { close(f.seen) })
+	return true
 }
