@@ -17,7 +17,7 @@ import (
 )
 
 func init() {
-	direct[wasmtime.Engine] = func() (spi.Backend, error) { return wasmtime.New(nil) }
+	direct[wasmtime.Engine] = func() (spi.Backend, error) { return wasmtime.New(&wasmtime.Options{Fuel: 1 << 40}) }
 }
 
 // withCgoEngines returns the engine names a build with cgo registers:
