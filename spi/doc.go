@@ -51,5 +51,7 @@
 // [Version] is the semantic version of this interface. Closed enumerations
 // are never renumbered; new values are additions in a minor version. 1.1.0
 // added [Request].Host and [Capabilities].HostCalls (and the run record's
-// log sink and stats); a 1.0 backend compiles and works unchanged.
+// log sink and stats); a 1.0 backend compiles and works unchanged. 1.2.0
+// added [StartupError], the error of a backend whose start-up overran its
+// cold-start allowance.
 package spi

@@ -1,6 +1,6 @@
 package starlarkwasm
 
-import wasmrun "github.com/sandbank/sandbank/internal/wasm/run"
+import "github.com/sandbank/sandbank/spi"
 
 // StartupError reports that a run's start-up (instantiating the guest,
 // the Go runtime's boot, reading, compiling and converting the script
@@ -11,4 +11,4 @@ import wasmrun "github.com/sandbank/sandbank/internal/wasm/run"
 // Its Phase is "instantiate"; match it with errors.As. It is the one
 // start-up error of the wasm engines (quickjs.StartupError is the same
 // type).
-type StartupError = wasmrun.StartupError
+type StartupError = spi.StartupError

@@ -2,7 +2,7 @@
 
 package wasmtime
 
-import wasmrun "github.com/sandbank/sandbank/internal/wasm/run"
+import "github.com/sandbank/sandbank/spi"
 
 // StartupError reports that a run's start-up phases (which the script's
 // wall clock does not cover) took longer than the cold-start allowance
@@ -13,4 +13,4 @@ import wasmrun "github.com/sandbank/sandbank/internal/wasm/run"
 // "boot" (the engine starting) or "input" (reading and parsing the
 // input); match it with errors.As. It is the one start-up error of the
 // wasm engines (quickjs.StartupError is the same type).
-type StartupError = wasmrun.StartupError
+type StartupError = spi.StartupError

@@ -1,8 +1,9 @@
 package run
 
 import (
-	"fmt"
 	"time"
+
+	"github.com/sandbank/sandbank/spi"
 )
 
 // The start-up phases a run goes through before the script starts; a
@@ -17,33 +18,10 @@ const (
 	PhaseScript      = "script"
 )
 
-// StartupError reports that a run's start-up phases (which the script's
-// wall clock does not cover) took longer than the cold-start allowance.
-// It is not an outcome of the script: the effect reports it untyped, and
-// a retry may succeed. Waiting for the module's compile is not a start-up
-// phase: it is bounded by the caller's context only. Each backend
-// exposes it under its own name (quickjs.StartupError, …); match it with
-// errors.As.
-type StartupError struct {
-	// Backend is the package of the backend that reports it ("quickjs",
-	// "wasmtime", "starlarkwasm"); the message starts with it.
-	Backend string
-	// Phase is the start-up phase the run was in: "instantiate" (creating
-	// or waiting for an instance), "boot" (the engine starting) or
-	// "input" (reading and parsing the input).
-	Phase string
-	// Allowance is the cold-start allowance that ran out.
-	Allowance time.Duration
-}
-
-// Error says which phase overran which allowance.
-func (e *StartupError) Error() string {
-	msg := fmt.Sprintf("start-up phase %q exceeded the cold-start allowance of %v", e.Phase, e.Allowance)
-	if e.Backend == "" {
-		return msg
-	}
-	return e.Backend + ": " + msg
-}
+// StartupError is the error a run whose start-up phases overran the
+// cold-start allowance ends with: spi.StartupError, which each backend
+// exposes under its own name (quickjs.StartupError, …).
+type StartupError = spi.StartupError
 
 // ColdStart is a runtime's cold-start allowance: Base, plus PerMiB for
 // every MiB of the run's input.
