@@ -125,8 +125,8 @@ type instance struct {
 	retaking   bool
 	restores   int
 
-	cur        *job       // the run being served; only the instance's goroutine changes it once started
-	jobs       chan *job  // the next run (buffered: one)
+	cur        *job          // the run being served; only the instance's goroutine changes it once started
+	jobs       chan *job     // the next run (buffered: one)
 	ready      chan struct{} // closed at the first park, or when the instance ends
 	readyOnce  sync.Once
 	dead       chan struct{}
