@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tetratelabs/wazero"
@@ -129,6 +130,10 @@ type Backend struct {
 	poolsMu   sync.Mutex
 	pools     map[poolKey]*pool
 	instances sync.WaitGroup
+	// maxRestores is the cap on one instance's runs (the constant; tests
+	// lower it).
+	maxRestores int
+	boots       atomic.Int64 // instances started (for tests)
 
 	// core is the run lifecycle (internal/wasm/run), over the runtime
 	// (run.go).
@@ -182,11 +187,12 @@ func New(opts *Options) (*Backend, error) {
 		return nil, fmt.Errorf("starlarkwasm: %w", err)
 	}
 	b := &Backend{
-		maxSteps:  o.MaxSteps,
-		maxResult: o.MaxResultBytes,
-		mode:      o.Mode,
-		poolSize:  o.PoolSize,
-		pools:     map[poolKey]*pool{},
+		maxSteps:    o.MaxSteps,
+		maxResult:   o.MaxResultBytes,
+		mode:        o.Mode,
+		poolSize:    o.PoolSize,
+		maxRestores: maxRestores,
+		pools:       map[poolKey]*pool{},
 	}
 	if b.mode == ModeParked {
 		peng, err := engineFor(dir, true)

@@ -153,6 +153,7 @@ func (b *Backend) startInstance(p *pool, key poolKey, j *job, compiled wazero.Co
 	if b.core.Admit(&b.instances) != nil {
 		return nil
 	}
+	b.boots.Add(1)
 	ctx, kill := context.WithCancelCause(b.core.Life())
 	inst := &instance{
 		b: b, pool: p, key: key, background: j == nil,
@@ -372,7 +373,7 @@ func (inst *instance) exited(ctx context.Context, mod api.Module, code uint32) {
 	f.ending, f.exitCode = endExit, code
 	clean := f.record.Kind == wasmguest.RecResult || f.record.Kind == wasmguest.RecThrew || f.record.Kind == wasmguest.RecCPU
 	keep := code == 0 && clean && !f.oom && !f.stack && !f.wallExpired && !f.late &&
-		!inst.unexpected.Load() && inst.restores < maxRestores &&
+		!inst.unexpected.Load() && inst.restores < inst.b.maxRestores &&
 		j.ctx.Err() == nil && inst.ctx.Err() == nil
 	inst.cur = nil
 	// Back in the pool before the run's caller learns its result, so that
