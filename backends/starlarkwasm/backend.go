@@ -148,8 +148,10 @@ type Backend struct {
 }
 
 // New returns a starlark-wasm backend. A nil opts means defaults; a
-// negative option is an error. The module is compiled by Warm or by the
-// first Evaluate.
+// negative option is an error. In ModeParked New rewrites the guest with
+// the passes of parked instances (once per process, or read from the
+// cache directory), falling back to ModeFresh when one refuses. The
+// module is compiled by Warm or by the first Evaluate.
 func New(opts *Options) (*Backend, error) {
 	var o Options
 	if opts != nil {

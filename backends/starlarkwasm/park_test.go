@@ -262,7 +262,13 @@ func TestParkedInstanceEnds(t *testing.T) {
 	}
 	boots := b.boots.Load()
 	for i, s := range steps {
-		runCase(t, b, s.c)
+		got := runCase(t, b, s.c)
+		if s.c.name != protocol.name {
+			require.Empty(t, got.Err, "step %d: %s", i, s.c.name)
+		}
+		if s.c.name == "echo" { // the runs after an instance ended mean what they mean
+			require.Equal(t, spi.OK(json.RawMessage(`{"a":[1,2,3],"s":"é😀"}`)), got.Out, "step %d", i)
+		}
 		if s.ends {
 			boots++
 		}
