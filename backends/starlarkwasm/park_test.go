@@ -134,22 +134,23 @@ func newParkTestBackend(t testing.TB, mode Mode, poolSize int) *Backend {
 }
 
 // freshAnswers runs every case once on a fresh backend.
-func freshAnswers(t testing.TB) map[string]seen {
+func freshAnswers(t testing.TB, cases []parkCase) map[string]seen {
 	t.Helper()
 	fresh := newParkTestBackend(t, ModeFresh, 0)
 	want := map[string]seen{}
-	for _, c := range parkCases {
+	for _, c := range cases {
 		want[c.name] = runCase(t, fresh, c)
 	}
 	return want
 }
 
-// TestParkedMatchesFresh: every case, twice, in a shuffled order, on one
+// TestParkedMatchesFresh: every case, twice (once with -short), in a
+// shuffled order, on one
 // pool of one parked instance, means exactly what it means on a fresh
 // instance (outcome, log lines, host calls), whatever ran before it. This
 // is what FreshPerRun declares.
 func TestParkedMatchesFresh(t *testing.T) {
-	want := freshAnswers(t)
+	want := freshAnswers(t, parkCases)
 	for _, c := range parkCases { // the corpus reaches the ending it is named after
 		require.Empty(t, want[c.name].Err, c.name)
 	}
@@ -165,7 +166,10 @@ func TestParkedMatchesFresh(t *testing.T) {
 	b.restored = func(*instance) { restores++ }
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
-	order := append(append([]parkCase(nil), parkCases...), parkCases...)
+	order := append([]parkCase(nil), parkCases...)
+	if !testing.Short() {
+		order = append(order, parkCases...)
+	}
 	rand.New(rand.NewPCG(seed, 1)).Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
 	for i, c := range order {
 		got := runCase(t, b, c)
@@ -279,8 +283,6 @@ func TestParkedInstanceEnds(t *testing.T) {
 // TestParkedSoak runs a random mix of cases from two goroutines on one
 // small pool, each compared with its fresh answer.
 func TestParkedSoak(t *testing.T) {
-	want := freshAnswers(t)
-	b := newParkTestBackend(t, ModeParked, 1)
 	var mix []parkCase
 	for _, c := range parkCases {
 		switch c.name {
@@ -289,6 +291,8 @@ func TestParkedSoak(t *testing.T) {
 		}
 		mix = append(mix, c)
 	}
+	want := freshAnswers(t, mix)
+	b := newParkTestBackend(t, ModeParked, 1)
 	runs := 150
 	if testing.Short() {
 		runs = 30
