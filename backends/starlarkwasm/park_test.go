@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	wasmrewrite "github.com/sandbank/sandbank/internal/wasm/rewrite"
 	"github.com/sandbank/sandbank/spi"
 )
 
@@ -319,4 +320,39 @@ func TestParkedSoak(t *testing.T) {
 	for e := range errs {
 		t.Error(e)
 	}
+}
+
+// TestParkedModeRefusesAWritableTable: a restore does not cover the
+// function table, so parked mode needs the proof that no table is ever
+// written. Fed a guest that could write its table, New falls back to
+// ModeFresh and says why, and the backend runs. Without the proof in the
+// pass list, the backend would park the module.
+func TestParkedModeRefusesAWritableTable(t *testing.T) {
+	shipped := guestWASM
+	t.Cleanup(func() { guestWASM = shipped })
+	m, err := wasmrewrite.Decode(guestWASM)
+	require.NoError(t, err)
+	void := -1
+	for i, ft := range m.Types {
+		if len(ft.Params) == 0 && len(ft.Results) == 0 {
+			void = i
+		}
+	}
+	require.GreaterOrEqual(t, void, 0, "the guest has a function type () -> ()")
+	m.Funcs = append(m.Funcs, uint32(void))
+	// i32.const 0, ref.null func, table.set 0, end
+	m.Code = append(m.Code, wasmrewrite.Body{Code: []byte{0x41, 0, 0xd0, 0x70, 0x26, 0, 0x0b}})
+	guestWASM = m.Encode()
+
+	// A cache directory of its own: the engines of the process are per
+	// directory, and the shared ones rewrote the shipped guest.
+	b, err := New(&Options{CacheDir: t.TempDir()})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = b.Close() })
+	assert.Equal(t, ModeFresh, b.Mode())
+	require.ErrorIs(t, b.ParkedModeError(), wasmrewrite.ErrTableWritten)
+	out, err := b.Evaluate(context.Background(), spi.Request{Script: []byte("def main(input):\n    return input + 1"), Input: json.RawMessage(`1`)})
+	require.NoError(t, err)
+	assert.Equal(t, spi.OK(json.RawMessage(`2`)), out)
+	assert.Zero(t, b.boots.Load(), "no parked instance")
 }
