@@ -356,3 +356,37 @@ func TestParkedModeRefusesAWritableTable(t *testing.T) {
 	assert.Equal(t, spi.OK(json.RawMessage(`2`)), out)
 	assert.Zero(t, b.boots.Load(), "no parked instance")
 }
+
+// TestUnexpectedWASICallEndsTheInstance: a WASI function of the guest's
+// imports outside the expected set answers ENOSYS and marks the
+// instance, and a run whose instance is marked ends it, though the run
+// itself ended cleanly.
+func TestUnexpectedWASICallEndsTheInstance(t *testing.T) {
+	b := newParkTestBackend(t, ModeParked, 1)
+	var refused []string
+	for _, f := range refusedImports(b.peng.mod) {
+		_, name, _ := f.Import()
+		inst := &instance{}
+		stack := make([]uint64, max(len(f.ParamTypes()), len(f.ResultTypes())))
+		refuse(len(f.ResultTypes()) > 0)(context.WithValue(context.Background(), instanceKey{}, inst), nil, stack)
+		if len(f.ResultTypes()) > 0 {
+			assert.EqualValues(t, errnoNosys, stack[0], name)
+		}
+		assert.True(t, inst.unexpected.Load(), name)
+		assert.False(t, expectedWASI[name] || name == "fd_read" || name == "proc_exit", name)
+		refused = append(refused, name)
+	}
+	require.NotEmpty(t, refused) // the Go runtime imports more than it calls (path_open, fd_close, …)
+	t.Logf("refused: %v", refused)
+
+	echo := parkCases[0]
+	runCase(t, b, echo) // the pool of parkMemory
+	boots := b.boots.Load()
+	runCase(t, b, echo)
+	require.Equal(t, boots, b.boots.Load(), "a clean run keeps its instance")
+	b.restored = func(inst *instance) { inst.unexpected.Store(true) } // as if the run made such a call
+	got := runCase(t, b, echo)
+	b.restored = nil
+	require.Equal(t, spi.KindOK, got.Out.Kind)
+	require.Equal(t, boots+1, b.boots.Load(), "the marked instance ended")
+}

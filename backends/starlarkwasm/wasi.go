@@ -56,23 +56,10 @@ func instantiateParkedHost(ctx context.Context, rt wazero.Runtime, compiled waze
 	hb.NewFunctionBuilder().
 		WithGoModuleFunction(api.GoModuleFunc(parkedProcExit), []api.ValueType{i32}, nil).
 		Export("proc_exit")
-	seen := map[string]bool{}
-	for _, f := range compiled.ImportedFunctions() {
-		module, name, _ := f.Import()
-		if module != wasi_snapshot_preview1.ModuleName || expectedWASI[name] || name == "fd_read" || name == "proc_exit" || seen[name] {
-			continue
-		}
-		seen[name] = true
-		results := f.ResultTypes()
+	for _, f := range refusedImports(compiled) {
+		_, name, _ := f.Import()
 		hb.NewFunctionBuilder().
-			WithGoModuleFunction(api.GoModuleFunc(func(ctx context.Context, _ api.Module, stack []uint64) {
-				if inst := instanceOf(ctx); inst != nil {
-					inst.unexpected.Store(true)
-				}
-				if len(results) > 0 {
-					stack[0] = errnoNosys
-				}
-			}), f.ParamTypes(), results).
+			WithGoModuleFunction(refuse(len(f.ResultTypes()) > 0), f.ParamTypes(), f.ResultTypes()).
 			Export(name)
 	}
 	if _, err := hb.Instantiate(ctx); err != nil {
@@ -85,6 +72,36 @@ func instantiateParkedHost(ctx context.Context, rt wazero.Runtime, compiled waze
 		Export(wasmrewrite.PreemptName).
 		Instantiate(ctx)
 	return err
+}
+
+// refusedImports are the WASI functions compiled imports outside the
+// expected set, fd_read and proc_exit: each is served by refuse.
+func refusedImports(compiled wazero.CompiledModule) []api.FunctionDefinition {
+	var out []api.FunctionDefinition
+	seen := map[string]bool{}
+	for _, f := range compiled.ImportedFunctions() {
+		module, name, _ := f.Import()
+		if module != wasi_snapshot_preview1.ModuleName || expectedWASI[name] || name == "fd_read" || name == "proc_exit" || seen[name] {
+			continue
+		}
+		seen[name] = true
+		out = append(out, f)
+	}
+	return out
+}
+
+// refuse is a WASI function outside the expected set: it marks the
+// instance (which ends after its run) and answers ENOSYS when the
+// function has a result.
+func refuse(hasResult bool) api.GoModuleFunc {
+	return func(ctx context.Context, _ api.Module, stack []uint64) {
+		if inst := instanceOf(ctx); inst != nil {
+			inst.unexpected.Store(true)
+		}
+		if hasResult {
+			stack[0] = errnoNosys
+		}
+	}
 }
 
 type instanceKey struct{}
