@@ -145,7 +145,7 @@ func freshAnswers(t testing.TB, cases []parkCase) map[string]seen {
 	return want
 }
 
-// TestParkedMatchesFresh: every case, twice (once with -short), in a
+// TestParkedMatchesFresh: every case, twice (once with -short or -race), in a
 // shuffled order, on one
 // pool of one parked instance, means exactly what it means on a fresh
 // instance (outcome, log lines, host calls), whatever ran before it. This
@@ -168,7 +168,7 @@ func TestParkedMatchesFresh(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	order := append([]parkCase(nil), parkCases...)
-	if !testing.Short() {
+	if !testing.Short() && !raceEnabled {
 		order = append(order, parkCases...)
 	}
 	rand.New(rand.NewPCG(seed, 1)).Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
@@ -295,8 +295,8 @@ func TestParkedSoak(t *testing.T) {
 	want := freshAnswers(t, mix)
 	b := newParkTestBackend(t, ModeParked, 1)
 	runs := 150
-	if testing.Short() {
-		runs = 30
+	if testing.Short() || raceEnabled {
+		runs = 40
 	}
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
