@@ -320,6 +320,13 @@ func TestParkedSoak(t *testing.T) {
 	for e := range errs {
 		t.Error(e)
 	}
+	b.poolsMu.Lock() // what is kept stays bounded by the pools' size
+	defer b.poolsMu.Unlock()
+	for k, p := range b.pools {
+		p.mu.Lock()
+		assert.LessOrEqual(t, len(p.idle)+p.booting, p.size, "pool %+v", k)
+		p.mu.Unlock()
+	}
 }
 
 // TestParkedModeRefusesAWritableTable: a restore does not cover the
