@@ -2,7 +2,11 @@ package starlarkwasm
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tetratelabs/wazero"
@@ -93,16 +97,43 @@ type Options struct {
 	// and compiled in memory, once per process. It cannot be used with
 	// CacheDir.
 	NoCache bool
+	// Mode selects parked instances (ModeParked) or a new instance per
+	// run (ModeFresh). Zero means ModeParked; any other value is refused.
+	// New falls back to ModeFresh when the module cannot be proven
+	// restorable (see Backend.ParkedModeError).
+	Mode Mode
+	// PoolSize is how many parked instances ModeParked keeps ready per
+	// memory limit (and per whether the run has a log sink, which the
+	// guest's arguments fix). Zero means runtime.GOMAXPROCS(0), at most
+	// 4; negative is refused. A run that finds no parked instance boots
+	// one of its own, so the pool bounds what is kept, never how many
+	// runs go side by side.
+	PoolSize int
 }
 
-// Backend runs every evaluation in a fresh instance of the guest module,
-// in a wazero runtime every backend of the process with the same cache
-// directory shares. Build one
+// Backend runs every evaluation on a parked instance of the guest module
+// restored to its park point (ModeParked), or in a new instance
+// (ModeFresh), in a wazero runtime every backend of the process with the
+// same cache directory and mode shares. Build one
 // with [New]; it is safe for concurrent use, and [Backend.Close] releases
 // it.
 type Backend struct {
 	maxSteps, maxResult int64
-	eng                 *engine
+	mode                Mode
+	parkedErr           error   // why ModeParked fell back to ModeFresh, or nil
+	eng                 *engine // ModeFresh's
+	peng                *engine // ModeParked's
+
+	// ModeParked's pools (pool.go) and its instances, which Close waits
+	// for.
+	poolSize  int
+	poolsMu   sync.Mutex
+	pools     map[poolKey]*pool
+	instances sync.WaitGroup
+	// maxRestores is the cap on one instance's runs (the constant; tests
+	// lower it).
+	maxRestores int
+	boots       atomic.Int64 // instances started (for tests)
 
 	// core is the run lifecycle (internal/wasm/run), over the runtime
 	// (run.go).
@@ -110,11 +141,17 @@ type Backend struct {
 
 	// observe, nil in production, sees the facts of every run.
 	observe func(facts)
+	// restored and retaken, nil in production, see a parked instance
+	// right after its restore and at its retake (the guest back at its
+	// park point).
+	restored, retaken func(*instance)
 }
 
 // New returns a starlark-wasm backend. A nil opts means defaults; a
-// negative option is an error. The module is compiled by Warm or by the
-// first Evaluate.
+// negative option is an error. In ModeParked New rewrites the guest with
+// the passes of parked instances (once per process, or read from the
+// cache directory), falling back to ModeFresh when one refuses. The
+// module is compiled by Warm or by the first Evaluate.
 func New(opts *Options) (*Backend, error) {
 	var o Options
 	if opts != nil {
@@ -127,6 +164,16 @@ func New(opts *Options) (*Backend, error) {
 		return nil, fmt.Errorf("starlarkwasm: MaxResultBytes is %d, want > 0 (or 0 for the default)", o.MaxResultBytes)
 	case o.ColdStartAllowance < 0:
 		return nil, fmt.Errorf("starlarkwasm: ColdStartAllowance is %v, want > 0 (or 0 for the default)", o.ColdStartAllowance)
+	case o.PoolSize < 0:
+		return nil, fmt.Errorf("starlarkwasm: PoolSize is %d, want > 0 (or 0 for the default)", o.PoolSize)
+	case o.Mode != 0 && o.Mode != ModeParked && o.Mode != ModeFresh:
+		return nil, errors.New("starlarkwasm: unknown Mode")
+	}
+	if o.Mode == 0 {
+		o.Mode = ModeParked
+	}
+	if o.PoolSize == 0 {
+		o.PoolSize = min(runtime.GOMAXPROCS(0), 4)
 	}
 	if o.MaxSteps == 0 {
 		o.MaxSteps = starlark.DefaultMaxSteps
@@ -141,33 +188,78 @@ func New(opts *Options) (*Backend, error) {
 	if err != nil {
 		return nil, fmt.Errorf("starlarkwasm: %w", err)
 	}
-	eng, err := engineFor(dir)
-	if err != nil {
-		return nil, err
-	}
 	b := &Backend{
-		maxSteps:  o.MaxSteps,
-		maxResult: o.MaxResultBytes,
-		eng:       eng,
+		maxSteps:    o.MaxSteps,
+		maxResult:   o.MaxResultBytes,
+		mode:        o.Mode,
+		poolSize:    o.PoolSize,
+		maxRestores: maxRestores,
+		pools:       map[poolKey]*pool{},
+	}
+	if b.mode == ModeParked {
+		peng, err := engineFor(dir, true)
+		if err != nil {
+			return nil, err
+		}
+		// The passes' proofs (the static-tables pass above all) are New's
+		// to check: a module they refuse runs fresh.
+		if _, err := peng.rewritten(); err != nil {
+			b.parkedErr, b.mode = fmt.Errorf("starlarkwasm: parked mode: %w", err), ModeFresh
+		} else {
+			b.peng = peng
+		}
+	}
+	var rt wasmrun.Runtime[wazero.CompiledModule, facts] = (*parkedRuntime)(b)
+	if b.mode == ModeFresh {
+		eng, err := engineFor(dir, false)
+		if err != nil {
+			return nil, err
+		}
+		b.eng, rt = eng, (*engineRuntime)(b)
 	}
 	b.core = wasmrun.New("starlarkwasm",
 		wasmrun.Bounds{DefaultWallClock: DefaultWallClock, DefaultMemoryBytes: DefaultMemoryBytes, MaxMemoryBytes: MaxMemoryBytes},
 		wasmrun.ColdStart{Base: o.ColdStartAllowance, PerMiB: DefaultColdStartPerMiB},
-		(*engineRuntime)(b))
+		rt)
 	return b, nil
 }
 
+// Mode is the mode the backend runs in: the one Options asked for, except
+// that ModeParked falls back to ModeFresh when the module cannot be proven
+// restorable (see ParkedModeError).
+func (b *Backend) Mode() Mode { return b.mode }
+
+// ParkedModeError is nil unless ModeParked was asked for and New fell
+// back to ModeFresh: then it says why, an error wrapping the refusal of a
+// pass of internal/wasm/rewrite.
+func (b *Backend) ParkedModeError() error { return b.parkedErr }
+
 // Warm compiles the module (and fills the compilation cache) ahead of the
-// first request. It returns when that is done or ctx is done.
+// first request; in ModeParked it also boots the pool of the default
+// memory limit (runs without a log sink). It returns when that is done or
+// ctx is done.
 func (b *Backend) Warm(ctx context.Context) error {
 	return b.core.Warm(ctx, func(ctx context.Context) error {
-		_, err := b.eng.compiledModule(ctx)
-		return err
+		if b.mode == ModeFresh {
+			_, err := b.eng.compiledModule(ctx)
+			return err
+		}
+		if _, err := b.peng.compiledModule(ctx); err != nil {
+			return err
+		}
+		if p := b.poolFor(poolKey{memoryBytes: DefaultMemoryBytes}); p != nil {
+			return p.warm(ctx)
+		}
+		return nil
 	})
 }
 
-// Close stops every run in flight and waits for them to return (the
-// process's runtime stays for the next backend). It is idempotent.
+// Close stops every run in flight and waits for them to return, and ends
+// the parked instances (the process's runtime stays for the next
+// backend). It is idempotent.
 func (b *Backend) Close() error {
-	return b.core.Close(func() error { return nil })
+	return b.core.Close(func() error {
+		b.instances.Wait()
+		return nil
+	})
 }

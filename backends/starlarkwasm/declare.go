@@ -10,7 +10,9 @@ import "github.com/sandbank/sandbank/spi"
 //
 // The backend declares no network, a hard wall clock (the instance is
 // stopped), the memory limit (linear memory cannot grow past it), the step
-// budget as the CPU limit, a fresh instance per run, host calls (host and
+// budget as the CPU limit, a fresh interpreter per run (a parked instance
+// restored to its park point, or a new instance: TestParkedMatchesFresh),
+// host calls (host and
 // host_try, relayed over the guest's stdio) and logs (print, as framed log
 // records).
 func Declare(*Options) spi.Capabilities {

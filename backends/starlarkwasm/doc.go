@@ -1,8 +1,7 @@
 // Package starlarkwasm is the Starlark engine with a hard memory cap and a
 // hard clock: the project's in-process Starlark engine (backends/starlark,
 // go.starlark.net) compiled with GOOS=wasip1 GOARCH=wasm into a guest
-// module (./guest, embedded as guest.wasm), run by wazero in a new
-// instance per run. It registers as the engine "starlark-wasm"; the
+// module (./guest, embedded as guest.wasm), run by wazero. It registers as the engine "starlark-wasm"; the
 // script contract, the value conversion, the step budget and the fixtures
 // are exactly the in-process engine's, because the guest runs that very
 // code.
@@ -37,8 +36,15 @@
 //
 // The module is compiled once per process, on first use or by Warm, and
 // kept, sealed, in Options.CacheDir (by default os.UserCacheDir()/sandbank)
-// for the next process. Every run starts a new Go runtime, and the
-// interpreter is slower compiled to WebAssembly (docs/performance.md).
+// for the next process. By default (ModeParked) runs are served by parked
+// instances: each boots the guest's Go runtime once, is snapshotted where
+// the guest first reads its request, and is restored to that point before
+// every run (memory, globals, clocks, random source), so an echo costs
+// under a millisecond instead of a Go runtime's boot; a pool per memory
+// limit, Options.PoolSize. Options.Mode = ModeFresh instantiates a new
+// instance per run instead. Why a restore is as good as a new instance:
+// docs/RATIONALE.md R21. The interpreter is slower compiled to
+// WebAssembly (docs/performance.md).
 // starlark-wasm is the default engine of the language starlark: a memory
 // bomb or one long built-in operation never reaches the host.
 //

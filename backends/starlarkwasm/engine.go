@@ -22,9 +22,15 @@ import (
 // counts from the backend's call, with it. Engines live as long as the
 // process.
 type engine struct {
-	rt   wazero.Runtime
-	dir  string        // the cache directory, or "" for none
-	disk *cache.Wazero // the sealed compilation cache in dir, or nil
+	rt     wazero.Runtime
+	dir    string        // the cache directory, or "" for none
+	disk   *cache.Wazero // the sealed compilation cache in dir, or nil
+	parked bool          // the module of parked instances (park.go), with its own WASI
+
+	// rewriteOnce rewrites the guest once; wasm or rewriteErr is set.
+	rewriteOnce sync.Once
+	wasm        []byte
+	rewriteErr  error
 
 	// compiled is closed when compiling finished; mod or compileErr is set.
 	compileOnce sync.Once
@@ -33,24 +39,39 @@ type engine struct {
 	compileErr  error
 }
 
+// engineKey names an engine: its cache directory and its module.
+type engineKey struct {
+	dir    string
+	parked bool
+}
+
 var (
 	enginesMu sync.Mutex
-	engines   = map[string]*engine{} // by cache directory
+	engines   = map[engineKey]*engine{}
 )
 
-// guestKey names the guest rewritten with the stop check in a cache
-// directory (internal/wasm/cache): the input's hash and the pass list.
-var guestKey = sync.OnceValue(func() string {
-	return cache.Key("starlarkwasm", guestWASM, wasmrewrite.Version(wasmrewrite.PreemptPass))
-})
+// passes is the pass list of the module: the stop check alone for fresh
+// instances, and for parked ones the passes of parkPasses (park.go).
+func passes(parked bool) []wasmrewrite.Pass {
+	if parked {
+		return parkPasses
+	}
+	return []wasmrewrite.Pass{wasmrewrite.PreemptPass}
+}
+
+// guestKey names the rewritten guest in a cache directory
+// (internal/wasm/cache): the input's hash and the pass list.
+func guestKey(parked bool) string {
+	return cache.Key("starlarkwasm", guestWASM, wasmrewrite.Version(passes(parked)...))
+}
 
 // engineFor returns the process's engine for the cache directory dir (a
-// directory cache.Resolve returned, or "" for none), creating it on first
-// use.
-func engineFor(dir string) (*engine, error) {
+// directory cache.Resolve returned, or "" for none) and the module of
+// fresh or parked instances, creating it on first use.
+func engineFor(dir string, parked bool) (*engine, error) {
 	enginesMu.Lock()
 	defer enginesMu.Unlock()
-	if e, ok := engines[dir]; ok {
+	if e, ok := engines[engineKey{dir, parked}]; ok {
 		return e, nil
 	}
 	var compilation wazero.CompilationCache
@@ -59,7 +80,7 @@ func engineFor(dir string) (*engine, error) {
 		compilation = wazero.NewCompilationCache()
 	} else {
 		var err error
-		if disk, err = cache.OpenWazero(dir, guestKey()); err != nil {
+		if disk, err = cache.OpenWazero(dir, guestKey(parked)); err != nil {
 			return nil, fmt.Errorf("starlarkwasm: compilation cache: %w", err)
 		}
 		compilation = disk.CompilationCache()
@@ -72,29 +93,40 @@ func engineFor(dir string) (*engine, error) {
 	// leaves compiled code for Go at every loop header.
 	ctx := context.Background()
 	rt := wazero.NewRuntimeWithConfig(ctx, cfg)
-	if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
-		_ = rt.Close(ctx)
-		return nil, fmt.Errorf("starlarkwasm: WASI: %w", err)
+	if !parked { // parked instances' host modules need the compiled module (compiledModule)
+		if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
+			_ = rt.Close(ctx)
+			return nil, fmt.Errorf("starlarkwasm: WASI: %w", err)
+		}
+		if err := wasmhost.InstantiateStopCheck(ctx, rt); err != nil {
+			_ = rt.Close(ctx)
+			return nil, fmt.Errorf("starlarkwasm: the stop check: %w", err)
+		}
 	}
-	if err := wasmhost.InstantiateStopCheck(ctx, rt); err != nil {
-		_ = rt.Close(ctx)
-		return nil, fmt.Errorf("starlarkwasm: the stop check: %w", err)
-	}
-	e := &engine{rt: rt, dir: dir, disk: disk, compiled: make(chan struct{})}
-	engines[dir] = e
+	e := &engine{rt: rt, dir: dir, disk: disk, parked: parked, compiled: make(chan struct{})}
+	engines[engineKey{dir, parked}] = e
 	return e, nil
 }
 
-// stopCheckGuest is the guest module with internal/wasm/rewrite's stop
-// check, read from the cache directory dir when another process left it
-// there, and rewritten otherwise (wazero's compilation cache keys on the
-// bytes, so its compiled form is cached apart from the original's).
-func stopCheckGuest(dir string) ([]byte, error) {
-	rewrite := func() ([]byte, error) { return wasmrewrite.Rewrite(guestWASM) }
-	if dir == "" {
-		return rewrite()
-	}
-	return cache.Memo(dir, guestKey()+".wasm", rewrite)
+// rewritten is the guest module with the engine's passes, read from the
+// cache directory when another process left it there, and rewritten
+// otherwise (wazero's compilation cache keys on the bytes, so its
+// compiled form is cached apart from the original's), once per engine. A
+// pass that refuses the module (parked instances' static-tables proof)
+// is its error.
+func (e *engine) rewritten() ([]byte, error) {
+	e.rewriteOnce.Do(func() {
+		rewrite := func() ([]byte, error) { return wasmrewrite.RewriteWith(guestWASM, passes(e.parked)...) }
+		if e.dir == "" {
+			e.wasm, e.rewriteErr = rewrite()
+		} else {
+			e.wasm, e.rewriteErr = cache.Memo(e.dir, guestKey(e.parked)+".wasm", rewrite)
+		}
+		if e.rewriteErr != nil {
+			e.rewriteErr = fmt.Errorf("starlarkwasm: rewriting the guest: %w", e.rewriteErr)
+		}
+	})
+	return e.wasm, e.rewriteErr
 }
 
 // compiledModule returns the compiled module, compiling it on first use.
@@ -104,15 +136,20 @@ func (e *engine) compiledModule(ctx context.Context) (wazero.CompiledModule, err
 	e.compileOnce.Do(func() {
 		go func() {
 			defer close(e.compiled)
-			wasm, err := stopCheckGuest(e.dir)
+			wasm, err := e.rewritten()
 			if err != nil {
-				e.compileErr = fmt.Errorf("starlarkwasm: rewriting the guest: %w", err)
+				e.compileErr = err
 				return
 			}
 			e.mod, e.compileErr = e.rt.CompileModule(context.Background(), wasm)
 			if e.compileErr != nil {
 				e.compileErr = fmt.Errorf("starlarkwasm: compile: %w", e.compileErr)
 				return
+			}
+			if e.parked {
+				if e.compileErr = instantiateParkedHost(context.Background(), e.rt, e.mod); e.compileErr != nil {
+					return
+				}
 			}
 			if e.disk != nil {
 				e.disk.Seal() // what the compile wrote

@@ -1,12 +1,9 @@
 package host
 
 import (
-	"math/rand/v2"
-	"sync/atomic"
 	"time"
 
 	"github.com/tetratelabs/wazero"
-	"github.com/tetratelabs/wazero/sys"
 )
 
 // FakeEpoch is what a guest's wall clock reads at its first reading under
@@ -20,16 +17,5 @@ const FakeEpoch = int64(946684800) * int64(time.Second)
 // randomness from a fixed seed. It sets no arguments, no environment, no
 // filesystem and no streams (a wazero.ModuleConfig has none by default).
 func Isolate(cfg wazero.ModuleConfig) wazero.ModuleConfig {
-	var wall, mono atomic.Int64
-	return cfg.
-		WithWalltime(func() (int64, int32) {
-			t := FakeEpoch + (wall.Add(1)-1)*int64(time.Millisecond)
-			return t / 1e9, int32(t % 1e9)
-		}, sys.ClockResolution(time.Millisecond)).
-		WithNanotime(func() int64 {
-			return (mono.Add(1) - 1) * int64(time.Millisecond)
-		}, sys.ClockResolution(time.Millisecond)).
-		WithNanosleep(func(int64) {}).
-		WithOsyield(func() {}).
-		WithRandSource(rand.NewChaCha8([32]byte{'s', 'a', 'n', 'd', 'b', 'a', 'n', 'k'}))
+	return NewReplay().Configure(cfg)
 }

@@ -1,0 +1,89 @@
+package starlarkwasm
+
+import (
+	"context"
+
+	"github.com/tetratelabs/wazero"
+
+	wasmguest "github.com/sandbank/sandbank/internal/wasm/guest"
+	wasmrun "github.com/sandbank/sandbank/internal/wasm/run"
+	"github.com/sandbank/sandbank/spi"
+)
+
+// parkedRuntime is ModeParked's runtime of internal/wasm/run: run r on a
+// parked instance of the pool of its key, or on an instance booted for
+// it (park.go).
+type parkedRuntime Backend
+
+// Module implements wasmrun.Runtime.
+func (rt *parkedRuntime) Module(ctx context.Context) (wazero.CompiledModule, error) {
+	return rt.peng.compiledModule(ctx)
+}
+
+// Run implements wasmrun.Runtime.
+func (rt *parkedRuntime) Run(runCtx context.Context, r *wasmrun.Run, compiled wazero.CompiledModule, req spi.Request) (facts, error) {
+	b := (*Backend)(rt)
+	j, err := b.newJob(runCtx, r, req)
+	if err != nil {
+		return facts{}, err
+	}
+	key := poolKey{memoryBytes: r.Limits.MemoryBytes, logs: req.Logs != nil}
+	p := b.poolFor(key)
+	var inst *instance
+	if p != nil {
+		inst = p.await(runCtx) // an instance booting in the background is ready sooner than a new one
+		if err := runCtx.Err(); err != nil {
+			if inst != nil && !p.put(inst) {
+				inst.kill(b.core.Closed())
+			}
+			return facts{}, context.Cause(runCtx)
+		}
+	}
+	if inst != nil {
+		inst.jobs <- j
+	} else if inst = b.startInstance(p, key, j, compiled); inst == nil {
+		return facts{}, b.core.Closed()
+	}
+	select {
+	case <-j.done:
+	case <-inst.dead:
+		select {
+		case <-j.done:
+		default: // the instance ended while parked, before it took the run
+			return facts{}, b.core.Closed()
+		}
+	}
+	return j.f, j.err
+}
+
+// Conclude implements wasmrun.Runtime.
+func (rt *parkedRuntime) Conclude(r *wasmrun.Run, f facts, req spi.Request) (spi.Outcome, error) {
+	return (*engineRuntime)(rt).Conclude(r, f, req)
+}
+
+// newJob makes the run's streams: stdout (whose start record starts the
+// script's clock), stderr (log records to the request's sink, the rest
+// kept, bounded) and stdin (the payload, then the replies to the
+// script's host calls).
+func (b *Backend) newJob(runCtx context.Context, r *wasmrun.Run, req spi.Request) (*job, error) {
+	nonce, err := wasmguest.NewNonce()
+	if err != nil {
+		return nil, err
+	}
+	stdout := r.NewStdout(nonce, stdoutLimit(r.Limits.MemoryBytes, b.maxResult))
+	stderr := wasmguest.NewCapped(maxStderrBytes)
+	var host spi.Host
+	if req.Host != nil {
+		host = &stoppableHost{inner: req.Host}
+	}
+	payload := wasmguest.SizedPayload(nonce, req.Script, req.Input, host != nil)
+	return &job{
+		ctx:     runCtx,
+		r:       r,
+		stdin:   &countingReader{r: wasmguest.NewStdin(runCtx, payload, stdout, host)},
+		stdout:  stdout,
+		stderrW: wasmguest.NewStderr(nonce, req.Logs, stderr),
+		stderr:  stderr,
+		done:    make(chan struct{}),
+	}, nil
+}
