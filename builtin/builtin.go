@@ -76,7 +76,7 @@ func engines() []engine {
 			name:        starlarkwasm.Engine,
 			factory:     func() (spi.Backend, error) { return starlarkwasm.New(nil) },
 			declare:     func() spi.Capabilities { return starlarkwasm.Declare(nil) },
-			description: "go.starlark.net compiled to WebAssembly, run by wazero, a new instance per run: memory cap, hard clock, step budget",
+			description: "go.starlark.net compiled to WebAssembly, run by wazero, parked instances restored per run: memory cap, hard clock, step budget",
 			isDefault:   true,
 		},
 	}
