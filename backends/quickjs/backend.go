@@ -12,6 +12,7 @@ import (
 
 	"github.com/sandbank/sandbank/backends/quickjs/internal/jsguest"
 	"github.com/sandbank/sandbank/internal/wasm/cache"
+	"github.com/sandbank/sandbank/internal/wasm/park"
 	wasmrun "github.com/sandbank/sandbank/internal/wasm/run"
 	"github.com/sandbank/sandbank/spi"
 )
@@ -67,8 +68,7 @@ type Backend struct {
 	runs *sync.WaitGroup
 
 	// Parked mode: the pools by memory limit, and the instances' goroutines.
-	poolsMu   sync.Mutex
-	pools     map[int64]*pool
+	pools     *park.Pools[int64, *instance]
 	instances sync.WaitGroup
 	boots     atomic.Int64 // instances started, for tests
 	reuses    atomic.Int64 // runs that resumed a parked instance, for tests
@@ -154,8 +154,8 @@ func build(set settings) (*Backend, error) {
 		rt:        rt,
 		disk:      disk,
 		compiled:  make(chan struct{}),
-		pools:     map[int64]*pool{},
 	}
+	b.pools = b.newPools(set.poolSize)
 	b.core = newCore(b)
 	b.life, b.runs = b.core.Life(), b.core.Runs()
 	return b, nil
@@ -191,8 +191,8 @@ func (b *Backend) Warm(ctx context.Context) error {
 			return err
 		}
 		if b.set.mode == ModeParked {
-			if p := b.poolFor(DefaultMemoryBytes); p != nil {
-				return p.warm(ctx)
+			if p := b.pools.For(DefaultMemoryBytes); p != nil {
+				return p.Warm(ctx, isReady)
 			}
 		}
 		return nil

@@ -200,12 +200,12 @@ func BenchmarkRestoreGrownMemory(b *testing.B) {
 			if err != nil || out.Kind != spi.KindOK {
 				b.Fatalf("%+v %v", out, err)
 			}
-			p := be.poolFor(limits.MemoryBytes)
-			inst := p.take()
-			if inst == nil {
+			p := be.pools.For(limits.MemoryBytes)
+			inst, ok := p.Take()
+			if !ok {
 				b.Fatal("the run's instance is not parked")
 			}
-			defer p.put(inst)
+			defer p.Put(inst)
 			memory := inst.mod.Memory()
 			b.ResetTimer()
 			for range b.N {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/sandbank/sandbank/backends/quickjs/internal/jsguest"
 	wasmhost "github.com/sandbank/sandbank/internal/wasm/host"
+	"github.com/sandbank/sandbank/internal/wasm/park"
 	wasmrun "github.com/sandbank/sandbank/internal/wasm/run"
 )
 
@@ -26,8 +27,7 @@ type instance struct {
 	b           *Backend
 	pool        *pool // nil for a one-shot instance
 	memoryBytes int64
-	background  bool // booted by refill, not yet parked (guarded by pool.mu)
-	replaced    bool // its pool booted its replacement already (instance goroutine only)
+	seat        park.Seat
 
 	ctx   context.Context
 	kill  context.CancelCauseFunc
@@ -75,7 +75,6 @@ func (b *Backend) startInstance(p *pool, memoryBytes int64, j *job, compiled waz
 		b:           b,
 		pool:        p,
 		memoryBytes: memoryBytes,
-		background:  j == nil,
 		ctx:         ctx,
 		kill:        kill,
 		jobs:        make(chan *job, 1),
@@ -90,6 +89,9 @@ func (b *Backend) startInstance(p *pool, memoryBytes int64, j *job, compiled waz
 	}
 	if j != nil && b.onRun != nil {
 		b.onRun(inst)
+	}
+	if j != nil && p != nil {
+		p.Adopt(inst) // before its goroutine can put it back
 	}
 	go inst.main(compiled)
 	return inst
@@ -128,7 +130,7 @@ func (inst *instance) main(compiled wazero.CompiledModule) {
 	defer func() {
 		inst.readyOnce.Do(func() { close(inst.ready) })
 		if inst.pool != nil {
-			inst.pool.ended(inst, parked)
+			inst.pool.Ended(inst, parked)
 		}
 	}()
 
@@ -182,8 +184,7 @@ func (inst *instance) main(compiled wazero.CompiledModule) {
 	f := inst.facts(j, memory)
 	setEnding(&f, callErr, inst.ctx.Err() != nil)
 	if inst.pool != nil && parked {
-		inst.pool.refill() // the replacement is booting before the caller's next run
-		inst.replaced = true
+		inst.pool.Leaving(inst) // the replacement is booting before the caller's next run
 	}
 	inst.deliver(j, f)
 }

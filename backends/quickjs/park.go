@@ -58,7 +58,7 @@ func (inst *instance) parkPoint(ctx context.Context, mod api.Module) {
 	j := inst.cur
 	if j == nil {
 		// Warm returns once its instances are in the pool.
-		pooled := inst.pool != nil && inst.pool.put(inst)
+		pooled := inst.pool != nil && inst.pool.Put(inst)
 		inst.readyOnce.Do(func() { close(inst.ready) })
 		if !pooled {
 			exit(ctx, mod, 0)

@@ -38,10 +38,6 @@ import (
 // a result or a thrown value, an instance that served maxRestores runs)
 // ends the instance; a replacement is booted off the request path.
 
-// maxPools bounds how many memory limits keep a pool of their own; a
-// run with any other limit boots a one-shot instance.
-const maxPools = 4
-
 // parked is ModeParked's runtime: run r on a parked instance of the pool
 // of its memory limit, or on an instance booted for it.
 func (r *run) parked(runCtx context.Context, j *job, compiled wazero.CompiledModule) (jsguest.Facts, error) {
@@ -49,13 +45,13 @@ func (r *run) parked(runCtx context.Context, j *job, compiled wazero.CompiledMod
 	stopJob := context.AfterFunc(runCtx, func() { j.stop(context.Cause(runCtx)) })
 	defer stopJob()
 
-	p := b.poolFor(r.Limits.MemoryBytes)
+	p := b.pools.For(r.Limits.MemoryBytes)
 	var inst *instance
 	if p != nil {
 		r.SetPhase(wasmrun.PhaseInstantiate) // waiting for an instance that boots
-		inst = p.await(runCtx)
+		inst, _ = p.Await(runCtx)
 		if runCtx.Err() != nil {
-			if inst != nil && !p.put(inst) {
+			if inst != nil && !p.Put(inst) {
 				inst.kill(b.core.Closed())
 			}
 			return jsguest.Facts{}, context.Cause(runCtx)

@@ -103,11 +103,11 @@ func TestParkedModeRefusesAWritableTable(t *testing.T) {
 func TestParkedGlobalsThroughExports(t *testing.T) {
 	b := newBackend(t, &Options{Mode: ModeParked, PoolSize: 1})
 	require.NoError(t, b.Warm(t.Context()))
-	p := b.poolFor(DefaultMemoryBytes)
+	p := b.pools.For(DefaultMemoryBytes)
 	require.NotNil(t, p)
-	inst := p.take()
-	require.NotNil(t, inst, "Warm must leave a parked instance")
-	defer func() { require.True(t, p.put(inst)) }()
+	inst, ok := p.Take()
+	require.True(t, ok, "Warm must leave a parked instance")
+	defer func() { require.True(t, p.Put(inst)) }()
 
 	require.Len(t, inst.globals, 4)
 	require.Len(t, inst.globalVals, 4)

@@ -18,7 +18,7 @@ import (
 //	Evaluate → core: limits, the run's context → compiledModule →
 //	the cold-start allowance → Run: newJob (nonce, canary, payload,
 //	sinks) → the mode's runtime (fresh.go or parked mode's
-//	pool.go/instance.go), which returns the facts of the guest call →
+//	pool.go on internal/wasm/park, instance.go), which returns the facts of the guest call →
 //	core: the caller's cancellation and the run's own stops → Conclude
 //	(facts → outcome).
 //

@@ -169,10 +169,9 @@ func parkedProcExit(ctx context.Context, mod api.Module, stack []uint64) {
 	inst.stdin = nil
 	// Back in the pool before the run's caller learns its result, so that
 	// a caller's next run finds this instance parked.
-	keep = keep && inst.pool != nil && inst.pool.put(inst)
+	keep = keep && inst.pool != nil && inst.pool.Put(inst)
 	if !keep && inst.pool != nil {
-		inst.pool.refill() // the replacement is booting before the caller's next run
-		inst.replaced = true
+		inst.pool.Leaving(inst) // the replacement is booting before the caller's next run
 	}
 	inst.deliver(j, f)
 	if !keep {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sandbank/sandbank/backends/starlark"
 	"github.com/sandbank/sandbank/internal/wasm/cache"
+	"github.com/sandbank/sandbank/internal/wasm/park"
 	wasmrun "github.com/sandbank/sandbank/internal/wasm/run"
 	"github.com/sandbank/sandbank/spi"
 )
@@ -126,9 +127,7 @@ type Backend struct {
 
 	// ModeParked's pools (pool.go) and its instances, which Close waits
 	// for.
-	poolSize  int
-	poolsMu   sync.Mutex
-	pools     map[poolKey]*pool
+	pools     *park.Pools[poolKey, *instance]
 	instances sync.WaitGroup
 	// maxRestores is the cap on one instance's runs (the constant; tests
 	// lower it).
@@ -192,10 +191,9 @@ func New(opts *Options) (*Backend, error) {
 		maxSteps:    o.MaxSteps,
 		maxResult:   o.MaxResultBytes,
 		mode:        o.Mode,
-		poolSize:    o.PoolSize,
 		maxRestores: maxRestores,
-		pools:       map[poolKey]*pool{},
 	}
+	b.pools = b.newPools(o.PoolSize)
 	if b.mode == ModeParked {
 		peng, err := engineFor(dir, true)
 		if err != nil {
@@ -247,8 +245,8 @@ func (b *Backend) Warm(ctx context.Context) error {
 		if _, err := b.peng.compiledModule(ctx); err != nil {
 			return err
 		}
-		if p := b.poolFor(poolKey{memoryBytes: DefaultMemoryBytes}); p != nil {
-			return p.warm(ctx)
+		if p := b.pools.For(poolKey{memoryBytes: DefaultMemoryBytes}); p != nil {
+			return p.Warm(ctx, isReady)
 		}
 		return nil
 	})

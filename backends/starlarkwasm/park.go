@@ -19,6 +19,7 @@ import (
 
 	wasmguest "github.com/sandbank/sandbank/internal/wasm/guest"
 	wasmhost "github.com/sandbank/sandbank/internal/wasm/host"
+	"github.com/sandbank/sandbank/internal/wasm/park"
 	wasmrewrite "github.com/sandbank/sandbank/internal/wasm/rewrite"
 	wasmrun "github.com/sandbank/sandbank/internal/wasm/run"
 )
@@ -105,9 +106,7 @@ type instance struct {
 	b    *Backend
 	pool *pool // nil for an instance booted for one run beyond the pools
 	key  poolKey
-	// background: booted by refill; counted in the pool's booting until
-	// it parks or ends.
-	background bool
+	seat park.Seat
 
 	ctx  context.Context // the instance's life: ends with the backend's
 	kill context.CancelCauseFunc
@@ -156,7 +155,7 @@ func (b *Backend) startInstance(p *pool, key poolKey, j *job, compiled wazero.Co
 	b.boots.Add(1)
 	ctx, kill := context.WithCancelCause(b.core.Life())
 	inst := &instance{
-		b: b, pool: p, key: key, background: j == nil,
+		b: b, pool: p, key: key,
 		ctx: ctx, kill: kill,
 		mem:    wasmhost.NewAllocator(uint64(key.memoryBytes)),
 		replay: wasmhost.NewReplay(),
@@ -167,6 +166,9 @@ func (b *Backend) startInstance(p *pool, key poolKey, j *job, compiled wazero.Co
 	}
 	if j != nil {
 		j.r.SetPhase(wasmrun.PhaseBoot)
+		if p != nil {
+			p.Adopt(inst) // before its goroutine can put it back
+		}
 	}
 	go inst.main(compiled)
 	return inst
@@ -201,7 +203,7 @@ func (inst *instance) main(compiled wazero.CompiledModule) {
 	defer func() {
 		inst.readyOnce.Do(func() { close(inst.ready) })
 		if inst.pool != nil {
-			inst.pool.ended(inst, parked)
+			inst.pool.Ended(inst, parked)
 		}
 	}()
 	cfg := inst.replay.Configure(wazero.NewModuleConfig()).
@@ -253,7 +255,7 @@ func (inst *instance) main(compiled wazero.CompiledModule) {
 		f.ending, f.trap = endTrap, wasmrun.FirstLine(callErr.Error())
 	}
 	if inst.pool != nil && parked {
-		inst.pool.refill() // the replacement boots before the caller's next run
+		inst.pool.Leaving(inst) // the replacement boots before the caller's next run
 	}
 	inst.deliver(j, f)
 }
@@ -312,7 +314,7 @@ func (inst *instance) parkPoint(ctx context.Context, mod api.Module) {
 func (inst *instance) park(ctx context.Context, mod api.Module) {
 	j := inst.cur
 	if j == nil {
-		pooled := inst.pool != nil && inst.pool.put(inst)
+		pooled := inst.pool != nil && inst.pool.Put(inst)
 		inst.readyOnce.Do(func() { close(inst.ready) })
 		if !pooled {
 			exit(ctx, mod, 0)
@@ -378,9 +380,9 @@ func (inst *instance) exited(ctx context.Context, mod api.Module, code uint32) {
 	inst.cur = nil
 	// Back in the pool before the run's caller learns its result, so that
 	// the caller's next run finds the instance parked.
-	keep = keep && inst.pool != nil && inst.pool.put(inst)
+	keep = keep && inst.pool != nil && inst.pool.Put(inst)
 	if !keep && inst.pool != nil {
-		inst.pool.refill() // the replacement boots before the caller's next run
+		inst.pool.Leaving(inst) // the replacement boots before the caller's next run
 	}
 	inst.deliver(j, f)
 	if !keep {

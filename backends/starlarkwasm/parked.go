@@ -28,12 +28,12 @@ func (rt *parkedRuntime) Run(runCtx context.Context, r *wasmrun.Run, compiled wa
 		return facts{}, err
 	}
 	key := poolKey{memoryBytes: r.Limits.MemoryBytes, logs: req.Logs != nil}
-	p := b.poolFor(key)
+	p := b.pools.For(key)
 	var inst *instance
 	if p != nil {
-		inst = p.await(runCtx) // an instance booting in the background is ready sooner than a new one
+		inst, _ = p.Await(runCtx) // an instance booting in the background is ready sooner than a new one
 		if err := runCtx.Err(); err != nil {
-			if inst != nil && !p.put(inst) {
+			if inst != nil && !p.Put(inst) {
 				inst.kill(b.core.Closed())
 			}
 			return facts{}, context.Cause(runCtx)
