@@ -236,7 +236,7 @@ func (s *Server) storeScript(ctx context.Context, in *scriptInput) (*scriptOutpu
 // refusal is answered by its kind (runAnswers).
 func refused(err error) *Problem {
 	if errors.Is(err, pool.ErrNotAllowed) {
-		return invalidCall(http.StatusForbidden, "server: the tenant may not use the engine: "+boundDetail(err.Error()))
+		return invalidCall(http.StatusForbidden, "server: the tenant may not use the engine: "+effect.Excerpt(err.Error()))
 	}
 	return runAnswerOf(effect.KindOf(err)).problem(err)
 }
@@ -316,7 +316,7 @@ func (s *Server) run(ctx context.Context, in *runInput) (*runOutput, error) {
 	eff, err := s.pool.Effect(entry.Engine)
 	if err != nil {
 		if effect.KindOf(err) == effect.KindInvalidCall {
-			return nil, invalidCall(http.StatusBadRequest, "server: engine "+entry.Engine+" is refused by this server: "+boundDetail(err.Error()))
+			return nil, invalidCall(http.StatusBadRequest, "server: engine "+entry.Engine+" is refused by this server: "+effect.Excerpt(err.Error()))
 		}
 		return nil, unavailable(KindInfrastructure, "server: engine "+entry.Engine+" could not start", 5*time.Second)
 	}

@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"fmt"
-	"strings"
 )
 
 // The server's engines are a pool.Pool (s.pool): each engine's effect is
@@ -21,13 +20,4 @@ func (s *Server) Warm(ctx context.Context, engines ...string) error {
 		return fmt.Errorf("server: %w", err)
 	}
 	return nil
-}
-
-// boundDetail bounds a text for a response.
-func boundDetail(s string) string {
-	const max = 512
-	if len(s) > max {
-		return strings.ToValidUTF8(s[:max], "") + "…[truncated]"
-	}
-	return s
 }

@@ -159,7 +159,7 @@ func runAnswerOf(k effect.Kind) runAnswer {
 func (a runAnswer) problem(err error) *Problem {
 	detail := a.detail
 	if a.withErr {
-		detail += boundDetail(err.Error())
+		detail += effect.Excerpt(err.Error())
 	}
 	p := problem(a.status, a.kind, detail)
 	p.retryAfter = a.retryAfter

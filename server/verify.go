@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sandbank/sandbank/conformance/verdict"
+	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/registry"
 )
 
@@ -75,7 +76,7 @@ func (v *verifier) work() {
 			r := &Verification{CheckedAt: &now}
 			switch {
 			case err != nil:
-				r.Status, r.Error = VerifyError, boundDetail(err.Error())
+				r.Status, r.Error = VerifyError, effect.Excerpt(err.Error())
 			default:
 				r.Status, r.Proofs, r.Failed = VerifyPassed, rep.Proofs, rep.FailedCases()
 				if len(r.Failed) > 0 {

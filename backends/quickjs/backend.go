@@ -226,7 +226,7 @@ func (b *Backend) compiledModule(ctx context.Context) (wazero.CompiledModule, er
 				b.disk.Seal() // what the compile wrote
 			}
 			if b.set.mode == ModeParked {
-				if err := instantiateParkedWASI(context.Background(), b.rt, b.mod); err != nil {
+				if err := parkedWASI.Instantiate(context.Background(), b.rt, b.mod); err != nil {
 					b.mod, b.compileErr = nil, fmt.Errorf("quickjs: WASI: %w", err)
 				}
 			}

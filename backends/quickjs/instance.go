@@ -7,7 +7,6 @@ import (
 	"io"
 	"runtime"
 	"sync"
-	"sync/atomic"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
@@ -57,9 +56,8 @@ type instance struct {
 	readyOnce   sync.Once
 
 	// The current run (only the instance goroutine touches these).
-	cur        *job
-	stdin      io.Reader
-	unexpected atomic.Bool
+	cur   *job
+	stdin io.Reader
 }
 
 // startInstance starts an instance on a goroutine of its own, running j
@@ -170,7 +168,7 @@ func (inst *instance) main(compiled wazero.CompiledModule) {
 	if j := inst.cur; j != nil {
 		j.r.SetPhase(wasmrun.PhaseBoot)
 	}
-	ctx = context.WithValue(experimental.WithSnapshotter(ctx), instanceKey{}, inst)
+	ctx = park.WithInstance(experimental.WithSnapshotter(ctx), inst)
 	ctx = withMeter(ctx, inst.meter)
 	_, callErr := start.Call(ctx)
 	parked = inst.parked

@@ -8,6 +8,7 @@ import (
 	"github.com/tetratelabs/wazero/experimental"
 
 	"github.com/sandbank/sandbank/backends/quickjs/internal/jsguest"
+	"github.com/sandbank/sandbank/internal/wasm/park"
 	wasmrewrite "github.com/sandbank/sandbank/internal/wasm/rewrite"
 	wasmrun "github.com/sandbank/sandbank/internal/wasm/run"
 )
@@ -39,12 +40,12 @@ func (inst *instance) parkPoint(ctx context.Context, mod api.Module) {
 	memory := mod.Memory()
 	buf, ok := memory.Read(0, memory.Size())
 	if !ok {
-		exit(ctx, mod, 1)
+		park.Exit(ctx, mod, 1)
 	}
 	if j := inst.cur; j != nil {
 		back, ok := memory.Read(inst.b.layout.Bottom, jsguest.CanarySize)
 		if !ok || !j.canary.Intact(back) {
-			exit(ctx, mod, 1) // the boot clobbered the stack guard: no snapshot of that
+			park.Exit(ctx, mod, 1) // the boot clobbered the stack guard: no snapshot of that
 		}
 	}
 	inst.snap = snap
@@ -61,10 +62,10 @@ func (inst *instance) parkPoint(ctx context.Context, mod api.Module) {
 		pooled := inst.pool != nil && inst.pool.Put(inst)
 		inst.readyOnce.Do(func() { close(inst.ready) })
 		if !pooled {
-			exit(ctx, mod, 0)
+			park.Exit(ctx, mod, 0)
 		}
 		if j = inst.wait(); j == nil {
-			exit(ctx, mod, 0)
+			park.Exit(ctx, mod, 0)
 		}
 	}
 	inst.readyOnce.Do(func() { close(inst.ready) })
@@ -89,14 +90,14 @@ func (inst *instance) resume(mod api.Module, j *job) {
 	memory := mod.Memory()
 	if !inst.restoreMemory(memory) { // growth.go
 		inst.cur = j
-		exit(context.Background(), mod, 1)
+		park.Exit(context.Background(), mod, 1)
 	}
 	restoreGlobals(inst.globals, inst.globalVals)
 	inst.clock.wall.Store(inst.wall)
 	inst.clock.mono.Store(inst.mono)
 	inst.rng.restore(inst.rngState)
 	inst.mem.ClearRefused()
-	inst.unexpected.Store(false)
+	inst.seat.ClearUnexpected()
 	inst.meter.granted = inst.granted
 	inst.meter.arm(&j.r.cpuOut)
 	if inst.b.restored != nil {

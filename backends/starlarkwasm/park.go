@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"sync"
-	"sync/atomic"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
@@ -124,12 +123,11 @@ type instance struct {
 	retaking   bool
 	restores   int
 
-	cur        *job          // the run being served; only the instance's goroutine changes it once started
-	jobs       chan *job     // the next run (buffered: one)
-	ready      chan struct{} // closed at the first park, or when the instance ends
-	readyOnce  sync.Once
-	dead       chan struct{}
-	unexpected atomic.Bool
+	cur       *job          // the run being served; only the instance's goroutine changes it once started
+	jobs      chan *job     // the next run (buffered: one)
+	ready     chan struct{} // closed at the first park, or when the instance ends
+	readyOnce sync.Once
+	dead      chan struct{}
 }
 
 // job is one run on an instance.
@@ -232,7 +230,7 @@ func (inst *instance) main(compiled wazero.CompiledModule) {
 		inst.fail(errors.New("starlarkwasm: the module lacks its memory or _start export"))
 		return
 	}
-	ctx = context.WithValue(experimental.WithSnapshotter(ctx), instanceKey{}, inst)
+	ctx = park.WithInstance(experimental.WithSnapshotter(ctx), inst)
 	_, callErr := start.Call(ctx)
 	parked = inst.snap != nil
 
@@ -299,7 +297,7 @@ func (inst *instance) parkPoint(ctx context.Context, mod api.Module) {
 	memory := mod.Memory()
 	buf, ok := memory.Read(0, memory.Size())
 	if !ok {
-		exit(ctx, mod, 1)
+		park.Exit(ctx, mod, 1)
 	}
 	inst.snap = snap
 	inst.image = slices.Clone(buf)
@@ -317,12 +315,12 @@ func (inst *instance) park(ctx context.Context, mod api.Module) {
 		pooled := inst.pool != nil && inst.pool.Put(inst)
 		inst.readyOnce.Do(func() { close(inst.ready) })
 		if !pooled {
-			exit(ctx, mod, 0)
+			park.Exit(ctx, mod, 0)
 		}
 		select {
 		case j = <-inst.jobs:
 		case <-inst.ctx.Done():
-			exit(ctx, mod, 0)
+			park.Exit(ctx, mod, 0)
 		}
 	}
 	inst.readyOnce.Do(func() { close(inst.ready) })
@@ -332,18 +330,18 @@ func (inst *instance) park(ctx context.Context, mod api.Module) {
 // resume restores the park point and resumes the guest with run j.
 func (inst *instance) resume(mod api.Module, j *job) {
 	memory := mod.Memory()
-	park := uint32(len(inst.image))
-	buf, ok := memory.Read(0, park)
+	parkSize := uint32(len(inst.image))
+	buf, ok := memory.Read(0, parkSize)
 	if !ok { // a wasm memory never shrinks
 		inst.cur = j
-		exit(context.Background(), mod, 1)
+		park.Exit(context.Background(), mod, 1)
 	}
 	copy(buf, inst.image)
-	inst.mem.Zero(uint64(park), uint64(memory.Size()))
+	inst.mem.Zero(uint64(parkSize), uint64(memory.Size()))
 	inst.globals.Restore(inst.globalVals)
 	inst.replay.Restore(inst.replayAt)
 	inst.mem.ClearRefused()
-	inst.unexpected.Store(false)
+	inst.seat.ClearUnexpected()
 	if inst.b.restored != nil {
 		inst.b.restored(inst)
 	}
@@ -375,7 +373,7 @@ func (inst *instance) exited(ctx context.Context, mod api.Module, code uint32) {
 	f.ending, f.exitCode = endExit, code
 	clean := f.record.Kind == wasmguest.RecResult || f.record.Kind == wasmguest.RecThrew || f.record.Kind == wasmguest.RecCPU
 	keep := code == 0 && clean && !f.oom && !f.stack && !f.wallExpired && !f.late &&
-		!inst.unexpected.Load() && inst.restores < inst.b.maxRestores &&
+		!inst.seat.Unexpected() && inst.restores < inst.b.maxRestores &&
 		j.ctx.Err() == nil && inst.ctx.Err() == nil
 	inst.cur = nil
 	// Back in the pool before the run's caller learns its result, so that
@@ -386,12 +384,12 @@ func (inst *instance) exited(ctx context.Context, mod api.Module, code uint32) {
 	}
 	inst.deliver(j, f)
 	if !keep {
-		exit(ctx, mod, code)
+		park.Exit(ctx, mod, code)
 	}
 	select {
 	case next := <-inst.jobs:
 		inst.resume(mod, next)
 	case <-inst.ctx.Done():
-		exit(ctx, mod, code)
+		park.Exit(ctx, mod, code)
 	}
 }

@@ -15,7 +15,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
+	"github.com/sandbank/sandbank/internal/wasm/park"
 	wasmrewrite "github.com/sandbank/sandbank/internal/wasm/rewrite"
 	"github.com/sandbank/sandbank/spi"
 )
@@ -368,15 +371,19 @@ func TestParkedModeRefusesAWritableTable(t *testing.T) {
 func TestUnexpectedWASICallEndsTheInstance(t *testing.T) {
 	b := newParkTestBackend(t, ModeParked, 1)
 	var refused []string
-	for _, f := range refusedImports(b.peng.mod) {
+	wasi := b.peng.rt.Module(wasi_snapshot_preview1.ModuleName) // the parked host module, as instances see it
+	require.NotNil(t, wasi)
+	for _, f := range (park.WASI[*instance]{Expected: expectedWASI}).Refused(b.peng.mod) {
 		_, name, _ := f.Import()
 		inst := &instance{}
+		fn, ok := wasi.ExportedFunctionDefinitions()[name].GoFunction().(api.GoModuleFunction)
+		require.True(t, ok, name)
 		stack := make([]uint64, max(len(f.ParamTypes()), len(f.ResultTypes())))
-		refuse(len(f.ResultTypes()) > 0)(context.WithValue(context.Background(), instanceKey{}, inst), nil, stack)
+		fn.Call(park.WithInstance(context.Background(), inst), nil, stack)
 		if len(f.ResultTypes()) > 0 {
-			assert.EqualValues(t, errnoNosys, stack[0], name)
+			assert.EqualValues(t, park.ErrnoNosys, stack[0], name)
 		}
-		assert.True(t, inst.unexpected.Load(), name)
+		assert.True(t, inst.seat.Unexpected(), name)
 		assert.False(t, expectedWASI[name] || name == "fd_read" || name == "proc_exit", name)
 		refused = append(refused, name)
 	}
@@ -388,7 +395,7 @@ func TestUnexpectedWASICallEndsTheInstance(t *testing.T) {
 	boots := b.boots.Load()
 	runCase(t, b, echo)
 	require.Equal(t, boots, b.boots.Load(), "a clean run keeps its instance")
-	b.restored = func(inst *instance) { inst.unexpected.Store(true) } // as if the run made such a call
+	b.restored = func(inst *instance) { inst.seat.MarkUnexpected() } // as if the run made such a call
 	got := runCase(t, b, echo)
 	b.restored = nil
 	require.Equal(t, spi.KindOK, got.Out.Kind)

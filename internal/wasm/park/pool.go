@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"sync/atomic"
 )
 
 // Instance is a parked instance as its pool sees it: comparable (a
@@ -13,13 +14,26 @@ type Instance interface {
 	Seat() *Seat
 }
 
-// Seat is an instance's place in its pool, guarded by the pool's lock:
-// an instance is booting in the background, out on a run, idle, or none
-// of these once it left.
+// Seat is an instance's place in its pool, guarded by the pool's lock
+// (an instance is booting in the background, out on a run, idle, or none
+// of these once it left), and whether its guest called a function parked
+// mode does not expect (WASI).
 type Seat struct {
 	background bool // booted by Refill, not yet parked
 	out        bool // taken by a run, or booted for one; it may come back
+	unexpected atomic.Bool
 }
+
+// MarkUnexpected records that the guest called a function outside the
+// set parked mode expects: the instance must end after its run.
+func (s *Seat) MarkUnexpected() { s.unexpected.Store(true) }
+
+// Unexpected reports whether the guest called such a function since the
+// last ClearUnexpected.
+func (s *Seat) Unexpected() bool { return s.unexpected.Load() }
+
+// ClearUnexpected starts a run with no such call.
+func (s *Seat) ClearUnexpected() { s.unexpected.Store(false) }
 
 // Pool keeps up to size parked instances of one key.
 type Pool[I Instance] struct {

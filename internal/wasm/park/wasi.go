@@ -1,0 +1,144 @@
+package park
+
+import (
+	"context"
+	"encoding/binary"
+	"io"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+	"github.com/tetratelabs/wazero/sys"
+)
+
+// Parked mode's WASI: wazero's own functions, with fd_read (the park
+// point, then the run's stdin) and proc_exit (the end of a run, and the
+// next park) the engine's, and ENOSYS for every import outside the set
+// the engine expects.
+
+// WASI errno values (wasi_snapshot_preview1).
+const (
+	ErrnoSuccess = 0
+	ErrnoBadf    = 8
+	ErrnoFault   = 21
+	ErrnoIO      = 29
+	ErrnoNosys   = 52
+)
+
+// WASI is the wasi_snapshot_preview1 host module of an engine's parked
+// instances of type I.
+type WASI[I Instance] struct {
+	// Expected are the functions a run may call besides fd_read and
+	// proc_exit, served by wazero's own implementation; the engine says
+	// why none changes state a restore does not put back.
+	Expected map[string]bool
+	// FdRead and ProcExit are the engine's.
+	FdRead, ProcExit api.GoModuleFunc
+}
+
+// Instantiate instantiates the module in rt for the imports of compiled.
+func (w WASI[I]) Instantiate(ctx context.Context, rt wazero.Runtime, compiled wazero.CompiledModule) error {
+	hb := rt.NewHostModuleBuilder(wasi_snapshot_preview1.ModuleName)
+	wasi_snapshot_preview1.NewFunctionExporter().ExportFunctions(hb)
+	i32 := api.ValueTypeI32
+	hb.NewFunctionBuilder().
+		WithGoModuleFunction(w.FdRead, []api.ValueType{i32, i32, i32, i32}, []api.ValueType{i32}).
+		Export("fd_read")
+	hb.NewFunctionBuilder().
+		WithGoModuleFunction(w.ProcExit, []api.ValueType{i32}, nil).
+		Export("proc_exit")
+	for _, f := range w.Refused(compiled) {
+		_, name, _ := f.Import()
+		hb.NewFunctionBuilder().
+			WithGoModuleFunction(w.refuse(len(f.ResultTypes()) > 0), f.ParamTypes(), f.ResultTypes()).
+			Export(name)
+	}
+	_, err := hb.Instantiate(ctx)
+	return err
+}
+
+// Refused are the WASI functions compiled imports outside the expected
+// set, fd_read and proc_exit: each answers ENOSYS and marks its instance.
+func (w WASI[I]) Refused(compiled wazero.CompiledModule) []api.FunctionDefinition {
+	var out []api.FunctionDefinition
+	seen := map[string]bool{}
+	for _, f := range compiled.ImportedFunctions() {
+		module, name, _ := f.Import()
+		if module != wasi_snapshot_preview1.ModuleName || w.Expected[name] || name == "fd_read" || name == "proc_exit" || seen[name] {
+			continue
+		}
+		seen[name] = true
+		out = append(out, f)
+	}
+	return out
+}
+
+// refuse is a WASI function outside the expected set: it marks the
+// instance the call serves (Seat.MarkUnexpected), which then ends after
+// its run.
+func (w WASI[I]) refuse(hasResult bool) api.GoModuleFunc {
+	return func(ctx context.Context, _ api.Module, stack []uint64) {
+		if inst, ok := InstanceOf[I](ctx); ok {
+			inst.Seat().MarkUnexpected()
+		}
+		if hasResult {
+			stack[0] = ErrnoNosys
+		}
+	}
+}
+
+// ReadInto serves a guest's read of stdin (fd_read's iovecs at iovs,
+// count of them, the count read written at resultNread) from r, as
+// wazero's fd_read serves one from an io.Reader, and returns the errno.
+func ReadInto(memory api.Memory, r io.Reader, iovs, count, resultNread uint32) uint64 {
+	iovsBuf, ok := memory.Read(iovs, count<<3)
+	if !ok {
+		return ErrnoFault
+	}
+	var nread uint32
+	for pos := uint32(0); pos < count<<3; pos += 8 {
+		off := binary.LittleEndian.Uint32(iovsBuf[pos:])
+		l := binary.LittleEndian.Uint32(iovsBuf[pos+4:])
+		if l == 0 {
+			continue
+		}
+		b, ok := memory.Read(off, l)
+		if !ok {
+			return ErrnoFault
+		}
+		n, err := r.Read(b)
+		nread += uint32(n)
+		if err != nil && err != io.EOF {
+			return ErrnoIO
+		}
+		if n < int(l) {
+			break
+		}
+	}
+	if !memory.WriteUint32Le(resultNread, nread) {
+		return ErrnoFault
+	}
+	return ErrnoSuccess
+}
+
+// Exit ends the instance from inside a host function, as proc_exit
+// does; it does not return.
+func Exit(ctx context.Context, mod api.Module, code uint32) {
+	_ = mod.CloseWithExitCode(ctx, code)
+	panic(sys.NewExitError(code))
+}
+
+// instanceKey is the context key of the instance a host function serves.
+type instanceKey struct{}
+
+// WithInstance returns ctx carrying inst, for the instance's call of
+// _start: its host functions find it with InstanceOf.
+func WithInstance[I Instance](ctx context.Context, inst I) context.Context {
+	return context.WithValue(ctx, instanceKey{}, inst)
+}
+
+// InstanceOf returns the instance ctx carries, or false.
+func InstanceOf[I Instance](ctx context.Context) (I, bool) {
+	inst, ok := ctx.Value(instanceKey{}).(I)
+	return inst, ok
+}
