@@ -132,6 +132,9 @@ func routeOf(path string) string {
 	case "/v1/runs", "/v1/scripts", "/v1/engines", "/healthz", "/metrics", "/v1/openapi.json", "/v1/openapi.yaml":
 		return path
 	}
+	if strings.HasPrefix(path, "/v1/runs/") && strings.HasSuffix(path, "/receipt") {
+		return "/v1/runs/{run}/receipt"
+	}
 	if strings.HasPrefix(path, "/v1/scripts/") {
 		return "/v1/scripts/{address}"
 	}
