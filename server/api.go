@@ -231,7 +231,7 @@ func (s *Server) storeScript(ctx context.Context, in *scriptInput) (*scriptOutpu
 	}
 	addr, err := td.scripts.Put(src)
 	if err != nil {
-		if effect.KindOf(err) == effect.KindInvalidCall {
+		if effect.KindOf(err) == effect.KindInvalidCall || errors.Is(err, effect.ErrScriptTooLarge) {
 			return nil, invalidCall(http.StatusRequestEntityTooLarge, "server: the script does not fit in the tenant's store")
 		}
 		return nil, unavailable(KindInfrastructure, "server: storing the script failed", time.Second)

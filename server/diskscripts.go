@@ -32,9 +32,11 @@ type diskScripts struct {
 	wip   int                      // Puts in flight
 }
 
-// errStoreFull is a Put past the tenant's store bounds; it matches
-// effect.ErrScriptTooLarge, as the memory store's refusal does.
-var errStoreFull = fmt.Errorf("server: the tenant's store is full: %w", effect.ErrScriptTooLarge)
+// errStoreFull is a Put past the tenant's store bounds: the caller's
+// request, not retryable (it fails the same way until scripts are
+// removed). It matches effect.ErrScriptTooLarge, as the memory store's
+// refusal does, and effect.ErrInvalidCall.
+var errStoreFull = fmt.Errorf("server: the tenant's store is full: %w: %w", effect.ErrScriptTooLarge, effect.ErrInvalidCall)
 
 // openDiskScripts opens the tenant's store in dir and checks every script
 // in it against its address. A leftover of a Put cut by a crash (a

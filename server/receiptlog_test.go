@@ -1,0 +1,186 @@
+package server
+
+import (
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sandbank/sandbank/effect"
+	"github.com/sandbank/sandbank/spi"
+)
+
+func testReceipt(i int) effect.Receipt {
+	return effect.Receipt{Format: effect.ReceiptFormat, Engine: "goja", SPIVersion: "1", Outcome: effect.OutcomeOK,
+		Capabilities: spi.Capabilities{Language: "javascript", Network: spi.NetworkNone, WallClock: spi.WallClockHard},
+		OutputDigest: fmt.Sprintf("sha256:%064x", i), Started: time.Date(2026, 1, 1, 0, 0, i, 0, time.UTC)}
+}
+
+func openTestLog(t *testing.T, dir string, segmentBytes int64, segments int) (*receiptLog, *atomic.Int64) {
+	t.Helper()
+	var damaged atomic.Int64
+	l, err := openReceiptLog(dir, segmentBytes, segments, slog.New(slog.DiscardHandler), func() { damaged.Add(1) })
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = l.close() })
+	return l, &damaged
+}
+
+func runID(i int) string { return fmt.Sprintf("%032x", i) }
+
+// TestReceiptLogTornTail: a tail cut by a crash (a header with half its
+// payload, a whole frame whose checksum fails) is reported, cut off on
+// start and never served; the records before it are, and appending goes
+// on from the cut.
+func TestReceiptLogTornTail(t *testing.T) {
+	for name, tail := range map[string]func(frame []byte) []byte{
+		"half a header":   func(f []byte) []byte { return f[:frameHeader/2] },
+		"half a payload":  func(f []byte) []byte { return f[:len(f)-3] },
+		"a bad checksum":  func(f []byte) []byte { f[len(f)-1] ^= 0x20; return f },
+		"a zero length":   func(f []byte) []byte { return make([]byte, 16) },
+		"a huge length":   func(f []byte) []byte { binary.BigEndian.PutUint32(f, maxReceiptRecord+1); return f },
+		"a bad json body": func(f []byte) []byte { return mustFrame([]byte("{not json")) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			l, _ := openTestLog(t, dir, DefaultReceiptSegmentBytes, DefaultReceiptSegments)
+			for i := range 3 {
+				require.NoError(t, l.append(runID(i), testReceipt(i)))
+			}
+			require.NoError(t, l.close())
+			seg := filepath.Join(dir, segmentName(1))
+			good, err := os.ReadFile(seg)
+			require.NoError(t, err)
+			frame, err := encodeFrame(loggedReceipt{Run: runID(3), Receipt: testReceipt(3)})
+			require.NoError(t, err)
+			require.NoError(t, os.WriteFile(seg, append(append([]byte{}, good...), tail(frame)...), 0o600))
+
+			l, damaged := openTestLog(t, dir, DefaultReceiptSegmentBytes, DefaultReceiptSegments)
+			assert.Equal(t, int64(1), damaged.Load())
+			after, err := os.ReadFile(seg)
+			require.NoError(t, err)
+			assert.Equal(t, good, after, "the torn tail is cut off")
+			for i := range 3 {
+				r, ok, err := l.get(runID(i))
+				require.NoError(t, err)
+				require.True(t, ok)
+				assert.Equal(t, testReceipt(i), r)
+			}
+			_, ok, err := l.get(runID(3))
+			require.NoError(t, err)
+			assert.False(t, ok, "a torn record is never served")
+
+			require.NoError(t, l.append(runID(4), testReceipt(4)))
+			require.NoError(t, l.close())
+			l, damaged = openTestLog(t, dir, DefaultReceiptSegmentBytes, DefaultReceiptSegments)
+			assert.Zero(t, damaged.Load())
+			r, ok, err := l.get(runID(4))
+			require.NoError(t, err)
+			require.True(t, ok)
+			assert.Equal(t, testReceipt(4), r)
+		})
+	}
+}
+
+func mustFrame(payload []byte) []byte {
+	f := make([]byte, frameHeader)
+	binary.BigEndian.PutUint32(f, uint32(len(payload)))
+	binary.BigEndian.PutUint32(f[4:], crc32Of(payload))
+	return append(f, payload...)
+}
+
+// TestReceiptLogRotation: a full segment is sealed and a new one started;
+// past the bound on segments the oldest is removed with its receipts,
+// which are then unknown, on start too.
+func TestReceiptLogRotation(t *testing.T) {
+	dir := t.TempDir()
+	frame, err := encodeFrame(loggedReceipt{Run: runID(0), Receipt: testReceipt(0)})
+	require.NoError(t, err)
+	per := 4 // records per segment
+	l, _ := openTestLog(t, dir, int64(per*len(frame)), 3)
+	const n = 30
+	for i := range n {
+		require.NoError(t, l.append(runID(i), testReceipt(i)))
+	}
+	check := func(l *receiptLog) {
+		t.Helper()
+		ents, err := os.ReadDir(dir)
+		require.NoError(t, err)
+		assert.Len(t, ents, 3, "at most 3 segments are kept")
+		kept := 0
+		for i := range n {
+			r, ok, err := l.get(runID(i))
+			require.NoError(t, err)
+			if ok {
+				kept++
+				assert.Equal(t, testReceipt(i), r)
+			} else {
+				assert.Less(t, i, n-2*per, "a receipt of the last two segments is kept")
+			}
+		}
+		assert.LessOrEqual(t, kept, 3*per)
+		assert.GreaterOrEqual(t, kept, 2*per)
+	}
+	check(l)
+	require.NoError(t, l.close())
+	l, damaged := openTestLog(t, dir, int64(per*len(frame)), 3)
+	assert.Zero(t, damaged.Load())
+	check(l)
+}
+
+// TestReceiptLogDamagedSealedSegment: a record damaged in a sealed segment
+// is reported on start; it and the records after it in that segment are
+// not served, every other segment is, and the sealed segment is left as
+// it is.
+func TestReceiptLogDamagedSealedSegment(t *testing.T) {
+	dir := t.TempDir()
+	frame, err := encodeFrame(loggedReceipt{Run: runID(0), Receipt: testReceipt(0)})
+	require.NoError(t, err)
+	l, _ := openTestLog(t, dir, int64(4*len(frame)), 8)
+	for i := range 8 {
+		require.NoError(t, l.append(runID(i), testReceipt(i)))
+	}
+	require.NoError(t, l.close())
+	seg := filepath.Join(dir, segmentName(1))
+	b, err := os.ReadFile(seg)
+	require.NoError(t, err)
+	b[len(frame)+frameHeader+10] ^= 0x01 // in record 1's payload
+	require.NoError(t, os.WriteFile(seg, b, 0o600))
+
+	l, damaged := openTestLog(t, dir, int64(4*len(frame)), 8)
+	assert.Equal(t, int64(1), damaged.Load())
+	for i := range 8 {
+		_, ok, err := l.get(runID(i))
+		require.NoError(t, err)
+		assert.Equal(t, i == 0 || i >= 4, ok, "record %d", i)
+	}
+	after, err := os.ReadFile(seg)
+	require.NoError(t, err)
+	assert.Equal(t, b, after, "a sealed segment is not cut")
+}
+
+// TestReceiptLogDamagedAfterStart: a record damaged after it was indexed
+// is refused when read, and reported.
+func TestReceiptLogDamagedAfterStart(t *testing.T) {
+	dir := t.TempDir()
+	l, damaged := openTestLog(t, dir, DefaultReceiptSegmentBytes, DefaultReceiptSegments)
+	require.NoError(t, l.append(runID(1), testReceipt(1)))
+	seg := filepath.Join(dir, segmentName(1))
+	b, err := os.ReadFile(seg)
+	require.NoError(t, err)
+	b[frameHeader+5] ^= 0x01
+	require.NoError(t, os.WriteFile(seg, b, 0o600))
+	_, ok, err := l.get(runID(1))
+	require.Error(t, err)
+	assert.False(t, ok)
+	assert.Equal(t, int64(1), damaged.Load())
+}
+
+func crc32Of(b []byte) uint32 { return crc32.Checksum(b, crcTable) }
