@@ -192,3 +192,40 @@ func flipDigest(b []byte) {
 	i := bytes.Index(b, []byte(`"sha256:0`))
 	b[i+8] = '1'
 }
+
+// FuzzReceiptLogOpen: whatever bytes the active segment holds, opening
+// the log neither fails nor panics, cuts the segment to a prefix of whole
+// frames that check, serves only the records of that prefix, and appends
+// after it.
+func FuzzReceiptLogOpen(f *testing.F) {
+	one, err := encodeFrame(loggedReceipt{Run: runID(1), Receipt: testReceipt(1)})
+	require.NoError(f, err)
+	f.Add([]byte{})
+	f.Add(one)
+	f.Add(append(append([]byte{}, one...), one[:11]...))
+	f.Add(mustFrame([]byte(`{"run":"x"}`)))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		dir := t.TempDir()
+		seg := filepath.Join(dir, segmentName(1))
+		require.NoError(t, os.WriteFile(seg, b, 0o600))
+		l, _ := openTestLog(t, dir, DefaultReceiptSegmentBytes, DefaultReceiptSegments)
+		kept, err := os.ReadFile(seg)
+		require.NoError(t, err)
+		require.True(t, bytes.HasPrefix(b, kept))
+		for off := 0; off < len(kept); {
+			rec, n, ok := decodeFrame(kept[off:])
+			require.True(t, ok, "a frame at %d of the kept prefix does not check", off)
+			if validRunID(rec.Run) {
+				_, ok, err := l.get(rec.Run)
+				require.NoError(t, err)
+				assert.True(t, ok)
+			}
+			off += n
+		}
+		require.NoError(t, l.append(runID(99), testReceipt(99)))
+		r, ok, err := l.get(runID(99))
+		require.NoError(t, err)
+		require.True(t, ok)
+		assert.Equal(t, testReceipt(99), r)
+	})
+}
