@@ -353,6 +353,7 @@ func (s *Server) run(ctx context.Context, in *runInput) (*runOutput, error) {
 		if p != nil {
 			return nil, p
 		}
+		acc.run = run
 		return &runOutput{Run: run, Body: rec}, nil
 	case err == nil:
 		// Neither a record nor an error: the effect broke its contract.

@@ -1,10 +1,12 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -185,4 +187,18 @@ func TestStoreOverItsBoundIs413(t *testing.T) {
 			assert.Equal(t, false, p["retryable"])
 		})
 	}
+}
+
+// TestAccessLogNamesTheRun: a run's access record holds the id its
+// answer named, so an operator finds the receipt of a logged request.
+func TestAccessLogNamesTheRun(t *testing.T) {
+	var buf bytes.Buffer
+	log := slog.New(slog.NewJSONHandler(&syncWriter{w: &buf}, nil))
+	l := startServer(t, testRegistry(t), &Options{Logger: log})
+	code, h, rec := post(t, &http.Client{Timeout: time.Minute}, l.url+"/v1/runs", "", map[string]any{"engine": "goja", "source": "1"})
+	require.Equal(t, 200, code, "%v", rec)
+	run := h.Get(RunHeader)
+	require.NotEmpty(t, run)
+	stopServer(t, l)
+	assert.Contains(t, buf.String(), `"runId":"`+run+`"`)
 }

@@ -104,8 +104,8 @@
 // # Security considerations
 //
 // The access log (Options.Logger) holds the tenant, route, status, engine,
-// outcome and durations of each request, never its script, input, value
-// or failure text. Errors never echo the caller's values. Without
+// run id, outcome and durations of each request, never its script, input,
+// value or failure text. Errors never echo the caller's values. Without
 // Options.Tenants the server is in development mode: every caller is the
 // tenant "dev", and Serve refuses a listener that is not on a loopback
 // address. /metrics, /healthz and the OpenAPI document need no key; the

@@ -25,6 +25,7 @@ type access struct {
 	tenant  string
 	engine  string
 	outcome string
+	run     string // the run's id, when its receipt was kept
 	runTime time.Duration
 	queued  time.Duration
 }
@@ -82,6 +83,9 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 			if acc.engine != "" {
 				attrs = append(attrs, slog.String("engine", acc.engine), slog.String("outcome", acc.outcome),
 					slog.Duration("run", acc.runTime), slog.Duration("queued", acc.queued))
+			}
+			if acc.run != "" {
+				attrs = append(attrs, slog.String("runId", acc.run))
 			}
 			level := slog.LevelInfo
 			if sw.status >= 500 {
