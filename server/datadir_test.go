@@ -202,3 +202,19 @@ func TestAccessLogNamesTheRun(t *testing.T) {
 	stopServer(t, l)
 	assert.Contains(t, buf.String(), `"runId":"`+run+`"`)
 }
+
+// TestRunNotKeptIsNotAnswered: a run whose receipt cannot be kept is
+// answered with a retryable 503, never 200: an answered run is on disk.
+func TestRunNotKeptIsNotAnswered(t *testing.T) {
+	c := &http.Client{Timeout: time.Minute}
+	l := startServer(t, testRegistry(t), &Options{DataDir: t.TempDir()})
+	code, _, rec := post(t, c, l.url+"/v1/runs", "", map[string]any{"engine": "goja", "source": "1"})
+	require.Equal(t, 200, code, "%v", rec)
+	td, err := l.data.of(l.dev)
+	require.NoError(t, err)
+	require.NoError(t, td.receipts.close()) // every append now fails
+	code, h, p := post(t, c, l.url+"/v1/runs", "", map[string]any{"engine": "goja", "source": "1"})
+	assert.Equal(t, 503, code, "%v", p)
+	assert.Equal(t, true, p["retryable"])
+	assert.Empty(t, h.Get(RunHeader))
+}
