@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -11,6 +12,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -217,4 +220,37 @@ func TestRunNotKeptIsNotAnswered(t *testing.T) {
 	assert.Equal(t, 503, code, "%v", p)
 	assert.Equal(t, true, p["retryable"])
 	assert.Empty(t, h.Get(RunHeader))
+}
+
+// TestDiskScriptsBoundUnderConcurrentPuts: concurrent Puts of distinct
+// scripts into a store bounded to n entries store exactly n; the rest are
+// refused as a full store, and a restart finds the n.
+func TestDiskScriptsBoundUnderConcurrentPuts(t *testing.T) {
+	dir := t.TempDir()
+	open := func() *diskScripts {
+		s, err := openDiskScripts(t.Context(), filepath.Join(dir, "scripts"), filepath.Join(dir, "quarantine"), 1<<20, 5,
+			slog.New(slog.DiscardHandler), func() { t.Error("damaged") })
+		require.NoError(t, err)
+		return s
+	}
+	s := open()
+	var wg sync.WaitGroup
+	var stored, full atomic.Int64
+	for i := range 20 {
+		wg.Go(func() {
+			_, err := s.Put(fmt.Appendf(nil, "script %d", i))
+			switch {
+			case err == nil:
+				stored.Add(1)
+			case errors.Is(err, errStoreFull):
+				full.Add(1)
+			default:
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	assert.Equal(t, int64(5), stored.Load())
+	assert.Equal(t, int64(15), full.Load())
+	assert.Len(t, open().known, 5)
 }
