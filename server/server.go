@@ -157,7 +157,10 @@ type Server struct {
 var ErrInvalidOptions = fmt.Errorf("server: invalid options: %w", effect.ErrInvalidCall)
 
 // New returns a Server running the engines of reg. It validates opts: an
-// error matches ErrInvalidOptions.
+// error matches ErrInvalidOptions. With Options.DataDir it also reads
+// every tenant's scripts and receipt log back and checks them (a cost in
+// proportion to what is stored); an error opening or reading the
+// directory is returned as it is.
 func New(reg *registry.Registry, opts *Options) (*Server, error) {
 	if reg == nil {
 		return nil, fmt.Errorf("%w: nil registry", ErrInvalidOptions)
