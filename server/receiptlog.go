@@ -58,14 +58,21 @@ type receiptLog struct {
 	segmentBytes int64
 	segments     int
 	log          *slog.Logger
-	damaged      func() // counts a damaged record found
+	damaged      func()               // counts a damaged record found
+	syncFile     func(*os.File) error // (*os.File).Sync; a test's fault
 
-	mu     sync.RWMutex
-	closed bool
-	active *os.File
-	size   int64 // of the active segment
-	segs   []*segment
-	index  map[string]frameLoc
+	mu      sync.RWMutex
+	closed  bool
+	broken  error // a sync failed: no more appends
+	active  *os.File
+	retired []*os.File // sealed segments still open, closed by the next sync
+	size    int64      // of the active segment
+	segs    []*segment
+	index   map[string]frameLoc
+	written uint64 // records written since the start
+
+	syncMu sync.Mutex // one sync at a time
+	synced uint64     // records durable since the start; under syncMu
 }
 
 type segment struct {
@@ -90,7 +97,7 @@ func openReceiptLog(dir string, segmentBytes int64, segments int, log *slog.Logg
 		return nil, fmt.Errorf("server: receipt log: %w", err)
 	}
 	l := &receiptLog{dir: dir, segmentBytes: segmentBytes, segments: segments, log: log, damaged: damaged,
-		index: map[string]frameLoc{}}
+		syncFile: (*os.File).Sync, index: map[string]frameLoc{}}
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("server: receipt log: %w", err)
@@ -220,49 +227,105 @@ func (l *receiptLog) create(seq uint64) error {
 // record that would pass the active segment's size bound starts a new
 // segment first, and the oldest segments past the bound on their number
 // are removed.
+//
+// Appends commit in groups: records are written one at a time, and one
+// fsync makes every record written before it durable, so concurrent
+// appends share syncs. A failed sync breaks the log: what it should have
+// made durable is unknown, so every later append fails, until a restart
+// reads the log back and checks it.
 func (l *receiptLog) append(run string, r effect.Receipt) error {
 	frame, err := encodeFrame(loggedReceipt{Run: run, Receipt: r})
 	if err != nil {
 		return err
 	}
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.closed {
-		return errors.New("server: receipt log: closed")
+	if err := l.usable(); err != nil {
+		l.mu.Unlock()
+		return err
 	}
 	if l.size > 0 && l.size+int64(len(frame)) > l.segmentBytes {
 		if err := l.rotate(); err != nil {
+			l.mu.Unlock()
 			return err
 		}
 	}
 	n, err := l.active.Write(frame)
-	l.size += int64(n)
-	if err == nil {
-		err = l.active.Sync()
-	}
 	if err != nil {
 		// What was written may be torn: cut it, so the next record starts
 		// on a frame boundary.
-		l.size -= int64(n)
 		if terr := l.active.Truncate(l.size); terr == nil {
 			_, _ = l.active.Seek(l.size, io.SeekStart)
+		} else {
+			l.broken = terr
 		}
+		l.mu.Unlock()
 		return fmt.Errorf("server: receipt log: %w", err)
 	}
+	l.size += int64(n)
 	seg := l.segs[len(l.segs)-1]
 	l.index[run] = frameLoc{seq: seg.seq, off: l.size - int64(len(frame)), n: int32(len(frame) - frameHeader)}
 	seg.runs = append(seg.runs, run)
+	l.written++
+	mine := l.written
+	l.mu.Unlock()
+	return l.sync(mine)
+}
+
+// usable returns why the log cannot take an append, or nil. l.mu is held.
+func (l *receiptLog) usable() error {
+	switch {
+	case l.closed:
+		return errors.New("server: receipt log: closed")
+	case l.broken != nil:
+		return errors.New("server: receipt log: a sync failed; the log takes no more records until a restart")
+	}
 	return nil
 }
 
-// rotate seals the active segment, starts the next one, and removes the
-// oldest segments past the bound.
-func (l *receiptLog) rotate() error {
-	if err := l.active.Close(); err != nil {
+// sync returns once the record numbered mine is durable: a sync by
+// another append may have made it so already; else this one syncs the
+// active segment, which makes every record written so far durable (a
+// sealed segment was synced when it was sealed).
+func (l *receiptLog) sync(mine uint64) error {
+	l.syncMu.Lock()
+	defer l.syncMu.Unlock()
+	if l.synced >= mine {
+		return nil
+	}
+	l.mu.Lock()
+	if err := l.usable(); err != nil {
+		l.mu.Unlock()
+		return err
+	}
+	target, f := l.written, l.active
+	retired := l.retired
+	l.retired = nil
+	l.mu.Unlock()
+	for _, r := range retired {
+		_ = r.Close() // synced when sealed
+	}
+	if err := l.syncFile(f); err != nil {
+		l.mu.Lock()
+		l.broken = err
+		l.mu.Unlock()
 		return fmt.Errorf("server: receipt log: %w", err)
 	}
+	l.synced = target
+	return nil
+}
+
+// rotate seals the active segment (synced, then closed by the next sync,
+// which may be using it), starts the next one, and removes the oldest
+// segments past the bound. l.mu is held.
+func (l *receiptLog) rotate() error {
+	if err := l.syncFile(l.active); err != nil {
+		l.broken = err
+		return fmt.Errorf("server: receipt log: %w", err)
+	}
+	l.retired = append(l.retired, l.active)
 	l.active = nil
 	if err := l.create(l.segs[len(l.segs)-1].seq + 1); err != nil {
+		l.broken = err
 		return err
 	}
 	for len(l.segs) > l.segments {
@@ -317,6 +380,10 @@ func (l *receiptLog) close() error {
 		return nil
 	}
 	l.closed = true
+	for _, r := range l.retired {
+		_ = r.Close()
+	}
+	l.retired = nil
 	if l.active == nil {
 		return nil
 	}
