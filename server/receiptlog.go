@@ -308,6 +308,8 @@ func (l *receiptLog) sync(mine uint64) error {
 		l.mu.Lock()
 		l.broken = err
 		l.mu.Unlock()
+		l.log.Error("sandbank: receipt log: a sync failed; the log takes no more records (its runs are answered 503) until a restart",
+			slog.String("log", l.dir), slog.String("error", effect.Excerpt(err.Error())))
 		return fmt.Errorf("server: receipt log: %w", err)
 	}
 	l.synced = target
