@@ -104,7 +104,10 @@ func (failureSchema) TransformSchema(_ huma.Registry, s *huma.Schema) *huma.Sche
 }
 
 type runInput struct{ Body RunRequest }
-type runOutput struct{ Body *effect.Record }
+type runOutput struct {
+	Run  string `header:"Sandbank-Run" doc:"The run's id: GET /v1/runs/{run}/receipt returns its receipt."`
+	Body *effect.Record
+}
 type scriptInput struct{ Body ScriptRequest }
 type scriptOutput struct{ Body ScriptStored }
 type enginesOutput struct{ Body EngineList }
@@ -156,6 +159,7 @@ func (s *Server) register(mux *http.ServeMux) huma.API {
 		Security:     secured,
 		MaxBodyBytes: s.opts.MaxBodyBytes,
 	}, s.storeScript)
+	s.registerReceipts(api, errs, secured)
 	huma.Register(api, huma.Operation{
 		OperationID: "listEngines", Method: http.MethodGet, Path: "/v1/engines",
 		Summary:     "List the engines",
@@ -221,9 +225,13 @@ func (s *Server) storeScript(ctx context.Context, in *scriptInput) (*scriptOutpu
 	if src == nil {
 		return nil, invalidCall(http.StatusBadRequest, "server: source or sourceBase64 is required")
 	}
-	addr, err := s.store(tenantOf(ctx)).Put(src)
+	td, err := s.data.of(tenantOf(ctx))
 	if err != nil {
-		if effect.KindOf(err) == effect.KindInvalidCall {
+		return nil, unavailable(KindInfrastructure, "server: the tenant's data could not be opened", time.Second)
+	}
+	addr, err := td.scripts.Put(src)
+	if err != nil {
+		if effect.KindOf(err) == effect.KindInvalidCall || errors.Is(err, effect.ErrScriptTooLarge) {
 			return nil, invalidCall(http.StatusRequestEntityTooLarge, "server: the script does not fit in the tenant's store")
 		}
 		return nil, unavailable(KindInfrastructure, "server: storing the script failed", time.Second)
@@ -273,7 +281,11 @@ func (s *Server) run(ctx context.Context, in *runInput) (*runOutput, error) {
 		if err != nil {
 			return nil, invalidCall(http.StatusBadRequest, "server: malformed script address")
 		}
-		b, err := s.store(t).ReadScript(ctx, addr)
+		td, err := s.data.of(t)
+		if err != nil {
+			return nil, unavailable(KindInfrastructure, "server: the tenant's data could not be opened", time.Second)
+		}
+		b, err := td.scripts.ReadScript(ctx, addr)
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, invalidCall(http.StatusNotFound, "server: no script "+string(addr)+" in the tenant's store")
 		} else if err != nil {
@@ -337,7 +349,12 @@ func (s *Server) run(ctx context.Context, in *runInput) (*runOutput, error) {
 	case err == nil && rec != nil, kind == effect.KindFailure && rec != nil:
 		acc.outcome = rec.Receipt.Outcome
 		s.metrics.runs.WithLabelValues(entry.Engine, acc.outcome).Inc()
-		return &runOutput{Body: rec}, nil
+		run, p := s.keep(ctx, rec)
+		if p != nil {
+			return nil, p
+		}
+		acc.run = run
+		return &runOutput{Run: run, Body: rec}, nil
 	case err == nil:
 		// Neither a record nor an error: the effect broke its contract.
 		kind, err = effect.KindInfrastructure, errNoRecord

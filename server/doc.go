@@ -8,6 +8,7 @@
 //
 //	POST /v1/scripts       store a script in the tenant's store; returns its content address (idempotent)
 //	POST /v1/runs          run a script (source, sourceBase64 or script address) on an engine or a language's default
+//	GET  /v1/runs/{run}/receipt  a run's receipt, by the id of its answer's Sandbank-Run header (tenant-scoped)
 //	GET  /v1/engines       the engines the tenant may use: declared and verified capabilities
 //	GET  /v1/openapi.json  the OpenAPI 3.1 document, generated from the handlers' Go types
 //	GET  /healthz          200 while serving, 503 while draining
@@ -15,6 +16,19 @@
 //
 // A run returns its run record (effect.Record): the value under "value",
 // or the typed failure under "failure", with logs, stats and a receipt.
+//
+// # What the server keeps
+//
+// With Options.DataDir, each tenant's scripts (an effect.DirStore) and the
+// receipts of the runs answered 200 (an append-only log, each record
+// framed with its length and a checksum) are on disk, synced, before the
+// answer is sent; a receipt that cannot be kept makes the run a 503. New
+// reads them back and checks them: a torn or damaged record, or a script
+// that does not match its address, is reported (a log line and
+// sandbank_store_damaged_total) and never served. The log rotates by size
+// (ReceiptSegmentBytes, ReceiptSegments). Without DataDir both are kept in
+// memory, bounded, and a restart loses them. docs/notes/store-design.md
+// has the layout and the rotation.
 //
 // # Status codes
 //
@@ -32,8 +46,8 @@
 //	400 invalidCall     malformed JSON; an unknown engine or language; limits above the tenant's ceiling; an invalid shape
 //	401 unauthorized    no key, or not a known one
 //	403 invalidCall     the tenant may not use the engine named, or none of its engines runs the language named
-//	404 invalidCall     no such script in the tenant's store (stores are per tenant: another tenant's address is unknown)
-//	413 invalidCall     the body is larger than MaxBodyBytes (refused before it is read past the bound)
+//	404 invalidCall     no such script in the tenant's store, or no such run in its receipts (per tenant: another tenant's address or run is unknown)
+//	413 invalidCall     the body is larger than MaxBodyBytes (refused before it is read past the bound), or the script does not fit in the tenant's store
 //	415 invalidCall     the content type is not JSON
 //	422 invalidCall     the body does not match the schema (unknown fields, wrong types)
 //	429 quota           the tenant's rate limit or concurrent-run cap; Retry-After
@@ -90,8 +104,8 @@
 // # Security considerations
 //
 // The access log (Options.Logger) holds the tenant, route, status, engine,
-// outcome and durations of each request, never its script, input, value
-// or failure text. Errors never echo the caller's values. Without
+// run id, outcome and durations of each request, never its script, input,
+// value or failure text. Errors never echo the caller's values. Without
 // Options.Tenants the server is in development mode: every caller is the
 // tenant "dev", and Serve refuses a listener that is not on a loopback
 // address. /metrics, /healthz and the OpenAPI document need no key; the

@@ -15,6 +15,7 @@ type metrics struct {
 	inFlight *prometheus.GaugeVec   // engine
 	rejected *prometheus.CounterVec // reason
 	requests *prometheus.CounterVec // route, code
+	damaged  prometheus.Counter
 }
 
 // The reasons of sandbank_rejected_requests_total.
@@ -56,8 +57,12 @@ func newMetrics() *metrics {
 			Name: "sandbank_http_requests_total",
 			Help: "HTTP requests by route and status code.",
 		}, []string{"route", "code"}),
+		damaged: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "sandbank_store_damaged_total",
+			Help: "Stored scripts and receipt-log records found damaged (not matching their address or checksum), on start or on read; none is served.",
+		}),
 	}
-	m.reg.MustRegister(m.runs, m.duration, m.queue, m.inFlight, m.rejected, m.requests,
+	m.reg.MustRegister(m.runs, m.duration, m.queue, m.inFlight, m.rejected, m.requests, m.damaged,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -25,6 +25,7 @@ type access struct {
 	tenant  string
 	engine  string
 	outcome string
+	run     string // the run's id, when its receipt was kept
 	runTime time.Duration
 	queued  time.Duration
 }
@@ -83,6 +84,9 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 				attrs = append(attrs, slog.String("engine", acc.engine), slog.String("outcome", acc.outcome),
 					slog.Duration("run", acc.runTime), slog.Duration("queued", acc.queued))
 			}
+			if acc.run != "" {
+				attrs = append(attrs, slog.String("runId", acc.run))
+			}
 			level := slog.LevelInfo
 			if sw.status >= 500 {
 				level = slog.LevelWarn
@@ -131,6 +135,9 @@ func routeOf(path string) string {
 	switch path {
 	case "/v1/runs", "/v1/scripts", "/v1/engines", "/healthz", "/metrics", "/v1/openapi.json", "/v1/openapi.yaml":
 		return path
+	}
+	if strings.HasPrefix(path, "/v1/runs/") && strings.HasSuffix(path, "/receipt") {
+		return "/v1/runs/{run}/receipt"
 	}
 	if strings.HasPrefix(path, "/v1/scripts/") {
 		return "/v1/scripts/{address}"

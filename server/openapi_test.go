@@ -183,9 +183,26 @@ func TestResponsesAgreeWithTheDocument(t *testing.T) {
 		}
 	}
 
+	// A run's receipt, by the id its answer named.
+	resp, b := send("POST", "/v1/runs", key, js, `{"engine":"goja","source":"1"}`)
+	require.Equal(t, 200, resp.StatusCode)
+	run := resp.Header.Get(RunHeader)
+	require.NotEmpty(t, run)
+	for _, c := range []tc{
+		{"GET", "/v1/runs/" + run + "/receipt", key, "", "", 200},
+		{"GET", "/v1/runs/" + strings.Repeat("0", 32) + "/receipt", key, "", "", 404},
+		{"GET", "/v1/runs/nope/receipt", key, "", "", 422},
+		{"GET", "/v1/runs/" + run + "/receipt", "", "", "", 401},
+	} {
+		resp, b = send(c.method, c.path, c.key, c.ct, c.body)
+		if assert.Equal(t, c.status, resp.StatusCode, "%s %s: %s", c.method, c.path, b) {
+			d.check(t, c.method, "/v1/runs/{run}/receipt", resp, b)
+		}
+	}
+
 	// While draining, health is 503 and a run is a retryable 503.
 	l.draining.Store(true)
-	resp, b := send("GET", "/healthz", "", "", "")
+	resp, b = send("GET", "/healthz", "", "", "")
 	assert.Equal(t, 503, resp.StatusCode)
 	d.check(t, "GET", "/healthz", resp, b)
 	resp, b = send("POST", "/v1/runs", key, js, `{"engine":"goja","source":"1"}`)

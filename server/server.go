@@ -69,11 +69,28 @@ type Options struct {
 	// further clients wait in the kernel's backlog. Zero means
 	// DefaultMaxConnections.
 	MaxConnections int
-	// StoreBytes and StoreEntries bound each tenant's script store (least
-	// recently used scripts are evicted). Zero means DefaultStoreBytes
-	// and DefaultStoreEntries.
+	// StoreBytes and StoreEntries bound each tenant's script store. In
+	// memory the least recently used scripts are evicted; in DataDir a
+	// full store refuses a new script (413), since what it acknowledged
+	// is kept. StoreEntries also bounds the receipts kept in memory
+	// without DataDir. Zero means DefaultStoreBytes and
+	// DefaultStoreEntries.
 	StoreBytes   int64
 	StoreEntries int
+	// DataDir is the directory where the server keeps, per tenant, its
+	// scripts and the receipts of the runs it answered, each synced to
+	// disk before the answer is sent; New reads them back and checks them
+	// (see docs/notes/store-design.md for the layout). Empty means in
+	// memory: a restart loses them. DefaultDataDir is 'sandbank serve''s
+	// default.
+	DataDir string
+	// ReceiptSegmentBytes bounds a segment of a tenant's receipt log in
+	// DataDir; a full segment is sealed and a new one started.
+	// ReceiptSegments bounds the segments kept per tenant: past it the
+	// oldest is removed, with its receipts. Zero means
+	// DefaultReceiptSegmentBytes and DefaultReceiptSegments.
+	ReceiptSegmentBytes int64
+	ReceiptSegments     int
 	// ReadHeaderTimeout, ReadTimeout, WriteTimeout and IdleTimeout are
 	// Serve's http.Server timeouts, so a slow client cannot hold a
 	// connection or a run. Zero means DefaultReadHeaderTimeout,
@@ -119,8 +136,7 @@ type Server struct {
 	handler   http.Handler
 	api       huma.API
 
-	storesMu sync.Mutex
-	stores   map[*tenant.Tenant]*effect.MemoryStore
+	data *data // the tenants' scripts and receipts
 
 	// hard is cancelled when Shutdown's drain deadline passes: every run
 	// still going is cancelled and its caller gets a retryable 503.
@@ -141,7 +157,10 @@ type Server struct {
 var ErrInvalidOptions = fmt.Errorf("server: invalid options: %w", effect.ErrInvalidCall)
 
 // New returns a Server running the engines of reg. It validates opts: an
-// error matches ErrInvalidOptions.
+// error matches ErrInvalidOptions. With Options.DataDir it also reads
+// every tenant's scripts and receipt log back and checks them (a cost in
+// proportion to what is stored); an error opening or reading the
+// directory is returned as it is.
 func New(reg *registry.Registry, opts *Options) (*Server, error) {
 	if reg == nil {
 		return nil, fmt.Errorf("%w: nil registry", ErrInvalidOptions)
@@ -153,7 +172,8 @@ func New(reg *registry.Registry, opts *Options) (*Server, error) {
 	switch {
 	case o.MaxConcurrentRuns < 0, o.MaxQueue < 0, o.QueueTimeout < 0, o.MaxBodyBytes < 0,
 		o.StoreBytes < 0, o.StoreEntries < 0, o.MaxConnections < 0, o.ReadHeaderTimeout < 0, o.ReadTimeout < 0,
-		o.WriteTimeout < 0, o.IdleTimeout < 0, o.Limits.WallClock < 0, o.Limits.MemoryBytes < 0:
+		o.WriteTimeout < 0, o.IdleTimeout < 0, o.Limits.WallClock < 0, o.Limits.MemoryBytes < 0,
+		o.ReceiptSegmentBytes < 0, o.ReceiptSegments < 0:
 		return nil, fmt.Errorf("%w: negative value", ErrInvalidOptions)
 	}
 	if o.MaxConcurrentRuns == 0 {
@@ -176,6 +196,12 @@ func New(reg *registry.Registry, opts *Options) (*Server, error) {
 	}
 	if o.StoreEntries == 0 {
 		o.StoreEntries = DefaultStoreEntries
+	}
+	if o.ReceiptSegmentBytes == 0 {
+		o.ReceiptSegmentBytes = DefaultReceiptSegmentBytes
+	}
+	if o.ReceiptSegments == 0 {
+		o.ReceiptSegments = DefaultReceiptSegments
 	}
 	if o.Limits.WallClock == 0 {
 		o.Limits.WallClock = effect.DefaultWallClock
@@ -209,13 +235,15 @@ func New(reg *registry.Registry, opts *Options) (*Server, error) {
 		metrics: newMetrics(),
 		prop:    propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}),
 		log:     log,
-		stores:  map[*tenant.Tenant]*effect.MemoryStore{},
 	}
 	if s.tenants == nil {
 		s.dev = tenant.Dev()
 	}
 	s.hard, s.cancelHard = context.WithCancel(context.Background())
 	var err error
+	if s.data, err = openData(s.hard, &s.opts, log, s.metrics); err != nil {
+		return nil, err
+	}
 	s.pool, err = pool.New(reg, &pool.Options{Effect: effect.Options{
 		Limits:                 o.Limits,
 		MaxScriptBytes:         o.MaxBodyBytes,
@@ -225,6 +253,7 @@ func New(reg *registry.Registry, opts *Options) (*Server, error) {
 		TracerProvider:         o.TracerProvider,
 	}})
 	if err != nil {
+		_ = s.data.close()
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 	}
 	s.verifier = &verifier{check: o.Verify, ctx: s.hard, results: map[string]*Verification{},
@@ -320,7 +349,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		all = append(all, <-errs)
 	}
 	s.cancelHard()
-	all = append(all, s.pool.Close())
+	all = append(all, s.pool.Close(), s.data.close())
 	return errors.Join(all...)
 }
 
@@ -336,7 +365,7 @@ func (s *Server) Close() error {
 	for _, hs := range srvs {
 		errs = append(errs, hs.Close())
 	}
-	errs = append(errs, s.pool.Close())
+	errs = append(errs, s.pool.Close(), s.data.close())
 	return errors.Join(errs...)
 }
 
@@ -349,20 +378,4 @@ func (s *Server) openConnections() int {
 		n += len(l.slots)
 	}
 	return n
-}
-
-// store returns the tenant's script store.
-func (s *Server) store(t *tenant.Tenant) *effect.MemoryStore {
-	s.storesMu.Lock()
-	defer s.storesMu.Unlock()
-	st := s.stores[t]
-	if st == nil {
-		var err error
-		st, err = effect.NewMemoryStoreWith(&effect.MemoryStoreOptions{MaxBytes: s.opts.StoreBytes, MaxEntries: s.opts.StoreEntries})
-		if err != nil {
-			panic(err) // bounds checked in New
-		}
-		s.stores[t] = st
-	}
-	return st
 }

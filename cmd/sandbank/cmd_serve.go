@@ -27,6 +27,8 @@ type serveOptions struct {
 	queueTimeout      time.Duration
 	drain             time.Duration
 	logFormat         string
+	dataDir           string
+	inMemory          bool
 }
 
 func (a *app) serveCommand() *cobra.Command {
@@ -46,11 +48,20 @@ document.
 --dev serves without keys (every caller is the tenant "dev") and only on a
 loopback address: it refuses any other --addr.
 
+The server keeps each tenant's scripts and the receipts of the runs it
+answered in --data-dir (default $XDG_STATE_HOME/sandbank, or
+~/.local/state/sandbank), each synced to disk before it answers; on start
+it reads them back and checks them. GET /v1/runs/{run}/receipt returns a
+run's receipt by the id in its answer's Sandbank-Run header. --in-memory
+keeps them in memory instead: a restart loses them. See
+docs/notes/store-design.md for the layout and the receipt log's rotation.
+
 SIGINT or SIGTERM stops accepting connections and drains the runs in flight
 for --drain; then the runs still going are cancelled (their callers get a
 retryable 503) and the server exits.`,
 		Example: `  sandbank serve --dev
   sandbank serve --addr 0.0.0.0:8080 --tenants tenants.json
+  sandbank serve --dev --data-dir /var/lib/sandbank
   sandbank serve --new-key`,
 		Args: cobra.NoArgs,
 		RunE: wrap(func(cmd *cobra.Command, _ []string) error { return a.serve(cmd.Context(), &o) }),
@@ -66,6 +77,8 @@ retryable 503) and the server exits.`,
 	f.DurationVar(&o.drain, "drain", 30*time.Second, "on SIGINT/SIGTERM, how long the runs in flight may finish")
 	f.BoolVar(&o.noVerify, "no-verify", false, "do not run the conformance kit for GET /v1/engines' verified capabilities")
 	f.StringVar(&o.logFormat, "log-format", "json", "access log format on stderr: json or text")
+	f.StringVar(&o.dataDir, "data-dir", "", "keep the tenants' scripts and receipts in `DIR` (default $XDG_STATE_HOME/sandbank or ~/.local/state/sandbank)")
+	f.BoolVar(&o.inMemory, "in-memory", false, "keep the tenants' scripts and receipts in memory only: a restart loses them")
 	return cmd
 }
 
@@ -100,11 +113,16 @@ func (a *app) serve(ctx context.Context, o *serveOptions) error {
 			return usagef("--dev serves without API keys, so only on a loopback address (127.0.0.1, ::1, localhost), not %s", quote(host))
 		}
 	}
+	dataDir, err := serveDataDir(o)
+	if err != nil {
+		return err
+	}
 	reg, err := a.registry()
 	if err != nil {
 		return err
 	}
 	opts := &server.Options{
+		DataDir:           dataDir,
 		Tenants:           tenants,
 		MaxConcurrentRuns: o.maxRuns,
 		MaxQueue:          o.queue,
@@ -122,8 +140,10 @@ func (a *app) serve(ctx context.Context, o *serveOptions) error {
 		}
 	}
 	srv, err := server.New(reg, opts)
-	if err != nil {
+	if errors.Is(err, server.ErrInvalidOptions) {
 		return usagef("%v", err)
+	} else if err != nil {
+		return untyped(err) // the data directory could not be opened or read
 	}
 	ctx, stop := cancelOnSignal(ctx)
 	defer stop()
@@ -138,6 +158,11 @@ func (a *app) serve(ctx context.Context, o *serveOptions) error {
 	}
 	if o.dev {
 		fmt.Fprintf(a.stderr, "sandbank: DEVELOPMENT MODE: no API keys, every caller is tenant \"dev\"; serving on loopback %s only. Do not expose this port.\n", ln.Addr())
+	}
+	if dataDir != "" {
+		fmt.Fprintf(a.stderr, "sandbank: data directory %s\n", quote(dataDir))
+	} else {
+		fmt.Fprintf(a.stderr, "sandbank: scripts and receipts are kept in memory only (--in-memory)\n")
 	}
 	fmt.Fprintf(a.stderr, "sandbank: serving on http://%s (OpenAPI: /v1/openapi.json)\n", ln.Addr())
 
@@ -160,6 +185,24 @@ func (a *app) serve(ctx context.Context, o *serveOptions) error {
 		return untyped(err)
 	}
 	return nil
+}
+
+// serveDataDir returns serve's data directory: --data-dir, or the
+// default (server.DefaultDataDir); "" with --in-memory.
+func serveDataDir(o *serveOptions) (string, error) {
+	switch {
+	case o.inMemory && o.dataDir != "":
+		return "", usagef("--in-memory and --data-dir cannot be used together")
+	case o.inMemory:
+		return "", nil
+	case o.dataDir != "":
+		return o.dataDir, nil
+	}
+	d, err := server.DefaultDataDir()
+	if err != nil {
+		return "", usagef("no default data directory (%s): give --data-dir DIR or --in-memory", reason(err))
+	}
+	return d, nil
 }
 
 // loadTenants reads the tenants for serve: none in --dev (refusing a

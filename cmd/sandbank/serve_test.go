@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -43,4 +44,30 @@ func TestServeNewKey(t *testing.T) {
 	key := strings.TrimSpace(strings.TrimPrefix(lines[0], "key:"))
 	digest := strings.TrimSpace(strings.TrimPrefix(lines[1], "digest:"))
 	assert.Equal(t, tenant.HashKey(key), digest)
+}
+
+// TestServeDataDir: --data-dir names the data directory; without it the
+// default is under $XDG_STATE_HOME (or ~/.local/state); --in-memory keeps
+// none, and refuses --data-dir alongside.
+func TestServeDataDir(t *testing.T) {
+	state := t.TempDir()
+	t.Setenv("XDG_STATE_HOME", state)
+	d, err := serveDataDir(&serveOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, filepath.Join(state, "sandbank"), d)
+	d, err = serveDataDir(&serveOptions{dataDir: "/srv/sandbank"})
+	require.NoError(t, err)
+	assert.Equal(t, "/srv/sandbank", d)
+	d, err = serveDataDir(&serveOptions{inMemory: true})
+	require.NoError(t, err)
+	assert.Empty(t, d)
+	_, err = serveDataDir(&serveOptions{inMemory: true, dataDir: "x"})
+	var ee *exitError
+	require.ErrorAs(t, err, &ee)
+	assert.Equal(t, exitUsage, ee.code)
+	t.Setenv("XDG_STATE_HOME", "")
+	t.Setenv("HOME", state)
+	d, err = serveDataDir(&serveOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, filepath.Join(state, ".local", "state", "sandbank"), d)
 }

@@ -1,0 +1,256 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sandbank/sandbank/effect"
+	"github.com/sandbank/sandbank/tenant"
+)
+
+// getJSON sends a GET with the key and decodes the body into out.
+func getJSON(t *testing.T, c *http.Client, url, key string, out any) int {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	require.NoError(t, err)
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	resp, err := c.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	if out != nil && resp.StatusCode == http.StatusOK {
+		require.NoError(t, json.Unmarshal(b, out), "%s", b)
+	}
+	return resp.StatusCode
+}
+
+// stopServer shuts l down now (its cleanup then finds it stopped).
+func stopServer(t *testing.T, l *live) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	require.NoError(t, l.Shutdown(ctx))
+}
+
+// TestDataDirKeepsAcrossRestart: with a data directory, a stored script
+// and the receipt of an answered run are there after a restart, and the
+// receipt verifies against the script and the input.
+func TestDataDirKeepsAcrossRestart(t *testing.T) {
+	dir := t.TempDir()
+	reg := testRegistry(t)
+	c := &http.Client{Timeout: time.Minute}
+	src := "input.n * 2"
+	l := startServer(t, reg, &Options{DataDir: dir})
+	code, _, stored := post(t, c, l.url+"/v1/scripts", "", map[string]any{"source": src})
+	require.Equal(t, 200, code)
+	addr := stored["script"].(string)
+	code, h, rec := post(t, c, l.url+"/v1/runs", "", map[string]any{"engine": "goja", "script": addr, "input": map[string]any{"n": 21}})
+	require.Equal(t, 200, code, "%v", rec)
+	assert.EqualValues(t, 42, rec["value"])
+	run := h.Get(RunHeader)
+	require.NotEmpty(t, run)
+	stopServer(t, l)
+
+	l = startServer(t, reg, &Options{DataDir: dir})
+	var got StoredReceipt
+	require.Equal(t, 200, getJSON(t, c, l.url+"/v1/runs/"+run+"/receipt", "", &got))
+	assert.Equal(t, run, got.Run)
+	assert.NoError(t, effect.VerifyReceipt(got.Receipt, []byte(src), json.RawMessage(`{"n":21}`)))
+	answered, err := json.Marshal(rec["receipt"])
+	require.NoError(t, err)
+	kept, err := json.Marshal(got.Receipt)
+	require.NoError(t, err)
+	assert.JSONEq(t, string(answered), string(kept), "the kept receipt is the answered one")
+
+	code, _, rec = post(t, c, l.url+"/v1/runs", "", map[string]any{"engine": "goja", "script": addr, "input": map[string]any{"n": 1}})
+	require.Equal(t, 200, code, "%v", rec)
+	assert.EqualValues(t, 2, rec["value"])
+	assert.Zero(t, testutil.ToFloat64(l.metrics.damaged))
+}
+
+// TestDataDirRefusesDamagedScripts: a stored script whose bytes no longer
+// match its address is reported on start, moved into quarantine and
+// refused (a run naming it finds no script); a Put's leftover temporary
+// file is removed.
+func TestDataDirRefusesDamagedScripts(t *testing.T) {
+	dir := t.TempDir()
+	reg := testRegistry(t)
+	c := &http.Client{Timeout: time.Minute}
+	l := startServer(t, reg, &Options{DataDir: dir})
+	code, _, stored := post(t, c, l.url+"/v1/scripts", "", map[string]any{"source": "1 + 1"})
+	require.Equal(t, 200, code)
+	damagedAddr := stored["script"].(string)
+	code, _, stored = post(t, c, l.url+"/v1/scripts", "", map[string]any{"source": "2 + 2"})
+	require.Equal(t, 200, code)
+	goodAddr := stored["script"].(string)
+	stopServer(t, l)
+
+	hexOf := func(addr string) string { return strings.TrimPrefix(addr, "sha256:") }
+	scripts := filepath.Join(dir, "tenants", "dev", "scripts")
+	path := filepath.Join(scripts, hexOf(damagedAddr)[:2], hexOf(damagedAddr))
+	require.NoError(t, os.WriteFile(path, []byte("1 + 3"), 0o600))
+	leftover := filepath.Join(scripts, hexOf(goodAddr)[:2], ".put-123")
+	require.NoError(t, os.WriteFile(leftover, []byte("2 +"), 0o600))
+
+	l = startServer(t, reg, &Options{DataDir: dir})
+	assert.Equal(t, float64(1), testutil.ToFloat64(l.metrics.damaged))
+	assert.NoFileExists(t, path)
+	assert.FileExists(t, filepath.Join(dir, "tenants", "dev", "quarantine", hexOf(damagedAddr)))
+	assert.NoFileExists(t, leftover)
+	code, _, rec := post(t, c, l.url+"/v1/runs", "", map[string]any{"engine": "goja", "script": damagedAddr})
+	assert.Equal(t, 404, code, "%v", rec)
+	code, _, rec = post(t, c, l.url+"/v1/runs", "", map[string]any{"engine": "goja", "script": goodAddr})
+	require.Equal(t, 200, code, "%v", rec)
+	assert.EqualValues(t, 4, rec["value"])
+
+	// Damaged while serving: refused on read, and reported.
+	goodPath := filepath.Join(scripts, hexOf(goodAddr)[:2], hexOf(goodAddr))
+	require.NoError(t, os.WriteFile(goodPath, []byte("2 + 5"), 0o600))
+	code, _, rec = post(t, c, l.url+"/v1/runs", "", map[string]any{"engine": "goja", "script": goodAddr})
+	assert.Equal(t, 503, code, "%v", rec)
+	assert.Equal(t, float64(2), testutil.ToFloat64(l.metrics.damaged))
+}
+
+// TestDataDirFullStoreRefuses: a store on disk at its bound refuses a new
+// script (413) and keeps the ones it acknowledged.
+func TestDataDirFullStoreRefuses(t *testing.T) {
+	dir := t.TempDir()
+	c := &http.Client{Timeout: time.Minute}
+	l := startServer(t, testRegistry(t), &Options{DataDir: dir, StoreEntries: 1})
+	code, _, stored := post(t, c, l.url+"/v1/scripts", "", map[string]any{"source": "1"})
+	require.Equal(t, 200, code)
+	code, _, _ = post(t, c, l.url+"/v1/scripts", "", map[string]any{"source": "1"})
+	assert.Equal(t, 200, code, "storing the same script again is not a new entry")
+	code, _, _ = post(t, c, l.url+"/v1/scripts", "", map[string]any{"source": "2"})
+	assert.Equal(t, 413, code)
+	code, _, rec := post(t, c, l.url+"/v1/runs", "", map[string]any{"engine": "goja", "script": stored["script"]})
+	require.Equal(t, 200, code, "%v", rec)
+	assert.EqualValues(t, 1, rec["value"])
+}
+
+// TestReceiptsAreTenantScoped: a run's receipt is found by its own
+// tenant only.
+func TestReceiptsAreTenantScoped(t *testing.T) {
+	for name, dir := range map[string]string{"memory": "", "disk": t.TempDir()} {
+		t.Run(name, func(t *testing.T) {
+			set, keys := twoTenants(t)
+			c := &http.Client{Timeout: time.Minute}
+			l := startServer(t, testRegistry(t), &Options{Tenants: set, DataDir: dir})
+			code, h, rec := post(t, c, l.url+"/v1/runs", keys[0], map[string]any{"engine": "goja", "source": "1"})
+			require.Equal(t, 200, code, "%v", rec)
+			run := h.Get(RunHeader)
+			assert.Equal(t, 200, getJSON(t, c, l.url+"/v1/runs/"+run+"/receipt", keys[0], nil))
+			assert.Equal(t, 404, getJSON(t, c, l.url+"/v1/runs/"+run+"/receipt", keys[1], nil))
+		})
+	}
+}
+
+// twoTenants returns a set of the tenants "a" and "b" and their keys.
+func twoTenants(t *testing.T) (*tenant.Set, [2]string) {
+	t.Helper()
+	ka, da, err := tenant.NewKey()
+	require.NoError(t, err)
+	kb, db, err := tenant.NewKey()
+	require.NoError(t, err)
+	set, err := tenant.Parse(fmt.Appendf(nil, `{"tenants":[{"name":"a","keys":[%q]},{"name":"b","keys":[%q]}]}`, da, db))
+	require.NoError(t, err)
+	return set, [2]string{ka, kb}
+}
+
+// TestStoreOverItsBoundIs413: a script larger than the tenant's store
+// bound is the caller's request (413, not retryable), in memory as on
+// disk.
+func TestStoreOverItsBoundIs413(t *testing.T) {
+	for name, dir := range map[string]string{"memory": "", "disk": t.TempDir()} {
+		t.Run(name, func(t *testing.T) {
+			c := &http.Client{Timeout: time.Minute}
+			l := startServer(t, testRegistry(t), &Options{DataDir: dir, StoreBytes: 4})
+			code, _, p := post(t, c, l.url+"/v1/scripts", "", map[string]any{"source": "12345"})
+			assert.Equal(t, 413, code, "%v", p)
+			assert.Equal(t, false, p["retryable"])
+		})
+	}
+}
+
+// TestAccessLogNamesTheRun: a run's access record holds the id its
+// answer named, so an operator finds the receipt of a logged request.
+func TestAccessLogNamesTheRun(t *testing.T) {
+	var buf bytes.Buffer
+	log := slog.New(slog.NewJSONHandler(&syncWriter{w: &buf}, nil))
+	l := startServer(t, testRegistry(t), &Options{Logger: log})
+	code, h, rec := post(t, &http.Client{Timeout: time.Minute}, l.url+"/v1/runs", "", map[string]any{"engine": "goja", "source": "1"})
+	require.Equal(t, 200, code, "%v", rec)
+	run := h.Get(RunHeader)
+	require.NotEmpty(t, run)
+	stopServer(t, l)
+	assert.Contains(t, buf.String(), `"runId":"`+run+`"`)
+}
+
+// TestRunNotKeptIsNotAnswered: a run whose receipt cannot be kept is
+// answered with a retryable 503, never 200: an answered run is on disk.
+func TestRunNotKeptIsNotAnswered(t *testing.T) {
+	c := &http.Client{Timeout: time.Minute}
+	l := startServer(t, testRegistry(t), &Options{DataDir: t.TempDir()})
+	code, _, rec := post(t, c, l.url+"/v1/runs", "", map[string]any{"engine": "goja", "source": "1"})
+	require.Equal(t, 200, code, "%v", rec)
+	td, err := l.data.of(l.dev)
+	require.NoError(t, err)
+	require.NoError(t, td.receipts.close()) // every append now fails
+	code, h, p := post(t, c, l.url+"/v1/runs", "", map[string]any{"engine": "goja", "source": "1"})
+	assert.Equal(t, 503, code, "%v", p)
+	assert.Equal(t, true, p["retryable"])
+	assert.Empty(t, h.Get(RunHeader))
+}
+
+// TestDiskScriptsBoundUnderConcurrentPuts: concurrent Puts of distinct
+// scripts into a store bounded to n entries store exactly n; the rest are
+// refused as a full store, and a restart finds the n.
+func TestDiskScriptsBoundUnderConcurrentPuts(t *testing.T) {
+	dir := t.TempDir()
+	open := func() *diskScripts {
+		s, err := openDiskScripts(t.Context(), filepath.Join(dir, "scripts"), filepath.Join(dir, "quarantine"), 1<<20, 5,
+			slog.New(slog.DiscardHandler), func() { t.Error("damaged") })
+		require.NoError(t, err)
+		return s
+	}
+	s := open()
+	var wg sync.WaitGroup
+	var stored, full atomic.Int64
+	for i := range 20 {
+		wg.Go(func() {
+			_, err := s.Put(fmt.Appendf(nil, "script %d", i))
+			switch {
+			case err == nil:
+				stored.Add(1)
+			case errors.Is(err, errStoreFull):
+				full.Add(1)
+			default:
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	assert.Equal(t, int64(5), stored.Load())
+	assert.Equal(t, int64(15), full.Load())
+	assert.Len(t, open().known, 5)
+}
