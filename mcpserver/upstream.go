@@ -39,6 +39,9 @@ const (
 	DefaultMaxUpstreamTools = 256
 	// MaxUpstreamNameBytes is the longest name an upstream may have.
 	MaxUpstreamNameBytes = 32
+	// MinRedactBytes is the shortest text UpstreamOptions.Redact
+	// redacts.
+	MinRedactBytes = 8
 )
 
 // ErrInvalidUpstream is matched by every error NewUpstream returns for
@@ -61,7 +64,9 @@ type UpstreamOptions struct {
 	// Redact lists texts the script must never see: the credentials the
 	// upstream was given (a token in its environment, an Authorization
 	// header). Each is replaced by "[redacted]" in every result and error
-	// text an upstream call hands the script. Empty texts are ignored.
+	// text an upstream call hands the script. Texts shorter than
+	// MinRedactBytes are ignored: they are no credential, and replacing
+	// them would mangle the answers.
 	Redact []string
 }
 
@@ -114,9 +119,10 @@ func NewUpstream(ctx context.Context, name string, session *mcp.ClientSession, o
 	if opts != nil {
 		o = *opts
 	}
+	if err := CheckUpstreamName(name); err != nil {
+		return nil, err
+	}
 	switch {
-	case !validUpstreamName(name):
-		return nil, fmt.Errorf("%w: a name must be 1 to %d ASCII letters, digits or underscores, start with a letter, and have no underscore at its end nor two in a row", ErrInvalidUpstream, MaxUpstreamNameBytes)
 	case session == nil:
 		return nil, fmt.Errorf("%w: nil session", ErrInvalidUpstream)
 	case o.CallTimeout < 0:
@@ -131,7 +137,7 @@ func NewUpstream(ctx context.Context, name string, session *mcp.ClientSession, o
 		done:    make(chan struct{}),
 	}
 	for _, s := range o.Redact {
-		if s != "" {
+		if len(s) >= MinRedactBytes {
 			u.redact = append(u.redact, s)
 		}
 	}
@@ -395,6 +401,15 @@ func hostSafe(s string) string {
 		}
 	}
 	return string(b)
+}
+
+// CheckUpstreamName returns nil when name may name an upstream (see
+// NewUpstream), and an error matching ErrInvalidUpstream otherwise.
+func CheckUpstreamName(name string) error {
+	if !validUpstreamName(name) {
+		return fmt.Errorf("%w: a name must be 1 to %d ASCII letters, digits or underscores, start with a letter, and have no underscore at its end nor two in a row", ErrInvalidUpstream, MaxUpstreamNameBytes)
+	}
+	return nil
 }
 
 func validUpstreamName(s string) bool {
