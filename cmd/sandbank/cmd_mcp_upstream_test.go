@@ -256,6 +256,12 @@ func TestMCPUpstreamHTTP(t *testing.T) {
 	// something that is not JSON-RPC.
 	r = runScript(t, cs, caughtMessage("web__whoami({ garbage: 1 })"))
 	assert.Equal(t, `"mcpserver: upstreamMalformed: web.whoami: the upstream's answer is not a tool result"`, string(r.Value))
+
+	// The upstream dies: its address no longer answers.
+	ts.CloseClientConnections()
+	ts.Close()
+	r = runScript(t, cs, caughtMessage("web__item({ id: 1 })"))
+	assert.Equal(t, `"mcpserver: upstreamUnavailable: web.item: the upstream is not available"`, string(r.Value))
 }
 
 func TestMCPUpstreamFlags(t *testing.T) {
