@@ -314,3 +314,12 @@ func waitSignal(t *testing.T, ch <-chan struct{}, what string) {
 		t.Fatalf("timed out waiting: %s", what)
 	}
 }
+
+// A text shorter than MinRedactBytes is not redacted: it is no
+// credential, and redacting it would mangle the answers.
+func TestUpstreamShortRedactIgnored(t *testing.T) {
+	cs := codeMode(t, newUpstream(), &mcpserver.UpstreamOptions{Redact: []string{"1", "item"}}, nil)
+	r := runJS(t, cs, `(await host.up__item({ id: 1 })).name`, nil)
+	require.True(t, r.OK, "%+v", r)
+	assert.Equal(t, `"item-1"`, string(r.Value))
+}

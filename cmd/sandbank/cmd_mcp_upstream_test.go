@@ -292,3 +292,20 @@ func TestMCPUpstreamFlags(t *testing.T) {
 		assert.Contains(t, stderr.String(), tc.want, "%v", tc.args)
 	}
 }
+
+func TestSplitCommand(t *testing.T) {
+	for in, want := range map[string][]string{
+		"server --flag":                  {"server", "--flag"},
+		"  a\tb  ":                       {"a", "b"},
+		`'/path with space/srv' "x y" z`: {"/path with space/srv", "x y", "z"},
+		`a''b ""`:                        {"ab", ""},
+	} {
+		got, err := splitCommand(in)
+		require.NoError(t, err, in)
+		assert.Equal(t, want, got, in)
+	}
+	for _, bad := range []string{"", "   ", `"open`} {
+		_, err := splitCommand(bad)
+		assert.Error(t, err, bad)
+	}
+}
