@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sandbank/sandbank/backends/goja"
+	"github.com/sandbank/sandbank/backends/starlark"
 	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/mcpserver"
 	"github.com/sandbank/sandbank/registry"
@@ -177,7 +178,17 @@ func codeMode(t *testing.T, u *upstream, uopts *mcpserver.UpstreamOptions, opts 
 	if opts.Limits.WallClock == 0 {
 		opts.Limits.WallClock = 2 * testTimeout // only a call's own limit ends a run in time
 	}
-	srv, err := mcpserver.New(gojaRegistry(t), opts)
+	reg := gojaRegistry(t)
+	probe, err := starlark.New(nil)
+	require.NoError(t, err)
+	reg.Register(registry.Entry{
+		Engine: "starlark", Language: "starlark", Capabilities: probe.Capabilities(),
+		Factory: func() (spi.Backend, error) { return starlark.New(nil) },
+	})
+	if opts.Engines == nil {
+		opts.Engines = map[string]string{"starlark": "starlark"}
+	}
+	srv, err := mcpserver.New(reg, opts)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = srv.Close() })
 	st, ct := mcp.NewInMemoryTransports()
@@ -193,13 +204,19 @@ func codeMode(t *testing.T, u *upstream, uopts *mcpserver.UpstreamOptions, opts 
 // runJS runs script through run_javascript and returns the result.
 func runJS(t *testing.T, cs *mcp.ClientSession, script string, limits map[string]any) mcpserver.Result {
 	t.Helper()
+	return runTool(t, cs, "run_javascript", script, limits)
+}
+
+// runTool runs script through a run tool and returns the result.
+func runTool(t *testing.T, cs *mcp.ClientSession, tool, script string, limits map[string]any) mcpserver.Result {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
 	args := map[string]any{"script": script}
 	if limits != nil {
 		args["limits"] = limits
 	}
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_javascript", Arguments: args})
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
 	require.NoError(t, err)
 	var r mcpserver.Result
 	b, err := json.Marshal(res.StructuredContent)
@@ -322,4 +339,28 @@ func TestUpstreamShortRedactIgnored(t *testing.T) {
 	r := runJS(t, cs, `(await host.up__item({ id: 1 })).name`, nil)
 	require.True(t, r.OK, "%+v", r)
 	assert.Equal(t, `"item-1"`, string(r.Value))
+}
+
+// One spelling in every language: Starlark calls the same host names.
+func TestUpstreamFromStarlark(t *testing.T) {
+	cs := codeMode(t, newUpstream(), nil, nil)
+	r := runTool(t, cs, "run_starlark", `def main(input):
+    names = [host.up__item({"id": i})["name"] for i in range(1, 4)]
+    ok, err = host_try("up__hang_nothing", {})
+    return {"names": names, "caught": err}
+`, nil)
+	require.True(t, r.OK, "%+v", r)
+	assert.JSONEq(t, `{"names":["item-1","item-2","item-3"],"caught":"effect: unknown host function \"up__hang_nothing\""}`, string(r.Value))
+	assert.EqualValues(t, 3, r.Stats.HostCalls, "an unknown name is refused, not delivered")
+}
+
+// The server's MaxHostCalls bounds the upstream calls of a run: the call
+// past it ends the run, limitExceeded (hostCalls).
+func TestUpstreamCallsCounted(t *testing.T) {
+	cs := codeMode(t, newUpstream(), nil, &mcpserver.Options{MaxHostCalls: 3})
+	r := runJS(t, cs, `await Promise.all([1, 2, 3, 4, 5].map(id => host.up__item({ id })))`, nil)
+	require.False(t, r.OK)
+	require.NotNil(t, r.Failure)
+	assert.Equal(t, effect.CodeLimitExceeded, r.Failure.Code)
+	assert.Equal(t, effect.LimitHostCalls, r.Failure.Kind)
 }
