@@ -87,7 +87,8 @@ host call of the run: bounded in size and number, within the run's wall
 clock and --upstream-timeout (default 30s), cancelled with the run, and
 counted in its record; a failed call (the upstream died, hung, refused
 or answered nonsense) is an error the script may catch.
---upstream-env NAME=KEY=VALUE adds to a command's environment, and
+A command inherits sandbank's environment;
+--upstream-env NAME=KEY=VALUE adds to it, and
 --upstream-header 'NAME=HEADER: VALUE' (with $VARIABLES expanded) to an
 address's requests; those values never reach a script (they are
 redacted from every answer and error it sees).
