@@ -155,9 +155,7 @@ func TestUpstreamNames(t *testing.T) {
 	require.NoError(t, err)
 }
 
-// Two upstreams of one name are refused; so is an engine's tool asked to
-// serve them when it cannot make host calls? No: it is told, in its
-// description, that it cannot.
+// Two upstreams of one name are refused, and so is a nil one.
 func TestUpstreamsOfOneNameRefused(t *testing.T) {
 	a, err := upstreamOf(t, "same", &mcp.Tool{Name: "x", InputSchema: json.RawMessage(`{"type":"object"}`)})
 	require.NoError(t, err)
@@ -166,5 +164,41 @@ func TestUpstreamsOfOneNameRefused(t *testing.T) {
 	_, err = mcpserver.New(gojaRegistry(t), &mcpserver.Options{Upstreams: []*mcpserver.Upstream{a, b}})
 	require.ErrorIs(t, err, mcpserver.ErrInvalidOptions)
 	_, err = mcpserver.New(gojaRegistry(t), &mcpserver.Options{Upstreams: []*mcpserver.Upstream{nil}})
+	require.ErrorIs(t, err, mcpserver.ErrInvalidOptions)
+}
+
+// A tool whose engine declares no host calls says so, and runs its
+// scripts without the upstreams' host functions (the effect would refuse
+// them on this engine).
+func TestUpstreamOnEngineWithoutHostCalls(t *testing.T) {
+	up, err := upstreamOf(t, "up", &mcp.Tool{Name: "x", InputSchema: json.RawMessage(`{"type":"object"}`)})
+	require.NoError(t, err)
+	f := newFakes()
+	srv, err := mcpserver.New(f.registry("javascript"), &mcpserver.Options{Upstreams: []*mcpserver.Upstream{up}})
+	require.NoError(t, err)
+	defer srv.Close()
+	tools := listTools(t, srv)
+	var desc string
+	for _, tool := range tools {
+		if tool.Name == "run_javascript" {
+			desc = tool.Description
+		}
+	}
+	assert.Contains(t, desc, "This engine cannot call the upstream tools")
+	assert.NotContains(t, desc, "declare namespace host")
+
+	st, ct := mcp.NewInMemoryTransports()
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	ss, err := srv.MCP().Connect(ctx, st, nil)
+	require.NoError(t, err)
+	defer ss.Close()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1"}, nil).Connect(ctx, ct, nil)
+	require.NoError(t, err)
+	defer cs.Close()
+	r := runJS(t, cs, "echo", nil)
+	assert.True(t, r.OK, "%+v", r)
+
+	_, err = mcpserver.New(f.registry("javascript"), &mcpserver.Options{MaxHostCalls: -1})
 	require.ErrorIs(t, err, mcpserver.ErrInvalidOptions)
 }
