@@ -16,6 +16,7 @@ import (
 
 	"github.com/sandbank/sandbank/backends/goja"
 	"github.com/sandbank/sandbank/backends/starlark"
+	"github.com/sandbank/sandbank/backends/typescript"
 	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/mcpserver"
 	"github.com/sandbank/sandbank/registry"
@@ -185,8 +186,21 @@ func codeMode(t *testing.T, u *upstream, uopts *mcpserver.UpstreamOptions, opts 
 		Engine: "starlark", Language: "starlark", Capabilities: probe.Capabilities(),
 		Factory: func() (spi.Backend, error) { return starlark.New(nil) },
 	})
+	tsFactory := func() (spi.Backend, error) {
+		js, err := goja.New(nil)
+		if err != nil {
+			return nil, err
+		}
+		return typescript.Wrap(js, nil)
+	}
+	ts, err := tsFactory()
+	require.NoError(t, err)
+	reg.Register(registry.Entry{Engine: "goja-ts", Language: "typescript", Capabilities: ts.Capabilities(), Factory: tsFactory})
+	if c, ok := ts.(interface{ Close() error }); ok {
+		require.NoError(t, c.Close())
+	}
 	if opts.Engines == nil {
-		opts.Engines = map[string]string{"starlark": "starlark"}
+		opts.Engines = map[string]string{"starlark": "starlark", "typescript": "goja-ts"}
 	}
 	srv, err := mcpserver.New(reg, opts)
 	require.NoError(t, err)
@@ -363,4 +377,16 @@ func TestUpstreamCallsCounted(t *testing.T) {
 	require.NotNil(t, r.Failure)
 	assert.Equal(t, effect.CodeLimitExceeded, r.Failure.Code)
 	assert.Equal(t, effect.LimitHostCalls, r.Failure.Kind)
+}
+
+// One spelling in every language: TypeScript awaits the same host names,
+// and its tool's description declares them.
+func TestUpstreamFromTypeScript(t *testing.T) {
+	cs := codeMode(t, newUpstream(), nil, nil)
+	r := runTool(t, cs, "run_typescript", `type Item = { id: number; name: string };
+const items: Item[] = await Promise.all([4, 5].map((id: number) => host.up__item({ id })));
+items.map((i: Item) => i.name)`, nil)
+	require.True(t, r.OK, "%+v", r)
+	assert.JSONEq(t, `["item-4","item-5"]`, string(r.Value))
+	assert.EqualValues(t, 2, r.Stats.HostCalls)
 }
