@@ -91,7 +91,7 @@ On failure the tool result is an error (isError) naming the failure, with a hint
 func (t *runTool) description() string {
 	caps := t.entry.Capabilities
 	return contracts[t.lang] + "\n" + printing(t.lang, caps) + "\n" + limitLines(caps, t.s.limits) + failureLines +
-		"\nEngine: " + t.entry.Engine + " (list_engines tells more)."
+		"\nEngine: " + t.entry.Engine + " (list_engines tells more)." + t.s.upstreamSection(t.lang, caps)
 }
 
 // definition is the run tool as tools/list shows it.
@@ -191,7 +191,7 @@ const outputSchema = `{
 }`
 
 // instructions are the server's instructions to the model.
-func instructions(tools []*runTool) string {
+func instructions(tools []*runTool, upstreams []*Upstream) string {
 	var names []string
 	for _, t := range tools {
 		names = append(names, t.name)
@@ -200,5 +200,5 @@ func instructions(tools []*runTool) string {
 		"Use " + strings.Join(names, ", ") + " to compute, transform or check data exactly instead of by hand: " +
 		"pass the data as the \"input\" argument and read the result. Scripts have no network, no files and no clock; " +
 		"each run starts fresh. A failed run is an error result with the failure and a hint: fix the script and call again. " +
-		"list_engines shows the engines and their limits."
+		"list_engines shows the engines and their limits." + upstreamInstructions(upstreams)
 }

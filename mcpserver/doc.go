@@ -17,6 +17,25 @@
 // (from the engine's declared capabilities and the server's limits, so a
 // description never promises more than the engine declares).
 //
+// # Code mode
+//
+// [NewUpstream] turns the tools of another MCP server, reached through a
+// client session, into host functions (effect.HostFuncs): tool T of
+// upstream NAME is host.NAME__T in every language (`await
+// host.github__search_issues({query})` in JavaScript and TypeScript,
+// host.github__search_issues({"query": q}) in Starlark), so a script calls
+// many tools at once and reshapes what they return. Given to a server
+// (Options.Upstreams), they are the host functions of every run on an
+// engine that declares host calls, and the run tools' descriptions
+// declare them in TypeScript from their JSON Schemas (within
+// MaxUpstreamDeclarationBytes). Every call is a host call: its argument,
+// its answer and the calls of a run are bounded by the effect
+// (Options.MaxHostArgBytes, MaxHostResultBytes, MaxHostCalls), it lasts at
+// most UpstreamOptions.CallTimeout and never past its run, is cancelled
+// with the run, and is counted in the run's record. A failure is an
+// [UpstreamError] the script catches, its message "mcpserver: CODE: …"
+// ([UpstreamCode]); none makes the run retryable.
+//
 // # Results
 //
 // A run tool's result carries, as structured content ([Result]) and as
@@ -58,8 +77,10 @@
 // effect's ceiling and a call's own limits may only lower them (a higher
 // one is refused, not clamped). New refuses an engine that declares
 // network access or reuses its environment. The server reaches nothing on
-// a script's behalf: there are no host calls (a script cannot call another
-// MCP server's tools) until the effect brokers host functions.
+// a script's behalf but the tools of the upstreams its operator named
+// (Options.Upstreams), each call a host call of the run; their
+// credentials (UpstreamOptions.Redact) are redacted from everything a
+// script sees, and the SDK's and transports' error texts never reach it.
 //
 // For a language nobody chose an engine for, a tool runs the language's
 // default engine, as every door does (package pool's Resolve); a call

@@ -73,6 +73,19 @@ type Options struct {
 	// caller at its cap of concurrent runs) is a protocol error, and
 	// retryable. Nil admits every call within the server's limits.
 	Admit func(ctx context.Context, req *mcp.CallToolRequest, engine string) (Admission, error)
+	// MaxHostCalls, MaxHostArgBytes and MaxHostResultBytes bound the
+	// upstream calls of a run, as effect.Options do: the calls per run,
+	// one call's argument and one answer as JSON text. Zero means the
+	// effect's defaults (1000, 1 MiB, 4 MiB); negative values are
+	// refused.
+	MaxHostCalls                        int
+	MaxHostArgBytes, MaxHostResultBytes int64
+	// Upstreams are MCP servers whose tools the scripts may call (code
+	// mode): every tool of each is a host function of every run on an
+	// engine that declares host calls, and the run tools' descriptions
+	// declare them in TypeScript (see NewUpstream). Their names must
+	// differ. Nil means none. The server does not close their sessions.
+	Upstreams []*Upstream
 }
 
 // Admission is what Options.Admit grants one call.
@@ -101,6 +114,11 @@ type Server struct {
 	progress time.Duration
 	logger   *slog.Logger
 	admit    func(context.Context, *mcp.CallToolRequest, string) (Admission, error)
+	// host holds the upstreams' tools as host functions; nil without
+	// upstreams. upstreams are the upstreams, sorted by name.
+	host         effect.HostFuncs
+	upstreams    []*Upstream
+	declarations string // the upstreams' tools in TypeScript (upstream_decl.go)
 }
 
 // limits are the server's limits, defaults resolved.
@@ -146,6 +164,10 @@ func New(reg *registry.Registry, opts *Options) (*Server, error) {
 		MaxInputBytes:  lim.maxInput,
 		MaxOutputBytes: lim.maxOutput,
 		MaxScriptBytes: lim.maxScript,
+
+		MaxHostCalls:       o.MaxHostCalls,
+		MaxHostArgBytes:    o.MaxHostArgBytes,
+		MaxHostResultBytes: o.MaxHostResultBytes,
 	}})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
@@ -153,6 +175,9 @@ func New(reg *registry.Registry, opts *Options) (*Server, error) {
 	ceiling := p.Ceiling()
 	lim.wallClock, lim.memoryBytes = ceiling.WallClock, ceiling.MemoryBytes
 	s := &Server{pool: p, limits: lim, progress: o.ProgressInterval, logger: o.Logger, admit: o.Admit}
+	if err := s.setUpstreams(o.Upstreams); err != nil {
+		return nil, err
+	}
 	for _, lang := range langs {
 		entry, err := chooseEngine(p, lang, o.Engines[lang])
 		if err != nil {
@@ -165,7 +190,7 @@ func New(reg *registry.Registry, opts *Options) (*Server, error) {
 		version = "(devel)"
 	}
 	s.server = mcp.NewServer(&mcp.Implementation{Name: "sandbank", Title: "Sandbank", Version: version}, &mcp.ServerOptions{
-		Instructions: instructions(s.tools),
+		Instructions: instructions(s.tools, s.upstreams),
 		// The SDK's own records (sessions starting and ending) are not
 		// the server's to report.
 		Logger: slog.New(slog.DiscardHandler),
@@ -193,7 +218,8 @@ func resolveLimits(o *Options) (limits, error) {
 	switch {
 	case o.Limits.WallClock < 0, o.Limits.MemoryBytes < 0:
 		return limits{}, fmt.Errorf("%w: negative limits", ErrInvalidOptions)
-	case o.MaxInputBytes < 0, o.MaxOutputBytes < 0, o.MaxScriptBytes < 0:
+	case o.MaxInputBytes < 0, o.MaxOutputBytes < 0, o.MaxScriptBytes < 0,
+		o.MaxHostCalls < 0, o.MaxHostArgBytes < 0, o.MaxHostResultBytes < 0:
 		return limits{}, fmt.Errorf("%w: negative size bound", ErrInvalidOptions)
 	}
 	// The wall clock and memory are the pool's ceiling (New).

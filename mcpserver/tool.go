@@ -32,6 +32,7 @@ type runTool struct {
 func (t *runTool) handle(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	start := time.Now()
 	engine := t.entry.Engine
+	hostCalls := t.entry.Capabilities.HostCalls
 	ceiling := t.s.limits
 	if t.s.admit != nil {
 		adm, err := t.s.admit(ctx, req, t.entry.Engine)
@@ -56,7 +57,7 @@ func (t *runTool) handle(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Ca
 				t.s.logCall(ctx, t, engine, "refused", time.Since(start), perr)
 				return res, perr
 			}
-			engine = e.Engine
+			engine, hostCalls = e.Engine, e.Capabilities.HostCalls
 		}
 	}
 	args, problem := decodeArgs(req.Params.Arguments, ceiling)
@@ -71,7 +72,11 @@ func (t *runTool) handle(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Ca
 		return res, perr
 	}
 	stop := t.s.startProgress(ctx, req, args.limits.WallClock)
-	rec, err := eff.Run(ctx, effect.Call{Source: []byte(args.script), Input: args.input, Limits: args.limits})
+	call := effect.Call{Source: []byte(args.script), Input: args.input, Limits: args.limits}
+	if hostCalls {
+		call.Host = t.s.host // the upstreams' tools (upstream.go); nil without
+	}
+	rec, err := eff.Run(ctx, call)
 	stop()
 	res, perr := toResult(engine, t.s.limits, rec, err)
 	outcome := effect.OutcomeInfrastructure

@@ -31,6 +31,12 @@ type mcpOptions struct {
 	noCache         bool
 	tenantsFile     string
 	allowOrigins    []string
+
+	upstreams       []string // --upstream NAME=COMMAND or NAME=URL (mcp_upstream.go)
+	upstreamAllow   []string
+	upstreamEnv     []string
+	upstreamHeaders []string
+	upstreamTimeout string
 }
 
 func (a *app) mcpCommand() *cobra.Command {
@@ -69,6 +75,24 @@ languages the registry has; --lang chooses), each taking
 script's value, or its typed failure as an error result the model can
 read and correct, with the logs and the run's stats.
 
+Code mode: --upstream NAME=COMMAND starts another MCP server as a
+process (over its standard input and output), --upstream
+NAME=https://ADDRESS reaches one over streamable HTTP (an address on
+loopback, or of an origin --upstream-allow names). Every tool T of
+upstream NAME is a host function of the scripts: in JavaScript and
+TypeScript 'await host.NAME__T({...})', in Starlark 'host.NAME__T({...})'
+(a tool name's bytes other than letters, digits and '_' become '_'), and
+the run tools' descriptions declare them in TypeScript. Every call is a
+host call of the run: bounded in size and number, within the run's wall
+clock and --upstream-timeout (default 30s), cancelled with the run, and
+counted in its record; a failed call (the upstream died, hung, refused
+or answered nonsense) is an error the script may catch.
+A command inherits sandbank's environment;
+--upstream-env NAME=KEY=VALUE adds to it, and
+--upstream-header 'NAME=HEADER: VALUE' (with $VARIABLES expanded) to an
+address's requests; those values never reach a script (they are
+redacted from every answer and error it sees).
+
 Cancelling a call (notifications/cancelled) cancels its run; a call
 with a progress token hears of its run every second while it lasts.
 
@@ -79,7 +103,10 @@ goes to standard error; --quiet drops them.`,
 		Example: `  sandbank mcp
   sandbank mcp --timeout 10s --memory 64MiB --lang javascript
   sandbank mcp --http 127.0.0.1:8765
-  sandbank mcp --http 0.0.0.0:8765 --tenants tenants.json`,
+  sandbank mcp --http 0.0.0.0:8765 --tenants tenants.json
+  sandbank mcp --upstream 'files=npx -y @modelcontextprotocol/server-filesystem /srv/data'
+  sandbank mcp --upstream gh=https://api.githubcopilot.com/mcp/ --upstream-allow https://api.githubcopilot.com \
+    --upstream-header 'gh=Authorization: Bearer ${GITHUB_TOKEN}'`,
 		Args: cobra.NoArgs,
 		RunE: wrap(func(cmd *cobra.Command, _ []string) error {
 			return a.serveMCP(cmd.Context(), &o)
@@ -96,6 +123,11 @@ goes to standard error; --quiet drops them.`,
 	f.BoolVar(&o.quiet, "quiet", false, "write no line per call on standard error")
 	f.StringVar(&o.cacheDir, "cache-dir", "", "keep compiled modules in `DIR` (default: the user cache directory's sandbank/)")
 	f.BoolVar(&o.noCache, "no-cache", false, "compile the engines' modules afresh, with no compiled-module cache")
+	f.StringArrayVar(&o.upstreams, "upstream", nil, "make the tools of MCP server `NAME=COMMAND` (stdio) or NAME=URL (streamable HTTP) host functions of the scripts (repeatable)")
+	f.StringSliceVar(&o.upstreamAllow, "upstream-allow", nil, "allow --upstream addresses of `ORIGIN` (scheme://host[:port]); loopback ones need none")
+	f.StringArrayVar(&o.upstreamEnv, "upstream-env", nil, "add `NAME=KEY=VALUE` to upstream NAME's environment; the value never reaches a script")
+	f.StringArrayVar(&o.upstreamHeaders, "upstream-header", nil, "send `NAME=HEADER: VALUE` ($VARIABLES expanded) with upstream NAME's requests; the value never reaches a script")
+	f.StringVar(&o.upstreamTimeout, "upstream-timeout", "", "bound each upstream call by `DURATION` (default 30s; the run's wall clock bounds it too)")
 	_ = cmd.RegisterFlagCompletionFunc("engine", a.completeEngines)
 	_ = cmd.RegisterFlagCompletionFunc("lang", a.completeLanguages)
 	return cmd
@@ -140,6 +172,10 @@ func (a *app) serveMCP(ctx context.Context, o *mcpOptions) error {
 			return usagef("--allow-origin %q: want SCHEME://HOST[:PORT], such as https://app.example.com", origin)
 		}
 	}
+	specs, err := parseUpstreams(o)
+	if err != nil {
+		return err
+	}
 	reg, err := a.registry()
 	if err != nil {
 		return err
@@ -178,6 +214,14 @@ func (a *app) serveMCP(ctx context.Context, o *mcpOptions) error {
 	}
 	if tenants != nil {
 		opts.Admit = admitTenant
+	}
+	if len(specs) > 0 {
+		ups, closeUpstreams, err := a.connectUpstreams(ctx, specs, o, opts.Logger)
+		if err != nil {
+			return err
+		}
+		defer closeUpstreams()
+		opts.Upstreams = ups
 	}
 	srv, err := mcpserver.New(reg, opts)
 	switch {

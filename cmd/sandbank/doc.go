@@ -11,6 +11,9 @@
 //	sandbank engines [--json]
 //	sandbank mcp [--http ADDR [--tenants FILE] [--allow-origin ORIGIN]...] [--lang LANG]... [--engine NAME]...
 //	             [--memory 32MiB] [--timeout 5s] [--cache-dir DIR | --no-cache] [--quiet]
+//	             [--upstream NAME=COMMAND|NAME=URL]... [--upstream-allow ORIGIN]...
+//	             [--upstream-env NAME=KEY=VALUE]... [--upstream-header 'NAME=HEADER: VALUE']...
+//	             [--upstream-timeout 30s]
 //	sandbank bench [--engine NAME]... [--runs N] [--json]
 //	sandbank new backend NAME --language LANG [--dir DIR]
 //	sandbank version [--json]
