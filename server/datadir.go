@@ -17,7 +17,7 @@ import (
 
 // What a server keeps per tenant: its scripts, and the receipts of the
 // runs it answered. Without Options.DataDir both live in memory and a
-// restart loses them; with it, on disk (see docs/notes/store-design.md):
+// restart loses them; with it, on disk (see docs/data-dir.md):
 //
 //	DIR/tenants/<tenant>/scripts/<hex[:2]>/<hex>   the effect.DirStore of the tenant's scripts
 //	DIR/tenants/<tenant>/quarantine/<hex>          scripts found damaged on start, never served

@@ -27,7 +27,7 @@
 // that does not match its address, is reported (a log line and
 // sandbank_store_damaged_total) and never served. The log rotates by size
 // (ReceiptSegmentBytes, ReceiptSegments). Without DataDir both are kept in
-// memory, bounded, and a restart loses them. docs/notes/store-design.md
+// memory, bounded, and a restart loses them. docs/data-dir.md
 // has the layout and the rotation.
 //
 // # Status codes

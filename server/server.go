@@ -80,7 +80,7 @@ type Options struct {
 	// DataDir is the directory where the server keeps, per tenant, its
 	// scripts and the receipts of the runs it answered, each synced to
 	// disk before the answer is sent; New reads them back and checks them
-	// (see docs/notes/store-design.md for the layout). Empty means in
+	// (see docs/data-dir.md for the layout). Empty means in
 	// memory: a restart loses them. DefaultDataDir is 'sandbank serve''s
 	// default.
 	DataDir string

@@ -54,7 +54,7 @@ answered in --data-dir (default $XDG_STATE_HOME/sandbank, or
 it reads them back and checks them. GET /v1/runs/{run}/receipt returns a
 run's receipt by the id in its answer's Sandbank-Run header. --in-memory
 keeps them in memory instead: a restart loses them. See
-docs/notes/store-design.md for the layout and the receipt log's rotation.
+docs/data-dir.md for the layout and the receipt log's rotation.
 
 SIGINT or SIGTERM stops accepting connections and drains the runs in flight
 for --drain; then the runs still going are cancelled (their callers get a
