@@ -84,12 +84,20 @@ type Backend struct {
 	modules     *moduleCache
 
 	closeOnce sync.Once
+	// warmMu guards warming and closing: Close waits for a Warm's compile
+	// in flight (it does not stop when Warm's context ends) before it
+	// closes the compilation cache under it.
+	warmMu  sync.Mutex
+	warming sync.WaitGroup
+	closing bool
 
 	// Test hooks, nil outside tests: called after the module is compiled
 	// (or found in the cache) and after the instance is created, before
 	// the wall clock is armed.
 	afterCompile     func()
 	afterInstantiate func()
+	// beforeKernel is called by Warm's compile before it starts.
+	beforeKernel func()
 	// now is the clock the wall clock is measured with (time.Now; tests
 	// replace it).
 	now func() time.Time
@@ -171,11 +179,39 @@ func (b *Backend) runtimeConfig() wazero.RuntimeConfig {
 }
 
 // Warm implements spi.Warmer: it compiles the Extism kernel into the shared
-// compilation cache, so the first run does not pay for it.
+// compilation cache, so the first run does not pay for it. wazero's
+// compiler does not watch a context, so the compile goes on by itself
+// and Warm returns when ctx ends; Close waits for it.
 func (b *Backend) Warm(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	b.warmMu.Lock()
+	if b.closing {
+		b.warmMu.Unlock()
+		return errClosed
+	}
+	b.warming.Add(1)
+	b.warmMu.Unlock()
+	done := make(chan error, 1)
+	go func() {
+		defer b.warming.Done()
+		done <- b.compileKernel()
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+// compileKernel compiles the Extism kernel into the compilation cache.
+func (b *Backend) compileKernel() error {
+	if b.beforeKernel != nil {
+		b.beforeKernel()
+	}
+	ctx := context.Background()
 	p, err := xt.NewCompiledPlugin(ctx, xt.Manifest{
 		Wasm:    []xt.Wasm{xt.WasmData{Data: emptyModule, Name: "main"}},
 		Timeout: 1,
@@ -192,7 +228,13 @@ var emptyModule = []byte("\x00asm\x01\x00\x00\x00")
 // Close releases every compiled module. Runs in flight finish first;
 // Evaluate fails after Close.
 func (b *Backend) Close() error {
-	b.closeOnce.Do(b.modules.close)
+	b.closeOnce.Do(func() {
+		b.warmMu.Lock()
+		b.closing = true
+		b.warmMu.Unlock()
+		b.warming.Wait()
+		b.modules.close()
+	})
 	return nil
 }
 

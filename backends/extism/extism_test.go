@@ -382,6 +382,35 @@ func TestWarm(t *testing.T) {
 	assert.ErrorIs(t, b.Warm(ctx), context.Canceled)
 }
 
+// TestWarmReturnsWhenItsContextEnds: wazero's compiler does not watch a
+// context, so Warm leaves its compile running when its context ends, and
+// Close waits for that compile before it closes the compilation cache the
+// compile writes to (under -race, closing under it is a data race).
+func TestWarmReturnsWhenItsContextEnds(t *testing.T) {
+	b, err := newBackend(nil)
+	require.NoError(t, err)
+	entered, release := make(chan struct{}), make(chan struct{})
+	b.beforeKernel = func() {
+		close(entered)
+		<-release
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	warmed := make(chan error, 1)
+	go func() { warmed <- b.Warm(ctx) }()
+	<-entered
+	cancel()
+	require.ErrorIs(t, <-warmed, context.Canceled, "Warm returns while its compile goes on")
+
+	closed := make(chan struct{})
+	go func() {
+		assert.NoError(t, b.Close())
+		close(closed)
+	}()
+	close(release) // the compile finishes now, and Close closes after it
+	<-closed
+	assert.ErrorIs(t, b.Warm(context.Background()), errClosed, "no Warm after Close")
+}
+
 func TestFunctionName(t *testing.T) {
 	b := newTestBackend(t, &Options{FunctionName: "main"})
 	got, err := eval(t, b, testdata(t, "no_run"), `{}`, testLimits)
