@@ -4,11 +4,23 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"errors"
+	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
+
+// MaxShapeDepth is the deepest nesting of arrays and objects a shape (the
+// JSON text of a call's schema) may have. A deeper shape is an invalid call
+// (ErrInvalidShape), refused before anything parses it: the compile time of
+// a schema grows faster than its size with its depth (a 35 KB schema of
+// 5000 nested "items" took two minutes), and within this depth it grows
+// with its size only.
+const MaxShapeDepth = 128
+
+// errShapeTooDeep is the invalid call of a shape deeper than MaxShapeDepth.
+var errShapeTooDeep = invalid(ErrInvalidShape, "effect: invalid shape (nested deeper than the depth limit of "+strconv.Itoa(MaxShapeDepth)+" levels)")
 
 // maxCachedShapes bounds the compiled-schema cache of one Effect.
 const maxCachedShapes = 256
@@ -100,6 +112,9 @@ func compileShape(schema []byte) (s *compiledShape, err error) {
 			s, err = nil, invalid(ErrInvalidShape, "effect: invalid shape (the JSON Schema could not be compiled)")
 		}
 	}()
+	if tooDeep(schema, MaxShapeDepth) {
+		return nil, errShapeTooDeep
+	}
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(schema))
 	if err != nil {
 		return nil, invalid(ErrInvalidShape, "effect: invalid shape (not JSON text)")
