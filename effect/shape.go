@@ -12,15 +12,21 @@ import (
 )
 
 // MaxShapeDepth is the deepest nesting of arrays and objects a shape (the
-// JSON text of a call's schema) may have. A deeper shape is an invalid call
-// (ErrInvalidShape), refused before anything parses it: the compile time of
-// a schema grows faster than its size with its depth (a 35 KB schema of
-// 5000 nested "items" took two minutes), and within this depth it grows
-// with its size only.
-const MaxShapeDepth = 128
+// JSON text of a call's schema) may have, and MaxShapeBytes its largest
+// size. A shape past either is an invalid call (ErrInvalidShape), refused
+// before anything parses it: the compile time of a schema grows much faster
+// than its depth and its size (docs/performance.md, "Shapes: compile time").
+const (
+	MaxShapeDepth = 128
+	MaxShapeBytes = 64 << 10
+)
 
-// errShapeTooDeep is the invalid call of a shape deeper than MaxShapeDepth.
-var errShapeTooDeep = invalid(ErrInvalidShape, "effect: invalid shape (nested deeper than the depth limit of "+strconv.Itoa(MaxShapeDepth)+" levels)")
+// errShapeTooDeep and errShapeTooLarge are the invalid calls of a shape
+// past MaxShapeDepth or MaxShapeBytes.
+var (
+	errShapeTooDeep  = invalid(ErrInvalidShape, "effect: invalid shape (nested deeper than the depth limit of "+strconv.Itoa(MaxShapeDepth)+" levels)")
+	errShapeTooLarge = invalid(ErrInvalidShape, "effect: invalid shape (larger than the size limit of "+strconv.Itoa(MaxShapeBytes)+" bytes)")
+)
 
 // maxCachedShapes bounds the compiled-schema cache of one Effect.
 const maxCachedShapes = 256
@@ -112,6 +118,9 @@ func compileShape(schema []byte) (s *compiledShape, err error) {
 			s, err = nil, invalid(ErrInvalidShape, "effect: invalid shape (the JSON Schema could not be compiled)")
 		}
 	}()
+	if len(schema) > MaxShapeBytes {
+		return nil, errShapeTooLarge
+	}
 	if tooDeep(schema, MaxShapeDepth) {
 		return nil, errShapeTooDeep
 	}

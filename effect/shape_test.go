@@ -43,6 +43,24 @@ func TestShapeDepth(t *testing.T) {
 	assert.Zero(t, f.e.shapes.len(), "a refused shape is not cached")
 }
 
+// TestShapeSize: a shape larger than MaxShapeBytes is an invalid call
+// refused before it is compiled (compile time grows much faster than size).
+func TestShapeSize(t *testing.T) {
+	padded := func(size int) string {
+		const head, tail = `{"description":"`, `"}`
+		return head + strings.Repeat("x", size-len(head)-len(tail)) + tail
+	}
+	_, err := compileShape([]byte(padded(MaxShapeBytes)))
+	require.NoError(t, err, "a shape at the size limit compiles")
+
+	f := newFixture(t, fakebackend.Echo(), nil)
+	_, err = f.e.Evaluate(context.Background(), Call{Script: f.addr, Input: 1, Shape: json.RawMessage(padded(MaxShapeBytes + 1))})
+	requireInvalid(t, err, ErrInvalidShape)
+	assert.Equal(t, "effect: invalid shape (larger than the size limit of 65536 bytes)", err.Error())
+	f.untouched(t)
+	assert.Zero(t, f.e.shapes.len(), "a refused shape is not cached")
+}
+
 // TestShapeMismatchNamesTheValue: the reason of a shapeMismatch is the
 // first violation, at the JSON Pointer of the failing part of the value,
 // whichever keyword reached it (items, additionalProperties, a $ref).
