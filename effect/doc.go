@@ -134,7 +134,8 @@
 //     (output) on every engine, refused before anything parses it.
 //   - A shape (JSON Schema) is compiled with every external reference
 //     refused: a schema cannot make the effect read a file or reach the
-//     network.
+//     network. A shape larger than [MaxShapeBytes] or nested deeper than
+//     [MaxShapeDepth] is an invalid call, refused before it is compiled.
 //   - The effect's own messages have fixed wording and never echo script
 //     source or a malformed address. Text relayed from a backend or a script
 //     (which may quote the script) is bounded and scrubbed, not filtered.

@@ -4,10 +4,28 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"errors"
+	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// MaxShapeDepth is the deepest nesting of arrays and objects a shape (the
+// JSON text of a call's schema) may have, and MaxShapeBytes its largest
+// size. A shape past either is an invalid call (ErrInvalidShape), refused
+// before anything parses it: the compile time of a schema grows much faster
+// than its depth and its size (docs/performance.md, "Shapes: compile time").
+const (
+	MaxShapeDepth = 128
+	MaxShapeBytes = 64 << 10
+)
+
+// errShapeTooDeep and errShapeTooLarge are the invalid calls of a shape
+// past MaxShapeDepth or MaxShapeBytes.
+var (
+	errShapeTooDeep  = invalid(ErrInvalidShape, "effect: invalid shape (nested deeper than the depth limit of "+strconv.Itoa(MaxShapeDepth)+" levels)")
+	errShapeTooLarge = invalid(ErrInvalidShape, "effect: invalid shape (larger than the size limit of "+strconv.Itoa(MaxShapeBytes)+" bytes)")
 )
 
 // maxCachedShapes bounds the compiled-schema cache of one Effect.
@@ -100,6 +118,12 @@ func compileShape(schema []byte) (s *compiledShape, err error) {
 			s, err = nil, invalid(ErrInvalidShape, "effect: invalid shape (the JSON Schema could not be compiled)")
 		}
 	}()
+	if len(schema) > MaxShapeBytes {
+		return nil, errShapeTooLarge
+	}
+	if tooDeep(schema, MaxShapeDepth) {
+		return nil, errShapeTooDeep
+	}
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(schema))
 	if err != nil {
 		return nil, invalid(ErrInvalidShape, "effect: invalid shape (not JSON text)")

@@ -102,12 +102,12 @@ func TestExcerpt(t *testing.T) {
 }
 
 // TestInvalidShapeQuotesAnExcerpt: a shape whose compile error quotes
-// 1 MiB of the caller's schema is a short invalid call (at most 1 KiB)
-// that still says what was wrong.
+// nearly MaxShapeBytes of the caller's schema is a short invalid call (at
+// most 1 KiB) that still says what was wrong.
 func TestInvalidShapeQuotesAnExcerpt(t *testing.T) {
-	huge := strings.Repeat("n", 1<<20)
+	huge := strings.Repeat("n", MaxShapeBytes-64)
 	for _, schema := range []string{
-		`{"pattern":"` + strings.Repeat("(", 1<<20) + `"}`,
+		`{"pattern":"` + strings.Repeat("(", MaxShapeBytes-64) + `"}`,
 		`{"$ref":"https://x/` + huge + `"}`,
 		`{"properties":{"` + huge + `":{"type":9}}}`,
 	} {
