@@ -18,7 +18,7 @@ import (
 // than its depth and its size (docs/performance.md, "Shapes: compile time").
 const (
 	MaxShapeDepth = 128
-	MaxShapeBytes = 64 << 10
+	MaxShapeBytes = 16 << 10
 )
 
 // errShapeTooDeep and errShapeTooLarge are the invalid calls of a shape

@@ -56,7 +56,7 @@ func TestShapeSize(t *testing.T) {
 	f := newFixture(t, fakebackend.Echo(), nil)
 	_, err = f.e.Evaluate(context.Background(), Call{Script: f.addr, Input: 1, Shape: json.RawMessage(padded(MaxShapeBytes + 1))})
 	requireInvalid(t, err, ErrInvalidShape)
-	assert.Equal(t, "effect: invalid shape (larger than the size limit of 65536 bytes)", err.Error())
+	assert.Equal(t, "effect: invalid shape (larger than the size limit of 16384 bytes)", err.Error())
 	f.untouched(t)
 	assert.Zero(t, f.e.shapes.len(), "a refused shape is not cached")
 }
