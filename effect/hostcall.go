@@ -389,8 +389,14 @@ func (b *broker) serve(c *hostCall) {
 // for the backend at once, even when the host function ignores its own
 // context (it is then counted in Abandoned until it returns).
 func (b *broker) exec(c *hostCall) (json.RawMessage, error) {
-	c.rec.begin()
 	hctx := c.hctx
+	if err := b.stopped(hctx); err != nil {
+		// The run stopped while the call waited for its slot: it never
+		// runs.
+		c.ended(0, err, HostCallCanceled)
+		return nil, err
+	}
+	c.rec.begin()
 	watch := context.AfterFunc(hctx, func() { _ = b.stopped(hctx) })
 	r := runHostFunc(hctx, c.fn, c.arg)
 	watch()

@@ -209,3 +209,31 @@ func TestHostCallsConcurrentCallBounded(t *testing.T) {
 	wg.Wait()
 	assert.EqualValues(t, bound, g.most.Load())
 }
+
+// A call waiting for its slot when the run's context is done never runs,
+// even before the effect ends the broker (a running call returned on the
+// cancellation and freed its slot first).
+func TestHostCallQueuedNeverRunsOnceStopped(t *testing.T) {
+	g := newGate(3)
+	e, _ := hostFixture(t, &Options{MaxConcurrentHostCalls: 1})
+	b := e.newBroker(HostFuncs{"wait": g.fn}, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	b.arm(ctx, cancel, watchdog, e.newJob())
+	answered := make(chan error, 3)
+	for i := range 3 {
+		b.Start(ctx, "wait", json.RawMessage(strconv.Itoa(i)), func(_ json.RawMessage, err error) { answered <- err })
+	}
+	assert.Equal(t, "0", g.waitEntered(t))
+	cancel() // the broker is not ended: only its context is done
+	for range 3 {
+		select {
+		case err := <-answered:
+			assert.Error(t, err)
+		case <-timeAfterWatchdog():
+			t.Fatal("a call was not answered")
+		}
+	}
+	assert.Len(t, g.entered, 0, "the queued calls never ran")
+	b.end()
+}

@@ -2,7 +2,9 @@ package goja
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"sync"
 
 	js "github.com/dop251/goja"
 
@@ -12,10 +14,11 @@ import (
 // This file gives a script its host functions (SPI 1.1): the global host,
 // whose every member is a function that relays to the effect's broker and
 // returns a promise. The broker checks names, sizes and counts; this file
-// only converts. A call blocks the script while the host answers, so calls
-// are made one at a time, in the script's order, and the promise is
-// settled when the function returns: `await host.orders({...})` reads its
-// value at the next job.
+// only converts. A call is issued at once (spi.HostStarter) and the script
+// goes on: several calls may be in flight, and each promise is settled on
+// the run's goroutine as its answer arrives, in any order, once the
+// script's own jobs have run (see waitHost). With a broker that cannot
+// start calls, a call blocks the script while the host answers.
 
 // hostObject is the global host: any string member but "then" is a host
 // function of that name (the broker refuses names it does not know), so
@@ -32,6 +35,26 @@ type hostObject struct {
 	// fns caches the function of each name read, up to maxCachedHostFns
 	// names (a script reading endless names gets fresh functions).
 	fns map[string]js.Value
+
+	starter  spi.HostStarter // nil: calls block (the broker cannot start them)
+	inflight map[int]pendingCall
+	nextID   int
+	mu       sync.Mutex    // guards arrived
+	arrived  []hostAnswer  // answers not yet handed to the script
+	ready    chan struct{} // signalled (never blocking) when an answer arrives
+}
+
+// pendingCall is a call in flight: its name and its promise's functions.
+type pendingCall struct {
+	name            string
+	resolve, reject func(any) error
+}
+
+// hostAnswer is a broker's answer to call id.
+type hostAnswer struct {
+	id   int
+	text json.RawMessage
+	err  error
 }
 
 // maxCachedHostFns bounds hostObject.fns.
@@ -61,6 +84,10 @@ func (h *hostObject) Keys() []string            { return nil }
 func (r *run) installHost(ctx context.Context, broker spi.Host, maxNesting int) error {
 	h := &hostObject{r: r, ctx: ctx, host: broker, maxNesting: maxNesting, fns: map[string]js.Value{},
 		errorCtor: r.rt.Get("Error"), typeError: r.rt.Get("TypeError"), rangeError: r.rt.Get("RangeError")}
+	if hs, ok := broker.(spi.HostStarter); ok {
+		h.starter, h.inflight, h.ready = hs, map[int]pendingCall{}, make(chan struct{}, 1)
+	}
+	r.host = h
 	if err := r.rt.Set("host", r.rt.NewDynamicObject(h)); err != nil {
 		return fmt.Errorf("goja: installing host: %w", err)
 	}
@@ -100,17 +127,87 @@ func (h *hostObject) call(name string, call js.FunctionCall) js.Value {
 		}
 		args = text.String()
 	}
+	if h.starter != nil {
+		id := h.nextID
+		h.nextID++
+		h.inflight[id] = pendingCall{name: name, resolve: resolve, reject: reject}
+		h.starter.Start(h.ctx, name, []byte(args), func(text json.RawMessage, err error) {
+			h.mu.Lock()
+			h.arrived = append(h.arrived, hostAnswer{id: id, text: text, err: err})
+			h.mu.Unlock()
+			select {
+			case h.ready <- struct{}{}:
+			default:
+			}
+		})
+		return rt.ToValue(promise)
+	}
 	res, err := h.host.Call(h.ctx, name, []byte(args))
+	h.answer(pendingCall{name: name, resolve: resolve, reject: reject}, res, err)
+	return rt.ToValue(promise)
+}
+
+// answer settles a call's promise with the broker's answer: the result
+// decoded as the input is (in Go, depth-bounded), an error as a rejection
+// with an Error whose message is the broker's text.
+func (h *hostObject) answer(c pendingCall, res json.RawMessage, err error) {
+	rt := h.r.rt
+	fail := func(ctor js.Value, msg string) {
+		obj, err := rt.New(ctor, rt.ToValue(msg))
+		if err != nil {
+			panic(err)
+		}
+		_ = c.reject(obj)
+	}
 	if err != nil {
-		return fail(h.errorCtor, err.Error())
+		fail(h.errorCtor, err.Error())
+		return
 	}
 	if jsonNesting(res, h.maxNesting) > h.maxNesting {
-		return fail(h.rangeError, fmt.Sprintf("host.%s: the result nests deeper than %d levels", name, h.maxNesting))
+		fail(h.rangeError, fmt.Sprintf("host.%s: the result nests deeper than %d levels", c.name, h.maxNesting))
+		return
 	}
 	v, err := decodeJSON(rt, string(res), func() bool { return h.r.cause.Load() != causeNone })
 	if err != nil {
-		return fail(h.errorCtor, "host."+name+": the result could not be converted")
+		fail(h.errorCtor, "host."+c.name+": the result could not be converted")
+		return
 	}
-	_ = resolve(v)
-	return rt.ToValue(promise)
+	_ = c.resolve(v)
+}
+
+// waitHost is the run's event loop for host calls: while p is pending and
+// calls are in flight, it waits for answers (or the run's stop) and hands
+// every answer that arrived to the script, inside one call from a
+// JavaScript frame, so that the jobs they queue run before it returns. It
+// returns a goja error from that call, or nil.
+func (h *hostObject) waitHost(p *js.Promise) error {
+	for p.State() == js.PromiseStatePending && len(h.inflight) > 0 {
+		select {
+		case <-h.ready:
+		case <-h.r.halt:
+			return nil
+		}
+		h.mu.Lock()
+		batch := h.arrived
+		h.arrived = nil
+		h.mu.Unlock()
+		if len(batch) == 0 {
+			continue
+		}
+		body := h.r.rt.ToValue(func(js.FunctionCall) js.Value {
+			for _, a := range batch {
+				c, ok := h.inflight[a.id]
+				if !ok {
+					continue
+				}
+				delete(h.inflight, a.id)
+				h.answer(c, a.text, a.err)
+			}
+			return js.Undefined()
+		})
+		if _, err := h.r.driver(js.Undefined(), body); err != nil {
+			return err
+		}
+	}
+	return nil
 }
