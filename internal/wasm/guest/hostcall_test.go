@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -63,6 +65,76 @@ func TestStdinWithoutHost(t *testing.T) {
 	out := NewStdout(testNonce, 1<<20, nil)
 	_, _ = out.Write([]byte(frame(testNonce, 'H', `["probe","1"]`)))
 	in := NewStdin(context.Background(), nil, out, nil)
+	_, err := in.Read(make([]byte, 8))
+	assert.Equal(t, io.EOF, err)
+}
+
+// starterHost answers each call when the test says, in any order.
+type starterHost struct {
+	hostFunc
+	mu    sync.Mutex
+	calls map[string]func(json.RawMessage, error) // by argument
+	now   map[string]error                        // answered as they start
+	seen  []string
+}
+
+func (h *starterHost) Start(_ context.Context, name string, args json.RawMessage, done func(json.RawMessage, error)) {
+	h.mu.Lock()
+	h.seen = append(h.seen, name+" "+string(args))
+	h.calls[string(args)] = done
+	err, now := h.now[string(args)]
+	h.mu.Unlock()
+	if now {
+		done(json.RawMessage(`"`+string(args)+`"`), err)
+	}
+}
+
+func (h *starterHost) answer(arg string, text string, err error) {
+	h.mu.Lock()
+	done := h.calls[arg]
+	h.mu.Unlock()
+	done(json.RawMessage(text), err)
+}
+
+// Calls written with an id before one read are all started at once, in
+// the order written; their answers are served as one batch, in the order
+// they arrived, each with its id.
+func TestStdinBatchesConcurrentCalls(t *testing.T) {
+	out := NewStdout(testNonce, 1<<20, nil)
+	h := &starterHost{calls: map[string]func(json.RawMessage, error){}, now: map[string]error{"1": errors.New("no ✓"), "3": nil}}
+	in := NewStdin(context.Background(), nil, out, h)
+	_, _ = out.Write([]byte(frame(testNonce, 'H', `["a","1",0]`) + frame(testNonce, 'H', `["b","2",1]`) + frame(testNonce, 'H', `["a","3",2]`)))
+	buf := make([]byte, 256)
+	n, err := in.Read(buf)
+	require.NoError(t, err)
+	assert.Equal(t, "B2\nF0:6\nno ✓O2:3\n\"3\"", string(buf[:n]), "the answers that arrived, in arrival order")
+	assert.Equal(t, []string{"a 1", "b 2", "a 3"}, h.seen, "started in the order written")
+
+	got := make(chan string, 1)
+	go func() {
+		n, err := in.Read(buf)
+		assert.NoError(t, err)
+		got <- string(buf[:n])
+	}()
+	h.answer("2", `{"x":[]}`, nil)
+	select {
+	case s := <-got:
+		assert.Equal(t, "B1\nO1:8\n{\"x\":[]}", s, "a read waits for the next answer")
+	case <-time.After(time.Minute):
+		t.Fatal("the read did not return")
+	}
+	_, err = in.Read(buf)
+	assert.Equal(t, io.EOF, err, "no call waiting: end of input")
+}
+
+// A read waiting for answers ends when the run's context is done.
+func TestStdinWaitEndsWithTheRun(t *testing.T) {
+	out := NewStdout(testNonce, 1<<20, nil)
+	h := &starterHost{calls: map[string]func(json.RawMessage, error){}, now: map[string]error{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	in := NewStdin(ctx, nil, out, h)
+	_, _ = out.Write([]byte(frame(testNonce, 'H', `["a","1",0]`)))
+	go cancel()
 	_, err := in.Read(make([]byte, 8))
 	assert.Equal(t, io.EOF, err)
 }
