@@ -85,9 +85,9 @@ func TestHostCasesCatchBrokenRelays(t *testing.T) {
 			}
 			return b.Evaluate(ctx, req)
 		}, map[string]string{
-			"host_calls":  "the host function was called 0 time(s)",
-			"host_errors": "the host function was called 0 time(s)",
-			"host_limits": "limitExceeded hostCalls",
+			"host_calls":      "the host function was called 0 time(s)",
+			"host_errors":     "the host function was called 0 time(s)",
+			"host_limits":     "limitExceeded hostCalls",
 			"host_stop":       "never called",
 			"host_stuck":      "never called",
 			"host_concurrent": "only 0 host call(s) were in flight",
@@ -106,9 +106,9 @@ func TestHostCasesCatchBrokenRelays(t *testing.T) {
 			}
 			return out, err
 		}, map[string]string{
-			"host_calls":  "after its run ended",
-			"host_errors": "after its run ended",
-			"host_limits": "after its run ended",
+			"host_calls":      "after its run ended",
+			"host_errors":     "after its run ended",
+			"host_limits":     "after its run ended",
 			"host_stop":       "after its run ended",
 			"host_stuck":      "after its run ended",
 			"host_concurrent": "after its run ended",
@@ -117,9 +117,9 @@ func TestHostCasesCatchBrokenRelays(t *testing.T) {
 			req.Host = nil
 			return b.Evaluate(ctx, req)
 		}, map[string]string{
-			"host_calls":  "two host calls must give the second answer",
-			"host_errors": "host function was called 0 time(s)",
-			"host_limits": "limitExceeded hostCalls",
+			"host_calls":      "two host calls must give the second answer",
+			"host_errors":     "host function was called 0 time(s)",
+			"host_limits":     "limitExceeded hostCalls",
 			"host_stop":       "never called",
 			"host_stuck":      "never called",
 			"host_concurrent": "only 0 host call(s) were in flight",

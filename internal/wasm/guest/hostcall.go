@@ -67,7 +67,7 @@ type Stdin struct {
 
 	inflight int // calls started and not yet served
 	mu       sync.Mutex
-	arrived  []answer     // answers not yet served, in arrival order
+	arrived  []answer      // answers not yet served, in arrival order
 	ready    chan struct{} // signalled (never blocking) when an answer arrives
 }
 
