@@ -260,15 +260,19 @@ func (c *hostCall) ended(bytesOut int64, err error, o HostCallOutcome) {
 	c.rec.end(bytesOut, err, o)
 }
 
-// Call implements spi.Host: it issues the call (Start) and waits for its
-// answer, or for the run to stop.
+// Call implements spi.Host: it issues the call and waits for its answer,
+// or for the run to stop. When a slot is free the host function runs on
+// the caller's goroutine (no hand-off: a call costs microseconds); if it
+// outlives the wall clock, the watch (see exec) decides the run's outcome
+// and cancels the backend's context, so the effect stops waiting for the
+// backend at once, even when the host function ignores its own context.
 func (b *broker) Call(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error) {
 	type answer struct {
 		text json.RawMessage
 		err  error
 	}
 	ch := make(chan answer, 1)
-	b.Start(ctx, name, args, func(text json.RawMessage, err error) { ch <- answer{text, err} })
+	b.issue(ctx, name, args, func(text json.RawMessage, err error) { ch <- answer{text, err} }, true)
 	b.mu.Lock()
 	hctx := b.ctx
 	b.mu.Unlock()
@@ -298,6 +302,12 @@ func (b *broker) Call(ctx context.Context, name string, args json.RawMessage) (j
 // host function under the run's context on a goroutine of its own (or
 // queues it while MaxConcurrentHostCalls run) and bounds its result.
 func (b *broker) Start(ctx context.Context, name string, args json.RawMessage, done func(json.RawMessage, error)) {
+	b.issue(ctx, name, args, done, false)
+}
+
+// issue is Start, running the host function on the caller's goroutine
+// when inline is set and a slot is free.
+func (b *broker) issue(ctx context.Context, name string, args json.RawMessage, done func(json.RawMessage, error), inline bool) {
 	b.mu.Lock()
 	if b.ended || b.ctx == nil || b.verdict != nil {
 		b.mu.Unlock()
@@ -358,12 +368,17 @@ func (b *broker) Start(ctx context.Context, name string, args json.RawMessage, d
 	b.running++
 	b.job.hold()
 	b.mu.Unlock()
-	go b.serve(c)
+	if inline {
+		b.serve(c, true)
+		return
+	}
+	go b.serve(c, false)
 }
 
 // serve runs c's host function, then each call that waited for the slot
-// it frees, in the order they were issued.
-func (b *broker) serve(c *hostCall) {
+// it frees, in the order they were issued (inline: c only, on the
+// caller's goroutine, and the next one on a goroutine of its own).
+func (b *broker) serve(c *hostCall, inline bool) {
 	for c != nil {
 		text, err := b.exec(c)
 		b.mu.Lock()
@@ -379,6 +394,12 @@ func (b *broker) serve(c *hostCall) {
 		b.mu.Unlock()
 		b.job.finish()
 		c.done(text, err)
+		if inline {
+			if next != nil {
+				go b.serve(next, false)
+			}
+			return
+		}
 		c = next
 	}
 }

@@ -14,10 +14,11 @@ import (
 // This file gives a script its host functions (SPI 1.1): the global host,
 // whose every member is a function that relays to the effect's broker and
 // returns a promise. The broker checks names, sizes and counts; this file
-// only converts. A call is issued at once (spi.HostStarter) and the script
-// goes on: several calls may be in flight, and each promise is settled on
-// the run's goroutine as its answer arrives, in any order, once the
-// script's own jobs have run (see waitHost). With a broker that cannot
+// only converts. A call returns a pending promise and the script goes on:
+// the calls it issued are handed to the broker together when it has
+// nothing left to do but wait (one turn of its event loop), several may
+// be in flight, and each promise is settled on the run's goroutine as its
+// answer arrives, in any order (see waitHost). With a broker that cannot
 // start calls, a call blocks the script while the host answers.
 
 // hostObject is the global host: any string member but "then" is a host
@@ -36,18 +37,26 @@ type hostObject struct {
 	// names (a script reading endless names gets fresh functions).
 	fns map[string]js.Value
 
-	starter  spi.HostStarter // nil: calls block (the broker cannot start them)
-	inflight map[int]pendingCall
-	nextID   int
-	mu       sync.Mutex    // guards arrived
-	arrived  []hostAnswer  // answers not yet handed to the script
-	ready    chan struct{} // signalled (never blocking) when an answer arrives
+	starter   spi.HostStarter // nil: calls block (the broker cannot start them)
+	inflight  map[int]pendingCall
+	unstarted []issued // calls the script issued since it last waited
+	nextID    int
+	mu        sync.Mutex    // guards arrived
+	arrived   []hostAnswer  // answers not yet handed to the script
+	ready     chan struct{} // signalled (never blocking) when an answer arrives
 }
 
 // pendingCall is a call in flight: its name and its promise's functions.
 type pendingCall struct {
 	name            string
 	resolve, reject func(any) error
+}
+
+// issued is a call the script made, not yet handed to the broker.
+type issued struct {
+	id   int
+	name string
+	args json.RawMessage
 }
 
 // hostAnswer is a broker's answer to call id.
@@ -131,15 +140,7 @@ func (h *hostObject) call(name string, call js.FunctionCall) js.Value {
 		id := h.nextID
 		h.nextID++
 		h.inflight[id] = pendingCall{name: name, resolve: resolve, reject: reject}
-		h.starter.Start(h.ctx, name, []byte(args), func(text json.RawMessage, err error) {
-			h.mu.Lock()
-			h.arrived = append(h.arrived, hostAnswer{id: id, text: text, err: err})
-			h.mu.Unlock()
-			select {
-			case h.ready <- struct{}{}:
-			default:
-			}
-		})
+		h.unstarted = append(h.unstarted, issued{id: id, name: name, args: json.RawMessage(args)})
 		return rt.ToValue(promise)
 	}
 	res, err := h.host.Call(h.ctx, name, []byte(args))
@@ -175,6 +176,38 @@ func (h *hostObject) answer(c pendingCall, res json.RawMessage, err error) {
 	_ = c.resolve(v)
 }
 
+// deliver queues an answer for the run's goroutine. It never blocks.
+func (h *hostObject) deliver(a hostAnswer) {
+	h.mu.Lock()
+	h.arrived = append(h.arrived, a)
+	h.mu.Unlock()
+	select {
+	case h.ready <- struct{}{}:
+	default:
+	}
+}
+
+// send hands the broker the calls the script issued since it last waited,
+// in order. When that is the only call in flight, it is made on this
+// goroutine (spi.Host.Call: no hand-off); otherwise each is started
+// (spi.HostStarter), to run concurrently.
+func (h *hostObject) send() {
+	if len(h.unstarted) == 1 && len(h.inflight) == 1 {
+		u := h.unstarted[0]
+		h.unstarted = h.unstarted[:0]
+		res, err := h.host.Call(h.ctx, u.name, u.args)
+		h.deliver(hostAnswer{id: u.id, text: res, err: err})
+		return
+	}
+	for _, u := range h.unstarted {
+		h.starter.Start(h.ctx, u.name, u.args, func(text json.RawMessage, err error) {
+			h.deliver(hostAnswer{id: u.id, text: text, err: err})
+		})
+	}
+	clear(h.unstarted)
+	h.unstarted = h.unstarted[:0]
+}
+
 // waitHost is the run's event loop for host calls: while p is pending and
 // calls are in flight, it waits for answers (or the run's stop) and hands
 // every answer that arrived to the script, inside one call from a
@@ -182,6 +215,7 @@ func (h *hostObject) answer(c pendingCall, res json.RawMessage, err error) {
 // returns a goja error from that call, or nil.
 func (h *hostObject) waitHost(p *js.Promise) error {
 	for p.State() == js.PromiseStatePending && len(h.inflight) > 0 {
+		h.send()
 		select {
 		case <-h.ready:
 		case <-h.r.halt:

@@ -71,6 +71,13 @@ type Stdin struct {
 	ready    chan struct{} // signalled (never blocking) when an answer arrives
 }
 
+// idCall is a call the guest made with an id.
+type idCall struct {
+	id   int64
+	name string
+	args json.RawMessage
+}
+
 // answer is the broker's answer to the guest's call id.
 type answer struct {
 	id   int64
@@ -98,6 +105,7 @@ func (s *Stdin) Read(p []byte) (int, error) {
 	if s.host == nil {
 		return 0, io.EOF
 	}
+	var calls []idCall
 	for {
 		body, ok := s.stdout.TakeHostCall()
 		if !ok {
@@ -114,9 +122,20 @@ func (s *Stdin) Read(p []byte) (int, error) {
 		case err != nil:
 			s.deliver(answer{id: id, err: err})
 		default:
-			s.start(id, name, args)
+			calls = append(calls, idCall{id, name, args})
 		}
 		s.inflight++
+	}
+	if len(calls) == 1 && s.inflight == 1 {
+		// The only call in flight: made on this goroutine (Call: no
+		// hand-off), as the guest waits for it anyway.
+		c := calls[0]
+		text, err := s.host.Call(s.ctx, c.name, c.args)
+		s.deliver(answer{id: c.id, text: text, err: err})
+	} else {
+		for _, c := range calls {
+			s.start(c.id, c.name, c.args)
+		}
 	}
 	if s.inflight == 0 {
 		return 0, io.EOF

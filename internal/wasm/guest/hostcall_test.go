@@ -133,8 +133,24 @@ func TestStdinWaitEndsWithTheRun(t *testing.T) {
 	h := &starterHost{calls: map[string]func(json.RawMessage, error){}, now: map[string]error{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	in := NewStdin(ctx, nil, out, h)
-	_, _ = out.Write([]byte(frame(testNonce, 'H', `["a","1",0]`)))
+	_, _ = out.Write([]byte(frame(testNonce, 'H', `["a","1",0]`) + frame(testNonce, 'H', `["a","2",1]`)))
 	go cancel()
 	_, err := in.Read(make([]byte, 8))
 	assert.Equal(t, io.EOF, err)
+}
+
+// The only call in flight is made with Call, on the reader's goroutine.
+func TestStdinOneCallInFlightIsMadeInline(t *testing.T) {
+	out := NewStdout(testNonce, 1<<20, nil)
+	h := &starterHost{calls: map[string]func(json.RawMessage, error){}, now: map[string]error{},
+		hostFunc: func(_ context.Context, name string, args json.RawMessage) (json.RawMessage, error) {
+			return json.RawMessage(`[` + string(args) + `]`), nil
+		}}
+	in := NewStdin(context.Background(), nil, out, h)
+	_, _ = out.Write([]byte(frame(testNonce, 'H', `["a","7",3]`)))
+	buf := make([]byte, 64)
+	n, err := in.Read(buf)
+	require.NoError(t, err)
+	assert.Equal(t, "B1\nO3:3\n[7]", string(buf[:n]))
+	assert.Empty(t, h.seen, "not started: called")
 }
