@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"runtime"
 	"strconv"
 	"sync"
 
@@ -149,6 +150,9 @@ func (s *Stdin) Read(p []byte) (int, error) {
 	case <-stop:
 		return 0, io.EOF
 	}
+	// Let the host functions that are running finish too, so that the
+	// batch carries every answer ready by now, not just the first.
+	runtime.Gosched()
 	s.mu.Lock()
 	served := s.arrived
 	s.arrived = nil
@@ -183,18 +187,24 @@ func (s *Stdin) deliver(a answer) {
 // decodeCall decodes a host-call body: [name, args] (id -1) or [name,
 // args, id].
 func decodeCall(body []byte) (name string, args json.RawMessage, id int64, err error) {
-	var rec []json.RawMessage
-	if json.Unmarshal(body, &rec) != nil || (len(rec) != 2 && len(rec) != 3) {
+	var rec [3]any
+	n := 0
+	var raw []any
+	if json.Unmarshal(body, &raw) != nil || (len(raw) != 2 && len(raw) != 3) {
 		return "", nil, -1, errMalformedCall
 	}
+	n = copy(rec[:], raw)
 	id = -1
-	if len(rec) == 3 {
-		if json.Unmarshal(rec[2], &id) != nil || id < 0 {
+	if n == 3 {
+		f, ok := rec[2].(float64)
+		if !ok || f < 0 || f != float64(int64(f)) {
 			return "", nil, -1, errMalformedCall
 		}
+		id = int64(f)
 	}
-	var text string
-	if json.Unmarshal(rec[0], &name) != nil || json.Unmarshal(rec[1], &text) != nil {
+	name, ok1 := rec[0].(string)
+	text, ok2 := rec[1].(string)
+	if !ok1 || !ok2 {
 		return "", nil, id, errMalformedCall
 	}
 	return name, json.RawMessage(text), id, nil
