@@ -29,6 +29,13 @@ const framePrefix = wasmguest.FramePrefix
 // string, and a newline.
 const recLog = string(rune(wasmguest.RecLog))
 
+// unsentUnits bounds the host-call records the wrapper keeps unsent, in
+// UTF-16 units: past it, it sends them and waits for an answer before
+// the script goes on, so the records waiting on stdout (at most three
+// bytes per unit) stay within the slack StdoutLimit leaves above three
+// bytes per byte of guest memory.
+const unsentUnits = "16384"
+
 // logLineUnits is wasmguest.LogLineUnits, how much of a logged line the
 // wrapper sends, in UTF-16 units, as the wrapper's text holds it.
 const logLineUnits = "16384"
@@ -143,14 +150,14 @@ if (typeof G.console === "object" && G.console !== null) {
   }
 }
 input = undefined;
-let inflight = 0;
+let inflight = 0, unsent = 0;
 const waiting = { __proto__: null };
 function pump() {
   // Every call the script issued is on stdout; the host answers at least
   // one of them with a batch: "B<count>", then per answer "O<id>:<bytes>"
   // (the answer, JSON text) or "F<id>:<bytes>" (the failure's message)
   // and that many bytes.
-  flush();
+  flush(); unsent = 0;
   const h = getline();
   if (h === null || h[0] !== "B") exit(1);
   for (let n = +apply(sliceS, h, [1]); n > 0; n--) {
@@ -188,6 +195,10 @@ if (hosted) {
       const p = new Prom(function (res, rej) { waiting[id] = [res, rej]; });
       puts(P + "H" + j.length + "\n"); puts(j); puts(END);
       inflight++;
+      // Records wait on stdout for the host, which keeps a bounded
+      // prefix of it: past ` + unsentUnits + ` units, they go now.
+      unsent += j.length;
+      if (unsent > ` + unsentUnits + `) pump();
       return p;
     } catch (e) {
       if (isOOM(e)) threw(e);
