@@ -377,7 +377,9 @@ func (b *broker) issue(ctx context.Context, name string, args json.RawMessage, d
 
 // serve runs c's host function, then each call that waited for the slot
 // it frees, in the order they were issued (inline: c only, on the
-// caller's goroutine, and the next one on a goroutine of its own).
+// caller's goroutine, and the next one on a goroutine of its own). The
+// slot passes from call to call without being released, so a call issued
+// meanwhile cannot overtake one that waited.
 func (b *broker) serve(c *hostCall, inline bool) {
 	for c != nil {
 		text, err := b.exec(c)
