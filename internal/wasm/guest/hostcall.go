@@ -22,8 +22,9 @@ import (
 //     guest blocks on stdin for the reply ([Reply]): a line "O<bytes>"
 //     with the answer's JSON text or "F<bytes>" with the failure's
 //     message, then those bytes.
-//   - Several calls in flight: the body is [name, argument, id], id a
-//     number the guest chose. The guest writes every call its script
+//   - Several calls in flight: the body is "<id>:<argument>\n<name>", id
+//     a number the guest chose (the argument's JSON text holds no raw
+//     newline; the name is the rest of the body). The guest writes every call its script
 //     issued and reads stdin only when it has nothing else to do; the host
 //     starts every call it finds (spi.HostStarter: the broker runs them
 //     concurrently, in the order written) and, once at least one answered,
@@ -184,31 +185,34 @@ func (s *Stdin) deliver(a answer) {
 	}
 }
 
-// decodeCall decodes a host-call body: [name, args] (id -1) or [name,
-// args, id].
+// decodeCall decodes a host-call body: [name, args] (id -1), or
+// "<id>:<args>\n<name>" (args is JSON text, which holds no raw newline).
 func decodeCall(body []byte) (name string, args json.RawMessage, id int64, err error) {
-	var rec [3]any
-	n := 0
-	var raw []any
-	if json.Unmarshal(body, &raw) != nil || (len(raw) != 2 && len(raw) != 3) {
-		return "", nil, -1, errMalformedCall
-	}
-	n = copy(rec[:], raw)
-	id = -1
-	if n == 3 {
-		f, ok := rec[2].(float64)
-		if !ok || f < 0 || f != float64(int64(f)) {
+	if len(body) > 0 && body[0] == '[' {
+		var rec []string
+		if json.Unmarshal(body, &rec) != nil || len(rec) != 2 {
 			return "", nil, -1, errMalformedCall
 		}
-		id = int64(f)
+		return rec[0], json.RawMessage(rec[1]), -1, nil
 	}
-	name, ok1 := rec[0].(string)
-	text, ok2 := rec[1].(string)
-	if !ok1 || !ok2 {
+	colon := bytes.IndexByte(body, ':')
+	if colon < 1 || colon > maxCallID {
+		return "", nil, -1, errMalformedCall
+	}
+	id, perr := strconv.ParseInt(string(body[:colon]), 10, 64)
+	if perr != nil || id < 0 {
+		return "", nil, -1, errMalformedCall
+	}
+	rest := body[colon+1:]
+	nl := bytes.IndexByte(rest, '\n')
+	if nl < 0 {
 		return "", nil, id, errMalformedCall
 	}
-	return name, json.RawMessage(text), id, nil
+	return string(rest[nl+1:]), json.RawMessage(rest[:nl:nl]), id, nil
 }
+
+// maxCallID bounds the digits of a call's id.
+const maxCallID = 15
 
 type callError string
 

@@ -103,7 +103,7 @@ func TestStdinBatchesConcurrentCalls(t *testing.T) {
 	out := NewStdout(testNonce, 1<<20, nil)
 	h := &starterHost{calls: map[string]func(json.RawMessage, error){}, now: map[string]error{"1": errors.New("no ✓"), "3": nil}}
 	in := NewStdin(context.Background(), nil, out, h)
-	_, _ = out.Write([]byte(frame(testNonce, 'H', `["a","1",0]`) + frame(testNonce, 'H', `["b","2",1]`) + frame(testNonce, 'H', `["a","3",2]`)))
+	_, _ = out.Write([]byte(frame(testNonce, 'H', "0:1\na") + frame(testNonce, 'H', "1:2\nb") + frame(testNonce, 'H', "2:3\na")))
 	buf := make([]byte, 256)
 	n, err := in.Read(buf)
 	require.NoError(t, err)
@@ -133,7 +133,7 @@ func TestStdinWaitEndsWithTheRun(t *testing.T) {
 	h := &starterHost{calls: map[string]func(json.RawMessage, error){}, now: map[string]error{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	in := NewStdin(ctx, nil, out, h)
-	_, _ = out.Write([]byte(frame(testNonce, 'H', `["a","1",0]`) + frame(testNonce, 'H', `["a","2",1]`)))
+	_, _ = out.Write([]byte(frame(testNonce, 'H', "0:1\na") + frame(testNonce, 'H', "1:2\na")))
 	go cancel()
 	_, err := in.Read(make([]byte, 8))
 	assert.Equal(t, io.EOF, err)
@@ -147,10 +147,39 @@ func TestStdinOneCallInFlightIsMadeInline(t *testing.T) {
 			return json.RawMessage(`[` + string(args) + `]`), nil
 		}}
 	in := NewStdin(context.Background(), nil, out, h)
-	_, _ = out.Write([]byte(frame(testNonce, 'H', `["a","7",3]`)))
+	_, _ = out.Write([]byte(frame(testNonce, 'H', "3:7\na")))
 	buf := make([]byte, 64)
 	n, err := in.Read(buf)
 	require.NoError(t, err)
 	assert.Equal(t, "B1\nO3:3\n[7]", string(buf[:n]))
 	assert.Empty(t, h.seen, "not started: called")
+}
+
+func TestDecodeCall(t *testing.T) {
+	for _, tc := range []struct {
+		body, name, args string
+		id               int64
+		bad              bool
+	}{
+		{body: `["probe","[1]"]`, name: "probe", args: "[1]", id: -1},
+		{body: "12:{\"a\":\"x\\ny\"}\nfetch_rows", name: "fetch_rows", args: `{"a":"x\ny"}`, id: 12},
+		{body: "0:null\nweird\nname ✓", name: "weird\nname ✓", args: "null", id: 0},
+		{body: `["probe"]`, id: -1, bad: true},
+		{body: "x:1\na", id: -1, bad: true},
+		{body: ":1\na", id: -1, bad: true},
+		{body: "-1:1\na", id: -1, bad: true},
+		{body: "1234567890123456:1\na", id: -1, bad: true},
+		{body: "3:1", id: 3, bad: true},
+		{body: "", id: -1, bad: true},
+	} {
+		name, args, id, err := decodeCall([]byte(tc.body))
+		assert.Equal(t, tc.id, id, tc.body)
+		if tc.bad {
+			assert.Error(t, err, tc.body)
+			continue
+		}
+		require.NoError(t, err, tc.body)
+		assert.Equal(t, tc.name, name)
+		assert.Equal(t, tc.args, string(args))
+	}
 }

@@ -178,7 +178,8 @@ function pump() {
   }
 }
 if (hosted) {
-  // Host calls: a framed H record [name, argument, id] on stdout, and a
+  // Host calls: a framed H record "<id>:<argument>\n<name>" on stdout
+  // (JSON.stringify writes no raw newline), and a
   // pending promise; the record is sent when the script has nothing else
   // to do (see idle), with every other call it issued meanwhile, and the
   // promise is settled when the host's answer arrives.
@@ -191,7 +192,7 @@ if (hosted) {
         if (typeof t !== "string") throw new TErr("host." + name + ": the argument cannot be represented as JSON");
       }
       const id = ids++;
-      const j = stringify([name, t, id]);
+      const j = id + ":" + t + "\n" + name;
       const p = new Prom(function (res, rej) { waiting[id] = [res, rej]; });
       puts(P + "H" + j.length + "\n"); puts(j); puts(END);
       inflight++;
