@@ -38,3 +38,28 @@ for (let i = 0; i < ` + strconv.Itoa(calls) + `; i++) a.push(host.size(s));
 		})
 	}
 }
+
+// A host function name the broker does not know, however strange its
+// text, is a catchable error with the broker's message.
+func TestHostCallStrangeNameIsCatchable(t *testing.T) {
+	be, err := quickjs.New(nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = be.Close() })
+	e, err := effect.New(effect.NewMemoryStore(), be, nil)
+	require.NoError(t, err)
+	script := []byte(`const out = [];
+for (const name of ["a\nb", "\ud800", "x:1", "ok"]) {
+  try { out.push(await host[name](1)); } catch (e) { out.push(e.message); }
+}
+out`)
+	ok := func(context.Context, json.RawMessage) (any, error) { return "fine", nil }
+	got, err := e.Evaluate(context.Background(), effect.Call{Source: script, Host: effect.HostFuncs{"ok": ok}})
+	require.NoError(t, err)
+	var out []string
+	require.NoError(t, json.Unmarshal(got, &out))
+	require.Len(t, out, 4)
+	for _, m := range out[:3] {
+		assert.Contains(t, m, "effect: unknown host function")
+	}
+	assert.Equal(t, "fine", out[3])
+}

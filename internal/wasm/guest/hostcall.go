@@ -23,8 +23,8 @@ import (
 //     with the answer's JSON text or "F<bytes>" with the failure's
 //     message, then those bytes.
 //   - Several calls in flight: the body is "<id>:<argument>\n<name>", id
-//     a number the guest chose (the argument's JSON text holds no raw
-//     newline; the name is the rest of the body). The guest writes every call its script
+//     a number the guest chose, the argument and the name (a string) as
+//     JSON texts, which hold no raw newline. The guest writes every call its script
 //     issued and reads stdin only when it has nothing else to do; the host
 //     starts every call it finds (spi.HostStarter: the broker runs them
 //     concurrently, in the order written) and, once at least one answered,
@@ -186,7 +186,8 @@ func (s *Stdin) deliver(a answer) {
 }
 
 // decodeCall decodes a host-call body: [name, args] (id -1), or
-// "<id>:<args>\n<name>" (args is JSON text, which holds no raw newline).
+// "<id>:<args>\n<name>" (args and name are JSON texts, which hold no raw
+// newline; name is a string).
 func decodeCall(body []byte) (name string, args json.RawMessage, id int64, err error) {
 	if len(body) > 0 && body[0] == '[' {
 		var rec []string
@@ -208,7 +209,10 @@ func decodeCall(body []byte) (name string, args json.RawMessage, id int64, err e
 	if nl < 0 {
 		return "", nil, id, errMalformedCall
 	}
-	return string(rest[nl+1:]), json.RawMessage(rest[:nl:nl]), id, nil
+	if json.Unmarshal(rest[nl+1:], &name) != nil {
+		return "", nil, id, errMalformedCall
+	}
+	return name, json.RawMessage(rest[:nl:nl]), id, nil
 }
 
 // maxCallID bounds the digits of a call's id.

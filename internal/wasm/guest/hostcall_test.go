@@ -103,7 +103,7 @@ func TestStdinBatchesConcurrentCalls(t *testing.T) {
 	out := NewStdout(testNonce, 1<<20, nil)
 	h := &starterHost{calls: map[string]func(json.RawMessage, error){}, now: map[string]error{"1": errors.New("no ✓"), "3": nil}}
 	in := NewStdin(context.Background(), nil, out, h)
-	_, _ = out.Write([]byte(frame(testNonce, 'H', "0:1\na") + frame(testNonce, 'H', "1:2\nb") + frame(testNonce, 'H', "2:3\na")))
+	_, _ = out.Write([]byte(frame(testNonce, 'H', "0:1\n\"a\"") + frame(testNonce, 'H', "1:2\n\"b\"") + frame(testNonce, 'H', "2:3\n\"a\"")))
 	buf := make([]byte, 256)
 	n, err := in.Read(buf)
 	require.NoError(t, err)
@@ -133,7 +133,7 @@ func TestStdinWaitEndsWithTheRun(t *testing.T) {
 	h := &starterHost{calls: map[string]func(json.RawMessage, error){}, now: map[string]error{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	in := NewStdin(ctx, nil, out, h)
-	_, _ = out.Write([]byte(frame(testNonce, 'H', "0:1\na") + frame(testNonce, 'H', "1:2\na")))
+	_, _ = out.Write([]byte(frame(testNonce, 'H', "0:1\n\"a\"") + frame(testNonce, 'H', "1:2\n\"a\"")))
 	go cancel()
 	_, err := in.Read(make([]byte, 8))
 	assert.Equal(t, io.EOF, err)
@@ -147,7 +147,7 @@ func TestStdinOneCallInFlightIsMadeInline(t *testing.T) {
 			return json.RawMessage(`[` + string(args) + `]`), nil
 		}}
 	in := NewStdin(context.Background(), nil, out, h)
-	_, _ = out.Write([]byte(frame(testNonce, 'H', "3:7\na")))
+	_, _ = out.Write([]byte(frame(testNonce, 'H', "3:7\n\"a\"")))
 	buf := make([]byte, 64)
 	n, err := in.Read(buf)
 	require.NoError(t, err)
@@ -162,8 +162,9 @@ func TestDecodeCall(t *testing.T) {
 		bad              bool
 	}{
 		{body: `["probe","[1]"]`, name: "probe", args: "[1]", id: -1},
-		{body: "12:{\"a\":\"x\\ny\"}\nfetch_rows", name: "fetch_rows", args: `{"a":"x\ny"}`, id: 12},
-		{body: "0:null\nweird\nname ✓", name: "weird\nname ✓", args: "null", id: 0},
+		{body: "12:{\"a\":\"x\\ny\"}\n\"fetch_rows\"", name: "fetch_rows", args: `{"a":"x\ny"}`, id: 12},
+		{body: "0:null\n\"weird\\nname ✓ \\ud800\"", name: "weird\nname ✓ \ufffd", args: "null", id: 0},
+		{body: "0:null\nbare", id: 0, bad: true},
 		{body: `["probe"]`, id: -1, bad: true},
 		{body: "x:1\na", id: -1, bad: true},
 		{body: ":1\na", id: -1, bad: true},

@@ -179,12 +179,13 @@ function pump() {
 }
 if (hosted) {
   // Host calls: a framed H record "<id>:<argument>\n<name>" on stdout
-  // (JSON.stringify writes no raw newline), and a
+  // (JSON texts: JSON.stringify writes no raw newline; the name's is made
+  // once per cached function), and a
   // pending promise; the record is sent when the script has nothing else
   // to do (see idle), with every other call it issued meanwhile, and the
   // promise is settled when the host's answer arrives.
   let ids = 0;
-  const call = function (name, a) {
+  const call = function (name, en, a) {
     try {
       let t = "null";
       if (a !== undefined) {
@@ -192,7 +193,7 @@ if (hosted) {
         if (typeof t !== "string") throw new TErr("host." + name + ": the argument cannot be represented as JSON");
       }
       const id = ids++;
-      const j = id + ":" + t + "\n" + name;
+      const j = id + ":" + t + "\n" + en;
       const p = new Prom(function (res, rej) { waiting[id] = [res, rej]; });
       puts(P + "H" + j.length + "\n"); puts(j); puts(END);
       inflight++;
@@ -212,9 +213,10 @@ if (hosted) {
     if (typeof k !== "string" || k === "then") return undefined;
     let f = fns[k];
     if (f !== undefined) return f;
+    const en = stringify(k);
     f = function (a) {
       if (arguments.length > 1) return apply(rejectP, Prom, [new TErr("host." + k + " takes one argument")]);
-      return call(k, a);
+      return call(k, en, a);
     };
     if (cached < 64) { fns[k] = f; cached++; }
     return f;
