@@ -9,6 +9,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"math"
 	"strconv"
 	"sync"
 	"time"
@@ -158,6 +159,7 @@ type broker struct {
 	calls     int
 	running   int         // host functions running, at most maxConc
 	queue     []*hostCall // issued calls waiting for a slot, in order
+	waiting   int64       // the bytes of their arguments
 	verdict   error       // what ends the run, when the broker decided it
 }
 
@@ -166,6 +168,16 @@ var _ spi.HostStarter = (*broker)(nil)
 func (e *Effect) newBroker(funcs HostFuncs, st *runState) *broker {
 	return &broker{funcs: funcs, maxCalls: e.maxHostCalls, maxArg: e.maxHostArg, maxResult: e.maxHostResult,
 		maxConc: e.maxHostConc, e: e, st: st}
+}
+
+// maxWaiting bounds the argument bytes the calls waiting for a slot hold:
+// as many as the calls running may hold, so that a script issuing calls
+// faster than its host answers cannot make the host hold more.
+func (b *broker) maxWaiting() int64 {
+	if b.maxArg > math.MaxInt64/int64(b.maxConc) {
+		return math.MaxInt64
+	}
+	return b.maxArg * int64(b.maxConc)
 }
 
 // arm starts the run: host functions get a context derived from the
@@ -187,7 +199,7 @@ func (b *broker) end() {
 	b.ended = true
 	cancel := b.cancel
 	queued := b.queue
-	b.queue = nil
+	b.queue, b.waiting = nil, 0
 	b.mu.Unlock()
 	if cancel != nil {
 		cancel()
@@ -360,8 +372,15 @@ func (b *broker) issue(ctx context.Context, name string, args json.RawMessage, d
 		c.ended(0, errHostRunEnded, HostCallCanceled)
 		done(nil, errHostRunEnded)
 		return
+	case b.running >= b.maxConc && b.waiting+int64(len(c.arg)) > b.maxWaiting():
+		b.mu.Unlock()
+		err := &hostError{"effect: too many host call argument bytes waiting for a slot (over MaxHostArgBytes × MaxConcurrentHostCalls, " + strconv.FormatInt(b.maxWaiting(), 10) + ")"}
+		c.ended(0, err, HostCallError)
+		done(nil, err)
+		return
 	case b.running >= b.maxConc:
 		b.queue = append(b.queue, c)
+		b.waiting += int64(len(c.arg))
 		b.mu.Unlock()
 		return
 	}
@@ -389,6 +408,7 @@ func (b *broker) serve(c *hostCall, inline bool) {
 			next = b.queue[0]
 			b.queue[0] = nil
 			b.queue = b.queue[1:]
+			b.waiting -= int64(len(next.arg))
 			b.job.hold() // the slot passes on: running is unchanged
 		} else {
 			b.running--

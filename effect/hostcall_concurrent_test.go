@@ -237,3 +237,41 @@ func TestHostCallQueuedNeverRunsOnceStopped(t *testing.T) {
 	assert.Len(t, g.entered, 0, "the queued calls never ran")
 	b.end()
 }
+
+// The calls waiting for a slot hold at most MaxHostArgBytes ×
+// MaxConcurrentHostCalls bytes of arguments: past it, a call is refused
+// with an error thrown into the script, and listed as an error.
+func TestHostCallsWaitingBytesBounded(t *testing.T) {
+	g := newGate(4)
+	e, _ := hostFixture(t, &Options{MaxConcurrentHostCalls: 1, MaxHostArgBytes: 10, Host: HostFuncs{"wait": g.fn}})
+	arg := json.RawMessage(`"123456"`) // 8 bytes: one fits in the 10 bytes, two do not
+	type result struct {
+		rec *Record
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		rec, err := e.Run(context.Background(), Call{Source: hostScript, Input: startInput(relayCall{"wait", arg}, relayCall{"wait", arg}, relayCall{"wait", arg})})
+		done <- result{rec, err}
+	}()
+	g.waitEntered(t)
+	g.release <- struct{}{}
+	g.waitEntered(t)
+	g.release <- struct{}{}
+	var r result
+	select {
+	case r = <-done:
+	case <-timeAfterWatchdog():
+		t.Fatal("the run did not end")
+	}
+	require.NoError(t, r.err)
+	var out []map[string]any
+	require.NoError(t, json.Unmarshal(r.rec.Value, &out))
+	require.Len(t, out, 3)
+	assert.Equal(t, "123456", out[0]["ok"])
+	assert.Equal(t, "123456", out[1]["ok"])
+	assert.Contains(t, out[2]["err"], "waiting for a slot")
+	require.Len(t, r.rec.HostCalls, 3)
+	assert.Equal(t, HostCallError, r.rec.HostCalls[2].Outcome)
+	assert.Zero(t, r.rec.HostCalls[2].Start, "it never ran")
+}
