@@ -160,6 +160,7 @@ func TestGates(t *testing.T) {
 		"host_limits":     "HostCalls",
 		"host_stop":       "HostCalls",
 		"host_stuck":      "HostCalls",
+		"host_concurrent": "HostCalls",
 		"logs":            "Logs",
 	}
 	for _, c := range rep.Cases {
@@ -1237,7 +1238,7 @@ func TestCaseNames(t *testing.T) {
 		"echo", "throw", "syntax_error", "runaway_loop", "runaway_native", "allocation_bomb", "memory_limit",
 		"deep_recursion", "rich_value", "async_value", "input_contract", "no_network", "no_escape", "host_objects",
 		"fresh_per_run", "warm", "cpu_budget", "input_too_big", "abort", "abort_mid_run", "composition", "logs",
-		"host_calls", "host_errors", "host_limits", "host_stop", "host_stuck",
+		"host_calls", "host_errors", "host_limits", "host_stop", "host_stuck", "host_concurrent",
 	}, names)
 	names[0] = "changed"
 	assert.Equal(t, "echo", CaseNames()[0], "CaseNames returns a copy")

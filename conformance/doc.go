@@ -103,6 +103,14 @@
 //	                that ignores its context fill the cap: the next call
 //	                is ErrOverloaded (retryable) until the kit releases
 //	                the functions, and admitted again afterwards
+//	host_concurrent (HostCalls; declarable) with MaxConcurrentHostCalls 3,
+//	                a script issuing 7 calls at once: 3 are inside the
+//	                host function before any is released, never more,
+//	                and each release lets in the next call issued; the
+//	                answers come back in order; a run cancelled with 3
+//	                running and 2 queued returns context.Canceled, the
+//	                running calls' contexts done, the queued never run
+//	                (proved by signals, never by timing)
 //
 // Every host case fails a backend that calls its broker after its run
 // ended (waiting 100 ms for such a call).

@@ -83,6 +83,11 @@ func (s *hostSpy) Evaluate(ctx context.Context, req spi.Request) (spi.Outcome, e
 	}
 	h := &spyHost{inner: req.Host, spy: s}
 	req.Host = h
+	if hs, ok := h.inner.(spi.HostStarter); ok {
+		st := &spyStarter{spyHost: spyHost{inner: hs, spy: s}, starter: hs}
+		req.Host = st
+		h = &st.spyHost
+	}
 	defer h.returned.Store(true)
 	return s.Backend.Evaluate(ctx, req)
 }
@@ -98,6 +103,21 @@ func (h *spyHost) Call(ctx context.Context, name string, args json.RawMessage) (
 		h.spy.late.Add(1)
 	}
 	return h.inner.Call(ctx, name, args)
+}
+
+// spyStarter is a spyHost over a broker that starts calls
+// (spi.HostStarter), so the backend under test sees the broker's
+// concurrency.
+type spyStarter struct {
+	spyHost
+	starter spi.HostStarter
+}
+
+func (h *spyStarter) Start(ctx context.Context, name string, args json.RawMessage, done func(json.RawMessage, error)) {
+	if h.returned.Load() {
+		h.spy.late.Add(1)
+	}
+	h.starter.Start(ctx, name, args, done)
 }
 
 // hostSetup makes the case's backend behind a host spy and an effect with

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -15,7 +16,7 @@ import (
 )
 
 // hostCaseNames are the cases gated by HostCalls.
-var hostCaseNames = []string{"host_calls", "host_errors", "host_limits", "host_stop", "host_stuck"}
+var hostCaseNames = []string{"host_calls", "host_errors", "host_limits", "host_stop", "host_stuck", "host_concurrent"}
 
 // hostWrapper puts a broken relay in front of goja's.
 type hostWrapper struct {
@@ -84,11 +85,12 @@ func TestHostCasesCatchBrokenRelays(t *testing.T) {
 			}
 			return b.Evaluate(ctx, req)
 		}, map[string]string{
-			"host_calls":  "the host function was called 0 time(s)",
-			"host_errors": "the host function was called 0 time(s)",
-			"host_limits": "limitExceeded hostCalls",
-			"host_stop":   "never called",
-			"host_stuck":  "never called",
+			"host_calls":      "the host function was called 0 time(s)",
+			"host_errors":     "the host function was called 0 time(s)",
+			"host_limits":     "limitExceeded hostCalls",
+			"host_stop":       "never called",
+			"host_stuck":      "never called",
+			"host_concurrent": "only 0 host call(s) were in flight",
 		}},
 		{"calls the broker after the run ended", func(ctx context.Context, b *goja.Backend, req spi.Request) (spi.Outcome, error) {
 			out, err := b.Evaluate(ctx, req)
@@ -104,21 +106,23 @@ func TestHostCasesCatchBrokenRelays(t *testing.T) {
 			}
 			return out, err
 		}, map[string]string{
-			"host_calls":  "after its run ended",
-			"host_errors": "after its run ended",
-			"host_limits": "after its run ended",
-			"host_stop":   "after its run ended",
-			"host_stuck":  "after its run ended",
+			"host_calls":      "after its run ended",
+			"host_errors":     "after its run ended",
+			"host_limits":     "after its run ended",
+			"host_stop":       "after its run ended",
+			"host_stuck":      "after its run ended",
+			"host_concurrent": "after its run ended",
 		}},
 		{"declares host calls but gives the script none", func(ctx context.Context, b *goja.Backend, req spi.Request) (spi.Outcome, error) {
 			req.Host = nil
 			return b.Evaluate(ctx, req)
 		}, map[string]string{
-			"host_calls":  "two host calls must give the second answer",
-			"host_errors": "host function was called 0 time(s)",
-			"host_limits": "limitExceeded hostCalls",
-			"host_stop":   "never called",
-			"host_stuck":  "never called",
+			"host_calls":      "two host calls must give the second answer",
+			"host_errors":     "host function was called 0 time(s)",
+			"host_limits":     "limitExceeded hostCalls",
+			"host_stop":       "never called",
+			"host_stuck":      "never called",
+			"host_concurrent": "only 0 host call(s) were in flight",
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -149,6 +153,63 @@ func init() {
 	goodBehaviors["host_calls"] = hostCallsBehavior
 	goodBehaviors["host_error"] = hostErrorBehavior
 	goodBehaviors["host_loop"] = hostLoopBehavior
+	goodBehaviors["host_concurrent"] = hostConcurrentBehavior
+}
+
+// hostConcurrentBehavior issues every call at once through the broker's
+// Start, in order, and returns the answers in that order.
+func hostConcurrentBehavior(ctx context.Context, _ *fake, req spi.Request) (spi.Outcome, error) {
+	hs, ok := req.Host.(spi.HostStarter)
+	if !ok {
+		return spi.Threw("ReferenceError", "host is not defined"), nil
+	}
+	var in struct{ N int }
+	if err := json.Unmarshal(req.Input, &in); err != nil {
+		return spi.Threw("TypeError", "bad input"), nil
+	}
+	type answer struct {
+		i    int
+		text json.RawMessage
+		err  error
+	}
+	got := make(chan answer, in.N)
+	for i := range in.N {
+		hs.Start(ctx, "wait", json.RawMessage(strconv.Itoa(i)), func(text json.RawMessage, err error) { got <- answer{i, text, err} })
+	}
+	out := make([]json.RawMessage, in.N)
+	for range in.N {
+		select {
+		case a := <-got:
+			if a.err != nil {
+				return hostThrew(ctx, a.err)
+			}
+			out[a.i] = a.text
+		case <-ctx.Done():
+			return spi.Outcome{}, ctx.Err()
+		}
+	}
+	text, _ := json.Marshal(out)
+	return spi.OK(text), nil
+}
+
+// callOnly hides the broker's Start: the backend relays one call at a
+// time.
+type callOnly struct{ spi.Host }
+
+// A backend that waits for each answer before relaying the next call
+// fails host_concurrent and nothing else.
+func TestHostConcurrentCatchesOneAtATime(t *testing.T) {
+	rep, err := Check(context.Background(), hostFactory(func(ctx context.Context, b *goja.Backend, req spi.Request) (spi.Outcome, error) {
+		if req.Host != nil {
+			req.Host = callOnly{req.Host}
+		}
+		return b.Evaluate(ctx, req)
+	}), &Options{Cases: []string{"host_calls", "host_concurrent"}})
+	require.NoError(t, err)
+	require.Len(t, rep.Cases, 2)
+	assert.Equal(t, StatusPass, rep.Cases[0].Status, rep.Cases[0].Reason)
+	assert.Equal(t, StatusFail, rep.Cases[1].Status)
+	assert.Contains(t, rep.Cases[1].Reason, "only 1 host call(s) were in flight")
 }
 
 // hostThrew is what an engine reports for a host error the script did not

@@ -120,6 +120,14 @@ type Options struct {
 	// larger one is refused with an error thrown into the script. Zero
 	// means DefaultMaxHostResultBytes; it must be >= 0.
 	MaxHostResultBytes int64
+	// MaxConcurrentHostCalls bounds the host functions of one run running
+	// at once, when the script has several calls in flight; a call past
+	// it waits for a running one to return, and calls start in the order
+	// issued. The calls waiting hold at most MaxHostArgBytes ×
+	// MaxConcurrentHostCalls bytes of arguments; a call past that is
+	// refused with an error thrown into the script. Zero means
+	// DefaultMaxConcurrentHostCalls; it must be >= 0.
+	MaxConcurrentHostCalls int
 
 	// MaxLogBytes bounds the text a run's record keeps of what the script
 	// logged. Zero means DefaultMaxLogBytes; it must be >= 0.

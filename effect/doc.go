@@ -90,7 +90,11 @@
 // the run past [Options].MaxHostCalls (default [DefaultMaxHostCalls]) with
 // limitExceeded ([LimitHostCalls]), gives each host function the run's
 // context (host time counts toward the wall clock), recovers a panic into
-// an untyped error, delivers calls one at a time, and none after the run
+// an untyped error, runs the calls a script has in flight concurrently
+// (at most [Options].MaxConcurrentHostCalls, default
+// [DefaultMaxConcurrentHostCalls], started in the order issued, every one
+// cancelled when the run ends), lists each in [Record].HostCalls, and
+// delivers none after the run
 // ended. See [HostFunc] and ExampleHostFunc.
 //
 // # Security considerations

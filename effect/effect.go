@@ -40,6 +40,7 @@ type Effect struct {
 	maxHostCalls  int
 	maxHostArg    int64
 	maxHostResult int64
+	maxHostConc   int
 	rc            recordConfig // the run record's bounds and sinks (record.go)
 
 	closed    atomic.Bool

@@ -89,6 +89,10 @@ type Event struct {
 
 // HostCallEvent describes one host call in an Event.
 type HostCallEvent struct {
+	// Seq is the call's number in the order the script issued its calls,
+	// from 1 (its place in Record.HostCalls, plus one): with several
+	// calls in flight, it pairs an ended event with its begun event.
+	Seq int `json:"seq,omitempty"`
 	// Name is the host function's name.
 	Name string `json:"name,omitempty"`
 	// BytesIn is what the script sent (begun); BytesOut what the host

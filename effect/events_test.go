@@ -138,11 +138,11 @@ func TestEventKind(t *testing.T) {
 // The host-call hook counts calls in the stats and sends both events.
 func TestHostCallHook(t *testing.T) {
 	var st *runState
-	st.hostCallBegun("x", 1)(2, nil) // safe without a record
+	st.hostCallIssued("x", 1).end(2, nil, HostCallOK) // safe without a record
 	c := newCollector()
 	st = &runState{e: &Effect{}, start: time.Now(), events: newEventQueue(c.sink, 8)}
-	st.hostCallBegun("fetch", 10)(20, nil)
-	st.hostCallBegun("fetch", 1)(0, assert.AnError)
+	st.hostCallIssued("fetch", 10).end(20, nil, HostCallOK)
+	st.hostCallIssued("fetch", 1).end(0, assert.AnError, HostCallError)
 	st.finish([]byte(`1`), nil, false)
 	evs := c.wait(t)
 	assert.Equal(t, []EventKind{EventHostCallBegun, EventHostCallEnded, EventHostCallBegun, EventHostCallEnded, EventFinished}, kinds(evs))

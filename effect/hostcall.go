@@ -9,6 +9,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"math"
 	"strconv"
 	"sync"
 	"time"
@@ -37,10 +38,11 @@ import (
 //
 // A panic is recovered and fails the run with an untyped, retryable error
 // (the host's fault, not the script's), as does a result encoding/json
-// cannot marshal. The host functions of one run are never called
-// concurrently: calls are delivered one at a time, in the order the
-// backend makes them (on every built-in engine, the order the script makes
-// them).
+// cannot marshal. The host functions of one run may be called
+// concurrently, when the script has several calls in flight (a JavaScript
+// promise per call): at most MaxConcurrentHostCalls at once, each on a
+// goroutine of its own; a call past that bound waits for a running one to
+// return, and calls start in the order the script issued them.
 type HostFunc func(ctx context.Context, args json.RawMessage) (any, error)
 
 // HostFuncs maps names to host functions. A name is 1 to MaxHostNameBytes
@@ -58,6 +60,9 @@ const (
 	// DefaultMaxHostResultBytes is the default bound on one host
 	// function's result, 4 MiB of JSON text (the default output ceiling).
 	DefaultMaxHostResultBytes = DefaultMaxOutputBytes
+	// DefaultMaxConcurrentHostCalls is the default bound on the host
+	// functions of one run running at once.
+	DefaultMaxConcurrentHostCalls = 8
 	// MaxHostNameBytes is the longest name a host function may have.
 	MaxHostNameBytes = 64
 )
@@ -131,16 +136,19 @@ func (e *Effect) hostFuncsFor(call HostFuncs) (HostFuncs, error) {
 // broker is one run's spi.Host. It is made per run when the run has host
 // functions, armed when the backend is called and ended when the backend
 // returns or the effect stops waiting for it.
+//
+// Calls run concurrently, each host function on a goroutine of its own, at
+// most maxConc at once; a call issued past that waits in queue, in the
+// order issued, for a running one to return.
 type broker struct {
 	funcs     HostFuncs
 	maxCalls  int
 	maxArg    int64
 	maxResult int64
+	maxConc   int
 	e         *Effect
 	st        *runState // the run's record (hostcall_record.go); may be nil
 	job       *job      // the backend call; a running host function holds it
-
-	serial sync.Mutex // held for a whole call: calls are delivered one at a time
 
 	mu        sync.Mutex
 	runCtx    context.Context // the backend's context
@@ -149,13 +157,27 @@ type broker struct {
 	cancelRun context.CancelFunc // cancels the backend's context
 	ended     bool
 	calls     int
-	verdict   error // what ends the run, when the broker decided it
+	running   int         // host functions running, at most maxConc
+	queue     []*hostCall // issued calls waiting for a slot, in order
+	waiting   int64       // the bytes of their arguments
+	verdict   error       // what ends the run, when the broker decided it
 }
 
-var _ spi.Host = (*broker)(nil)
+var _ spi.HostStarter = (*broker)(nil)
 
 func (e *Effect) newBroker(funcs HostFuncs, st *runState) *broker {
-	return &broker{funcs: funcs, maxCalls: e.maxHostCalls, maxArg: e.maxHostArg, maxResult: e.maxHostResult, e: e, st: st}
+	return &broker{funcs: funcs, maxCalls: e.maxHostCalls, maxArg: e.maxHostArg, maxResult: e.maxHostResult,
+		maxConc: e.maxHostConc, e: e, st: st}
+}
+
+// maxWaiting bounds the argument bytes the calls waiting for a slot hold:
+// as many as the calls running may hold, so that a script issuing calls
+// faster than its host answers cannot make the host hold more.
+func (b *broker) maxWaiting() int64 {
+	if b.maxArg > math.MaxInt64/int64(b.maxConc) {
+		return math.MaxInt64
+	}
+	return b.maxArg * int64(b.maxConc)
 }
 
 // arm starts the run: host functions get a context derived from the
@@ -168,15 +190,23 @@ func (b *broker) arm(bctx context.Context, cancelRun context.CancelFunc, wall ti
 	b.mu.Unlock()
 }
 
-// end marks the run over: no call is delivered afterwards, and the
-// context of a host function still running is done. It is idempotent.
+// end marks the run over: no call is delivered afterwards, the context of
+// every host function still running is done, and every call still waiting
+// for a slot is answered with errHostRunEnded without running. It is
+// idempotent.
 func (b *broker) end() {
 	b.mu.Lock()
 	b.ended = true
 	cancel := b.cancel
+	queued := b.queue
+	b.queue, b.waiting = nil, 0
 	b.mu.Unlock()
 	if cancel != nil {
 		cancel()
+	}
+	for _, c := range queued {
+		c.ended(0, errHostRunEnded, HostCallCanceled)
+		c.done(nil, errHostRunEnded)
 	}
 }
 
@@ -226,96 +256,222 @@ type hostResult struct {
 	badValue bool
 }
 
-// Call implements spi.Host: it checks the call against the run's rules,
-// runs the host function under the run's context and bounds its result.
-func (b *broker) Call(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error) {
-	b.serial.Lock()
-	defer b.serial.Unlock()
+// hostCall is one issued call, from its issue to its answer.
+type hostCall struct {
+	name  string
+	fn    HostFunc
+	arg   json.RawMessage
+	hctx  context.Context
+	rec   *hostCallEntry // its line in the run record
+	done  func(json.RawMessage, error)
+	began func() // marks the start of the host function in the record
+}
 
+// ended completes the call's line in the run record.
+func (c *hostCall) ended(bytesOut int64, err error, o HostCallOutcome) {
+	c.rec.end(bytesOut, err, o)
+}
+
+// Call implements spi.Host: it issues the call and waits for its answer,
+// or for the run to stop. When a slot is free the host function runs on
+// the caller's goroutine (no hand-off: a call costs microseconds); if it
+// outlives the wall clock, the watch (see exec) decides the run's outcome
+// and cancels the backend's context, so the effect stops waiting for the
+// backend at once, even when the host function ignores its own context.
+func (b *broker) Call(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error) {
+	type answer struct {
+		text json.RawMessage
+		err  error
+	}
+	ch := make(chan answer, 1)
+	b.issue(ctx, name, args, func(text json.RawMessage, err error) { ch <- answer{text, err} }, true)
+	b.mu.Lock()
+	hctx := b.ctx
+	b.mu.Unlock()
+	if hctx == nil {
+		a := <-ch // not armed: Start answered at once
+		return a.text, a.err
+	}
+	var stop <-chan struct{}
+	if ctx != nil {
+		stop = ctx.Done()
+	}
+	select {
+	case a := <-ch:
+		return a.text, a.err
+	case <-hctx.Done():
+		if err := b.stopped(hctx); err != nil {
+			return nil, err
+		}
+		return nil, errHostStopped
+	case <-stop:
+		return nil, errHostStopped
+	}
+}
+
+// Start implements spi.HostStarter: it checks the call against the run's
+// rules at once, in the order the backend issues calls, then runs the
+// host function under the run's context on a goroutine of its own (or
+// queues it while MaxConcurrentHostCalls run) and bounds its result.
+func (b *broker) Start(ctx context.Context, name string, args json.RawMessage, done func(json.RawMessage, error)) {
+	b.issue(ctx, name, args, done, false)
+}
+
+// issue is Start, running the host function on the caller's goroutine
+// when inline is set and a slot is free.
+func (b *broker) issue(ctx context.Context, name string, args json.RawMessage, done func(json.RawMessage, error), inline bool) {
 	b.mu.Lock()
 	if b.ended || b.ctx == nil || b.verdict != nil {
 		b.mu.Unlock()
-		return nil, errHostRunEnded
+		done(nil, errHostRunEnded)
+		return
 	}
 	b.calls++
 	n, hctx := b.calls, b.ctx
 	b.mu.Unlock()
 	if ctx != nil && ctx.Err() != nil {
-		return nil, errHostStopped
+		done(nil, errHostStopped)
+		return
 	}
 	if n > b.maxCalls {
 		b.decide(&Failure{Code: CodeLimitExceeded, Kind: LimitHostCalls, Limit: int64(b.maxCalls)})
-		return nil, errHostTooMany
+		done(nil, errHostTooMany)
+		return
 	}
 	fn, ok := b.funcs[name]
 	if !ok {
-		return nil, &hostError{"effect: unknown host function " + quoteName(name)}
+		done(nil, &hostError{"effect: unknown host function " + quoteName(name)})
+		return
 	}
 	if len(args) == 0 {
 		args = json.RawMessage("null")
 	}
 	if int64(len(args)) > b.maxArg {
-		return nil, &hostError{"effect: host call argument is " + strconv.Itoa(len(args)) + " bytes, over the limit of " + strconv.FormatInt(b.maxArg, 10) + " (MaxHostArgBytes)"}
+		done(nil, &hostError{"effect: host call argument is " + strconv.Itoa(len(args)) + " bytes, over the limit of " + strconv.FormatInt(b.maxArg, 10) + " (MaxHostArgBytes)"})
+		return
 	}
 	if !json.Valid(args) {
-		return nil, errHostArgsJSON
+		done(nil, errHostArgsJSON)
+		return
 	}
 	if err := b.stopped(hctx); err != nil {
-		return nil, err
+		done(nil, err)
+		return
 	}
-	// The host function holds the backend call while it runs, so that it
-	// counts in Abandoned until it returns even when the backend returned
-	// without it (an engine that runs the script on a goroutine of its
-	// own). The hold is taken with the run still on: end comes after it,
-	// and the backend's own release after end.
+	c := &hostCall{name: name, fn: fn, arg: append(json.RawMessage(nil), args...), hctx: hctx, done: done}
+	c.rec = b.st.hostCallIssued(name, int64(len(c.arg)))
+
+	// A running host function holds the backend call, so that it counts
+	// in Abandoned until it returns even when the backend returned
+	// without it. The hold is taken with the run still on: end comes
+	// after it, and the backend's own release after end.
 	b.mu.Lock()
-	if b.ended {
+	switch {
+	case b.ended:
 		b.mu.Unlock()
-		return nil, errHostRunEnded
+		c.ended(0, errHostRunEnded, HostCallCanceled)
+		done(nil, errHostRunEnded)
+		return
+	case b.running >= b.maxConc && b.waiting+int64(len(c.arg)) > b.maxWaiting():
+		b.mu.Unlock()
+		err := &hostError{"effect: too many host call argument bytes waiting for a slot (over MaxHostArgBytes × MaxConcurrentHostCalls, " + strconv.FormatInt(b.maxWaiting(), 10) + ")"}
+		c.ended(0, err, HostCallError)
+		done(nil, err)
+		return
+	case b.running >= b.maxConc:
+		b.queue = append(b.queue, c)
+		b.waiting += int64(len(c.arg))
+		b.mu.Unlock()
+		return
 	}
+	b.running++
 	b.job.hold()
 	b.mu.Unlock()
-	arg := append(json.RawMessage(nil), args...)
-	ended := b.st.hostCallBegun(name, int64(len(arg)))
-
-	// The host function runs on the backend's goroutine (no hand-off: a
-	// call costs microseconds). If it outlives the wall clock, the watch
-	// decides the run's outcome and cancels the backend's context, so the
-	// effect stops waiting for the backend at once, even when the host
-	// function ignores its own context (the backend's goroutine is then
-	// abandoned and counted until the function returns).
-	watch := context.AfterFunc(hctx, func() { _ = b.stopped(hctx) })
-	r := runHostFunc(hctx, fn, arg)
-	watch()
-	b.job.finish()
-	switch {
-	case r.panicked:
-		ended(0, errHostPanicked)
-	case r.badValue:
-		ended(0, errHostNoJSONText)
-	default:
-		ended(int64(len(r.text)), r.err)
+	if inline {
+		b.serve(c, true)
+		return
 	}
+	go b.serve(c, false)
+}
+
+// serve runs c's host function, then each call that waited for the slot
+// it frees, in the order they were issued (inline: c only, on the
+// caller's goroutine, and the next one on a goroutine of its own). The
+// slot passes from call to call without being released, so a call issued
+// meanwhile cannot overtake one that waited.
+func (b *broker) serve(c *hostCall, inline bool) {
+	for c != nil {
+		text, err := b.exec(c)
+		b.mu.Lock()
+		var next *hostCall
+		if len(b.queue) > 0 && !b.ended {
+			next = b.queue[0]
+			b.queue[0] = nil
+			b.queue = b.queue[1:]
+			b.waiting -= int64(len(next.arg))
+			b.job.hold() // the slot passes on: running is unchanged
+		} else {
+			b.running--
+		}
+		b.mu.Unlock()
+		b.job.finish()
+		c.done(text, err)
+		if inline {
+			if next != nil {
+				go b.serve(next, false)
+			}
+			return
+		}
+		c = next
+	}
+}
+
+// exec runs one call's host function and decides what the script gets.
+// If the function outlives the wall clock, the watch decides the run's
+// outcome and cancels the backend's context, so the effect stops waiting
+// for the backend at once, even when the host function ignores its own
+// context (it is then counted in Abandoned until it returns).
+func (b *broker) exec(c *hostCall) (json.RawMessage, error) {
+	hctx := c.hctx
 	if err := b.stopped(hctx); err != nil {
+		// The run stopped while the call waited for its slot: it never
+		// runs.
+		c.ended(0, err, HostCallCanceled)
+		return nil, err
+	}
+	c.rec.begin()
+	watch := context.AfterFunc(hctx, func() { _ = b.stopped(hctx) })
+	r := runHostFunc(hctx, c.fn, c.arg)
+	watch()
+	if err := b.stopped(hctx); err != nil {
+		c.ended(int64(len(r.text)), err, HostCallCanceled)
 		return nil, err // the answer came too late to be delivered
 	}
+	var err error
 	switch {
 	case r.panicked:
-		b.decide(&untypedError{msg: "effect: host function " + quoteName(name) + " panicked"})
-		return nil, errHostPanicked
+		b.decide(&untypedError{msg: "effect: host function " + quoteName(c.name) + " panicked"})
+		err = errHostPanicked
 	case r.badValue:
-		b.decide(&untypedError{msg: "effect: host function " + quoteName(name) + " returned a value that is not JSON"})
-		return nil, errHostNoJSONText
+		b.decide(&untypedError{msg: "effect: host function " + quoteName(c.name) + " returned a value that is not JSON"})
+		err = errHostNoJSONText
 	case r.err != nil:
-		return nil, &hostError{boundText(errorText(r.err))}
+		err = &hostError{boundText(errorText(r.err))}
 	case int64(len(r.text)) > b.maxResult:
-		return nil, &hostError{"effect: host function result is " + strconv.Itoa(len(r.text)) + " bytes, over the limit of " + strconv.FormatInt(b.maxResult, 10) + " (MaxHostResultBytes)"}
+		err = &hostError{"effect: host function result is " + strconv.Itoa(len(r.text)) + " bytes, over the limit of " + strconv.FormatInt(b.maxResult, 10) + " (MaxHostResultBytes)"}
+	}
+	if err != nil {
+		c.ended(int64(len(r.text)), err, HostCallError)
+		return nil, err
 	}
 	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.ended {
+	ended := b.ended
+	b.mu.Unlock()
+	if ended {
+		c.ended(int64(len(r.text)), errHostRunEnded, HostCallCanceled)
 		return nil, errHostRunEnded
 	}
+	c.ended(int64(len(r.text)), nil, HostCallOK)
 	return r.text, nil
 }
 
@@ -389,10 +545,13 @@ func (e *Effect) setHost(o *Options) error {
 		return invalid(ErrInvalidLimits, "effect: options: negative MaxHostArgBytes")
 	case o.MaxHostResultBytes < 0:
 		return invalid(ErrInvalidLimits, "effect: options: negative MaxHostResultBytes")
+	case o.MaxConcurrentHostCalls < 0:
+		return invalid(ErrInvalidLimits, "effect: options: negative MaxConcurrentHostCalls")
 	}
 	e.maxHostCalls = cmp.Or(o.MaxHostCalls, DefaultMaxHostCalls)
 	e.maxHostArg = cmp.Or(o.MaxHostArgBytes, DefaultMaxHostArgBytes)
 	e.maxHostResult = cmp.Or(o.MaxHostResultBytes, DefaultMaxHostResultBytes)
+	e.maxHostConc = cmp.Or(o.MaxConcurrentHostCalls, DefaultMaxConcurrentHostCalls)
 	if len(o.Host) == 0 {
 		return nil
 	}

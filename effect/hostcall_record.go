@@ -1,6 +1,8 @@
 package effect
 
 import (
+	"fmt"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -8,49 +10,212 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// hostCallBegun is the run record's hook for host calls: the effect's
-// host-call broker calls it when a script calls a host function, with the
-// function's name and the bytes the script sent, and calls the function it
-// returns when the host function returned, with the bytes returned and its
-// error. It counts the call in the record's stats, sends the begun and
-// ended events, and makes the call a child span of the run's span. Safe on
-// a nil *runState (a run without a record) and for concurrent use is NOT
-// promised: the broker calls it from the engine's goroutine, one call at a
-// time.
-func (st *runState) hostCallBegun(name string, bytesIn int64) (ended func(bytesOut int64, err error)) {
+// HostCall is one host call of a run, as its Record lists it: every call
+// the broker accepted (a known name, an argument within its bound, within
+// MaxHostCalls), in the order the script issued them.
+type HostCall struct {
+	// Name is the host function's name.
+	Name string `json:"name"`
+	// Issued is when the script made the call, from the start of the run.
+	Issued time.Duration `json:"issuedNs"`
+	// Start is when the host function began, from the start of the run:
+	// later than Issued when the call waited for a slot
+	// (MaxConcurrentHostCalls); zero when it never began.
+	Start time.Duration `json:"startNs,omitempty"`
+	// Duration is the host function's own time (for a call still running
+	// when the run ended, until then).
+	Duration time.Duration `json:"durationNs,omitempty"`
+	// BytesIn is the argument's size; BytesOut the result's.
+	BytesIn  int64 `json:"bytesIn"`
+	BytesOut int64 `json:"bytesOut,omitempty"`
+	// Outcome is what the script got.
+	Outcome HostCallOutcome `json:"outcome"`
+	// Error is the error's text thrown into the script, bounded and
+	// storable (HostCallError, HostCallCanceled).
+	Error string `json:"error,omitempty"`
+}
+
+// HostCallOutcome says what became of a host call. The zero value is
+// invalid; values are never renumbered.
+type HostCallOutcome int
+
+// The host-call outcomes.
+const (
+	// HostCallOK: the script got the host function's result.
+	HostCallOK HostCallOutcome = iota + 1
+	// HostCallError: the script got an error (the host function's, or
+	// the broker's refusal of its result).
+	HostCallError
+	// HostCallCanceled: the run ended first (it was stopped, ran out of
+	// time, or finished without awaiting the call); the answer, if any,
+	// was not delivered.
+	HostCallCanceled
+)
+
+var hostCallOutcomeNames = [...]string{
+	HostCallOK:       "ok",
+	HostCallError:    "error",
+	HostCallCanceled: "canceled",
+}
+
+// Valid reports whether o is one of the defined outcomes.
+func (o HostCallOutcome) Valid() bool { return o >= HostCallOK && o <= HostCallCanceled }
+
+// String returns the outcome's name, such as "ok".
+func (o HostCallOutcome) String() string {
+	if !o.Valid() {
+		return fmt.Sprintf("HostCallOutcome(%d)", int(o))
+	}
+	return hostCallOutcomeNames[o]
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (o HostCallOutcome) MarshalText() ([]byte, error) {
+	if !o.Valid() {
+		return nil, fmt.Errorf("effect: invalid host call outcome %d", int(o))
+	}
+	return []byte(o.String()), nil
+}
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (o *HostCallOutcome) UnmarshalText(b []byte) error {
+	for k := HostCallOK; k <= HostCallCanceled; k++ {
+		if string(b) == hostCallOutcomeNames[k] {
+			*o = k
+			return nil
+		}
+	}
+	return fmt.Errorf("effect: unknown host call outcome %q", b)
+}
+
+// hostLog is a run's record of its host calls. Calls run concurrently, so
+// it is safe for concurrent use; it is sealed when the record is
+// finished: a call not ended by then is listed canceled, and its late end
+// changes nothing.
+type hostLog struct {
+	mu     sync.Mutex
+	sealed bool
+	calls  []HostCall
+}
+
+// hostCallEntry is one call's line in its run's hostLog, and its span.
+// Its methods are safe on a nil *hostCallEntry (a run without a record).
+type hostCallEntry struct {
+	st    *runState
+	i     int // index in st.hostCalls.calls
+	begun time.Time
+	span  trace.Span
+}
+
+// hostCallIssued is the run record's hook for host calls: the broker calls
+// it when it accepts a call, in the order the script issued them, with the
+// function's name and the bytes the script sent. It lists the call, sends
+// the begun event and starts the call's child span of the run's span.
+func (st *runState) hostCallIssued(name string, bytesIn int64) *hostCallEntry {
 	if st == nil {
-		return func(int64, error) {}
+		return nil
 	}
 	name = boundText(name)
-	begun := time.Now()
-	if st.events != nil {
-		st.events.push(Event{Kind: EventHostCallBegun, At: begun.Sub(st.start), HostCall: HostCallEvent{Name: name, BytesIn: bytesIn}})
+	now := time.Now()
+	l := &st.hostCalls
+	l.mu.Lock()
+	if l.sealed {
+		l.mu.Unlock()
+		return nil
 	}
-	var span trace.Span
+	i := len(l.calls)
+	l.calls = append(l.calls, HostCall{Name: name, Issued: now.Sub(st.start), BytesIn: bytesIn})
+	l.mu.Unlock()
+	if st.events != nil {
+		st.events.push(Event{Kind: EventHostCallBegun, At: now.Sub(st.start), HostCall: HostCallEvent{Seq: i + 1, Name: name, BytesIn: bytesIn}})
+	}
+	en := &hostCallEntry{st: st, i: i}
 	if st.span != nil {
-		_, span = st.e.rc.tracer.Start(st.ctx, "sandbank.hostcall", trace.WithAttributes(
+		_, en.span = st.e.rc.tracer.Start(st.ctx, "sandbank.hostcall", trace.WithAttributes(
 			attribute.String("sandbank.host_function", name), attribute.Int64("sandbank.bytes_in", bytesIn)))
 	}
-	return func(bytesOut int64, err error) {
-		d := time.Since(begun)
-		st.hostCalls.calls++
-		st.hostCalls.bytesIn += bytesIn
-		st.hostCalls.bytesOut += bytesOut
-		st.hostCalls.time += d
-		var text string
+	return en
+}
+
+// begin marks the start of the host function.
+func (en *hostCallEntry) begin() {
+	if en == nil {
+		return
+	}
+	en.begun = time.Now()
+	l := &en.st.hostCalls
+	l.mu.Lock()
+	if !l.sealed {
+		l.calls[en.i].Start = en.begun.Sub(en.st.start)
+	}
+	l.mu.Unlock()
+}
+
+// end completes the call's line: the bytes returned, the error thrown
+// into the script, the outcome; it counts the call in the record's stats
+// (at seal) and sends the ended event.
+func (en *hostCallEntry) end(bytesOut int64, err error, o HostCallOutcome) {
+	if en == nil {
+		return
+	}
+	st := en.st
+	var d time.Duration
+	if !en.begun.IsZero() {
+		d = time.Since(en.begun)
+	}
+	var text string
+	if err != nil {
+		text = boundText(errorText(err))
+	}
+	l := &st.hostCalls
+	l.mu.Lock()
+	sealed := l.sealed
+	var name string
+	if !sealed {
+		c := &l.calls[en.i]
+		c.Duration, c.BytesOut, c.Outcome, c.Error = d, bytesOut, o, text
+		name = c.Name
+	}
+	l.mu.Unlock()
+	if st.events != nil && !sealed {
+		st.events.push(Event{Kind: EventHostCallEnded, At: time.Since(st.start),
+			HostCall: HostCallEvent{Seq: en.i + 1, Name: name, BytesOut: bytesOut, Duration: d, Error: text}})
+	}
+	if en.span != nil {
+		en.span.SetAttributes(attribute.Int64("sandbank.bytes_out", bytesOut), attribute.String("sandbank.outcome", o.String()))
 		if err != nil {
-			text = boundText(errorText(err))
+			en.span.SetStatus(codes.Error, text)
 		}
-		if st.events != nil {
-			st.events.push(Event{Kind: EventHostCallEnded, At: time.Since(st.start),
-				HostCall: HostCallEvent{Name: name, BytesOut: bytesOut, Duration: d, Error: text}})
+		en.span.End()
+	}
+}
+
+// seal ends the host-call log as the record is finished: a call not ended
+// yet is listed canceled (its duration so far), and nothing changes
+// afterwards. It returns the list (nil when the run made no call) and the
+// stats.
+func (l *hostLog) seal(now time.Time, start time.Time) ([]HostCall, hostCallStats) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.sealed = true
+	for i := range l.calls {
+		c := &l.calls[i]
+		if c.Outcome != 0 {
+			continue
 		}
-		if span != nil {
-			span.SetAttributes(attribute.Int64("sandbank.bytes_out", bytesOut))
-			if err != nil {
-				span.SetStatus(codes.Error, text)
-			}
-			span.End()
+		c.Outcome, c.Error = HostCallCanceled, errHostRunEnded.msg
+		if c.Start != 0 {
+			c.Duration = now.Sub(start) - c.Start
 		}
 	}
+	st := hostCallStats{calls: int64(len(l.calls))}
+	for _, c := range l.calls {
+		st.bytesIn += c.BytesIn
+		st.bytesOut += c.BytesOut
+		st.time += c.Duration
+	}
+	if len(l.calls) == 0 {
+		return nil, st
+	}
+	return l.calls, st
 }

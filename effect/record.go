@@ -40,6 +40,10 @@ type Record struct {
 	// the log was full. Every line from the first one that did not fit is
 	// dropped.
 	LogsCut *LogsCut `json:"logsCut,omitempty"`
+	// HostCalls lists the run's host calls in the order the script issued
+	// them, each with its start, duration and outcome (see HostCall);
+	// empty when it made none.
+	HostCalls []HostCall `json:"hostCalls,omitempty"`
 	// Stats are the run's figures.
 	Stats Stats `json:"stats"`
 	// Receipt is the run's receipt.
@@ -97,8 +101,9 @@ type Stats struct {
 	CPUUnit         string        `json:"cpuUnit,omitempty"`
 	CPUUnits        int64         `json:"cpuUnits,omitempty"`
 
-	// HostCalls counts the host calls the script made, with the bytes
-	// sent and received and the time spent in them.
+	// HostCalls counts the host calls the script made (Record.HostCalls),
+	// with the bytes sent and received and the time spent in them (summed
+	// over calls, which may overlap).
 	HostCalls        int64         `json:"hostCalls,omitempty"`
 	HostCallBytesIn  int64         `json:"hostCallBytesIn,omitempty"`
 	HostCallBytesOut int64         `json:"hostCallBytesOut,omitempty"`

@@ -90,7 +90,7 @@ type runState struct {
 	logBuf logBuffer   // the run's log sink, in the same allocation
 	events *eventQueue // nil: no Call.Events
 
-	hostCalls hostCallStats
+	hostCalls hostLog // the run's host calls (hostcall_record.go)
 }
 
 // hostCallStats totals a run's host calls (see hostCallBegun).
@@ -257,9 +257,11 @@ func (st *runState) finish(value []byte, err error, canceled bool) *Record {
 	rec.Stats.ScriptTime = st.engine.ScriptTime
 	rec.Stats.MemoryPeakBytes = st.engine.MemoryPeakBytes
 	rec.Stats.CPUUnit, rec.Stats.CPUUnits = st.engine.CPUUnit, st.engine.CPUUnits
-	rec.Stats.HostCalls = st.hostCalls.calls
-	rec.Stats.HostCallBytesIn, rec.Stats.HostCallBytesOut = st.hostCalls.bytesIn, st.hostCalls.bytesOut
-	rec.Stats.HostCallTime = st.hostCalls.time
+	calls, hs := st.hostCalls.seal(time.Now(), st.start)
+	rec.HostCalls = calls
+	rec.Stats.HostCalls = hs.calls
+	rec.Stats.HostCallBytesIn, rec.Stats.HostCallBytesOut = hs.bytesIn, hs.bytesOut
+	rec.Stats.HostCallTime = hs.time
 	if st.events != nil {
 		rec.EventsDropped = st.events.droppedCount()
 		st.events.push(Event{Kind: EventFinished, At: r.Duration, Record: rec})

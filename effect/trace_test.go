@@ -74,7 +74,7 @@ func TestTraceHostCallChildSpan(t *testing.T) {
 	e.rc.tracer = tp.Tracer(tracerName)
 	st := &runState{e: e}
 	st.ctx, st.span = e.startSpan(context.Background())
-	st.hostCallBegun("lookup", 3)(4, nil)
+	st.hostCallIssued("lookup", 3).end(4, nil, HostCallOK)
 	st.span.End()
 	spans := sr.Ended()
 	require.Len(t, spans, 2)

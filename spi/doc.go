@@ -53,5 +53,6 @@
 // added [Request].Host and [Capabilities].HostCalls (and the run record's
 // log sink and stats); a 1.0 backend compiles and works unchanged. 1.2.0
 // added [StartupError], the error of a backend whose start-up overran its
-// cold-start allowance.
+// cold-start allowance. 1.3.0 added [HostStarter], the broker's way of
+// running several host calls of one run at once.
 package spi

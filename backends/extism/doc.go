@@ -53,7 +53,8 @@
 // failure's message (0 before any failure). To leave a failure uncaught, a
 // plugin sets that block as its error (error_set) and returns 1: a thrown
 // outcome with the host's message. Calls are made one at a time, in the
-// plugin's order; in a run without host functions every call fails. The
+// plugin's order (the import is synchronous: a plugin has one call in
+// flight, so the kit's host_concurrent case is declared inapplicable); in a run without host functions every call fails. The
 // fixtures/wasm host_*.wat modules are small, complete examples.
 //
 // # Limits

@@ -9,6 +9,7 @@ import (
 
 	"github.com/sandbank/sandbank/backends/goja"
 	"github.com/sandbank/sandbank/effect"
+	"github.com/sandbank/sandbank/internal/hostbench"
 	"github.com/sandbank/sandbank/spi"
 )
 
@@ -115,4 +116,17 @@ func BenchmarkStopOvershoot(b *testing.B) {
 		over += time.Since(t0) - clock
 	}
 	b.ReportMetric(float64(over.Microseconds())/1000/float64(b.N), "over-ms/op")
+}
+
+// BenchmarkHostCall: one host call's round trip through the effect,
+// awaited one by one and issued in one turn, and 8 calls of a 50 ms host
+// function at once (internal/hostbench).
+func BenchmarkHostCall(b *testing.B) {
+	hostbench.Run(b, func(tb testing.TB) spi.Backend {
+		be, err := goja.New(nil)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		return be
+	})
 }

@@ -43,8 +43,10 @@
 //
 // In a run with host functions (SPI 1.1) the script has a global host:
 // every member takes one JSON-representable value and returns a promise
-// of the host's answer; calls run one at a time in the script's order,
-// and a failed call rejects with an Error carrying the effect's text:
+// of the host's answer; several calls may be in flight, run concurrently
+// by the effect (at most its MaxConcurrentHostCalls at once, started in
+// the script's order) and settled as their answers arrive, and a failed
+// call rejects with an Error carrying the effect's text:
 //
 //	const [orders, names] = await Promise.all([host.orders({since: "2026-01-01"}), host.customers()]);
 //

@@ -64,6 +64,8 @@ type run struct {
 	script  string
 	input   string
 	started chan struct{} // closed as the script starts
+	halt    chan struct{} // closed when the run is asked to stop
+	host    *hostObject   // the global host, or nil
 	// startedAt is when the script started (set before started is
 	// closed; zero if it never did): the stats' start-up and script time.
 	startedAt time.Time
@@ -84,7 +86,7 @@ type run struct {
 // sink.
 func (b *Backend) newRun(req spi.Request) (*run, error) {
 	rt := js.New()
-	r := &run{rt: rt, script: string(req.Script), input: string(req.Input), started: make(chan struct{})}
+	r := &run{rt: rt, script: string(req.Script), input: string(req.Input), started: make(chan struct{}), halt: make(chan struct{})}
 	if len(req.Input) == 0 {
 		r.input = "null"
 	}
@@ -244,6 +246,7 @@ func (r *run) stop(cause int32) bool {
 		return false
 	}
 	r.rt.Interrupt(errStopped)
+	close(r.halt)
 	return true
 }
 
@@ -331,6 +334,14 @@ func (r *run) exec() (out spi.Outcome) {
 	case runErr != nil:
 		return r.failed(runErr)
 	case promise != nil:
+		if r.host != nil {
+			if err := r.host.waitHost(promise); err != nil && !finished(err) {
+				return r.failed(err)
+			}
+			if c := r.cause.Load(); c != causeNone && c != causeDone {
+				return r.stopped()
+			}
+		}
 		return r.settled(promise)
 	}
 	return r.result(value, text, textErr)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/sandbank/sandbank/backends/quickjs"
 	"github.com/sandbank/sandbank/effect"
+	"github.com/sandbank/sandbank/internal/hostbench"
 	"github.com/sandbank/sandbank/spi"
 )
 
@@ -401,6 +402,17 @@ func BenchmarkStopCheckGrant(b *testing.B) {
 			b.ReportMetric(perUnit, "wall-ns/unit")
 			b.ReportMetric(perUnit*quickjs.PreemptGrant/1000, "grant-wall-us")
 			b.ReportMetric(float64(cpu)/float64(b.N)/units*quickjs.PreemptGrant/1000, "grant-cpu-us")
+		})
+	}
+}
+
+// BenchmarkHostCall: one host call's round trip through the effect,
+// awaited one by one and issued in one turn, and 8 calls of a 50 ms host
+// function at once (internal/hostbench), parked and fresh.
+func BenchmarkHostCall(b *testing.B) {
+	for _, m := range modes[:2] {
+		b.Run(m.name, func(b *testing.B) {
+			hostbench.Run(b, func(tb testing.TB) spi.Backend { return benchBackend(tb, m.mode, m.stop) })
 		})
 	}
 }

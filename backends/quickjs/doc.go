@@ -61,8 +61,12 @@
 // In a run with host functions (SPI 1.1) the script has a global host:
 // every member returns a promise of the host's answer
 // (`await host.orders({since: "2026-01-01"})`), a failed call rejects with
-// an Error carrying the effect's text, and calls run one at a time in the
-// script's order.
+// an Error carrying the effect's text. Several calls may be in flight
+// (`await Promise.all(ids.map(id => host.user(id)))`): the calls a script
+// issues before it next waits are sent to the host together, run
+// concurrently by the effect (at most its MaxConcurrentHostCalls at once,
+// started in the script's order), and each promise is settled as its
+// answer arrives.
 //
 // # Options and limits
 //

@@ -69,7 +69,8 @@
 // the script cannot catch (Starlark has no try), which ends the run as a
 // thrown Error naming the host's text. host_try makes the same call and
 // returns the failure's message instead. Calls are synchronous, in the
-// script's order. A run without host functions has neither name, so a
+// script's order: Starlark has no asynchrony, so a script has one call in
+// flight (the kit's host_concurrent case is declared inapplicable). A run without host functions has neither name, so a
 // script using them does not compile there.
 //
 // # Security considerations

@@ -19,7 +19,8 @@
 //
 // In a run with host functions the script has host.NAME(arg) and
 // host_try(NAME, arg), as in the in-process engine: calls are made one at
-// a time, in the script's order, a failure reaches the script as the
+// a time, in the script's order (Starlark has no asynchrony; the guest
+// uses the one-call-at-a-time form of the host-call records), a failure reaches the script as the
 // error's message exactly, and time in a host call counts toward the wall
 // clock. print writes to the request's log sink, every line cut at
 // spi.MaxLogLineBytes; without a sink it goes nowhere. The run's Stats are

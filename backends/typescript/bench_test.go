@@ -11,6 +11,7 @@ import (
 	"github.com/sandbank/sandbank/backends/typescript"
 	"github.com/sandbank/sandbank/bench/workloads"
 	"github.com/sandbank/sandbank/effect"
+	"github.com/sandbank/sandbank/internal/hostbench"
 	"github.com/sandbank/sandbank/spi"
 )
 
@@ -82,4 +83,18 @@ func BenchmarkEcho(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkHostCall: one host call's round trip through the effect on
+// goja-ts, awaited one by one and issued in one turn, and 8 calls of a
+// 50 ms host function at once (internal/hostbench; its scripts are
+// TypeScript too). On a QuickJS engine the wrapper adds the same.
+func BenchmarkHostCall(b *testing.B) {
+	hostbench.Run(b, func(tb testing.TB) spi.Backend {
+		js, err := goja.New(nil)
+		require.NoError(tb, err)
+		ts, err := typescript.Wrap(js, nil)
+		require.NoError(tb, err)
+		return ts
+	})
 }

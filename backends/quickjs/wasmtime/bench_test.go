@@ -12,6 +12,7 @@ import (
 
 	"github.com/sandbank/sandbank/backends/quickjs/wasmtime"
 	"github.com/sandbank/sandbank/effect"
+	"github.com/sandbank/sandbank/internal/hostbench"
 	"github.com/sandbank/sandbank/spi"
 )
 
@@ -169,4 +170,11 @@ func BenchmarkKillOvershoot(b *testing.B) {
 			b.ReportMetric(float64((d[len(d)-1]-(d[len(d)/2]-over)).Microseconds())/1000, "max-over-ms")
 		})
 	}
+}
+
+// BenchmarkHostCall: one host call's round trip through the effect,
+// awaited one by one and issued in one turn, and 8 calls of a 50 ms host
+// function at once (internal/hostbench).
+func BenchmarkHostCall(b *testing.B) {
+	hostbench.Run(b, func(testing.TB) spi.Backend { return benchBackend(b) })
 }

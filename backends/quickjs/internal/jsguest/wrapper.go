@@ -29,6 +29,13 @@ const framePrefix = wasmguest.FramePrefix
 // string, and a newline.
 const recLog = string(rune(wasmguest.RecLog))
 
+// unsentUnits bounds the host-call records the wrapper keeps unsent, in
+// UTF-16 units: past it, it sends them and waits for an answer before
+// the script goes on, so the records waiting on stdout (at most three
+// bytes per unit) stay within the slack StdoutLimit leaves above three
+// bytes per byte of guest memory.
+const unsentUnits = "16384"
+
 // logLineUnits is wasmguest.LogLineUnits, how much of a logged line the
 // wrapper sends, in UTF-16 units, as the wrapper's text holds it.
 const logLineUnits = "16384"
@@ -57,8 +64,10 @@ const logLineUnits = "16384"
 // before the script ran; the module then ends and qjs runs the job queue
 // (js_std_loop): the first of finish (fulfilled), threw (rejected) and a
 // zero-delay timer writes the one record and exits. qjs runs a due timer
-// only once the job queue is empty, so the timer means the promise never
-// settled. The wrapper itself must never await: qjs awaits an async
+// only once the job queue is empty, so the timer means the script has
+// nothing left to do: with host calls in flight, it sends them and waits
+// for the host's answers (pump), settles their promises and sets itself
+// again; with none, the promise never settled. The wrapper itself must never await: qjs awaits an async
 // module with a loop that runs timers between jobs, and the timer would
 // then fire before a long chain settles (measured: 1,000 awaits).
 const Wrapper = `import * as std from "qjs:std";
@@ -70,7 +79,7 @@ const eputs = serr.puts.bind(serr);
 const exit = std.exit, parse = JSON.parse, stringify = JSON.stringify;
 const Str = String, run = std.evalScript, IErr = G.InternalError, gc = std.gc;
 const apply = Reflect.apply, split = Str.prototype.split, exec = RegExp.prototype.exec, SErr = G.SyntaxError;
-const slice = Str.prototype.slice;
+const slice = Str.prototype.slice, indexOf = Str.prototype.indexOf;
 const Prom = G.Promise, resolveP = Prom.resolve, thenP = Prom.prototype.then, setTimer = os.setTimeout;
 const rejectP = Prom.reject, sliceS = Str.prototype.slice, Err = G.Error, TErr = G.TypeError, PX = G.Proxy;
 const AT = /^ *at <evalScript>:(\d+):\d+$/;
@@ -141,25 +150,58 @@ if (typeof G.console === "object" && G.console !== null) {
   }
 }
 input = undefined;
+let inflight = 0, unsent = 0;
+const waiting = { __proto__: null };
+function pump() {
+  // Every call the script issued is on stdout; the host answers at least
+  // one of them with a batch: "B<count>", then per answer "O<id>:<bytes>"
+  // (the answer, JSON text) or "F<id>:<bytes>" (the failure's message)
+  // and that many bytes.
+  flush(); unsent = 0;
+  const h = getline();
+  if (h === null || h[0] !== "B") exit(1);
+  for (let n = +apply(sliceS, h, [1]); n > 0; n--) {
+    const l = getline();
+    if (l === null) exit(1);
+    const c = apply(indexOf, l, [":"]);
+    const id = +apply(sliceS, l, [1, c]), len = +apply(sliceS, l, [c + 1]);
+    const body = len > 0 ? readAll(len) : "";
+    const w = waiting[id];
+    if (w === undefined) continue;
+    delete waiting[id]; inflight--;
+    try {
+      if (l[0] === "O") w[0](parse(body)); else w[1](new Err(body));
+    } catch (e) {
+      if (isOOM(e)) threw(e);
+      w[1](e);
+    }
+  }
+}
 if (hosted) {
-  // Host calls: a framed H record on stdout, then the reply on stdin, a
-  // line "O<bytes>" (the answer, JSON text) or "F<bytes>" (the failure's
-  // message) and that many bytes. The call blocks; its promise is settled
-  // when it returns.
-  const call = function (name, a) {
+  // Host calls: a framed H record "<id>:<argument>\n<name>" on stdout
+  // (JSON texts: JSON.stringify writes no raw newline; the name's is made
+  // once per cached function), and a
+  // pending promise; the record is sent when the script has nothing else
+  // to do (see idle), with every other call it issued meanwhile, and the
+  // promise is settled when the host's answer arrives.
+  let ids = 0;
+  const call = function (name, en, a) {
     try {
       let t = "null";
       if (a !== undefined) {
         t = stringify(a);
         if (typeof t !== "string") throw new TErr("host." + name + ": the argument cannot be represented as JSON");
       }
-      const j = stringify([name, t]);
-      puts(P + "H" + j.length + "\n"); puts(j); send(END);
-      const h = getline();
-      if (h === null) exit(1);
-      const body = readAll(+apply(sliceS, h, [1]));
-      if (h[0] === "O") return apply(resolveP, Prom, [parse(body)]);
-      return apply(rejectP, Prom, [new Err(body)]);
+      const id = ids++;
+      const j = id + ":" + t + "\n" + en;
+      const p = new Prom(function (res, rej) { waiting[id] = [res, rej]; });
+      puts(P + "H" + j.length + "\n"); puts(j); puts(END);
+      inflight++;
+      // Records wait on stdout for the host, which keeps a bounded
+      // prefix of it: past ` + unsentUnits + ` units, they go now.
+      unsent += j.length;
+      if (unsent > ` + unsentUnits + `) pump();
+      return p;
     } catch (e) {
       if (isOOM(e)) threw(e);
       return apply(rejectP, Prom, [e]);
@@ -171,9 +213,10 @@ if (hosted) {
     if (typeof k !== "string" || k === "then") return undefined;
     let f = fns[k];
     if (f !== undefined) return f;
+    const en = stringify(k);
     f = function (a) {
       if (arguments.length > 1) return apply(rejectP, Prom, [new TErr("host." + k + " takes one argument")]);
-      return call(k, a);
+      return call(k, en, a);
     };
     if (cached < 64) { fns[k] = f; cached++; }
     return f;
@@ -193,6 +236,10 @@ function finish(v) {
   puts(P + "R" + j.length + "\n"); puts(j); send(END); exit(0);
 }
 function never() { report("Error", "` + msgNeverSettled + `"); }
+function idle() {
+  if (inflight > 0) { pump(); setTimer(idle, 0); return; }
+  never();
+}
 let v, then;
 try { v = run(script); } catch (e) { threw(e); }
 script = undefined;
@@ -204,7 +251,7 @@ let p;
 try { p = apply(resolveP, Prom, [v]); } catch (e) { threw(e); }
 v = undefined;
 apply(thenP, p, [finish, threw]);
-setTimer(never, 0);
+setTimer(idle, 0);
 `
 
 // HostObjects lists what the wrapper gives a script beyond ECMAScript's

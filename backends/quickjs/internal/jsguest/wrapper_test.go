@@ -17,7 +17,7 @@ import (
 // before the timer" case; this pins the cause).
 func TestWrapperNeverAwaits(t *testing.T) {
 	assert.False(t, regexp.MustCompile(`\bawait\b`).MatchString(Wrapper))
-	assert.Contains(t, Wrapper, "setTimer(never, 0)")
+	assert.Contains(t, Wrapper, "setTimer(idle, 0)")
 }
 
 // TestWrapperLogFraming: the wrapper's log records are the one framing
