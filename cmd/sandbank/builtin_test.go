@@ -177,11 +177,13 @@ func TestRunRealEngines(t *testing.T) {
 }
 
 // TestRunBuiltin goes through the real entry point and the built-in
-// registry. It uses Starlark and goja, which have no compile step, so that
-// it stays quick under -race (the QuickJS cases are in TestRunRealEngines).
+// registry. It names the in-process starlark engine and goja, which have
+// no compile step, so that it stays quick under -race (the language's
+// default, starlark-wasm, compiles a Go guest: a minute and more under
+// -race on a loaded machine; the wasm cases are in TestRunRealEngines).
 func TestRunBuiltin(t *testing.T) {
 	res := runMain("def main(input):\n    return input[\"a\"] + input[\"b\"]\n",
-		"run", "--lang", "starlark", "--input", `{"a":1,"b":2}`, "-")
+		"run", "--lang", "starlark", "--engine", "starlark", "--input", `{"a":1,"b":2}`, "-")
 	assert.Equal(t, exitOK, res.code, res.stderr)
 	assert.Equal(t, "3\n", res.stdout)
 
