@@ -5,6 +5,7 @@ package python
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/sandbank/sandbank/spi"
 )
@@ -13,6 +14,9 @@ import (
 // they hold.
 type Options struct {
 	Python, Bubblewrap, SitePackages string
+	CPUTime, StartupAllowance        time.Duration
+	ScratchBytes, MaxResultBytes     int64
+	Seed                             int64
 }
 
 // Backend is never built on this system.
