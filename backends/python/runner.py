@@ -59,7 +59,7 @@ def _limits():
 if not _LIMITS.get("probe"):
     _limits()
 
-import ast
+import _ast
 import builtins
 import io
 import time
@@ -114,19 +114,20 @@ _fake_time()
 sys.modules["_datetime"] = None
 
 # Deterministic randomness: os.urandom (and what uses it: random's
-# SystemRandom, secrets, uuid4) is a seeded generator.
-import random  # noqa: E402
-
-_entropy = random.Random(_LIMITS["seed"])
+# SystemRandom, secrets, uuid4) is a seeded generator, and random is
+# seeded as it is imported (see _CONFIGURE).
+_entropy = [None]
 
 
 def _urandom(n):
-    return _entropy.randbytes(n)
+    if _entropy[0] is None:
+        import random
+
+        _entropy[0] = random.Random(_LIMITS["seed"])
+    return _entropy[0].randbytes(n)
 
 
 os.urandom = _urandom
-random._urandom = _urandom
-random.seed(_LIMITS["seed"])
 
 os.environ.clear()
 if not _LIMITS.get("probe"):
@@ -302,7 +303,11 @@ def _configure_asyncio(asyncio):
     asyncio.set_event_loop_policy(_Policy())
 
 
-_CONFIGURE = {"logging": _configure_logging, "asyncio": _configure_asyncio}
+def _configure_random(random):
+    random.seed(_LIMITS["seed"])
+
+
+_CONFIGURE = {"logging": _configure_logging, "asyncio": _configure_asyncio, "random": _configure_random}
 
 
 class _ConfigureOnImport:
@@ -404,14 +409,15 @@ def _threw(e):
 
 
 _CO_COROUTINE = 0x80
-_FLAGS = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
+_ONLY_AST = 0x0400  # ast.PyCF_ONLY_AST, without importing ast
+_FLAGS = 0x2000  # ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
 
 
 def _compile(source):
-    tree = compile(source, "<script>", "exec", ast.PyCF_ONLY_AST | _FLAGS, dont_inherit=True)
+    tree = compile(source, "<script>", "exec", _ONLY_AST | _FLAGS, dont_inherit=True)
     last = None
-    if tree.body and isinstance(tree.body[-1], ast.Expr):
-        last = ast.Expression(tree.body.pop().value)
+    if tree.body and isinstance(tree.body[-1], _ast.Expr):
+        last = _ast.Expression(tree.body.pop().value)
     body = compile(tree, "<script>", "exec", _FLAGS, dont_inherit=True)
     if last is not None:
         last = compile(last, "<script>", "eval", _FLAGS, dont_inherit=True)
