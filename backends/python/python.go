@@ -4,6 +4,8 @@ package python
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	_ "embed"
 	"encoding/json"
 	"errors"
@@ -87,6 +89,9 @@ type Backend struct {
 	maxResult int64
 	startup   time.Duration
 	seed      int64
+	// tag is in every run's command line (the runner's argument), so
+	// that tests can find this backend's processes.
+	tag string
 }
 
 var (
@@ -117,6 +122,7 @@ func New(opts *Options) (*Backend, error) {
 		maxResult: o.MaxResultBytes,
 		startup:   o.StartupAllowance,
 		seed:      o.Seed,
+		tag:       newTag(),
 	}
 	if b.cpuSecs == 0 {
 		b.cpuSecs = int64(DefaultCPUTime / time.Second)
@@ -228,3 +234,10 @@ func (b *Backend) Close() error { return nil }
 // errNoOutcome is wrapped by the errors a run returns when the sandbox
 // could not be started.
 var errNoOutcome = errors.New("python: the sandbox could not be started")
+
+// newTag returns 16 random hex digits.
+func newTag() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

@@ -196,7 +196,7 @@ func (b *Backend) runnerLimits(limits spi.Limits) string {
 	}
 	text, _ := json.Marshal(map[string]any{
 		"as": as, "cpu": b.cpuSecs, "nofile": maxOpenFiles, "nproc": maxThreads, "fsize": fsize,
-		"seed": b.seed, "path": b.lay.path, "maxLine": spi.MaxLogLineBytes, "maxResult": b.maxResult,
+		"seed": b.seed, "tag": b.tag, "path": b.lay.path, "maxLine": spi.MaxLogLineBytes, "maxResult": b.maxResult,
 	})
 	return string(text)
 }
