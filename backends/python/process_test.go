@@ -180,7 +180,6 @@ func hostOneRun() {
 	os.Exit(3)
 }
 
-
 // startedHost tells the test, on the helper's stdout, that the script runs.
 type startedHost struct{}
 

@@ -5,8 +5,8 @@ package python
 import (
 	"context"
 	"crypto/rand"
-	"encoding/hex"
 	_ "embed"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
