@@ -230,7 +230,7 @@ func CPUBudgetFactory(engine string) spi.Factory {
 // CacheFactory returns a factory of the named built-in engine, configured
 // exactly as Register registers it but with its compiled-module cache in
 // dir instead of the default directory (os.UserCacheDir()/sandbank), or
-// nil when the engine has no cache directory option (goja and starlark
+// nil when the engine has no cache directory option (goja, starlark and python
 // compile nothing to machine code; extism's cache is in memory only). An
 // empty dir means no cache on disk at all (the backends' NoCache). The
 // backend seals every entry and refuses a directory others can write.

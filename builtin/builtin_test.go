@@ -225,7 +225,7 @@ func TestCacheFactory(t *testing.T) {
 	for _, e := range r.Engines() {
 		f := CacheFactory(e.Engine, t.TempDir())
 		switch e.Engine {
-		case "goja", "starlark", "extism", "goja-ts":
+		case "goja", "starlark", "extism", "goja-ts", "python":
 			assert.Nil(t, f, e.Engine)
 			continue
 		}
