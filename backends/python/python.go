@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strings"
 	"time"
 
 	"github.com/sandbank/sandbank/spi"
@@ -201,7 +202,10 @@ func (b *Backend) selfTest() error {
 	}
 	want := `[` + sandboxUID + `,["lib","lib64","usr"],42]`
 	if out.Kind != spi.KindOK {
-		return fmt.Errorf("python: the sandbox did not start on this machine: %s", out.Message)
+		// out.Message is the runner's or bubblewrap's own reason ("python:
+		// the sandbox did not start: bwrap: No permissions to create a new
+		// namespace…").
+		return fmt.Errorf("%s (New runs one script in the sandbox: the kernel must allow user, pid, network, mount, ipc and uts namespaces and a seccomp filter)", strings.TrimSuffix(out.Message, "."))
 	}
 	if string(out.Value) != want && !b.selfTestRootOK(out.Value) {
 		return fmt.Errorf("python: the sandbox self-test answered %.200s", out.Value)

@@ -6,6 +6,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -201,4 +204,21 @@ func canonical(t *testing.T, text json.RawMessage) string {
 	e.SetEscapeHTML(false)
 	require.NoError(t, e.Encode(v))
 	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// TestNewSaysWhatTheKernelRefuses: where bubblewrap cannot build the
+// sandbox (here a stand-in that fails as bwrap does when the kernel
+// refuses user namespaces), New refuses with bubblewrap's reason.
+func TestNewSaysWhatTheKernelRefuses(t *testing.T) {
+	needSandbox(t)
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no sh for the stand-in")
+	}
+	fake := filepath.Join(t.TempDir(), "bwrap")
+	require.NoError(t, os.WriteFile(fake, []byte("#!"+sh+"\necho 'bwrap: No permissions to create new namespace, likely because the kernel does not allow non-privileged user namespaces.' >&2\nexit 1\n"), 0o755))
+	_, err = python.New(&python.Options{Bubblewrap: fake})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "python: the sandbox did not start: bwrap: No permissions to create new namespace")
+	assert.Contains(t, err.Error(), "namespaces")
 }
