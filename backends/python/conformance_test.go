@@ -23,7 +23,7 @@ func TestConformance(t *testing.T) {
 	needSandbox(t)
 	set := pyfixtures.Set()
 	factory := func() (spi.Backend, error) { return python.New(nil) }
-	small := func() (spi.Backend, error) { return python.New(&python.Options{CPUTime: time.Second}) }
+	small := func() (spi.Backend, error) { return python.New(&python.Options{CPUTime: 500 * time.Millisecond}) }
 	rep, err := conformance.Check(context.Background(), factory, &conformance.Options{Fixtures: &set, CPUBudget: small})
 	require.NoError(t, err)
 	for _, c := range rep.Cases {

@@ -44,8 +44,10 @@
 // up; an environment holding only PYTHONHASHSEED=0, cleared before the
 // script runs. The runner (runner.py, embedded) sets rlimits before it
 // reads the script: address space (the memory limit plus the
-// interpreter's own start-up mapping, measured once in New), CPU seconds
-// (Options.CPUTime), threads, open files, file size, no core dumps. A
+// interpreter's own start-up mapping, measured once in New), CPU time
+// (Options.CPUTime: a profiling timer whose signal ends the process, and
+// RLIMIT_CPU rounded up to a second behind it), threads, open files, file
+// size, no core dumps. A
 // seccomp filter refuses ptrace, mount, unshare and setns, bpf, keyctl,
 // perf_event_open, module, reboot and clock calls, every new process
 // (fork, vfork, clone without CLONE_THREAD) and every socket family but

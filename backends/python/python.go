@@ -36,8 +36,10 @@ type Options struct {
 	// virtualenv's site-packages) bound read-only and put on sys.path.
 	// Empty means none: the standard library only.
 	SitePackages string
-	// CPUTime is the CPU budget of one run (RLIMIT_CPU), rounded up to a
-	// whole second, interpreter start-up included. Zero means
+	// CPUTime is the CPU budget of one run, interpreter start-up
+	// included: a profiling timer (ITIMER_PROF, whose signal ends the
+	// process) at this budget, and RLIMIT_CPU at the budget rounded up to
+	// a whole second as the bound a script cannot lift. Zero means
 	// DefaultCPUTime; negative is refused.
 	CPUTime time.Duration
 	// ScratchBytes is the size of the run's private, writable /tmp (a
@@ -85,7 +87,8 @@ type Backend struct {
 	bwrap     string
 	lay       *layout
 	filter    []byte
-	cpuSecs   int64
+	cpuSecs   int64         // RLIMIT_CPU: the budget rounded up to a second
+	cpu       time.Duration // the budget (ITIMER_PROF)
 	scratch   int64
 	maxResult int64
 	startup   time.Duration
@@ -117,16 +120,17 @@ func New(opts *Options) (*Backend, error) {
 	case o.StartupAllowance < 0:
 		return nil, fmt.Errorf("python: StartupAllowance is %v, want > 0 (or 0 for the default)", o.StartupAllowance)
 	}
+	if o.CPUTime == 0 {
+		o.CPUTime = DefaultCPUTime
+	}
 	b := &Backend{
-		cpuSecs:   int64((max(o.CPUTime, 0) + time.Second - 1) / time.Second),
+		cpu:       o.CPUTime,
+		cpuSecs:   int64((o.CPUTime + time.Second - 1) / time.Second),
 		scratch:   o.ScratchBytes,
 		maxResult: o.MaxResultBytes,
 		startup:   o.StartupAllowance,
 		seed:      o.Seed,
 		tag:       newTag(),
-	}
-	if b.cpuSecs == 0 {
-		b.cpuSecs = int64(DefaultCPUTime / time.Second)
 	}
 	if b.scratch == 0 {
 		b.scratch = DefaultScratchBytes

@@ -163,17 +163,26 @@ def fork():
 // limit, even inside one long native operation.
 func TestLimits(t *testing.T) {
 	needSandbox(t)
-	small, err := python.New(&python.Options{CPUTime: time.Second})
+	small, err := python.New(&python.Options{CPUTime: 300 * time.Millisecond})
 	require.NoError(t, err)
 	run := func(b *python.Backend, script string, limits spi.Limits) spi.Outcome {
 		out, err := b.Evaluate(context.Background(), spi.Request{Script: []byte(script), Input: json.RawMessage("null"), Limits: limits})
 		require.NoError(t, err)
 		return out
 	}
-	long := spi.Limits{WallClock: 20 * time.Second, MemoryBytes: 32 << 20}
+	long := spi.Limits{WallClock: time.Minute, MemoryBytes: 32 << 20}
 	assert.Equal(t, spi.Limited(spi.LimitMemory), run(small, `"x" * 10**10`, long))
 	assert.Equal(t, spi.Limited(spi.LimitMemory), run(small, "held = []\nwhile True:\n    held.append(bytearray(1 << 20))", long))
 	assert.Equal(t, spi.Limited(spi.LimitCPU), run(small, "while True:\n    pass", long))
+	// The profiling timer holds the budget to the millisecond (RLIMIT_CPU
+	// alone would allow a whole second): what is left of it when the
+	// script starts is under the budget, and above zero.
+	left := run(small, "import signal\nsignal.getitimer(signal.ITIMER_PROF)[0]", long)
+	require.Equal(t, spi.KindOK, left.Kind, "%+v", left)
+	var secs float64
+	require.NoError(t, json.Unmarshal(left.Value, &secs))
+	assert.Greater(t, secs, 0.0)
+	assert.LessOrEqual(t, secs, 0.3)
 	short := spi.Limits{WallClock: 200 * time.Millisecond, MemoryBytes: 32 << 20}
 	assert.Equal(t, spi.Limited(spi.LimitWallClock), run(small, `import re; re.match(r"(a*)*b", "a" * 64)`, short))
 }

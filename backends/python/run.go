@@ -195,7 +195,7 @@ func (b *Backend) runnerLimits(limits spi.Limits) string {
 		fsize = 0
 	}
 	text, _ := json.Marshal(map[string]any{
-		"as": as, "cpu": b.cpuSecs, "nofile": maxOpenFiles, "nproc": maxThreads, "fsize": fsize,
+		"as": as, "cpu": b.cpuSecs, "cpuMs": max(b.cpu.Milliseconds(), 1), "nofile": maxOpenFiles, "nproc": maxThreads, "fsize": fsize,
 		"seed": b.seed, "tag": b.tag, "path": b.lay.path, "maxLine": spi.MaxLogLineBytes, "maxResult": b.maxResult,
 	})
 	return string(text)
@@ -367,10 +367,10 @@ func (p *proc) exited() spi.Outcome {
 		started = true
 	default:
 	}
-	budget := time.Duration(p.b.cpuSecs) * time.Second
+	budget := p.b.cpu
 	sig := syscall.Signal(code - 128)
 	switch {
-	case code > 128 && (sig == syscall.SIGXCPU || (sig == syscall.SIGKILL && cpu >= budget)):
+	case code > 128 && (sig == syscall.SIGPROF || sig == syscall.SIGXCPU || (sig == syscall.SIGKILL && cpu >= budget)):
 		return spi.Limited(spi.LimitCPU)
 	case cpu >= budget:
 		return spi.Limited(spi.LimitCPU)

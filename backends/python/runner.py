@@ -54,6 +54,12 @@ def _limits():
     resource.setrlimit(resource.RLIMIT_FSIZE, (_LIMITS["fsize"], _LIMITS["fsize"]))
     cpu = _LIMITS["cpu"]
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
+    # The precise budget: SIGPROF, whose default action ends the process,
+    # once the process has used cpuMs of CPU. A script could catch it or
+    # reset the timer; RLIMIT_CPU, in whole seconds, is the bound it cannot.
+    import _signal
+
+    _signal.setitimer(_signal.ITIMER_PROF, _LIMITS["cpuMs"] / 1000.0)
 
 
 if not _LIMITS.get("probe"):
