@@ -6,12 +6,14 @@ import (
 
 	"github.com/sandbank/sandbank/backends/extism"
 	"github.com/sandbank/sandbank/backends/goja"
+	"github.com/sandbank/sandbank/backends/python"
 	"github.com/sandbank/sandbank/backends/quickjs"
 	"github.com/sandbank/sandbank/backends/starlark"
 	"github.com/sandbank/sandbank/backends/starlarkwasm"
 	"github.com/sandbank/sandbank/backends/typescript"
 	"github.com/sandbank/sandbank/fixtures"
 	jsfixtures "github.com/sandbank/sandbank/fixtures/javascript"
+	pyfixtures "github.com/sandbank/sandbank/fixtures/python"
 	starlarkfixtures "github.com/sandbank/sandbank/fixtures/starlark"
 	tsfixtures "github.com/sandbank/sandbank/fixtures/typescript"
 	wasmfixtures "github.com/sandbank/sandbank/fixtures/wasm"
@@ -84,7 +86,9 @@ func engines() []engine {
 
 // Register adds every built-in backend to r (extism, goja, quickjs,
 // quickjs-fresh — the same engine with a new instance per run —,
-// starlark and starlark-wasm; quickjs-wasmtime too in a build with cgo), and for each
+// starlark and starlark-wasm; quickjs-wasmtime too in a build with cgo;
+// python, the default of "python", on a machine that can run its sandbox:
+// [Missing] says why not otherwise), and for each
 // JavaScript engine NAME a TypeScript engine NAME-ts, the same engine
 // behind package typescript. It makes quickjs the default engine of
 // "javascript", quickjs-ts that of "typescript" and starlark-wasm that of
@@ -100,7 +104,7 @@ func engines() []engine {
 // Register panics, like [registry.Registry.Register], when an engine is
 // already registered in r: a programmer error, found at start-up.
 func Register(r *registry.Registry) {
-	registerAll(r, append(engines(), cgoEngines()...))
+	registerAll(r, append(append(engines(), cgoEngines()...), machineEngines()...))
 }
 
 // registerAll is Register for the engines es.
@@ -173,7 +177,7 @@ func javaScriptEngine(name string) (string, bool) {
 }
 
 // Fixtures returns the conformance fixture set Sandbank ships for language
-// ("javascript", "starlark", "typescript" or "wasm"), and false for any
+// ("javascript", "python", "starlark", "typescript" or "wasm"), and false for any
 // other language.
 func Fixtures(language string) (*fixtures.Set, bool) {
 	switch language {
@@ -188,6 +192,9 @@ func Fixtures(language string) (*fixtures.Set, bool) {
 		return &set, true
 	case "wasm":
 		set := wasmfixtures.Set()
+		return &set, true
+	case "python":
+		set := pyfixtures.Set()
 		return &set, true
 	default:
 		return nil, false
@@ -213,6 +220,8 @@ func CPUBudgetFactory(engine string) spi.Factory {
 		return func() (spi.Backend, error) {
 			return starlarkwasm.New(&starlarkwasm.Options{MaxSteps: CPUBudgetSteps})
 		}
+	case python.Engine:
+		return machineCPUBudgetFactory(engine)
 	default:
 		return cgoCPUBudgetFactory(engine)
 	}
@@ -221,7 +230,7 @@ func CPUBudgetFactory(engine string) spi.Factory {
 // CacheFactory returns a factory of the named built-in engine, configured
 // exactly as Register registers it but with its compiled-module cache in
 // dir instead of the default directory (os.UserCacheDir()/sandbank), or
-// nil when the engine has no cache directory option (goja and starlark
+// nil when the engine has no cache directory option (goja, starlark and python
 // compile nothing to machine code; extism's cache is in memory only). An
 // empty dir means no cache on disk at all (the backends' NoCache). The
 // backend seals every entry and refuses a directory others can write.

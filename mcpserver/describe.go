@@ -36,6 +36,14 @@ How to write the script:
 - Promises are awaited and top-level ` + "`await`" + ` works.
 - The result must be JSON: objects, arrays, strings, numbers, booleans, null. undefined, functions, symbols and BigInts are errors.
 - Only the ECMAScript standard library is there: no require or import, no fetch or network, no file system, no process, no setTimeout. Date is a fake clock starting at 2000-01-01T00:00:00Z and Math.random is deterministic.`,
+	"python": `Run a Python 3 program (CPython with its standard library) in a sandbox and get its result back as JSON.
+
+How to write the script:
+- The input is the global variable ` + "`input`" + ` (the "input" argument, already parsed: dicts, lists, str, int, float, bool, None; None when left out).
+- The result is the value of the script's LAST EXPRESSION STATEMENT, as in a notebook cell: end the script with the value, e.g. ` + "`{\"sum\": input[\"a\"] + input[\"b\"]}`" + `. A script that ends otherwise returns None. A top-level ` + "`return`" + ` is a syntax error.
+- Top-level ` + "`await`" + ` works, and a coroutine as the last value is awaited.
+- The result must be JSON: dicts with string keys, lists, tuples, str, int (any size), float, bool, None. NaN, infinities, sets and bytes are errors.
+- The whole standard library is there (json, re, datetime, collections, statistics, itertools, …); no network, no processes, no host files; /tmp is a small private scratch directory. time and datetime read a fake clock starting at 2000-01-01T00:00:00Z (time.sleep advances it without waiting) and random is seeded: runs are deterministic.`,
 	"starlark": `Run a Starlark program (a small, deterministic dialect of Python) in a sandbox and get its result back as JSON.
 
 How to write the script:
@@ -50,8 +58,11 @@ How to write the script:
 // printing says what happens to what a script prints, by declaration.
 func printing(lang string, caps spi.Capabilities) string {
 	what := "console.log and its kin"
-	if lang == "starlark" {
+	switch lang {
+	case "starlark":
 		what = "print"
+	case "python":
+		what = "print, sys.stderr and logging"
 	}
 	if caps.Logs {
 		return "- " + what + " lines come back in the result's logs (bounded); the result itself is still the completion value."
@@ -122,6 +133,8 @@ func languageTitle(lang string) string {
 		return "TypeScript"
 	case "starlark":
 		return "Starlark"
+	case "python":
+		return "Python"
 	}
 	return lang
 }

@@ -10,6 +10,7 @@
 //	run_javascript   {"script": "<source>", "input": <any JSON>, "limits": {"timeoutMs": n, "memoryBytes": n}}
 //	run_typescript   the same
 //	run_starlark     the same
+//	run_python       the same
 //	list_engines     {}
 //
 // each with an input schema and a description written for the model: what

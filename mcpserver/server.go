@@ -40,7 +40,7 @@ type Options struct {
 	// the effect's defaults (32 MiB, 4 MiB, 16 MiB).
 	MaxInputBytes, MaxOutputBytes, MaxScriptBytes int64
 	// Languages are the languages to serve, each as its run_LANGUAGE tool,
-	// of "javascript", "typescript" and "starlark". Nil means every one of
+	// of "javascript", "typescript", "starlark" and "python". Nil means every one of
 	// them the registry has. A language the registry lacks is refused.
 	Languages []string
 	// Engines chooses the engine of a language by name
@@ -130,7 +130,7 @@ type limits struct {
 
 // toolLanguages are the languages the server can offer a tool for,
 // sorted.
-var toolLanguages = []string{"javascript", "starlark", "typescript"}
+var toolLanguages = []string{"javascript", "python", "starlark", "typescript"}
 
 // New returns a Server whose tools run scripts on the engines of reg. It
 // checks the options and chooses each language's engine, but builds no

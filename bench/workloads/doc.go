@@ -6,8 +6,9 @@
 // reshape builds 10,000 rows, groups them by id % 17, computes each
 // group's count, sum and mean, and sorts the groups (sum descending, then
 // group). reshape.js is a verbatim copy of the shared benchmark
-// (../shared/bench/reshape.js); reshape.star and reshape.wat are its
-// Starlark and WebAssembly (Extism plugin) translations. All three return
+// (../shared/bench/reshape.js); reshape.star, reshape.py and reshape.wat
+// are its Starlark, Python and WebAssembly (Extism plugin) translations.
+// All of them return
 // the same value, reshape.expected.json, which is the JavaScript result;
 // the tests check every translation against it on a real engine.
 //

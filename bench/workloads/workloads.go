@@ -14,6 +14,8 @@ var (
 	reshapeTS []byte
 	//go:embed reshape.star
 	reshapeStar []byte
+	//go:embed reshape.py
+	reshapePy []byte
 	//go:embed reshape.wasm
 	reshapeWasm []byte
 	//go:embed reshape.expected.json
@@ -21,12 +23,14 @@ var (
 )
 
 // Reshape returns the reshape workload written in language ("javascript",
-// "starlark", "typescript" or "wasm"), and false for any other language. The bytes are
+// "python", "starlark", "typescript" or "wasm"), and false for any other language. The bytes are
 // a fresh copy the caller owns.
 func Reshape(language string) ([]byte, bool) {
 	switch language {
 	case "javascript":
 		return slices.Clone(reshapeJS), true
+	case "python":
+		return slices.Clone(reshapePy), true
 	case "starlark":
 		return slices.Clone(reshapeStar), true
 	case "typescript":
@@ -45,4 +49,4 @@ func Reshape(language string) ([]byte, bool) {
 func ReshapeExpected() []byte { return slices.Clone(reshapeExpected) }
 
 // Languages lists the languages Reshape has a translation for, sorted.
-func Languages() []string { return []string{"javascript", "starlark", "typescript", "wasm"} }
+func Languages() []string { return []string{"javascript", "python", "starlark", "typescript", "wasm"} }

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -43,7 +44,10 @@ With --json, stdout is one JSON array:
 			if asJSON {
 				return a.printJSON(rows)
 			}
-			return printEngines(a.stdout, rows)
+			if err := printEngines(a.stdout, rows); err != nil {
+				return err
+			}
+			return a.printMissing(a.stdout)
 		}),
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON array on stdout")
@@ -80,6 +84,24 @@ func printEngines(w io.Writer, rows []engineJSON) error {
 			first = false
 		}
 		writeWrapped(w, r.Engine+": ", r.Description)
+	}
+	return nil
+}
+
+// printMissing writes the built-in engines this machine cannot run, and
+// why, after the table.
+func (a *app) printMissing(w io.Writer) error {
+	if a.missing == nil {
+		return nil
+	}
+	list := a.missing()
+	if len(list) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Not available on this machine:")
+	for _, m := range list {
+		writeWrapped(w, m.Engine+": ", strings.TrimPrefix(m.Reason, m.Engine+": "))
 	}
 	return nil
 }

@@ -26,6 +26,7 @@ const maxFileBytes = 256 << 20
 // extLanguages maps a script's file extension to its language.
 var extLanguages = map[string]string{
 	".js":   "javascript",
+	".py":   "python",
 	".star": "starlark",
 	".ts":   "typescript",
 	".wasm": "wasm",

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sandbank/sandbank/builtin"
 	"github.com/sandbank/sandbank/conformance"
 	"github.com/sandbank/sandbank/registry"
 )
@@ -34,6 +35,11 @@ func unknownEngine(reg *registry.Registry, name string, hasCgo bool) error {
 	if !hasCgo && slices.Contains(cgoEngines, name) {
 		return usagef("engine %s is not in this build: it needs cgo (this binary was built with CGO_ENABLED=0; rebuild it with CGO_ENABLED=1 and a C compiler)", quote(name))
 	}
+	for _, m := range builtin.Missing() {
+		if m.Engine == name {
+			return usagef("engine %s is not available on this machine: %s", quote(name), m.Reason)
+		}
+	}
 	return usagef("unknown engine %s (engines: %s; see 'sandbank engines')", quote(name), strings.Join(engineNames(reg), ", "))
 }
 
@@ -45,6 +51,11 @@ func resolveError(reg *registry.Registry, engine, lang string, err error) error 
 	case errors.Is(err, registry.ErrUnknownEngine):
 		return unknownEngine(reg, engine, buildHasCgo)
 	case errors.Is(err, registry.ErrUnknownLanguage):
+		for _, m := range builtin.Missing() {
+			if m.Language == lang {
+				return usagef("language %s is not available on this machine: %s", quote(lang), m.Reason)
+			}
+		}
 		return usagef("unknown language %s (languages: %s)", quote(lang), strings.Join(reg.Languages(), ", "))
 	}
 	return usagef("%s", strings.TrimPrefix(err.Error(), "pool: "))

@@ -36,6 +36,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		cpuBudget:    builtin.CPUBudgetFactory,
 		cacheFactory: builtin.CacheFactory,
 		isTerminal:   isTerminal,
+		missing:      builtin.Missing,
 	}
 	return a.execute(args)
 }
@@ -61,6 +62,10 @@ type app struct {
 	// isTerminal reports whether a stream is a terminal (the matrix then
 	// shows one progress line updated in place). Nil: never.
 	isTerminal func(io.Writer) bool
+	// missing lists the built-in engines this machine cannot run, with
+	// the reason ("engines" shows them; asking for one says why). Nil:
+	// none.
+	missing func() []builtin.Unavailable
 	// matrixOptions, when set, adjusts the conformance options of each
 	// engine's matrix run (tests shorten the watchdog with it).
 	matrixOptions func(*conformance.Options)

@@ -1,0 +1,65 @@
+//go:build linux
+
+package python_test
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sandbank/sandbank/backends/python"
+	"github.com/sandbank/sandbank/bench/workloads"
+	"github.com/sandbank/sandbank/effect"
+)
+
+var benchInput = json.RawMessage(`{"text":"echo ✓ é","n":7,"list":[1,"two",null,true,false,{"k":[]}]}`)
+
+// newEffect returns an effect over a default python backend and the
+// address of src in its store, or skips.
+func newEffect(b *testing.B, src []byte) (*effect.Effect, effect.Address) {
+	b.Helper()
+	if err := python.Available(nil); err != nil {
+		b.Skipf("this machine cannot run the Python sandbox: %v", err)
+	}
+	backend, err := python.New(nil)
+	require.NoError(b, err)
+	scripts := effect.NewMemoryStore()
+	addr, err := scripts.Put(src)
+	require.NoError(b, err)
+	e, err := effect.New(scripts, backend, nil)
+	require.NoError(b, err)
+	b.Cleanup(func() { _ = e.Close() })
+	return e, addr
+}
+
+// run times every iteration and reports the median as p50-ms: a run is a
+// process start, whose mean a slow outlier on a loaded machine skews.
+func run(b *testing.B, src []byte, input json.RawMessage) {
+	e, addr := newEffect(b, src)
+	ctx := context.Background()
+	call := effect.Call{Script: addr, Input: input}
+	var took []time.Duration
+	for b.Loop() {
+		start := time.Now()
+		if _, err := e.Evaluate(ctx, call); err != nil {
+			b.Fatal(err)
+		}
+		took = append(took, time.Since(start))
+	}
+	slices.Sort(took)
+	b.ReportMetric(float64(took[len(took)/2].Microseconds())/1000, "p50-ms")
+}
+
+// BenchmarkEcho: one echo through the effect: a new sandbox and a new
+// interpreter per run (no pre-forked interpreter).
+func BenchmarkEcho(b *testing.B) { run(b, []byte("input"), benchInput) }
+
+// BenchmarkReshape: bench/workloads' reshape.py through the effect.
+func BenchmarkReshape(b *testing.B) {
+	script, _ := workloads.Reshape("python")
+	run(b, script, json.RawMessage("null"))
+}

@@ -1,0 +1,32 @@
+package python
+
+import "github.com/sandbank/sandbank/spi"
+
+// Language is the language name this backend declares.
+const Language = "python"
+
+// Engine is the backend's engine name in a registry.
+const Engine = "python"
+
+// Declare returns the capabilities a backend built by New(opts) declares
+// (its Capabilities method returns exactly this), computed without
+// building one. They do not depend on opts. New refuses to build a backend
+// on a machine that cannot honour them; [Available] says, cheaply, whether
+// it may.
+//
+// The backend declares no network (a network namespace with no interface
+// up, and sockets other than AF_UNIX refused), a hard wall clock (the
+// process group is killed), the memory limit (RLIMIT_AS), a CPU budget
+// (RLIMIT_CPU), a new process per run, host calls and logs.
+func Declare(*Options) spi.Capabilities {
+	return spi.Capabilities{
+		Language:    Language,
+		Network:     spi.NetworkNone,
+		WallClock:   spi.WallClockHard,
+		Memory:      true,
+		CPU:         true,
+		FreshPerRun: true,
+		HostCalls:   true,
+		Logs:        true,
+	}
+}

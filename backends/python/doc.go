@@ -1,0 +1,84 @@
+// Package python is a Sandbank backend that runs Python scripts on the real
+// CPython interpreter (the system's python3, 3.10 or later, with its whole
+// standard library), one new process per run, in a Linux sandbox built by
+// bubblewrap. Applications use it through package effect:
+//
+//	backend, err := python.New(nil) // fails, saying what is missing, where the sandbox cannot run
+//	eff, err := effect.New(store, backend, nil)
+//
+// # The script contract
+//
+//   - The input is the global `input`, parsed from JSON (dict, list, str,
+//     int of any size, float, bool, None).
+//   - The result is the value of the script's last expression statement,
+//     as in a notebook cell; a script that ends with another statement
+//     returns None. Top-level await works, and a coroutine (any awaitable)
+//     left as the last value is awaited on an event loop whose clock is
+//     virtual: a wait that nothing can ever end is a scriptError
+//     NeverSettles.
+//   - The result crosses as JSON: integers past 2^53 and Unicode come back
+//     exactly; NaN, infinities, sets, bytes and other values JSON cannot
+//     carry are a scriptError TypeError or ValueError.
+//   - print and sys.stdout are info lines on stdout; sys.stderr is error
+//     lines on stderr; logging (INFO and up by default) keeps its levels.
+//   - Host calls are host.NAME(args), and await host.NAME(args) in async
+//     code (inside a running event loop the call returns an awaitable); a
+//     failing call raises HostError whose message is the host's text.
+//   - time, datetime (the pure-Python module), random, os.urandom (and so
+//     secrets and uuid4) are deterministic: the clock starts at
+//     2000-01-01T00:00:00Z and advances one millisecond per reading,
+//     time.sleep advances it without waiting, and randomness is seeded
+//     (Options.Seed).
+//   - An uncaught exception is a scriptError with its class name and
+//     message, prefixed with the script's line; a SyntaxError too.
+//
+// # The sandbox
+//
+// Each run is `bwrap … python3 -S -s -B -c RUNNER`: new user, pid,
+// network, mount, ipc and uts namespaces (and cgroup where the kernel has
+// it); uid and gid 65534 inside, no capabilities, no further user
+// namespaces; a read-only root holding only the interpreter, its standard
+// library, the shared libraries it maps (found by running it once in New)
+// and the optional Options.SitePackages; a private tmpfs /tmp of
+// Options.ScratchBytes; no /proc, /dev, /etc or home; no network interface
+// up; an environment holding only PYTHONHASHSEED=0, cleared before the
+// script runs. The runner (runner.py, embedded) sets rlimits before it
+// reads the script: address space (the memory limit plus the
+// interpreter's own start-up mapping, measured once in New), CPU time
+// (Options.CPUTime: a profiling timer whose signal ends the process, and
+// RLIMIT_CPU rounded up to a second behind it), threads, open files, file
+// size, no core dumps. A
+// seccomp filter refuses ptrace, mount, unshare and setns, bpf, keyctl,
+// perf_event_open, module, reboot and clock calls, every new process
+// (fork, vfork, clone without CLONE_THREAD) and every socket family but
+// AF_UNIX. The process group is killed with SIGKILL when the run ends, at
+// the wall clock, when ctx is done, and when the host process dies
+// (Pdeathsig, and bubblewrap's --die-with-parent).
+//
+// The declaration (network none, wall clock hard, memory, CPU, fresh per
+// run, host calls, logs) holds by construction; the conformance kit with
+// fixtures/python, whose escape probes try each door above, proves it.
+// New refuses on a machine that lacks a part: no Linux, no bwrap, no
+// python3 ≥ 3.10, or a kernel that refuses the namespaces or the filter
+// (New runs one script in the sandbox to see). [Available] checks the
+// cheap part without starting anything; package builtin registers the
+// engine only where it passes.
+//
+// # Security considerations
+//
+// The isolation is the Linux kernel's: namespaces, seccomp and rlimits, a
+// far larger attack surface than the wasm engines' (a kernel bug is an
+// escape). Landlock is not applied (see docs/RATIONALE.md, R27). For
+// hostile multi-tenant use, run this engine under gVisor or in a VM.
+// RLIMIT_NPROC does not apply to a sandbox started by root; the seccomp
+// filter, which refuses every new process, is what stops a fork bomb.
+// The script shares its process with the runner, so everything the
+// process writes is checked as untrusted: a forged protocol line is a
+// scriptError, and every line is bounded.
+//
+// # Notes
+//
+// A run costs a process start: bubblewrap and the interpreter, about
+// 50 ms on an idle machine (docs/performance.md). There is no pre-forked
+// interpreter yet.
+package python

@@ -1,0 +1,39 @@
+//go:build !linux
+
+package python
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/sandbank/sandbank/spi"
+)
+
+// Options configure the backend; on this system New refuses whatever
+// they hold.
+type Options struct {
+	Python, Bubblewrap, SitePackages string
+	CPUTime, StartupAllowance        time.Duration
+	ScratchBytes, MaxResultBytes     int64
+	Seed                             int64
+}
+
+// Backend is never built on this system.
+type Backend struct{}
+
+var errNotLinux = errors.New("python: the backend's sandbox needs Linux (namespaces, seccomp)")
+
+// New refuses: the sandbox needs Linux.
+func New(*Options) (*Backend, error) { return nil, errNotLinux }
+
+// Available reports that the sandbox needs Linux.
+func Available(*Options) error { return errNotLinux }
+
+// Capabilities implements spi.Backend.
+func (b *Backend) Capabilities() spi.Capabilities { return Declare(nil) }
+
+// Evaluate implements spi.Backend; it is never reached.
+func (b *Backend) Evaluate(context.Context, spi.Request) (spi.Outcome, error) {
+	return spi.Outcome{}, errNotLinux
+}

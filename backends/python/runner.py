@@ -1,0 +1,548 @@
+# runner.py: the Python side of backends/python, embedded in the Go
+# package and run as `python3 -S -s -B -c RUNNER LIMITS` inside the
+# sandbox, one process per run. It is trusted code: it sets the run's
+# rlimits before it reads the script, makes the clock and random
+# deterministic, and speaks the backend's protocol (protocol.go):
+#
+#   Go -> runner   one line {"s": SCRIPT_BYTES, "i": INPUT_BYTES}, then the
+#                  script's bytes, then the input's JSON text; later, one
+#                  line per host call answered: {"ok": VALUE} or {"err": TEXT}.
+#   runner -> Go   one JSON object per line: {"t":"start"} as the script
+#                  starts; {"t":"log","l":LEVEL,"s":STREAM,"m":TEXT};
+#                  {"t":"call","n":NAME,"a":ARGS}; and one ending:
+#                  {"t":"ok"} followed by a line holding the value's JSON
+#                  text, {"t":"threw","n":NAME,"m":TEXT}, {"t":"limit",
+#                  "k":"memory"} or {"t":"input"} (the input did not fit).
+#
+# Everything the process writes is untrusted once the script runs (the
+# script shares the process), so the Go side checks every line.
+import sys
+import os
+
+# The protocol's file descriptors, moved away from 0 and 1 so that a
+# script writing to them (os.write(1, ...)) lands in the bounded stderr.
+_IN = os.dup(0)
+_OUT = os.dup(1)
+_r, _w = os.pipe()
+os.dup2(_r, 0)
+os.close(_r)
+os.close(_w)
+os.dup2(2, 1)
+
+import json
+import resource
+
+_LIMITS = json.loads(sys.argv[1])
+_MEMORY_PACKET = b'{"t":"limit","k":"memory"}\n'
+
+
+def _write(data):
+    view = memoryview(data)
+    while view:
+        n = os.write(_OUT, view)
+        view = view[n:]
+
+
+def _send(obj):
+    _write((json.dumps(obj, ensure_ascii=True, separators=(",", ":")) + "\n").encode("ascii"))
+
+
+def _limits():
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    resource.setrlimit(resource.RLIMIT_NOFILE, (_LIMITS["nofile"], _LIMITS["nofile"]))
+    resource.setrlimit(resource.RLIMIT_NPROC, (_LIMITS["nproc"], _LIMITS["nproc"]))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (_LIMITS["fsize"], _LIMITS["fsize"]))
+    cpu = _LIMITS["cpu"]
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
+    # The precise budget: SIGPROF, whose default action ends the process,
+    # once the process has used cpuMs of CPU. A script could catch it or
+    # reset the timer; RLIMIT_CPU, in whole seconds, is the bound it cannot.
+    import _signal
+
+    _signal.setitimer(_signal.ITIMER_PROF, _LIMITS["cpuMs"] / 1000.0)
+
+
+if not _LIMITS.get("probe"):
+    _limits()
+
+import _ast
+import builtins
+import io
+import time
+
+# The deterministic clock: every reading advances it by one millisecond,
+# from 2000-01-01T00:00:00Z; sleeping advances it without waiting.
+_EPOCH_NS = 946684800000 * 1000000
+_clock = [0]
+
+
+def _tick():
+    _clock[0] += 1000000
+    return _clock[0]
+
+
+def _sleep(secs):
+    if secs < 0:
+        raise ValueError("sleep length must be non-negative")
+    _clock[0] += int(secs * 1e9)
+
+
+def _now_ns():
+    return _EPOCH_NS + _tick()
+
+
+def _fake_time():
+    time.time = lambda: _now_ns() / 1e9
+    time.time_ns = _now_ns
+    time.monotonic = lambda: _tick() / 1e9
+    time.monotonic_ns = _tick
+    time.perf_counter = lambda: _tick() / 1e9
+    time.perf_counter_ns = _tick
+    time.process_time = lambda: _tick() / 1e9
+    time.process_time_ns = _tick
+    time.thread_time = lambda: _tick() / 1e9
+    time.thread_time_ns = _tick
+    time.clock_gettime = lambda clk: _now_ns() / 1e9
+    time.clock_gettime_ns = lambda clk: _now_ns()
+    time.sleep = _sleep
+    gm, local, strf, ctime, asctime = time.gmtime, time.localtime, time.strftime, time.ctime, time.asctime
+    time.gmtime = lambda secs=None: gm(time.time() if secs is None else secs)
+    time.localtime = lambda secs=None: local(time.time() if secs is None else secs)
+    time.ctime = lambda secs=None: ctime(time.time() if secs is None else secs)
+    time.asctime = lambda t=None: asctime(time.localtime() if t is None else t)
+    time.strftime = lambda fmt, t=None: strf(fmt, time.localtime() if t is None else t)
+
+
+_fake_time()
+
+# The pure-Python datetime reads time.time(), which is now the fake clock
+# (the C _datetime reads the host's clock directly).
+sys.modules["_datetime"] = None
+
+# Deterministic randomness: os.urandom (and what uses it: random's
+# SystemRandom, secrets, uuid4) is a seeded generator, and random is
+# seeded as it is imported (see _CONFIGURE).
+_entropy = [None]
+
+
+def _urandom(n):
+    if _entropy[0] is None:
+        import random
+
+        _entropy[0] = random.Random(_LIMITS["seed"])
+    return _entropy[0].randbytes(n)
+
+
+os.urandom = _urandom
+
+os.environ.clear()
+if not _LIMITS.get("probe"):
+    sys.path[:] = _LIMITS["path"]
+
+
+# Logs: print, sys.stdout, sys.stderr and logging become lines of the run's
+# log, each cut at the backend's line bound.
+_MAX_LINE = _LIMITS["maxLine"]
+
+
+class _LogWriter(io.TextIOBase):
+    def __init__(self, level, stream):
+        self._level = level
+        self._stream = stream
+        self._buf = []
+        self._len = 0
+
+    def writable(self):
+        return True
+
+    def write(self, s):
+        if not isinstance(s, str):
+            raise TypeError("write() argument must be str")
+        n = len(s)
+        while s:
+            i = s.find("\n")
+            if i < 0:
+                self._add(s)
+                break
+            self._add(s[:i])
+            self._emit()
+            s = s[i + 1:]
+        return n
+
+    def _add(self, part):
+        room = _MAX_LINE - self._len
+        if room > 0:
+            part = part[:room]
+            self._buf.append(part)
+            self._len += len(part)
+
+    def _emit(self):
+        line = "".join(self._buf)
+        self._buf = []
+        self._len = 0
+        _send({"t": "log", "l": self._level, "s": self._stream, "m": line})
+
+    def flush(self):
+        if self._buf:
+            self._emit()
+
+
+sys.stdout = _LogWriter("info", "stdout")
+sys.stderr = _LogWriter("error", "stderr")
+sys.__stdout__ = sys.stdout
+sys.__stderr__ = sys.stderr
+
+# Host calls.
+class HostError(Exception):
+    """A host function's error; its message is the host's text exactly."""
+
+
+def _call(name, args):
+    try:
+        text = json.dumps(args, ensure_ascii=True, allow_nan=False, separators=(",", ":"))
+    except (TypeError, ValueError):
+        raise TypeError("python: a host call's argument must be JSON (no NaN, infinity, set or bytes)") from None
+    _write(('{"t":"call","n":' + json.dumps(name) + ',"a":' + text + "}\n").encode("ascii"))
+    reply = json.loads(_read_line())
+    if "err" in reply:
+        raise HostError(reply["err"])
+    return reply["ok"]
+
+
+class _Host:
+    __slots__ = ()
+
+    def __getattr__(self, name):
+        if name.startswith("_"):
+            raise AttributeError(name)
+
+        def call(args=None):
+            aio = sys.modules.get("asyncio")
+            if aio is None or aio._get_running_loop() is None:
+                return _call(name, args)
+            fut = aio.get_running_loop().create_future()
+            try:
+                fut.set_result(_call(name, args))
+            except HostError as e:
+                fut.set_exception(e)
+            return fut
+
+        call.__name__ = name
+        return call
+
+    def __repr__(self):
+        return "<host>"
+
+
+# Modules configured as they are first imported (they are slow to
+# import, and most scripts never do): logging sends its records to the
+# run's log; asyncio's event loops run on a virtual clock.
+def _configure_logging(logging):
+    class _LogHandler(logging.Handler):
+        def emit(self, record):
+            try:
+                text = self.format(record)
+            except Exception:
+                text = "(the log record could not be formatted)"
+            if record.levelno < logging.INFO:
+                level, stream = "debug", "stdout"
+            elif record.levelno < logging.WARNING:
+                level, stream = "info", "stdout"
+            elif record.levelno < logging.ERROR:
+                level, stream = "warn", "stderr"
+            else:
+                level, stream = "error", "stderr"
+            for line in text.split("\n"):
+                _send({"t": "log", "l": level, "s": stream, "m": line[:_MAX_LINE]})
+
+    logging.root.handlers[:] = [_LogHandler()]
+    logging.root.setLevel(logging.INFO)
+
+
+class NeverSettles(Exception):
+    """The script awaits something that nothing can ever complete."""
+
+
+def _configure_asyncio(asyncio):
+    # Waiting for a timer advances the fake clock instead of sleeping;
+    # waiting with nothing that could ever wake the loop (no timer, no
+    # ready file, no other thread) is the script's error.
+    import selectors
+    import threading
+
+    class _VirtualSelector(selectors.BaseSelector):
+        def __init__(self):
+            self._real = selectors.DefaultSelector()
+
+        def register(self, fileobj, events, data=None):
+            return self._real.register(fileobj, events, data)
+
+        def unregister(self, fileobj):
+            return self._real.unregister(fileobj)
+
+        def modify(self, fileobj, events, data=None):
+            return self._real.modify(fileobj, events, data)
+
+        def get_map(self):
+            return self._real.get_map()
+
+        def close(self):
+            self._real.close()
+
+        def select(self, timeout=None):
+            ready = self._real.select(0)
+            if ready:
+                return ready
+            if timeout is None:
+                if threading.active_count() > 1:
+                    return self._real.select(None)
+                raise NeverSettles("the script awaits something that never completes")
+            if timeout > 0:
+                _clock[0] += int(timeout * 1e9)
+            return []
+
+    class _Policy(asyncio.DefaultEventLoopPolicy):
+        @staticmethod
+        def _loop_factory():
+            return asyncio.SelectorEventLoop(_VirtualSelector())
+
+    asyncio.set_event_loop_policy(_Policy())
+
+
+def _configure_random(random):
+    random.seed(_LIMITS["seed"])
+
+
+_CONFIGURE = {"logging": _configure_logging, "asyncio": _configure_asyncio, "random": _configure_random}
+
+
+class _ConfigureOnImport:
+    @classmethod
+    def find_spec(cls, name, path=None, target=None):
+        if name not in _CONFIGURE:
+            return None
+        for finder in sys.meta_path:
+            if finder is cls:
+                continue
+            spec = finder.find_spec(name, path, target)
+            if spec is not None:
+                break
+        else:
+            return None
+        loader = spec.loader
+        exec_module = loader.exec_module
+
+        class _Loader:
+            def create_module(self, spec):
+                return loader.create_module(spec)
+
+            def exec_module(self, module):
+                exec_module(module)
+                _CONFIGURE[name](module)
+
+        spec.loader = _Loader()
+        return spec
+
+
+sys.meta_path.insert(0, _ConfigureOnImport)
+
+_loop = [None]
+
+
+def _run(coro):
+    if _loop[0] is None:
+        import asyncio
+
+        _loop[0] = asyncio.new_event_loop()
+        asyncio.set_event_loop(_loop[0])
+    return _loop[0].run_until_complete(coro)
+
+
+_inbuf = bytearray()
+
+
+def _read_exact(n):
+    global _inbuf
+    while len(_inbuf) < n:
+        chunk = os.read(_IN, max(65536, n - len(_inbuf)))
+        if not chunk:
+            os._exit(3)
+        _inbuf += chunk
+    out = bytes(_inbuf[:n])
+    del _inbuf[:n]
+    return out
+
+
+def _read_line():
+    global _inbuf
+    while True:
+        i = _inbuf.find(b"\n")
+        if i >= 0:
+            out = bytes(_inbuf[:i])
+            del _inbuf[: i + 1]
+            return out
+        chunk = os.read(_IN, 65536)
+        if not chunk:
+            os._exit(3)
+        _inbuf += chunk
+
+
+def _position(tb):
+    line = None
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == "<script>":
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    return line
+
+
+_MAX_TEXT = 1 << 20
+
+
+def _threw(e):
+    name = type(e).__name__[:200]
+    try:
+        msg = str(e)
+    except Exception:
+        msg = "(the exception's message could not be made)"
+    if isinstance(e, SyntaxError) and e.lineno is not None:
+        msg = "line %d: %s" % (e.lineno, e.msg)
+    else:
+        line = _position(e.__traceback__)
+        if line is not None:
+            msg = "line %d: %s" % (line, msg)
+    _send({"t": "threw", "n": name, "m": msg[:_MAX_TEXT]})
+
+
+_CO_COROUTINE = 0x80
+_ONLY_AST = 0x0400  # ast.PyCF_ONLY_AST, without importing ast
+_FLAGS = 0x2000  # ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
+
+
+def _compile(source):
+    tree = compile(source, "<script>", "exec", _ONLY_AST | _FLAGS, dont_inherit=True)
+    last = None
+    if tree.body and isinstance(tree.body[-1], _ast.Expr):
+        last = _ast.Expression(tree.body.pop().value)
+    body = compile(tree, "<script>", "exec", _FLAGS, dont_inherit=True)
+    if last is not None:
+        last = compile(last, "<script>", "eval", _FLAGS, dont_inherit=True)
+    return body, last
+
+
+def _exec(code, g):
+    r = eval(code, g)
+    if code.co_flags & _CO_COROUTINE:
+        r = _run(r)
+    return r
+
+
+def _refuse(v):
+    raise TypeError("python: the result holds a value of type %s, which JSON cannot carry" % type(v).__name__[:64])
+
+
+def _main():
+    try:
+        header = json.loads(_read_line())
+        source = _read_exact(header["s"])
+    except MemoryError:
+        _write(_MEMORY_PACKET)
+        return
+    try:
+        value = json.loads(_read_exact(header["i"]))
+    except MemoryError:
+        _write(b'{"t":"input"}\n')
+        return
+    except RecursionError:
+        _write(b'{"t":"input"}\n')
+        return
+    g = {"__name__": "__main__", "__builtins__": builtins, "input": value, "host": _Host(), "HostError": HostError}
+    del value
+    _send({"t": "start"})
+    try:
+        try:
+            body, last = _compile(source)
+        except (SyntaxError, ValueError) as e:
+            _threw(e if isinstance(e, SyntaxError) else SyntaxError(str(e)))
+            return
+        del source
+        _exec(body, g)
+        result = None if last is None else _exec(last, g)
+        if hasattr(result, "__await__"):
+            result = _run(result)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        try:
+            text = json.dumps(result, ensure_ascii=True, allow_nan=False, separators=(",", ":"), default=_refuse)
+        except ValueError as e:
+            if "Out of range float" in str(e):
+                raise ValueError("python: the result holds NaN or an infinity, which JSON cannot carry") from None
+            raise
+        if len(text) > _LIMITS["maxResult"]:
+            raise ValueError("python: the result is larger than the backend's MaxResultBytes")
+        _write(b'{"t":"ok"}\n' + text.encode("ascii") + b"\n")
+    except MemoryError:
+        _write(_MEMORY_PACKET)
+    except BaseException as e:  # the script's failure, whatever it raised
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except BaseException:
+            pass
+        try:
+            _threw(e)
+        except MemoryError:
+            _write(_MEMORY_PACKET)
+
+
+def _probe():
+    # Run by the backend's New on the host, outside any sandbox: reports
+    # the interpreter, its address space at this point (what the memory
+    # limit is added to) and every file it maps once each extension module
+    # of its standard library is loaded (what the sandbox binds).
+    with open("/proc/self/statm") as f:
+        base = int(f.read().split()[0]) * resource.getpagesize()
+    import sysconfig
+    import importlib
+    paths = sysconfig.get_paths()
+    dynload = os.path.join(paths["platstdlib"], "lib-dynload")
+    try:
+        names = os.listdir(dynload)
+    except OSError:
+        names = []
+    for n in sorted(names):
+        mod = n.split(".", 1)[0]
+        if n.endswith(".so") and mod not in ("_tkinter", "_curses", "_curses_panel", "readline"):
+            try:
+                importlib.import_module(mod)
+            except Exception:
+                pass
+    files = set()
+    with open("/proc/self/maps") as f:
+        for line in f:
+            parts = line.split(None, 5)
+            if len(parts) == 6 and parts[5].startswith("/"):
+                files.add(parts[5].strip())
+    out = {
+        "version": list(sys.version_info[:3]),
+        "executable": os.path.realpath(sys.executable),
+        "stdlib": os.path.realpath(paths["stdlib"]),
+        "platstdlib": os.path.realpath(paths["platstdlib"]),
+        "base": base,
+        "files": sorted(files),
+    }
+    _write((json.dumps(out) + "\n").encode())
+
+
+if _LIMITS.get("probe"):
+    _probe()
+    os._exit(0)
+
+if _LIMITS["as"] > 0:
+    resource.setrlimit(resource.RLIMIT_AS, (_LIMITS["as"], _LIMITS["as"]))
+
+try:
+    _main()
+except MemoryError:
+    _write(_MEMORY_PACKET)
+os._exit(0)
