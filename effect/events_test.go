@@ -143,7 +143,7 @@ func TestHostCallHook(t *testing.T) {
 	st = &runState{e: &Effect{}, start: time.Now(), events: newEventQueue(c.sink, 8)}
 	st.hostCallBegun("fetch", 10)(20, nil)
 	st.hostCallBegun("fetch", 1)(0, assert.AnError)
-	st.finish([]byte(`1`), nil, false)
+	st.finish(context.Background(), []byte(`1`), nil, false)
 	evs := c.wait(t)
 	assert.Equal(t, []EventKind{EventHostCallBegun, EventHostCallEnded, EventHostCallBegun, EventHostCallEnded, EventFinished}, kinds(evs))
 	assert.Equal(t, "fetch", evs[0].HostCall.Name)

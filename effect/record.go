@@ -131,6 +131,7 @@ type recordConfig struct {
 	eventBuffer int
 	logger      *slog.Logger
 	tracer      trace.Tracer // nil: no tracing
+	signer      signerConfig // sign.go
 }
 
 func (rc *recordConfig) init(o *Options, backend spi.Backend) error {
@@ -158,6 +159,9 @@ func (rc *recordConfig) init(o *Options, backend spi.Backend) error {
 		rc.engine = t.String()
 	}
 	rc.module = moduleOf(t)
+	if err := rc.signer.init(o.Signer); err != nil {
+		return err
+	}
 	rc.logger = o.Logger
 	if o.TracerProvider != nil {
 		rc.tracer = o.TracerProvider.Tracer(tracerName)
