@@ -281,6 +281,23 @@ func TestKeyFiles(t *testing.T) {
 
 	_, err = ReadKeyDir(t.TempDir())
 	require.ErrorIs(t, err, ErrInvalidKey, "an empty key directory")
+
+	// ReadKeys: a directory, one public key file, or the published JSON.
+	for _, path := range []string{dir, pub} {
+		ks, err := ReadKeys(path)
+		require.NoError(t, err, path)
+		assert.NotEmpty(t, ks.Keys())
+	}
+	doc, err := json.Marshal(PublishedKeys{Keys: ks.Keys()})
+	require.NoError(t, err)
+	docPath := filepath.Join(t.TempDir(), "keys.json")
+	require.NoError(t, os.WriteFile(docPath, doc, 0o644))
+	fromDoc, err := ReadKeys(docPath)
+	require.NoError(t, err)
+	assert.Equal(t, ks.Keys(), fromDoc.Keys())
+	require.NoError(t, os.WriteFile(docPath, []byte(`{"keys":[{"publicKey":"AAAA"}]}`), 0o644))
+	_, err = ReadKeys(docPath)
+	require.ErrorIs(t, err, ErrInvalidKey)
 }
 
 // NewKeySet refuses what is not a trusted key.

@@ -1,8 +1,10 @@
 package effect
 
 import (
+	"bytes"
 	"crypto/ed25519"
 	"crypto/x509"
+	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"io"
@@ -28,8 +30,9 @@ const maxKeyFileBytes = 64 << 10
 // retiredHeader is the PEM header of a retired public key.
 const retiredHeader = "Retired"
 
-// WriteKeyFiles writes s's private key to privPath (mode 0600, refusing
-// to overwrite a file) and its public key to pubPath (mode 0644), as PEM.
+// WriteKeyFiles writes s's private key to privPath (mode 0600) and its
+// public key to pubPath (mode 0644), as PEM. It never overwrites a file
+// (an error matching fs.ErrExist), and leaves neither file when it fails.
 func WriteKeyFiles(s *Ed25519Signer, privPath, pubPath string) error {
 	der, err := x509.MarshalPKCS8PrivateKey(s.key)
 	if err != nil {
@@ -43,7 +46,11 @@ func WriteKeyFiles(s *Ed25519Signer, privPath, pubPath string) error {
 	if err := writeNew(privPath, priv, 0o600); err != nil {
 		return err
 	}
-	return writeNew(pubPath, pub, 0o644)
+	if err := writeNew(pubPath, pub, 0o644); err != nil {
+		_ = os.Remove(privPath)
+		return err
+	}
+	return nil
 }
 
 // writeNew writes b to a new file at path with mode perm.
@@ -166,6 +173,41 @@ func ParsePublicKey(b []byte) (TrustedKey, error) {
 		k.Retired = t
 	}
 	return k, nil
+}
+
+// ReadKeys reads trusted keys from path: a directory's public key files
+// (ReadKeyDir), a JSON document of published keys (PublishedKeys, as
+// GET /.well-known/sandbank-keys serves it), or one public key file
+// (ReadPublicKeyFile).
+func ReadKeys(path string) (*KeySet, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if fi.IsDir() {
+		return ReadKeyDir(path)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := readKeyFile(f)
+	if err != nil {
+		return nil, err
+	}
+	if t := bytes.TrimSpace(b); len(t) > 0 && t[0] == '{' {
+		var doc PublishedKeys
+		if err := json.Unmarshal(t, &doc); err != nil {
+			return nil, invalid(ErrInvalidKey, "effect: the keys document is not JSON of published keys")
+		}
+		return NewKeySet(doc.Keys...)
+	}
+	k, err := ParsePublicKey(b)
+	if err != nil {
+		return nil, err
+	}
+	return NewKeySet(k)
 }
 
 // ReadKeyDir reads every public key file (*.pub) in dir into a KeySet.

@@ -70,6 +70,12 @@ type TrustedKey struct {
 	Retired time.Time `json:"retired,omitzero"`
 }
 
+// PublishedKeys is the JSON document in which a host publishes its keys,
+// current and retired (sandbank serve: GET /.well-known/sandbank-keys).
+type PublishedKeys struct {
+	Keys []TrustedKey `json:"keys"`
+}
+
 // KeySet is a set of trusted keys, by key id. It is immutable.
 type KeySet struct {
 	byID map[string]TrustedKey
