@@ -101,6 +101,15 @@ type Options struct {
 	// Version is the server's version in the OpenAPI document. Empty means
 	// "dev".
 	Version string
+	// Signer signs every run's receipt (effect.Options.Signer); its
+	// public key is published at KeysPath. Nil means a key generated in
+	// memory when New is called (logged by its id): receipts signed by it
+	// cannot be checked after a restart.
+	Signer effect.Signer
+	// RetiredKeys are keys that signed this server's receipts before the
+	// Signer's, each with its Retired date; they are published at
+	// KeysPath beside the current key. Nil means none.
+	RetiredKeys []effect.TrustedKey
 }
 
 // Server is the HTTP API of Sandbank: an http.Handler, with Serve and
@@ -118,6 +127,8 @@ type Server struct {
 	log       *slog.Logger
 	handler   http.Handler
 	api       huma.API
+
+	signing *signing // keys.go
 
 	storesMu sync.Mutex
 	stores   map[*tenant.Tenant]*effect.MemoryStore
@@ -216,6 +227,9 @@ func New(reg *registry.Registry, opts *Options) (*Server, error) {
 	}
 	s.hard, s.cancelHard = context.WithCancel(context.Background())
 	var err error
+	if s.signing, err = newSigning(&o, log); err != nil {
+		return nil, err
+	}
 	s.pool, err = pool.New(reg, &pool.Options{Effect: effect.Options{
 		Limits:                 o.Limits,
 		MaxScriptBytes:         o.MaxBodyBytes,
@@ -223,6 +237,7 @@ func New(reg *registry.Registry, opts *Options) (*Server, error) {
 		AllowReusedEnvironment: o.AllowReusedEnvironment,
 		Logger:                 o.Logger,
 		TracerProvider:         o.TracerProvider,
+		Signer:                 s.signing.signer,
 	}})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
@@ -234,6 +249,7 @@ func New(reg *registry.Registry, opts *Options) (*Server, error) {
 
 	mux := http.NewServeMux()
 	s.api = s.register(mux)
+	s.registerKeys(s.api)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
 	s.handler = s.middleware(mux)
 	return s, nil
