@@ -27,6 +27,8 @@ type serveOptions struct {
 	queueTimeout      time.Duration
 	drain             time.Duration
 	logFormat         string
+	signKey           string // serve_sign.go
+	retiredKeys       string
 }
 
 func (a *app) serveCommand() *cobra.Command {
@@ -45,6 +47,12 @@ document.
 
 --dev serves without keys (every caller is the tenant "dev") and only on a
 loopback address: it refuses any other --addr.
+
+Every receipt is signed with --sign-key FILE (see 'sandbank keygen'; a
+file anyone but its owner may read is refused) or, without it, with a
+key generated for this process, whose id is logged. The public keys,
+current and retired (--retired-keys DIR), are published at
+/.well-known/sandbank-keys for 'sandbank verify --keys'.
 
 SIGINT or SIGTERM stops accepting connections and drains the runs in flight
 for --drain; then the runs still going are cancelled (their callers get a
@@ -66,6 +74,8 @@ retryable 503) and the server exits.`,
 	f.DurationVar(&o.drain, "drain", 30*time.Second, "on SIGINT/SIGTERM, how long the runs in flight may finish")
 	f.BoolVar(&o.noVerify, "no-verify", false, "do not run the conformance kit for GET /v1/engines' verified capabilities")
 	f.StringVar(&o.logFormat, "log-format", "json", "access log format on stderr: json or text")
+	f.StringVar(&o.signKey, "sign-key", "", "sign every receipt with the private key in `FILE` (default: a key generated for this process)")
+	f.StringVar(&o.retiredKeys, "retired-keys", "", "publish the retired keys in `DIR` (*.pub with a Retired: header) beside the current one")
 	return cmd
 }
 
@@ -111,6 +121,9 @@ func (a *app) serve(ctx context.Context, o *serveOptions) error {
 		QueueTimeout:      o.queueTimeout,
 		Logger:            slog.New(handler),
 		Version:           moduleVersion(debug.ReadBuildInfo()),
+	}
+	if err := serveSigning(o, opts); err != nil {
+		return err
 	}
 	if !o.noVerify {
 		opts.Verify = func(ctx context.Context, e registry.Entry) (*conformance.Report, error) {

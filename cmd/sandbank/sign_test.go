@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sandbank/sandbank/effect"
+	"github.com/sandbank/sandbank/server"
 )
 
 // keygen writes a key pair (the private key mode 0600) and never
@@ -126,6 +127,47 @@ func TestSignKeyModeIsRefused(t *testing.T) {
 
 	res = cli(a, "", "run", "--engine", "fake", "--sign-key", filepath.Join(t.TempDir(), "none.key"), p)
 	assert.Equal(t, exitUsage, res.code)
+
+	res = cli(a, "", "serve", "--dev", "--addr", "127.0.0.1:0", "--no-verify", "--sign-key", name+".key")
+	assert.Equal(t, exitUsage, res.code)
+	assert.Contains(t, res.stderr, "more open than 0600")
+}
+
+// serve --sign-key and --retired-keys give the server its signer and the
+// retired keys it publishes; a retired key without a date is refused.
+func TestServeSigning(t *testing.T) {
+	a, _ := fakeApp(t)
+	dir := t.TempDir()
+	host := filepath.Join(dir, "host")
+	require.Equal(t, exitOK, cli(a, "", "keygen", host).code)
+	signer, err := effect.ReadSignerFile(host + ".key")
+	require.NoError(t, err)
+	old, err := effect.GenerateEd25519Signer()
+	require.NoError(t, err)
+	retiredDir := t.TempDir()
+	when := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
+	b, err := effect.MarshalPublicKey(effect.TrustedKey{PublicKey: old.PublicKey(), Retired: when})
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(retiredDir, "old.pub"), b, 0o644))
+
+	opts := &server.Options{}
+	require.NoError(t, serveSigning(&serveOptions{signKey: host + ".key", retiredKeys: retiredDir}, opts))
+	reg, err := a.registry()
+	require.NoError(t, err)
+	srv, err := server.New(reg, opts)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = srv.Close() })
+	keys := srv.Keys().Keys
+	require.Len(t, keys, 2)
+	assert.Equal(t, effect.KeyIDOf(signer.PublicKey()), keys[0].KeyID)
+	assert.Equal(t, effect.KeyIDOf(old.PublicKey()), keys[1].KeyID)
+	assert.Equal(t, when, keys[1].Retired)
+
+	err = serveSigning(&serveOptions{retiredKeys: dir}, &server.Options{})
+	var ee *exitError
+	require.ErrorAs(t, err, &ee)
+	assert.Equal(t, exitUsage, ee.code)
+	assert.ErrorContains(t, err, "has no Retired date")
 }
 
 // The receipt run --json prints carries the signature, as JSON.
