@@ -323,3 +323,52 @@ func TestNewKeySetRefuses(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, ks.Keys(), back)
 }
+
+// ReadOrCreateSignerFile creates one key, whole, even when processes race
+// for it, and reads it back afterwards.
+func TestReadOrCreateSignerFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "keys", "signing.key")
+	const n = 8
+	type result struct {
+		s       *Ed25519Signer
+		created bool
+		err     error
+	}
+	results := make(chan result, n)
+	for range n {
+		go func() {
+			s, created, err := ReadOrCreateSignerFile(path)
+			results <- result{s, created, err}
+		}()
+	}
+	var first ed25519.PublicKey
+	creators := 0
+	for range n {
+		r := <-results
+		require.NoError(t, r.err)
+		if r.created {
+			creators++
+		}
+		if first == nil {
+			first = r.s.PublicKey()
+		}
+		assert.Equal(t, first, r.s.PublicKey(), "one key for all")
+	}
+	assert.Equal(t, 1, creators)
+	if runtime.GOOS != "windows" {
+		fi, err := os.Stat(path)
+		require.NoError(t, err)
+		assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
+	}
+	pub, err := ReadPublicKeyFile(filepath.Join(filepath.Dir(path), "signing.pub"))
+	require.NoError(t, err)
+	assert.Equal(t, first, pub.PublicKey)
+	entries, err := os.ReadDir(filepath.Dir(path))
+	require.NoError(t, err)
+	assert.Len(t, entries, 2, "no temporary file is left")
+
+	s, created, err := ReadOrCreateSignerFile(path)
+	require.NoError(t, err)
+	assert.False(t, created)
+	assert.Equal(t, first, s.PublicKey())
+}

@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -245,4 +246,63 @@ func readKeyFile(r io.Reader) ([]byte, error) {
 		return nil, invalid(ErrInvalidKey, "effect: the key file is larger than 64 KiB")
 	}
 	return b, nil
+}
+
+// ReadOrCreateSignerFile reads the private key file at path
+// (ReadSignerFile), or, when there is none, generates a key and writes
+// it there (mode 0600) with its public key beside it (path's name with
+// PublicKeyExt for its extension), reporting created. The key file
+// appears whole or not at all (written aside, then linked into place), so
+// two processes starting at once on one directory end with one key. The
+// directory is created (mode 0700) when missing.
+func ReadOrCreateSignerFile(path string) (s *Ed25519Signer, created bool, err error) {
+	s, err = ReadSignerFile(path)
+	if !errors.Is(err, fs.ErrNotExist) {
+		return s, false, err
+	}
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, false, err
+	}
+	gen, err := GenerateEd25519Signer()
+	if err != nil {
+		return nil, false, err
+	}
+	der, err := x509.MarshalPKCS8PrivateKey(gen.key)
+	if err != nil {
+		return nil, false, fmt.Errorf("effect: encoding the private key: %w", err)
+	}
+	tmp, err := os.CreateTemp(dir, ".key-*")
+	if err != nil {
+		return nil, false, err
+	}
+	defer os.Remove(tmp.Name())
+	_, err = tmp.Write(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}))
+	if serr := tmp.Sync(); err == nil {
+		err = serr
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	// CreateTemp made the file 0600; Link fails when path exists: then
+	// another process won, and its key is the one.
+	if err := os.Link(tmp.Name(), path); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			s, err = ReadSignerFile(path)
+			return s, false, err
+		}
+		return nil, false, err
+	}
+	pub, err := MarshalPublicKey(TrustedKey{PublicKey: gen.PublicKey()})
+	if err != nil {
+		return nil, false, err
+	}
+	pubPath := strings.TrimSuffix(path, filepath.Ext(path)) + PublicKeyExt
+	if err := os.WriteFile(pubPath, pub, 0o644); err != nil {
+		return nil, false, err
+	}
+	return gen, true, nil
 }
