@@ -128,7 +128,9 @@ func TestSignKeyModeIsRefused(t *testing.T) {
 	res = cli(a, "", "run", "--engine", "fake", "--sign-key", filepath.Join(t.TempDir(), "none.key"), p)
 	assert.Equal(t, exitUsage, res.code)
 
-	res = cli(a, "", "serve", "--dev", "--addr", "127.0.0.1:0", "--no-verify", "--sign-key", name+".key")
+	// Port 99999 cannot be listened on: were the key accepted, serve
+	// would fail (exit 1) instead of serving, never hang the test.
+	res = cli(a, "", "serve", "--dev", "--addr", "127.0.0.1:99999", "--no-verify", "--sign-key", name+".key")
 	assert.Equal(t, exitUsage, res.code)
 	assert.Contains(t, res.stderr, "more open than 0600")
 }
