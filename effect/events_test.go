@@ -143,7 +143,7 @@ func TestHostCallHook(t *testing.T) {
 	st = &runState{e: &Effect{}, start: time.Now(), events: newEventQueue(c.sink, 8)}
 	st.hostCallIssued("fetch", 10).end(20, nil, HostCallOK)
 	st.hostCallIssued("fetch", 1).end(0, assert.AnError, HostCallError)
-	st.finish([]byte(`1`), nil, false)
+	st.finish(context.Background(), []byte(`1`), nil, false)
 	evs := c.wait(t)
 	assert.Equal(t, []EventKind{EventHostCallBegun, EventHostCallEnded, EventHostCallBegun, EventHostCallEnded, EventFinished}, kinds(evs))
 	assert.Equal(t, "fetch", evs[0].HostCall.Name)

@@ -3,6 +3,7 @@ package effect
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -140,25 +141,46 @@ func FuzzOutcome(f *testing.F) {
 	})
 }
 
+// fuzzKey signs FuzzVerify's signed seeds.
+var fuzzKey, _ = NewEd25519Signer(ed25519.NewKeyFromSeed(make([]byte, ed25519.SeedSize)))
+
 // FuzzVerify: Verify and VerifyReceipt never panic on a stored record of
 // any bytes, refuse only with ErrRecordMismatch, and a record Verify
 // accepts is internally consistent: its receipt verifies alone, it
 // verifies again after a JSON round trip, and its outcome, value, failure,
 // limit kind and output digest agree with one another. The seeds are real
-// records of every outcome kind, with their scripts and inputs.
+// records of every outcome kind, with their scripts and inputs, unsigned
+// and signed by fuzzKey; with that key, Verify refuses only with
+// ErrRecordMismatch too.
 func FuzzVerify(f *testing.F) {
+	sc := signerConfig{}
+	if err := sc.init(fuzzKey); err != nil {
+		f.Fatal(err)
+	}
 	for _, run := range realRuns(f) {
 		b, err := json.Marshal(run.rec)
 		if err != nil {
 			f.Fatal(err)
 		}
 		f.Add(b, run.script, []byte(run.input))
+		signed := *run.rec
+		if err := sc.sign(context.Background(), &signed.Receipt); err != nil {
+			f.Fatal(err)
+		}
+		if b, err = json.Marshal(&signed); err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b, run.script, []byte(run.input))
 	}
+	key := WithKey(fuzzKey.PublicKey())
 	f.Fuzz(func(t *testing.T, stored, script, input []byte) {
 		var r Receipt
 		if json.Unmarshal(stored, &r) == nil {
 			if err := VerifyReceipt(r, script, json.RawMessage(input)); err != nil && !errors.Is(err, ErrRecordMismatch) {
 				t.Fatalf("VerifyReceipt refused with %v, not ErrRecordMismatch", err)
+			}
+			if err := VerifyReceipt(r, script, json.RawMessage(input), key, RequireSignature()); err != nil && !errors.Is(err, ErrRecordMismatch) {
+				t.Fatalf("VerifyReceipt with a key refused with %v, not ErrRecordMismatch", err)
 			}
 		}
 		var rec Record

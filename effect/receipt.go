@@ -65,6 +65,10 @@ type Receipt struct {
 	Started time.Time `json:"started"`
 	// Duration is how long the run took.
 	Duration time.Duration `json:"durationNs"`
+	// Signature is the host's signature over the receipt's other fields
+	// (see Options.Signer and SignedBytes); nil when the effect has no
+	// signer. Verify checks it against trusted keys (WithKeys).
+	Signature *Signature `json:"signature,omitempty"`
 }
 
 // ReceiptLimits are the effective limits of a run: the call's, resolved
@@ -80,7 +84,8 @@ type ReceiptLimits struct {
 }
 
 // Canonical returns the receipt as canonical JSON text: compact, object
-// keys sorted, no trailing newline. Equal receipts give equal bytes.
+// keys sorted, no trailing newline. Equal receipts give equal bytes. The
+// signature, when there is one, is part of it.
 func (r Receipt) Canonical() ([]byte, error) {
 	b, err := json.Marshal(r)
 	if err != nil {

@@ -136,6 +136,7 @@ type recordConfig struct {
 	eventBuffer int
 	logger      *slog.Logger
 	tracer      trace.Tracer // nil: no tracing
+	signer      signerConfig // sign.go
 }
 
 func (rc *recordConfig) init(o *Options, backend spi.Backend) error {
@@ -163,6 +164,9 @@ func (rc *recordConfig) init(o *Options, backend spi.Backend) error {
 		rc.engine = t.String()
 	}
 	rc.module = moduleOf(t)
+	if err := rc.signer.init(o.Signer); err != nil {
+		return err
+	}
 	rc.logger = o.Logger
 	if o.TracerProvider != nil {
 		rc.tracer = o.TracerProvider.Tracer(tracerName)

@@ -59,7 +59,10 @@ func (e *Effect) run(ctx context.Context, call Call) (*Record, error) {
 	if canceled {
 		value, err = nil, parent.Err()
 	}
-	rec := st.finish(value, err, canceled)
+	rec, serr := st.finish(parent, value, err, canceled)
+	if serr != nil {
+		err = serr
+	}
 	e.endSpan(st.span, rec, err)
 	e.logRun(parent, rec, err)
 	return rec, err
@@ -217,14 +220,15 @@ func inputDigest(input []byte) string {
 }
 
 // finish builds the run's record, or returns nil when the run has none
-// (see Run), seals the log and sends the finished event.
-func (st *runState) finish(value []byte, err error, canceled bool) *Record {
+// (see Run), signs its receipt, seals the log and sends the finished
+// event. Its error is the signer's, which replaces the run's.
+func (st *runState) finish(ctx context.Context, value []byte, err error, canceled bool) (*Record, error) {
 	var f *Failure
 	if err != nil && !canceled {
 		errors.As(err, &f)
 	}
 	if err != nil && f == nil && !st.reached {
-		return nil
+		return nil, nil
 	}
 	rec := &Record{Value: value, Failure: f, Logs: []LogLine{}}
 	if err != nil && f == nil {
@@ -247,6 +251,7 @@ func (st *runState) finish(value []byte, err error, canceled bool) *Record {
 		r.OutputDigest, _ = failureDigest(f)
 	}
 	r.Duration = time.Since(st.start)
+	serr := st.e.rc.signer.sign(ctx, &r)
 	rec.Receipt = r
 	rec.Stats.Duration = r.Duration
 	rec.Stats.BackendTime = st.backendTime
@@ -266,7 +271,7 @@ func (st *runState) finish(value []byte, err error, canceled bool) *Record {
 		rec.EventsDropped = st.events.droppedCount()
 		st.events.push(Event{Kind: EventFinished, At: r.Duration, Record: rec})
 	}
-	return rec
+	return rec, serr
 }
 
 // logRun writes the effect's own diagnostic about a run to the Logger.

@@ -7,8 +7,10 @@ import (
 	"strings"
 )
 
-// ErrRecordMismatch is matched (with errors.Is) by every error of Verify:
-// the record does not agree with the script, the input or itself.
+// ErrRecordMismatch is matched (with errors.Is) by every error of Verify
+// but one for an option that is invalid (WithKey of a key that is not
+// one: ErrInvalidKey): the record does not agree with the script, the
+// input or itself, or its signature does not hold (SignatureError).
 var ErrRecordMismatch = errors.New("effect: record does not verify")
 
 // Verify checks a stored record against the script and the input it claims
@@ -28,12 +30,25 @@ var ErrRecordMismatch = errors.New("effect: record does not verify")
 // script and input; to prove the engine gives this value, run the call
 // again and compare OutputDigest (the same script, input, engine and
 // limits give the same digest).
-func Verify(rec *Record, script []byte, input any) error {
+//
+// With WithKeys (or WithKey), Verify also checks a signed receipt's
+// signature, and reports a *SignatureError (matching ErrRecordMismatch
+// and ErrUnknownKey, ErrBadSignature or ErrStaleKey) when it does not
+// hold: then the receipt proves who vouches for the run. A receipt
+// without a signature (Receipt.Signature nil) still verifies, for
+// consistency only, unless RequireSignature is given (ErrUnsigned).
+// Without options the signature is not checked.
+func Verify(rec *Record, script []byte, input any, opts ...VerifyOption) error {
 	if rec == nil {
 		return fmt.Errorf("%w: no record", ErrRecordMismatch)
 	}
+	c := verifyOptions(opts)
+	if c.err != nil {
+		return c.err
+	}
 	v := verifyReceipt(rec.Receipt, script, input)
 	v.record(rec, script)
+	v.signature(c)
 	return errors.Join(v.errs...)
 }
 
@@ -49,9 +64,16 @@ func Verify(rec *Record, script []byte, input any) error {
 // set and the duration not negative. It returns nil when all hold, or an
 // error matching ErrRecordMismatch naming each disagreement and the field.
 // Without the value, the output digest cannot be recomputed: use Verify
-// with the record for that.
-func VerifyReceipt(r Receipt, script []byte, input any) error {
-	return errors.Join(verifyReceipt(r, script, input).errs...)
+// with the record for that. The options check the signature, as
+// Verify's do.
+func VerifyReceipt(r Receipt, script []byte, input any, opts ...VerifyOption) error {
+	c := verifyOptions(opts)
+	if c.err != nil {
+		return c.err
+	}
+	v := verifyReceipt(r, script, input)
+	v.signature(c)
+	return errors.Join(v.errs...)
 }
 
 // verifier collects the disagreements of one verification. Every reason

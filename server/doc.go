@@ -13,9 +13,14 @@
 //	GET  /v1/openapi.json  the OpenAPI 3.1 document, generated from the handlers' Go types
 //	GET  /healthz          200 while serving, 503 while draining
 //	GET  /metrics          Prometheus metrics
+//	GET  /.well-known/sandbank-keys  the public keys receipts are signed with, current and retired (KeysPath)
 //
 // A run returns its run record (effect.Record): the value under "value",
 // or the typed failure under "failure", with logs, stats and a receipt.
+// Every receipt is signed by the server's key (Options.Signer; without
+// one, a key generated for the process), so anyone can check with the
+// published keys who vouches for a run (effect.Verify with
+// effect.WithKeys; docs/record.md).
 //
 // # What the server keeps
 //
@@ -108,6 +113,6 @@
 // value or failure text. Errors never echo the caller's values. Without
 // Options.Tenants the server is in development mode: every caller is the
 // tenant "dev", and Serve refuses a listener that is not on a loopback
-// address. /metrics, /healthz and the OpenAPI document need no key; the
-// metrics carry no tenant names.
+// address. /metrics, /healthz, the OpenAPI document and the published
+// keys need no API key; the metrics carry no tenant names.
 package server

@@ -58,7 +58,7 @@ func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // public are the routes that need no API key.
 func public(path string) bool {
-	return path == "/healthz" || path == "/metrics" || strings.HasPrefix(path, "/v1/openapi")
+	return path == "/healthz" || path == "/metrics" || strings.HasPrefix(path, "/v1/openapi") || path == KeysPath
 }
 
 // middleware wraps the routes: it bounds the body before anything reads
@@ -133,7 +133,7 @@ func accessOf(ctx context.Context) *access {
 // values (never the path itself, which a caller chooses).
 func routeOf(path string) string {
 	switch path {
-	case "/v1/runs", "/v1/scripts", "/v1/engines", "/healthz", "/metrics", "/v1/openapi.json", "/v1/openapi.yaml":
+	case "/v1/runs", "/v1/scripts", "/v1/engines", "/healthz", "/metrics", "/v1/openapi.json", "/v1/openapi.yaml", KeysPath:
 		return path
 	}
 	if strings.HasPrefix(path, "/v1/runs/") && strings.HasSuffix(path, "/receipt") {

@@ -169,6 +169,7 @@ func TestResponsesAgreeWithTheDocument(t *testing.T) {
 		{"GET", "/v1/engines", key, "", "", 200},
 		{"GET", "/v1/engines", "bad", "", "", 401},
 		{"GET", "/healthz", "", "", "", 200},
+		{"GET", KeysPath, "", "", "", 200},
 	} {
 		resp, b := send(c.method, c.path, c.key, c.ct, c.body)
 		if !assert.Equal(t, c.status, resp.StatusCode, "%s %s %.80s: %s", c.method, c.path, c.body, b) {

@@ -118,6 +118,16 @@ type Options struct {
 	// Version is the server's version in the OpenAPI document. Empty means
 	// "dev".
 	Version string
+	// Signer signs every run's receipt (effect.Options.Signer); its
+	// public key is published at KeysPath. Nil means the data directory's
+	// key (SigningKeyFile, generated on the first start) or, without a
+	// DataDir, a key generated in memory when New is called (logged by
+	// its id): receipts signed by it cannot be checked after a restart.
+	Signer effect.Signer
+	// RetiredKeys are keys that signed this server's receipts before the
+	// Signer's, each with its Retired date; they are published at
+	// KeysPath beside the current key. Nil means none.
+	RetiredKeys []effect.TrustedKey
 }
 
 // Server is the HTTP API of Sandbank: an http.Handler, with Serve and
@@ -136,7 +146,8 @@ type Server struct {
 	handler   http.Handler
 	api       huma.API
 
-	data *data // the tenants' scripts and receipts
+	data    *data    // the tenants' scripts and receipts
+	signing *signing // keys.go
 
 	// hard is cancelled when Shutdown's drain deadline passes: every run
 	// still going is cancelled and its caller gets a retryable 503.
@@ -241,6 +252,9 @@ func New(reg *registry.Registry, opts *Options) (*Server, error) {
 	}
 	s.hard, s.cancelHard = context.WithCancel(context.Background())
 	var err error
+	if s.signing, err = newSigning(&o, log); err != nil {
+		return nil, err
+	}
 	if s.data, err = openData(s.hard, &s.opts, log, s.metrics); err != nil {
 		return nil, err
 	}
@@ -251,6 +265,7 @@ func New(reg *registry.Registry, opts *Options) (*Server, error) {
 		AllowReusedEnvironment: o.AllowReusedEnvironment,
 		Logger:                 o.Logger,
 		TracerProvider:         o.TracerProvider,
+		Signer:                 s.signing.signer,
 	}})
 	if err != nil {
 		_ = s.data.close()
@@ -263,6 +278,7 @@ func New(reg *registry.Registry, opts *Options) (*Server, error) {
 
 	mux := http.NewServeMux()
 	s.api = s.register(mux)
+	s.registerKeys(s.api)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
 	s.handler = s.middleware(mux)
 	return s, nil

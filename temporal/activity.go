@@ -45,6 +45,11 @@ type Options struct {
 	// a heartbeat timeout. Zero means a quarter of that timeout. A run whose
 	// activity has no heartbeat timeout does not heartbeat.
 	HeartbeatInterval time.Duration
+	// Signer, when not nil, is the worker's key: it signs every run's
+	// receipt (it sets Effect.Signer), the record Run returns and the one
+	// RecordOf reads back from a typed failure alike. Nil means
+	// Effect.Signer, which by default is none: receipts are unsigned.
+	Signer effect.Signer
 }
 
 // Activities runs scripts as Temporal activities over a pool of engines
@@ -87,6 +92,9 @@ func NewActivities(reg *registry.Registry, opts *Options) (*Activities, error) {
 	var eo effect.Options
 	if o.Effect != nil {
 		eo = *o.Effect
+	}
+	if o.Signer != nil {
+		eo.Signer = o.Signer
 	}
 	if err := fitPayload(&eo, o.PayloadLimit); err != nil {
 		return nil, err

@@ -25,8 +25,9 @@
 // a language), the input as JSON text, the limits and an optional shape.
 // The activity's result is the run's record, an *effect.Record: the value
 // as canonical JSON, what the script logged, the run's stats and its
-// receipt (script, input and output digests, engine, limits). A typed
-// failure's error carries the record too (RecordOf), logs included.
+// receipt (script, input and output digests, engine, limits), signed by
+// the worker's key when Options.Signer is set. A typed failure's error
+// carries the record too (RecordOf), logs and signature included.
 //
 // # Errors and retries
 //

@@ -414,3 +414,33 @@ func TestUnknownNamesAreQuotedAsAnExcerpt(t *testing.T) {
 		assert.Contains(t, appErr.Error(), tc.says)
 	}
 }
+
+// With the worker's key, the activity signs the receipt of a value's
+// record and of a typed failure's, and RecordOf carries the signature
+// across Temporal: both verify with the key.
+func TestActivitySignsReceipts(t *testing.T) {
+	signer, err := effect.GenerateEd25519Signer()
+	require.NoError(t, err)
+	acts := newActs(t, &Options{Signer: signer}, nil)
+	key := effect.WithKey(signer.PublicKey())
+
+	req := fakeRequest(t, "ok", map[string]int{"n": 1})
+	rec, err, _ := runCase(t, acts, oneRunInput{Request: req, MaximumAttempts: 1}, nil)
+	require.NoError(t, err)
+	require.NotNil(t, rec.Receipt.Signature)
+	assert.Equal(t, effect.KeyIDOf(signer.PublicKey()), rec.Receipt.Signature.KeyID)
+	require.NoError(t, effect.Verify(rec, req.Source, req.Input, key, effect.RequireSignature()))
+
+	req = fakeRequest(t, "throw", nil)
+	_, err, _ = runCase(t, acts, oneRunInput{Request: req, MaximumAttempts: 1}, nil)
+	require.Error(t, err)
+	rec, ok := RecordOf(err)
+	require.True(t, ok)
+	require.NotNil(t, rec.Receipt.Signature, "RecordOf carries the signature")
+	require.NoError(t, effect.Verify(rec, req.Source, req.Input, key, effect.RequireSignature()))
+
+	// Without a key, receipts are unsigned.
+	rec, err, _ = runCase(t, newActs(t, nil, nil), oneRunInput{Request: fakeRequest(t, "ok", nil), MaximumAttempts: 1}, nil)
+	require.NoError(t, err)
+	assert.Nil(t, rec.Receipt.Signature)
+}

@@ -104,7 +104,9 @@ where "retryable" is true exactly for exit code 1. When the run has a
 record (it reached the engine, or failed typed), the object also holds
 its "logs", "stats" and "receipt" (and "logsCut" when lines were
 dropped); "sandbank verify" checks it later. --receipt FILE writes the
-receipt alone, as canonical JSON. An invalid request prints one line on
+receipt alone, as canonical JSON. --sign-key FILE signs the receipt
+with the private key of "sandbank keygen" (a file anyone but its owner
+may read is refused). An invalid request prints one line on
 stderr and nothing on stdout.
 
 Telling a typed failure from a crash: the Go runtime also exits 2 when
@@ -266,6 +268,7 @@ func (a *app) evaluate(ctx context.Context, o *runOptions, script string) (json.
 			AllowNetwork:           o.allowNetwork,
 			AllowReusedEnvironment: o.allowReusedRuntime,
 			EventBuffer:            eventBuffer,
+			Signer:                 o.rec.signer,
 		},
 		Scripts: store,
 		Factory: func(registry.Entry) spi.Factory { return factory },

@@ -29,6 +29,8 @@ type serveOptions struct {
 	logFormat         string
 	dataDir           string
 	inMemory          bool
+	signKey           string // serve_sign.go
+	retiredKeys       string
 }
 
 func (a *app) serveCommand() *cobra.Command {
@@ -56,6 +58,14 @@ run's receipt by the id in its answer's Sandbank-Run header. --in-memory
 keeps them in memory instead: a restart loses them. See
 docs/data-dir.md for the layout and the receipt log's rotation.
 
+Every receipt is signed with --sign-key FILE (see 'sandbank keygen'; a
+file anyone but its owner may read is refused) or, without it, with the
+data directory's key (keys/signing.key, generated on the first start),
+or with --in-memory a key generated for this process, whose id is
+logged. The public keys,
+current and retired (--retired-keys DIR), are published at
+/.well-known/sandbank-keys for 'sandbank verify --keys'.
+
 SIGINT or SIGTERM stops accepting connections and drains the runs in flight
 for --drain; then the runs still going are cancelled (their callers get a
 retryable 503) and the server exits.`,
@@ -79,6 +89,8 @@ retryable 503) and the server exits.`,
 	f.StringVar(&o.logFormat, "log-format", "json", "access log format on stderr: json or text")
 	f.StringVar(&o.dataDir, "data-dir", "", "keep the tenants' scripts and receipts in `DIR` (default $XDG_STATE_HOME/sandbank or ~/.local/state/sandbank)")
 	f.BoolVar(&o.inMemory, "in-memory", false, "keep the tenants' scripts and receipts in memory only: a restart loses them")
+	f.StringVar(&o.signKey, "sign-key", "", "sign every receipt with the private key in `FILE` (default: the data directory's keys/signing.key, generated on the first start)")
+	f.StringVar(&o.retiredKeys, "retired-keys", "", "publish the retired keys in `DIR` (*.pub with a Retired: header) beside the current one")
 	return cmd
 }
 
@@ -129,6 +141,9 @@ func (a *app) serve(ctx context.Context, o *serveOptions) error {
 		QueueTimeout:      o.queueTimeout,
 		Logger:            slog.New(handler),
 		Version:           moduleVersion(debug.ReadBuildInfo()),
+	}
+	if err := serveSigning(o, opts); err != nil {
+		return err
 	}
 	if !o.noVerify {
 		opts.Verify = func(ctx context.Context, e registry.Entry) (*conformance.Report, error) {

@@ -14,6 +14,7 @@ import (
 type verifyOptions struct {
 	record, inputFile string
 	input             jsonFlag
+	key, keys         string
 }
 
 func (a *app) verifyCommand() *cobra.Command {
@@ -41,11 +42,23 @@ FILE"), for which only the script and the input are checked.
 The input is --input (JSON text) or the contents of --input-file, as
 given to run; without either it is null.
 
+A receipt may be signed by the host that ran the script ("sandbank run
+--sign-key", "sandbank serve"). With --key FILE (a public key of
+"sandbank keygen") or --keys DIR (its *.pub files; a "Retired:" header
+dates a retired key) or --keys FILE.json (the document a server
+publishes at /.well-known/sandbank-keys), the receipt must be signed by
+one of those keys: an unsigned receipt, an unknown key, a signature that
+does not hold (a field changed after signing) or a key retired before
+the run started does not verify. Without them the signature is not
+checked, and the output says whether the receipt is signed: a receipt
+verified without a key proves only that it is consistent.
+
 Exit codes: 0 the record verifies; 2 it does not (each disagreement is
 one line on stderr, naming the field); 64 an invalid request (unreadable
 files, a file that is not a JSON record or receipt).`,
 		Example: `  sandbank run --json --input '{"n":2}' double.js > run.json
   sandbank verify --record run.json --input '{"n":2}' double.js
+  sandbank verify --key host.pub --record run.json --input '{"n":2}' double.js
   sandbank run --receipt receipt.json double.js && sandbank verify --record receipt.json double.js`,
 		Args: cobra.ExactArgs(1),
 		RunE: wrap(func(cmd *cobra.Command, args []string) error {
@@ -56,6 +69,8 @@ files, a file that is not a JSON record or receipt).`,
 	f.StringVar(&o.record, "record", "", "the stored record or receipt, JSON `FILE` (required)")
 	f.Var(&o.input, "input", "the run's input as `JSON` text (default null)")
 	f.StringVar(&o.inputFile, "input-file", "", "read the run's input (JSON text) from `FILE`")
+	f.StringVar(&o.key, "key", "", "require a signature by the public key in `FILE`")
+	f.StringVar(&o.keys, "keys", "", "require a signature by a key in `DIR` (*.pub) or in a published keys JSON file")
 	return cmd
 }
 
@@ -66,6 +81,21 @@ var errDoesNotVerify = errors.New("the record does not verify")
 func (a *app) verify(o *verifyOptions, scriptFile string) error {
 	if o.record == "" {
 		return usagef("--record FILE is required")
+	}
+	var opts []effect.VerifyOption
+	switch {
+	case o.key != "" && o.keys != "":
+		return usagef("--key and --keys cannot be used together")
+	case o.key != "" || o.keys != "":
+		flag, path := "--key", o.key
+		if o.keys != "" {
+			flag, path = "--keys", o.keys
+		}
+		ks, err := effect.ReadKeys(path)
+		if err != nil {
+			return usagef("%s %s: %s", flag, effect.Excerpt(path), reason(err))
+		}
+		opts = append(opts, effect.WithKeys(ks), effect.RequireSignature())
 	}
 	input := json.RawMessage("null")
 	switch {
@@ -99,9 +129,9 @@ func (a *app) verify(o *verifyOptions, scriptFile string) error {
 		return usagef("--record %s: %v", o.record, err)
 	}
 	if receiptOnly {
-		err = effect.VerifyReceipt(rec.Receipt, script, input)
+		err = effect.VerifyReceipt(rec.Receipt, script, input, opts...)
 	} else {
-		err = effect.Verify(rec, script, input)
+		err = effect.Verify(rec, script, input, opts...)
 	}
 	if err != nil {
 		for _, line := range bytes.Split([]byte(err.Error()), []byte("\n")) {
@@ -114,7 +144,15 @@ func (a *app) verify(o *verifyOptions, scriptFile string) error {
 	if !receiptOnly && r.OutputDigest != "" {
 		fmt.Fprintf(a.stdout, ", output %s", r.OutputDigest)
 	}
-	fmt.Fprintf(a.stdout, " (engine %s)\n", r.Engine)
+	fmt.Fprintf(a.stdout, " (engine %s)", r.Engine)
+	switch {
+	case r.Signature == nil:
+		fmt.Fprintf(a.stdout, "; unsigned: consistent, but nobody vouches for it\n")
+	case len(opts) > 0:
+		fmt.Fprintf(a.stdout, "; signed by key %s\n", r.Signature.KeyID)
+	default:
+		fmt.Fprintf(a.stdout, "; signature by key %s not checked (give --key or --keys)\n", effect.Excerpt(r.Signature.KeyID))
+	}
 	return nil
 }
 

@@ -6,7 +6,9 @@
 //
 //	sandbank run [--engine NAME | --lang LANG] [--input JSON | --input-file FILE|-]
 //	             [--memory 32MiB] [--timeout 2s] [--shape SCHEMA.json] [--store DIR]
-//	             [--cache-dir DIR | --no-cache] [--json] SCRIPT|-
+//	             [--cache-dir DIR | --no-cache] [--json] [--receipt FILE] [--sign-key FILE] SCRIPT|-
+//	sandbank verify --record FILE [--input JSON | --input-file FILE] [--key FILE | --keys DIR|FILE.json] SCRIPT
+//	sandbank keygen [NAME]
 //	sandbank matrix [--engine NAME]... [--case NAME]... [--json]
 //	sandbank engines [--json]
 //	sandbank mcp [--http ADDR [--tenants FILE] [--allow-origin ORIGIN]...] [--lang LANG]... [--engine NAME]...

@@ -212,6 +212,7 @@ invalid request; 130/143 cancelled by SIGINT/SIGTERM.`,
 		a.benchCommand(),
 		a.benchColdCommand(),
 		a.serveCommand(),
+		a.keygenCommand(),
 	)
 	return root
 }

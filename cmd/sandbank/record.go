@@ -21,15 +21,18 @@ import (
 type recordOptions struct {
 	quiet   bool
 	receipt string
+	signKey string
 
-	file *os.File       // --receipt, created before the run
-	rec  *effect.Record // the run's record, nil when it has none
+	file   *os.File       // --receipt, created before the run
+	signer effect.Signer  // --sign-key, read before the run
+	rec    *effect.Record // the run's record, nil when it has none
 }
 
 func (r *recordOptions) addFlags(cmd *cobra.Command) {
 	f := cmd.Flags()
 	f.BoolVar(&r.quiet, "quiet", false, "do not print what the script logs on stderr")
 	f.StringVar(&r.receipt, "receipt", "", "write the run's receipt (canonical JSON) to `FILE`")
+	f.StringVar(&r.signKey, "sign-key", "", "sign the receipt with the private key in `FILE` (see 'sandbank keygen')")
 }
 
 // eventBuffer lets every kept line of a run wait for stderr: the record
@@ -82,9 +85,17 @@ func (a *app) runRecorded(ctx context.Context, eff *effect.Effect, call effect.C
 	return rec.Value, err
 }
 
-// openReceipt creates --receipt's file before the run, so that a path
-// that cannot be written is a usage error that costs no engine.
+// openReceipt reads --sign-key and creates --receipt's file before the
+// run, so that a key that cannot be used or a path that cannot be
+// written is a usage error that costs no engine.
 func (r *recordOptions) openReceipt() error {
+	if r.signKey != "" {
+		s, err := readSignKey("--sign-key", r.signKey)
+		if err != nil {
+			return err
+		}
+		r.signer = s
+	}
 	if r.receipt == "" {
 		return nil
 	}

@@ -1,0 +1,81 @@
+package effect_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/sandbank/sandbank/effect"
+)
+
+// A host signs its receipts with its key; anyone holding the public key
+// checks who vouches for the run, and a receipt changed after signing
+// (here, a made-up value with its digest recomputed) no longer verifies.
+func ExampleOptions_signer() {
+	signer, err := effect.GenerateEd25519Signer() // or effect.ReadSignerFile("host.key")
+	if err != nil {
+		panic(err)
+	}
+	scripts := effect.NewMemoryStore()
+	script := []byte("log; log; maybe fail")
+	addr, _ := scripts.Put(script)
+	e, err := effect.New(scripts, chatty{}, &effect.Options{Engine: "chatty", Signer: signer})
+	if err != nil {
+		panic(err)
+	}
+	defer e.Close()
+	input := map[string]bool{"fail": false}
+	rec, _ := e.Run(context.Background(), effect.Call{Script: addr, Input: input})
+	fmt.Println("signed by the host's key:", rec.Receipt.Signature.KeyID == effect.KeyIDOf(signer.PublicKey()))
+
+	key := effect.WithKey(signer.PublicKey())
+	fmt.Println("verify:", effect.Verify(rec, script, input, key, effect.RequireSignature()))
+
+	forged := *rec
+	forged.Value = json.RawMessage(`{"done":false}`)
+	sum := sha256.Sum256(forged.Value)
+	forged.Receipt.OutputDigest = "sha256:" + hex.EncodeToString(sum[:])
+	fmt.Println("forged, consistent:", effect.Verify(&forged, script, input))
+	err = effect.Verify(&forged, script, input, key)
+	fmt.Println("forged, with the key:", errors.Is(err, effect.ErrBadSignature))
+	// Output:
+	// signed by the host's key: true
+	// verify: <nil>
+	// forged, consistent: <nil>
+	// forged, with the key: true
+}
+
+// Keys are trusted with their retirement dates: a receipt signed by a key
+// retired before its run started is stale.
+func ExampleWithKeys() {
+	signer, _ := effect.GenerateEd25519Signer()
+	scripts := effect.NewMemoryStore()
+	script := []byte("script")
+	addr, _ := scripts.Put(script)
+	e, _ := effect.New(scripts, chatty{}, &effect.Options{Engine: "chatty", Signer: signer})
+	defer e.Close()
+	rec, _ := e.Run(context.Background(), effect.Call{Script: addr})
+
+	retired := rec.Receipt.Started.Add(-time.Hour)
+	keys, err := effect.NewKeySet(effect.TrustedKey{PublicKey: signer.PublicKey(), Retired: retired})
+	if err != nil {
+		panic(err)
+	}
+	err = effect.Verify(rec, script, nil, effect.WithKeys(keys))
+	var se *effect.SignatureError
+	fmt.Println(errors.As(err, &se), se.Reason)
+
+	// An unsigned receipt verifies for consistency only, unless a
+	// signature is required.
+	rec.Receipt.Signature = nil
+	fmt.Println(effect.Verify(rec, script, nil, effect.WithKeys(keys)))
+	fmt.Println(effect.Verify(rec, script, nil, effect.WithKeys(keys), effect.RequireSignature()))
+	// Output:
+	// true effect: the receipt is signed by a retired key
+	// <nil>
+	// effect: record does not verify: the receipt is not signed
+}
