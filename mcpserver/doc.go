@@ -41,7 +41,8 @@
 //
 // A run tool's result carries, as structured content ([Result]) and as
 // text, the value or the typed failure, the logs and the stats of the
-// effect's run record, plus its receipt:
+// effect's run record, plus its receipt (and, in the structured content
+// only, the list of the script's host calls in the order issued):
 //
 //   - a value: a result;
 //   - a typed failure (*effect.Failure: scriptError, limitExceeded, …): a

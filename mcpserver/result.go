@@ -39,6 +39,10 @@ type Result struct {
 	LogsCut *effect.LogsCut `json:"logsCut,omitempty"`
 	// Stats are the run's figures; absent when the script did not run.
 	Stats *effect.Stats `json:"stats,omitempty"`
+	// HostCalls lists the script's host calls (upstream tools included)
+	// in the order it issued them: name, timing, bytes and outcome
+	// (effect.Record.HostCalls); absent when it made none.
+	HostCalls []effect.HostCall `json:"hostCalls,omitempty"`
 	// Engine is the engine that ran the script.
 	Engine string `json:"engine"`
 	// Receipt ties the result to the script, input, engine and limits
@@ -125,7 +129,7 @@ func invalidResult(engine, problem string) *mcp.CallToolResult {
 
 func fromRecord(engine string, rec *effect.Record) Result {
 	stats, receipt := rec.Stats, rec.Receipt
-	r := Result{Engine: engine, Logs: rec.Logs, LogsCut: rec.LogsCut, Stats: &stats, Receipt: &receipt}
+	r := Result{Engine: engine, Logs: rec.Logs, LogsCut: rec.LogsCut, Stats: &stats, HostCalls: rec.HostCalls, Receipt: &receipt}
 	if r.Logs == nil {
 		r.Logs = []effect.LogLine{}
 	}

@@ -257,6 +257,15 @@ func TestUpstreamTenCallsReshaped(t *testing.T) {
 	assert.EqualValues(t, 10, r.Stats.HostCalls, "the record counts every upstream call")
 	assert.Positive(t, r.Stats.HostCallBytesIn)
 	assert.Positive(t, r.Stats.HostCallBytesOut)
+	require.Len(t, r.HostCalls, 10, "the record lists every upstream call")
+	for i, c := range r.HostCalls {
+		assert.Equal(t, "up__item", c.Name, "call %d", i)
+		assert.Equal(t, effect.HostCallOK, c.Outcome, "call %d", i)
+		assert.Positive(t, c.BytesIn, "call %d", i)
+		if i > 0 {
+			assert.GreaterOrEqual(t, c.Issued, r.HostCalls[i-1].Issued, "in the order issued")
+		}
+	}
 }
 
 func TestUpstreamTextAnswerAndArguments(t *testing.T) {
