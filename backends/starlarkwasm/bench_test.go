@@ -3,7 +3,6 @@ package starlarkwasm_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"github.com/sandbank/sandbank/backends/starlarkwasm"
 	"github.com/sandbank/sandbank/bench/workloads"
 	"github.com/sandbank/sandbank/effect"
+	"github.com/sandbank/sandbank/internal/hostbench"
 	"github.com/sandbank/sandbank/spi"
 )
 
@@ -109,44 +109,19 @@ func BenchmarkKill(b *testing.B) {
 	}
 }
 
-// hostCallScript makes input["n"] host calls, each passing the previous
-// answer back.
-const hostCallScript = "def main(input):\n    x = 0\n    for _ in range(input[\"n\"]):\n        x = host.inc(x)\n    return x\n"
-
-// hostCalls is how many calls the measured run of BenchmarkHostCall
-// makes.
-const hostCalls = 500
-
-// BenchmarkHostCall: the cost of one host call's round trip through the
-// effect, in µs/call: each iteration times a run making hostCalls calls
-// and the same script making none, and the metric is the difference per
-// call (the run's start-up cancels out).
+// BenchmarkHostCall: one host call's round trip through the effect, the
+// median over a run of calls each made on the last answer
+// (internal/hostbench, as for the JavaScript engines).
 func BenchmarkHostCall(b *testing.B) {
 	for _, eng := range benchEngines {
 		b.Run(eng.name, func(b *testing.B) {
-			e, addr := benchEffect(b, eng.factory, []byte(hostCallScript), spi.Limits{WallClock: time.Minute})
-			inc := func(_ context.Context, args json.RawMessage) (any, error) {
-				var n int
-				if err := json.Unmarshal(args, &n); err != nil {
-					return nil, err
+			hostbench.RunSequential(b, func(tb testing.TB) spi.Backend {
+				be, err := eng.factory()
+				if err != nil {
+					tb.Fatal(err)
 				}
-				return n + 1, nil
-			}
-			host := effect.HostFuncs{"inc": inc}
-			run := func(n int) time.Duration {
-				start := time.Now()
-				got, err := e.Evaluate(context.Background(), effect.Call{Script: addr, Input: json.RawMessage(fmt.Sprintf(`{"n":%d}`, n)), Host: host})
-				if err != nil || string(got) != fmt.Sprint(n) {
-					b.Fatalf("%d calls: got %s, %v", n, got, err)
-				}
-				return time.Since(start)
-			}
-			var with, without time.Duration
-			for b.Loop() {
-				with += run(hostCalls)
-				without += run(0)
-			}
-			b.ReportMetric(float64((with-without).Microseconds())/float64(b.N*hostCalls), "µs/call")
+				return be
+			}, hostbench.StarlarkSequential)
 		})
 	}
 }
