@@ -441,7 +441,7 @@ func (b *broker) exec(c *hostCall) (json.RawMessage, error) {
 	}
 	c.rec.begin()
 	watch := context.AfterFunc(hctx, func() { _ = b.stopped(hctx) })
-	r := runHostFunc(hctx, c.fn, c.arg)
+	r := runHostFunc(withHostCallSeq(hctx, c.rec), c.fn, c.arg)
 	watch()
 	if err := b.stopped(hctx); err != nil {
 		c.ended(int64(len(r.text)), err, HostCallCanceled)
@@ -566,4 +566,28 @@ func (e *Effect) setHost(o *Options) error {
 		e.host[k] = v
 	}
 	return nil
+}
+
+// hostCallSeqKey is the context key of a host call's place in its run's
+// record.
+type hostCallSeqKey struct{}
+
+// withHostCallSeq returns ctx carrying the place of the call rec lists,
+// for HostCallSeq; ctx itself when the record lists none.
+func withHostCallSeq(ctx context.Context, rec *hostCallEntry) context.Context {
+	if rec == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, hostCallSeqKey{}, rec.i+1)
+}
+
+// HostCallSeq returns, inside a host function, its call's place in the
+// run's record (Record.HostCalls, from 1, in the order the script issued
+// the calls; the Seq of its events): calls run concurrently, so the order
+// in which host functions begin is not the script's order, and a host
+// function that keeps its own log of calls sorts it by this. False
+// outside a host function of a recorded run.
+func HostCallSeq(ctx context.Context) (int, bool) {
+	seq, ok := ctx.Value(hostCallSeqKey{}).(int)
+	return seq, ok
 }

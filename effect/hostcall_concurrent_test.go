@@ -275,3 +275,30 @@ func TestHostCallsWaitingBytesBounded(t *testing.T) {
 	assert.Equal(t, HostCallError, r.rec.HostCalls[2].Outcome)
 	assert.Zero(t, r.rec.HostCalls[2].Start, "it never ran")
 }
+
+// TestHostCallSeqIsTheRecordsOrder: inside a host function,
+// HostCallSeq is its call's place in Record.HostCalls (the script's
+// order), whatever order the concurrent calls begin in; outside one there
+// is none.
+func TestHostCallSeqIsTheRecordsOrder(t *testing.T) {
+	const n = 7
+	var mu sync.Mutex
+	seqOf := map[string]int{}
+	fn := func(ctx context.Context, args json.RawMessage) (any, error) {
+		seq, ok := HostCallSeq(ctx)
+		require.True(t, ok)
+		mu.Lock()
+		seqOf[string(args)] = seq
+		mu.Unlock()
+		return args, nil
+	}
+	e, _ := hostFixture(t, &Options{Host: HostFuncs{"wait": fn}})
+	rec, err := e.Run(context.Background(), Call{Source: hostScript, Input: startInput(gateCalls(n)...)})
+	require.NoError(t, err)
+	require.Len(t, rec.HostCalls, n)
+	for i := range n {
+		assert.Equal(t, i+1, seqOf[strconv.Itoa(i)], "call %d", i)
+	}
+	_, ok := HostCallSeq(context.Background())
+	assert.False(t, ok)
+}

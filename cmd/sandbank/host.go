@@ -1,8 +1,10 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"sync"
 
@@ -18,9 +20,11 @@ import (
 type hostCall struct {
 	Name string          `json:"name"`
 	Args json.RawMessage `json:"args"`
+	seq  int             // its place in the run's record (effect.HostCallSeq)
 }
 
-// hostLog records the calls of a run, in order.
+// hostLog records the calls of a run; list returns them in the order
+// the script issued them (they may run at once, and begin in any order).
 type hostLog struct {
 	mu    sync.Mutex
 	calls []hostCall
@@ -31,8 +35,10 @@ func (l *hostLog) list() []hostCall {
 		return nil
 	}
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	return append([]hostCall{}, l.calls...)
+	calls := append([]hostCall{}, l.calls...)
+	l.mu.Unlock()
+	slices.SortStableFunc(calls, func(a, b hostCall) int { return cmp.Compare(a.seq, b.seq) })
+	return calls
 }
 
 // parseHosts reads every --host NAME=FILE.json: the file must be JSON
@@ -60,9 +66,10 @@ func parseHosts(specs []string) (effect.HostFuncs, *hostLog, error) {
 			return nil, nil, usagef("--host %s: %s: %s", quote(name), effect.Excerpt(file), reason(err))
 		}
 		answer := json.RawMessage(b)
-		fns[name] = func(_ context.Context, args json.RawMessage) (any, error) {
+		fns[name] = func(ctx context.Context, args json.RawMessage) (any, error) {
+			seq, _ := effect.HostCallSeq(ctx)
 			log.mu.Lock()
-			log.calls = append(log.calls, hostCall{Name: name, Args: append(json.RawMessage(nil), args...)})
+			log.calls = append(log.calls, hostCall{Name: name, Args: append(json.RawMessage(nil), args...), seq: seq})
 			log.mu.Unlock()
 			return answer, nil
 		}

@@ -305,7 +305,7 @@ func TestRunUsageErrors(t *testing.T) {
 		{"unknown engine", "", []string{"run", "--engine", "nope", js}, `unknown engine "nope"`},
 		{"unknown language", "", []string{"run", "--lang", "cobol", js}, `unknown language "cobol"`},
 		{"engine and language disagree", "", []string{"run", "--engine", "fake", "--lang", "starlark", js}, `runs javascript, not "starlark"`},
-		{"unknown extension", "", []string{"run", script(t, "s.py", "value 1")}, "cannot tell the language"},
+		{"unknown extension", "", []string{"run", script(t, "s.rb", "value 1")}, "cannot tell the language"},
 		{"stdin without language", "value 1", []string{"run", "-"}, "needs --lang or --engine"},
 		{"invalid JSON input", "", []string{"run", "--input", "{nope", js}, "--input: invalid JSON at line 1, column 2"},
 		{"invalid JSON input file", "", []string{"run", "--input-file", notJSON, js}, "invalid JSON at line 1, column 2"},
