@@ -20,13 +20,16 @@ import (
 // writer per run (a broker's done must not block, and the runner may be
 // busy); once the run ends nothing more is written.
 
-// answers is a run's queue of host-call answers for the runner.
+// answers is a run's queue of host-call answers for the runner. Closing
+// it is the end of the run's host calls: no call starts after it
+// (starting holds mu's read side) and no answer is queued.
 type answers struct {
-	mu     sync.Mutex
-	lines  [][]byte
-	closed bool
-	wake   chan struct{} // signalled (never blocking) when a line is queued
-	quit   chan struct{} // closed when the run ends
+	starting sync.RWMutex // held while a call starts; close takes it
+	mu       sync.Mutex
+	lines    [][]byte
+	closed   bool
+	wake     chan struct{} // signalled (never blocking) when a line is queued
+	quit     chan struct{} // closed when the run ends
 }
 
 func newAnswers() *answers {
@@ -49,6 +52,8 @@ func (a *answers) put(line []byte) {
 
 // close drops the queued answers and refuses every later one.
 func (a *answers) close() {
+	a.starting.Lock()
+	defer a.starting.Unlock()
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if !a.closed {
@@ -56,6 +61,12 @@ func (a *answers) close() {
 		a.lines = nil
 		close(a.quit)
 	}
+}
+
+func (a *answers) isClosed() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.closed
 }
 
 // take returns the queued lines, or false once closed.
@@ -113,8 +124,16 @@ func (p *proc) hostCall(ctx context.Context, req spi.Request, id uint64, m msg) 
 		args = json.RawMessage("null")
 	}
 	if hs, ok := req.Host.(spi.HostStarter); ok {
-		hs.Start(ctx, m.N, args, answer)
+		// Start returns at once; the run's end waits for it, so that no
+		// call starts once Evaluate has returned.
+		p.answers.starting.RLock()
+		defer p.answers.starting.RUnlock()
+		if !p.answers.isClosed() {
+			hs.Start(ctx, m.N, args, answer)
+		}
 		return
 	}
-	answer(req.Host.Call(ctx, m.N, args))
+	if !p.answers.isClosed() {
+		answer(req.Host.Call(ctx, m.N, args))
+	}
 }

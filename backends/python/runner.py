@@ -288,10 +288,15 @@ def _start(loop, name, args):
 def _answers():
     # The protocol input is readable: settle every answer read whole. A
     # thread waiting for its own answer may be reading: it settles them.
+    # Readiness is checked again under the lock: that thread may have
+    # read everything since the loop saw it.
     if not _reading.acquire(False):
         return
     try:
-        _fill(1 << 20)
+        import select
+
+        if select.select([_IN], [], [], 0)[0]:
+            _fill(1 << 20)
         _settle_read()
     finally:
         _reading.release()
