@@ -17,9 +17,8 @@ import (
 )
 
 // TestConformance runs the kit over the backend with the Python fixture
-// set. Every case must pass but host_concurrent, which the set declares
-// inapplicable (host_concurrent.skip: the runner makes one host call at a
-// time): the backend declares every capability.
+// set. Every case must pass: the backend declares every capability and
+// the set declares no case inapplicable.
 func TestConformance(t *testing.T) {
 	needSandbox(t)
 	set := pyfixtures.Set()
@@ -29,11 +28,7 @@ func TestConformance(t *testing.T) {
 	require.NoError(t, err)
 	for _, c := range rep.Cases {
 		t.Run(c.Name, func(t *testing.T) {
-			want := conformance.StatusPass
-			if c.Name == "host_concurrent" {
-				want = conformance.StatusSkip
-			}
-			assert.Equal(t, want, c.Status, c.Reason)
+			assert.Equal(t, conformance.StatusPass, c.Status, c.Reason)
 			if c.Reason != "" {
 				t.Log(c.Reason)
 			}

@@ -22,8 +22,13 @@
 //   - print and sys.stdout are info lines on stdout; sys.stderr is error
 //     lines on stderr; logging (INFO and up by default) keeps its levels.
 //   - Host calls are host.NAME(args), and await host.NAME(args) in async
-//     code (inside a running event loop the call returns an awaitable); a
-//     failing call raises HostError whose message is the host's text.
+//     code: inside a running event loop the call is issued at once and
+//     returns an awaitable, so a script may have several in flight
+//     (asyncio.gather), run concurrently up to the effect's
+//     MaxConcurrentHostCalls; outside one the call waits for its answer.
+//     A failing call raises HostError whose message is the host's text.
+//     A host call takes no time on the virtual clock: a timer fires only
+//     once no call is in flight.
 //   - time, datetime (the pure-Python module), random, os.urandom (and so
 //     secrets and uuid4) are deterministic: the clock starts at
 //     2000-01-01T00:00:00Z and advances one millisecond per reading,

@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
 	"github.com/sandbank/sandbank/spi"
 )
@@ -70,52 +72,154 @@ func waitFor(cond func() bool) bool {
 	return true
 }
 
-// TestNoProcessLeftBehind: concurrent good and hostile runs (values,
-// errors, memory and CPU bombs, loops stopped by the wall clock or by a
-// cancellation) each get their typed answer, and once they have, no
-// process of theirs is left.
+// descendants lists the processes descended from pid, read from /proc.
+func descendants(pid int) []int {
+	paths, _ := filepath.Glob("/proc/[0-9]*/stat")
+	parent := map[int]int{}
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid …; comm may hold spaces and parentheses.
+		i := bytes.LastIndexByte(b, ')')
+		var self, ppid int
+		var state string
+		if i < 0 || sscan(b[:i], &self) != nil || sscan(b[i+1:], &state, &ppid) != nil {
+			continue
+		}
+		parent[self] = ppid
+	}
+	var out []int
+	for p := range parent {
+		for q := parent[p]; q > 1; q = parent[q] {
+			if q == pid {
+				out = append(out, p)
+				break
+			}
+		}
+	}
+	return out
+}
+
+func sscan(b []byte, v ...any) error {
+	_, err := fmt.Sscan(string(b), v...)
+	return err
+}
+
+// tagged lists the processes whose command line holds tag.
+func tagged(tag string) []int {
+	paths, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	var out []int
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		var pid int
+		if err == nil && bytes.Contains(b, []byte(tag)) && sscan([]byte(filepath.Base(filepath.Dir(p))), &pid) == nil {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// waitExited waits, on each process's pidfd (readable once it has
+// exited), until every one of pids has exited or processWait has passed;
+// it reports whether they all had.
+func waitExited(pids []int) bool {
+	deadline := time.Now().Add(processWait)
+	for _, pid := range pids {
+		fd, err := unix.PidfdOpen(pid, 0)
+		if err != nil {
+			continue // gone already
+		}
+		for {
+			left := time.Until(deadline)
+			if left <= 0 {
+				unix.Close(fd)
+				return false
+			}
+			fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+			n, err := unix.Poll(fds, int(left.Milliseconds())+1)
+			if err == unix.EINTR {
+				continue
+			}
+			if n > 0 || err != nil {
+				break
+			}
+		}
+		unix.Close(fd)
+	}
+	return true
+}
+
+// TestNoProcessLeftBehind: many concurrent good and hostile runs (values,
+// errors, concurrent host calls, memory bombs, a fork, runaway loops and
+// a runaway regex stopped by the wall clock, loops stopped by a
+// cancellation), 16 at a time, each get their typed answer, and once they
+// have, no process of theirs is left: none of this process's descendants
+// beyond those before, and none holding the backend's tag (a sandbox's
+// inner processes are reparented when bubblewrap dies). 200 runs; 48
+// under -short or -race (each run is a process start, slower there).
 func TestNoProcessLeftBehind(t *testing.T) {
 	b := backendOrSkip(t)
+	before := len(descendants(os.Getpid()))
 	cases := []struct {
 		script string
 		want   spi.OutcomeKind
+		value  string // KindOK
+		name   string // KindThrew
 		limit  spi.LimitKind
 		cancel bool
+		host   bool
 	}{
-		{script: "input * 2", want: spi.KindOK},
-		{script: "raise ValueError('x')", want: spi.KindThrew},
+		{script: "input * 2", want: spi.KindOK, value: "42"},
+		{script: "raise ValueError('x')", want: spi.KindThrew, name: "ValueError"},
+		{script: "import asyncio\nasync def main():\n    return await asyncio.gather(host.a(input), host.b(input))\nawait main()",
+			want: spi.KindOK, value: "[21,21]", host: true},
 		{script: `"x" * 10**10`, want: spi.KindLimit, limit: spi.LimitMemory},
+		{script: "a = []\nwhile True:\n    a.append(' ' * 10**6)", want: spi.KindLimit, limit: spi.LimitMemory},
+		{script: "import os\nos.fork()", want: spi.KindThrew, name: "PermissionError"},
 		{script: "while True:\n    pass", want: spi.KindLimit, limit: spi.LimitWallClock},
 		{script: "import re\nre.match(r'(a*)*b', 'a' * 64)", want: spi.KindLimit, limit: spi.LimitWallClock},
 		{script: "while True:\n    pass", cancel: true},
 	}
-	const rounds = 4
+	runs := 200
+	if testing.Short() || raceEnabled {
+		runs = 48
+	}
 	var wg sync.WaitGroup
-	errs := make(chan string, rounds*len(cases))
-	for i := range rounds * len(cases) {
+	slots := make(chan struct{}, 16)
+	errs := make(chan string, runs)
+	for i := range runs {
 		c := cases[i%len(cases)]
+		slots <- struct{}{}
 		wg.Go(func() {
+			defer func() { <-slots }()
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			if c.cancel {
 				time.AfterFunc(300*time.Millisecond, cancel)
 			}
 			limits := spi.Limits{WallClock: 500 * time.Millisecond, MemoryBytes: 32 << 20}
-			if c.cancel {
-				// Only the cancellation ends this run, however late its
-				// timer fires on a loaded machine.
+			if c.cancel || c.host || c.want != spi.KindLimit || c.limit != spi.LimitWallClock {
+				// Only the cancellation, the script or a limit other
+				// than the wall clock ends these runs, however loaded
+				// the machine.
 				limits.WallClock = time.Hour
 			}
-			out, err := b.Evaluate(ctx, spi.Request{Script: []byte(c.script), Input: json.RawMessage("21"), Limits: limits})
+			req := spi.Request{Script: []byte(c.script), Input: json.RawMessage("21"), Limits: limits}
+			if c.host {
+				req.Host = echoHost{}
+			}
+			out, err := b.Evaluate(ctx, req)
 			switch {
 			case c.cancel:
-				if err == nil {
-					errs <- fmt.Sprintf("%q: a cancelled run must return the context's error, got %+v", c.script, out)
+				if !errors.Is(err, context.Canceled) {
+					errs <- fmt.Sprintf("%q: a cancelled run must return context.Canceled, got %+v, %v", c.script, out, err)
 				}
 			case err != nil:
 				errs <- fmt.Sprintf("%q: %v", c.script, err)
-			case out.Kind != c.want || out.Limit != c.limit:
-				errs <- fmt.Sprintf("%q: got %+v", c.script, out)
+			case out.Kind != c.want || out.Limit != c.limit || out.Name != c.name || (c.want == spi.KindOK && string(out.Value) != c.value):
+				errs <- fmt.Sprintf("%q: got %+v (value %s)", c.script, out, out.Value)
 			}
 		})
 	}
@@ -124,8 +228,17 @@ func TestNoProcessLeftBehind(t *testing.T) {
 	for e := range errs {
 		t.Error(e)
 	}
-	assert.True(t, waitFor(func() bool { return processesTagged(b.tag) == 0 }),
-		"%d process(es) of the runs are still there", processesTagged(b.tag))
+	left := append(tagged(b.tag), descendants(os.Getpid())...)
+	require.True(t, waitExited(left), "process(es) of the runs still there after %v", processWait)
+	assert.Empty(t, tagged(b.tag), "process(es) of the runs are still there")
+	assert.Len(t, descendants(os.Getpid()), before, "this process's descendants, before and after the runs")
+}
+
+// echoHost answers every call with its argument.
+type echoHost struct{}
+
+func (echoHost) Call(_ context.Context, _ string, args json.RawMessage) (json.RawMessage, error) {
+	return args, nil
 }
 
 // helperEnv makes the test binary, re-executed, the host of one run that

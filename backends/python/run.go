@@ -92,7 +92,8 @@ type proc struct {
 	errDone chan struct{} // closed once stderr is drained
 	started chan struct{} // closed when the script starts
 	done    chan spi.Outcome
-	inMu    sync.Mutex
+	inMu    sync.Mutex    // one writer at a time: the request, then answers
+	answers *answers      // host-call answers for the runner
 	waited  chan struct{} // closed once the process has been waited for
 	once    sync.Once
 }
@@ -150,6 +151,7 @@ func (b *Backend) spawn(req spi.Request) (*proc, error) {
 		started: make(chan struct{}),
 		done:    make(chan spi.Outcome, 1),
 		waited:  make(chan struct{}),
+		answers: newAnswers(),
 	}
 	go func() {
 		_, _ = io.Copy(p.stderr, errR)
@@ -161,6 +163,7 @@ func (b *Backend) spawn(req spi.Request) (*proc, error) {
 		close(p.waited)
 	}()
 	go p.writeRequest(req)
+	go p.writeAnswers()
 	return p, nil
 }
 
@@ -224,6 +227,7 @@ func (p *proc) writeRequest(req spi.Request) {
 // namespace ends with its first process).
 func (p *proc) kill() {
 	p.once.Do(func() {
+		p.answers.close()
 		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
 		p.in.Close()
 	})
@@ -248,6 +252,7 @@ type msg struct {
 	N string          `json:"n"` // host function, error name
 	A json.RawMessage `json:"a"` // host call argument
 	K string          `json:"k"` // limit kind
+	I *uint64         `json:"i"` // host call id
 }
 
 // session reads the runner's lines until the run ends and sends the
@@ -285,10 +290,16 @@ func (p *proc) session(ctx context.Context, req spi.Request) {
 			}
 			req.Log(level, stream, m.M)
 		case "call":
-			if !p.hostCall(ctx, req, m) {
-				p.done <- p.exited()
+			if m.I == nil {
+				p.done <- protocolBroken()
 				return
 			}
+			if ctx.Err() != nil {
+				// The run has ended (or its context is done, which
+				// Evaluate reports): the broker is not called again.
+				return
+			}
+			p.hostCall(ctx, req, *m.I, m)
 		case "ok":
 			value, err := readLine(r, maxLine)
 			if err != nil || !json.Valid(value) {
@@ -315,30 +326,6 @@ func (p *proc) session(ctx context.Context, req spi.Request) {
 			return
 		}
 	}
-}
-
-// hostCall relays one call to the broker and writes the answer. It
-// reports false when the answer could not be written (the process ended).
-func (p *proc) hostCall(ctx context.Context, req spi.Request, m msg) bool {
-	var reply []byte
-	if req.Host == nil {
-		reply, _ = json.Marshal(map[string]string{"err": "python: this run has no host functions"})
-	} else {
-		args := m.A
-		if len(args) == 0 {
-			args = json.RawMessage("null")
-		}
-		res, err := req.Host.Call(ctx, m.N, args)
-		if err != nil {
-			reply, _ = json.Marshal(map[string]string{"err": err.Error()})
-		} else {
-			reply = append(append([]byte(`{"ok":`), res...), '}')
-		}
-	}
-	p.inMu.Lock()
-	defer p.inMu.Unlock()
-	_, err := p.in.Write(append(reply, '\n'))
-	return err == nil
 }
 
 // protocolBroken is the outcome of a run that wrote something the runner
@@ -401,6 +388,9 @@ func logStream(s string) spi.LogStream {
 	}
 	return st
 }
+
+// errNoHost answers the host calls of a run that has no host functions.
+var errNoHost = errors.New("python: this run has no host functions")
 
 var errLineTooLong = errors.New("python: line too long")
 

@@ -6,10 +6,12 @@
 #
 #   Go -> runner   one line {"s": SCRIPT_BYTES, "i": INPUT_BYTES}, then the
 #                  script's bytes, then the input's JSON text; later, one
-#                  line per host call answered: {"ok": VALUE} or {"err": TEXT}.
+#                  line per host call answered, {"i":ID,"ok":VALUE} or
+#                  {"i":ID,"err":TEXT}, in the order the answers arrive.
 #   runner -> Go   one JSON object per line: {"t":"start"} as the script
 #                  starts; {"t":"log","l":LEVEL,"s":STREAM,"m":TEXT};
-#                  {"t":"call","n":NAME,"a":ARGS}; and one ending:
+#                  {"t":"call","i":ID,"n":NAME,"a":ARGS} (ID counts the
+#                  run's calls from 0); and one ending:
 #                  {"t":"ok"} followed by a line holding the value's JSON
 #                  text, {"t":"threw","n":NAME,"m":TEXT}, {"t":"limit",
 #                  "k":"memory"} or {"t":"input"} (the input did not fit).
@@ -36,11 +38,18 @@ _LIMITS = json.loads(sys.argv[1])
 _MEMORY_PACKET = b'{"t":"limit","k":"memory"}\n'
 
 
+import _thread
+
+# Lines are written whole: a script's threads may log or call at once.
+_writing = _thread.RLock()
+
+
 def _write(data):
-    view = memoryview(data)
-    while view:
-        n = os.write(_OUT, view)
-        view = view[n:]
+    with _writing:
+        view = memoryview(data)
+        while view:
+            n = os.write(_OUT, view)
+            view = view[n:]
 
 
 def _send(obj):
@@ -197,16 +206,108 @@ class HostError(Exception):
     """A host function's error; its message is the host's text exactly."""
 
 
-def _call(name, args):
+# Calls in flight, by id: the future of each call made inside a running
+# event loop whose answer has not arrived. A synchronous call waits for
+# its own answer, settling the others it reads meanwhile; a thread of the
+# script may make one while the loop waits for answers, so reading the
+# protocol input is under _reading, and a future is settled on its loop's
+# thread (call_soon_threadsafe).
+_calls = {}
+_waiting = set()  # ids of synchronous calls waiting for their answer
+_replies = {}  # their answers, read by another thread
+_next_id = [0]
+_reading = _thread.allocate_lock()
+
+
+def _issue(name, args, register):
     try:
         text = json.dumps(args, ensure_ascii=True, allow_nan=False, separators=(",", ":"))
     except (TypeError, ValueError):
         raise TypeError("python: a host call's argument must be JSON (no NaN, infinity, set or bytes)") from None
-    _write(('{"t":"call","n":' + json.dumps(name) + ',"a":' + text + "}\n").encode("ascii"))
-    reply = json.loads(_read_line())
+    with _writing:  # ids in the order the lines are written
+        i = _next_id[0]
+        _next_id[0] += 1
+        register(i)  # before the line: its answer may come at once
+        _write(('{"t":"call","i":%d,"n":' % i + json.dumps(name) + ',"a":' + text + "}\n").encode("ascii"))
+    return i
+
+
+def _resolve(fut, reply):
+    if fut.done():
+        return
+    if "err" in reply:
+        fut.set_exception(HostError(reply["err"]))
+    else:
+        fut.set_result(reply["ok"])
+
+
+def _settle(reply):
+    i = reply["i"]
+    fut = _calls.pop(i, None)
+    if fut is None:
+        if i in _waiting:
+            _replies[i] = reply
+        return
+    loop = fut.get_loop()
+    if loop.is_closed():
+        return
+    try:
+        loop.call_soon_threadsafe(_resolve, fut, reply)
+    except RuntimeError:  # the loop closed meanwhile
+        pass
+
+
+def _call(name, args):
+    i = _issue(name, args, _waiting.add)
+    try:
+        while True:
+            with _reading:
+                reply = _replies.pop(i, None)
+                if reply is not None:
+                    break
+                reply = json.loads(_read_line())
+                if reply["i"] == i:
+                    # The answers read with it: the loop may be waiting
+                    # for them, and the input holds them no more.
+                    _settle_read()
+                    break
+                _settle(reply)
+    finally:
+        _waiting.discard(i)
     if "err" in reply:
         raise HostError(reply["err"])
     return reply["ok"]
+
+
+def _start(loop, name, args):
+    fut = loop.create_future()
+    _issue(name, args, lambda i: _calls.__setitem__(i, fut))
+    return fut
+
+
+def _answers():
+    # The protocol input is readable: settle every answer read whole. A
+    # thread waiting for its own answer may be reading: it settles them.
+    # Readiness is checked again under the lock: that thread may have
+    # read everything since the loop saw it.
+    if not _reading.acquire(False):
+        return
+    try:
+        import select
+
+        if select.select([_IN], [], [], 0)[0]:
+            _fill(1 << 20)
+        _settle_read()
+    finally:
+        _reading.release()
+
+
+def _settle_read():
+    while True:
+        line = _take_line()
+        if line is None:
+            return
+        _settle(json.loads(line))
 
 
 class _Host:
@@ -218,14 +319,10 @@ class _Host:
 
         def call(args=None):
             aio = sys.modules.get("asyncio")
-            if aio is None or aio._get_running_loop() is None:
+            loop = None if aio is None else aio._get_running_loop()
+            if loop is None:
                 return _call(name, args)
-            fut = aio.get_running_loop().create_future()
-            try:
-                fut.set_result(_call(name, args))
-            except HostError as e:
-                fut.set_exception(e)
-            return fut
+            return _start(loop, name, args)
 
         call.__name__ = name
         return call
@@ -270,9 +367,25 @@ def _configure_asyncio(asyncio):
     import selectors
     import threading
 
+    # Every loop's selector also watches the protocol input: while host
+    # calls are in flight, the loop waits for their answers (a host call
+    # takes no time on the virtual clock: a timer fires only once no call
+    # is in flight).
     class _VirtualSelector(selectors.BaseSelector):
         def __init__(self):
             self._real = selectors.DefaultSelector()
+            self._real.register(_IN, selectors.EVENT_READ, _answers)
+
+        def _select(self, timeout):
+            out = []
+            self._answered = False
+            for key, events in self._real.select(timeout):
+                if key.data is _answers:
+                    _answers()
+                    self._answered = True
+                else:
+                    out.append((key, events))
+            return out
 
         def register(self, fileobj, events, data=None):
             return self._real.register(fileobj, events, data)
@@ -290,12 +403,14 @@ def _configure_asyncio(asyncio):
             self._real.close()
 
         def select(self, timeout=None):
-            ready = self._real.select(0)
-            if ready:
+            ready = self._select(0)
+            if ready or self._answered or timeout == 0:
                 return ready
+            if _calls:
+                return self._select(None)
             if timeout is None:
                 if threading.active_count() > 1:
-                    return self._real.select(None)
+                    return self._select(None)
                 raise NeverSettles("the script awaits something that never completes")
             if timeout > 0:
                 _clock[0] += int(timeout * 1e9)
@@ -373,18 +488,29 @@ def _read_exact(n):
     return out
 
 
-def _read_line():
+def _fill(n):
     global _inbuf
+    chunk = os.read(_IN, n)
+    if not chunk:
+        os._exit(3)
+    _inbuf += chunk
+
+
+def _take_line():
+    i = _inbuf.find(b"\n")
+    if i < 0:
+        return None
+    out = bytes(_inbuf[:i])
+    del _inbuf[: i + 1]
+    return out
+
+
+def _read_line():
     while True:
-        i = _inbuf.find(b"\n")
-        if i >= 0:
-            out = bytes(_inbuf[:i])
-            del _inbuf[: i + 1]
-            return out
-        chunk = os.read(_IN, 65536)
-        if not chunk:
-            os._exit(3)
-        _inbuf += chunk
+        line = _take_line()
+        if line is not None:
+            return line
+        _fill(65536)
 
 
 def _position(tb):
