@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync"
 
 	"github.com/sandbank/sandbank/backends/goja"
 	"github.com/sandbank/sandbank/effect"
@@ -60,4 +61,44 @@ for (const o of orders) totals[names[o.customer]] = (totals[names[o.customer]] |
 	// Output:
 	// {"since":"2026-01-01","totals":{"Ada Lovelace":1550,"Bob Kahn":990}} <nil>
 	// "caught: orders: want {since: DATE}" <nil>
+}
+
+// A host function that keeps its own log of calls sorts it by
+// HostCallSeq: calls the script issues together run at once and may
+// begin in any order, but each knows its place in the script's order.
+func ExampleHostCallSeq() {
+	backend, err := goja.New(nil)
+	if err != nil {
+		panic(err)
+	}
+	var mu sync.Mutex
+	seen := map[int]string{}
+	e, err := effect.New(effect.NewMemoryStore(), backend, &effect.Options{
+		Host: effect.HostFuncs{
+			"fetch": func(ctx context.Context, args json.RawMessage) (any, error) {
+				seq, _ := effect.HostCallSeq(ctx)
+				mu.Lock()
+				seen[seq] = string(args)
+				mu.Unlock()
+				return args, nil
+			},
+		},
+	})
+	if err != nil {
+		panic(err)
+	}
+	defer e.Close()
+
+	_, err = e.Evaluate(context.Background(), effect.Call{
+		Source: []byte(`await Promise.all(["a", "b", "c"].map(k => host.fetch(k)))`),
+	})
+	fmt.Println(err)
+	for seq := 1; seq <= len(seen); seq++ {
+		fmt.Println(seq, seen[seq])
+	}
+	// Output:
+	// <nil>
+	// 1 "a"
+	// 2 "b"
+	// 3 "c"
 }

@@ -146,6 +146,7 @@ type broker struct {
 	maxArg    int64
 	maxResult int64
 	maxConc   int
+	accepted  int // calls accepted so far (guarded by mu)
 	e         *Effect
 	st        *runState // the run's record (hostcall_record.go); may be nil
 	job       *job      // the backend call; a running host function holds it
@@ -263,6 +264,7 @@ type hostCall struct {
 	arg   json.RawMessage
 	hctx  context.Context
 	rec   *hostCallEntry // its line in the run record
+	seq   int            // its place among the run's accepted calls (HostCallSeq)
 	done  func(json.RawMessage, error)
 	began func() // marks the start of the host function in the record
 }
@@ -360,6 +362,13 @@ func (b *broker) issue(ctx context.Context, name string, args json.RawMessage, d
 	}
 	c := &hostCall{name: name, fn: fn, arg: append(json.RawMessage(nil), args...), hctx: hctx, done: done}
 	c.rec = b.st.hostCallIssued(name, int64(len(c.arg)))
+	b.mu.Lock()
+	b.accepted++
+	c.seq = b.accepted
+	b.mu.Unlock()
+	if c.rec != nil {
+		c.seq = c.rec.i + 1 // the record's own order, when it keeps one
+	}
 
 	// A running host function holds the backend call, so that it counts
 	// in Abandoned until it returns even when the backend returned
@@ -441,7 +450,7 @@ func (b *broker) exec(c *hostCall) (json.RawMessage, error) {
 	}
 	c.rec.begin()
 	watch := context.AfterFunc(hctx, func() { _ = b.stopped(hctx) })
-	r := runHostFunc(withHostCallSeq(hctx, c.rec), c.fn, c.arg)
+	r := runHostFunc(context.WithValue(hctx, hostCallSeqKey{}, c.seq), c.fn, c.arg)
 	watch()
 	if err := b.stopped(hctx); err != nil {
 		c.ended(int64(len(r.text)), err, HostCallCanceled)
@@ -572,21 +581,12 @@ func (e *Effect) setHost(o *Options) error {
 // record.
 type hostCallSeqKey struct{}
 
-// withHostCallSeq returns ctx carrying the place of the call rec lists,
-// for HostCallSeq; ctx itself when the record lists none.
-func withHostCallSeq(ctx context.Context, rec *hostCallEntry) context.Context {
-	if rec == nil {
-		return ctx
-	}
-	return context.WithValue(ctx, hostCallSeqKey{}, rec.i+1)
-}
-
 // HostCallSeq returns, inside a host function, its call's place in the
 // run's record (Record.HostCalls, from 1, in the order the script issued
 // the calls; the Seq of its events): calls run concurrently, so the order
 // in which host functions begin is not the script's order, and a host
 // function that keeps its own log of calls sorts it by this. False
-// outside a host function of a recorded run.
+// outside a host function.
 func HostCallSeq(ctx context.Context) (int, bool) {
 	seq, ok := ctx.Value(hostCallSeqKey{}).(int)
 	return seq, ok
