@@ -107,6 +107,11 @@ func build(set settings) (*Backend, error) {
 	if err != nil {
 		return nil, fmt.Errorf("quickjs: %w", err)
 	}
+	// The compiled entries' seals are checked while the module is read.
+	disk, err := openDisk(dir, guestKey(set))
+	if err != nil {
+		return nil, err
+	}
 	bin, err := guestModule(set, dir)
 	var parkedErr error
 	if err != nil && set.mode == ModeParked && !errors.Is(err, errStackGuard) {
@@ -114,6 +119,9 @@ func build(set settings) (*Backend, error) {
 		// for this binary): a fresh backend that says why, never a parked
 		// instance whose restore would be incomplete.
 		parkedErr, set.mode = err, ModeFresh
+		if disk, err = openDisk(dir, guestKey(set)); err != nil {
+			return nil, err
+		}
 		bin, err = guestModule(set, dir)
 	}
 	if err != nil {
@@ -122,12 +130,7 @@ func build(set settings) (*Backend, error) {
 	cfg := wazero.NewRuntimeConfigCompiler().
 		WithDebugInfoEnabled(false). // with it on, every guest exit costs 40-45 ms
 		WithCloseOnContextDone(set.wazeroClose)
-	var disk *cache.Wazero // the process's, never closed
-	if dir != "" {
-		disk, err = cache.OpenWazero(dir, bin.key)
-		if err != nil {
-			return nil, fmt.Errorf("quickjs: compilation cache: %w", err)
-		}
+	if disk != nil {
 		cfg = cfg.WithCompilationCache(disk.CompilationCache())
 	} else {
 		cfg = cfg.WithCompilationCache(processCache())
@@ -159,6 +162,19 @@ func build(set settings) (*Backend, error) {
 	b.core = newCore(b)
 	b.life, b.runs = b.core.Life(), b.core.Runs()
 	return b, nil
+}
+
+// openDisk opens the process's compilation cache of the module named key
+// in dir (the process's, never closed); nil without a cache directory.
+func openDisk(dir, key string) (*cache.Wazero, error) {
+	if dir == "" {
+		return nil, nil
+	}
+	disk, err := cache.OpenWazero(dir, key)
+	if err != nil {
+		return nil, fmt.Errorf("quickjs: compilation cache: %w", err)
+	}
+	return disk, nil
 }
 
 // Mode is the mode the backend runs in: the one Options asked for, except

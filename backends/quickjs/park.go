@@ -2,7 +2,7 @@ package quickjs
 
 import (
 	"context"
-	"slices"
+	"github.com/sandbank/sandbank/internal/hugepage"
 
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
@@ -49,7 +49,7 @@ func (inst *instance) parkPoint(ctx context.Context, mod api.Module) {
 		}
 	}
 	inst.snap = snap
-	inst.memory = slices.Clone(buf)
+	inst.memory = hugepage.Clone(buf)
 	inst.globalVals = saveGlobals(inst.globals)
 	inst.wall, inst.mono = inst.clock.wall.Load(), inst.clock.mono.Load()
 	inst.rngState = inst.rng.state()

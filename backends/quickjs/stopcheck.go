@@ -97,6 +97,13 @@ var errStackGuard = errors.New("quickjs: the C stack cannot be guarded")
 // (encodeGuest); it is part of the entry's key.
 const layoutFormat = "quickjs-guest-1"
 
+// guestKey names the rewritten module of set's mode in the cache
+// directory (and so its compiled forms): the input's hash, the pass list
+// and the encoding.
+func guestKey(set settings) string {
+	return cache.Key("quickjs", quickJSWASM, wasmrewrite.Version(guestPasses(set)...), layoutFormat)
+}
+
 // guestModule returns the bytes the backend compiles (QuickJS rewritten
 // by guestPasses) and their stack layout. With a cache directory, a
 // rewritten module another process left there is read instead of
@@ -107,7 +114,7 @@ func guestModule(set settings, dir string) (guestBinary, error) {
 	version := wasmrewrite.Version(passes...)
 	key := rewriteKey{input: &input[0], version: version, dir: dir}
 	rewrite, _ := guestModules.LoadOrStore(key, sync.OnceValues(func() (guestBinary, error) {
-		name := cache.Key("quickjs", input, version, layoutFormat)
+		name := guestKey(set)
 		b, err := cache.Memo(dir, name+".wasm", func() ([]byte, error) {
 			layout, err := jsguest.GuardedLayout(input, set.stackBytes)
 			if err != nil {

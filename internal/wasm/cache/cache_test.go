@@ -134,7 +134,8 @@ func TestResolve(t *testing.T) {
 	assert.Error(t, err)
 }
 
-// TestOpenWazero: opening a module's cache checks its seals, and removes
+// TestOpenWazero: opening a module's cache checks its seals (in the
+// background: CompilationCache waits for the check), and removes
 // the command line's former layout (wazero's directories directly in the
 // cache directory).
 func TestOpenWazero(t *testing.T) {

@@ -29,8 +29,9 @@ const wazeroDir = "wazero"
 // every runtime of the module shares it: wazero keeps the compiled module
 // in memory too, so only the process's first compile reads the disk.
 type Wazero struct {
-	dir   string
-	cache wazero.CompilationCache
+	dir     string
+	cache   wazero.CompilationCache
+	checked chan struct{} // closed once Check of the entries there is done
 }
 
 var (
@@ -41,6 +42,11 @@ var (
 // OpenWazero returns the process's sealed wazero cache of the module
 // named module (a Key) in dir, a directory Resolve returned, opening it
 // on first use.
+//
+// Checking the seals of the entries already there reads them whole, so
+// it runs in the background, while the caller reads or rewrites the
+// module; CompilationCache waits for it. Open the cache as soon as the
+// module's key is known.
 func OpenWazero(dir, module string) (*Wazero, error) {
 	path := filepath.Join(dir, wazeroDir, module)
 	wazeroMu.Lock()
@@ -51,24 +57,35 @@ func OpenWazero(dir, module string) (*Wazero, error) {
 	if err := os.MkdirAll(path, 0o700); err != nil {
 		return nil, err
 	}
-	removeOldLayout(dir)
-	Check(path)
 	c, err := wazero.NewCompilationCacheWithDir(path)
 	if err != nil {
 		return nil, err
 	}
-	w := &Wazero{dir: path, cache: c}
+	w := &Wazero{dir: path, cache: c, checked: make(chan struct{})}
+	go func() {
+		defer close(w.checked)
+		removeOldLayout(dir)
+		Check(path)
+	}()
 	wazeroCaches[path] = w
 	return w, nil
 }
 
-// CompilationCache is the cache to configure the module's runtime with.
-// It lives as long as the process: do not close it.
-func (w *Wazero) CompilationCache() wazero.CompilationCache { return w.cache }
+// CompilationCache is the cache to configure the module's runtime with,
+// once the entries already there are checked (it waits for that): wazero
+// then reads only sealed entries. It lives as long as the process: do
+// not close it.
+func (w *Wazero) CompilationCache() wazero.CompilationCache {
+	<-w.checked
+	return w.cache
+}
 
 // Seal seals the entries a compile wrote: call it once
 // Runtime.CompileModule has returned.
-func (w *Wazero) Seal() { Seal(w.dir) }
+func (w *Wazero) Seal() {
+	<-w.checked
+	Seal(w.dir)
+}
 
 // removeOldLayout removes the wazero directories the command line kept
 // directly in the cache directory before each module had a directory of
