@@ -104,10 +104,10 @@ func openData(ctx context.Context, o *Options, log *slog.Logger, m *metrics) (*d
 // those the tenants document allows, in lower case (a case-insensitive
 // file system would merge two names that differ only in case). Any other
 // name is "_" and its hex, which no tenant's name can be.
-var tenantDirRx = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
+var tenantDirRx = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`) })
 
 func tenantDir(name string) string {
-	if tenantDirRx.MatchString(name) {
+	if tenantDirRx().MatchString(name) {
 		return name
 	}
 	return "_" + hex.EncodeToString([]byte(name))

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"regexp"
+	"sync"
 	"time"
 
 	"github.com/danielgtaylor/huma/v2"
@@ -29,9 +30,9 @@ type receiptInput struct {
 }
 type receiptOutput struct{ Body StoredReceipt }
 
-var runIDRx = regexp.MustCompile(`^[0-9a-f]{32}$`)
+var runIDRx = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9a-f]{32}$`) })
 
-func validRunID(s string) bool { return runIDRx.MatchString(s) }
+func validRunID(s string) bool { return runIDRx().MatchString(s) }
 
 // newRunID returns a new run id: 128 random bits in hex.
 func newRunID() string {

@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -181,8 +182,8 @@ type document struct {
 }
 
 var (
-	nameRx   = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9._-]{0,63}$`)
-	digestRx = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+	nameRx   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9._-]{0,63}$`) })
+	digestRx = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^sha256:[0-9a-f]{64}$`) })
 )
 
 // Parse reads a tenants document. Every tenant needs a unique name and at
@@ -209,7 +210,7 @@ func Parse(b []byte) (*Set, error) {
 	names := map[string]bool{}
 	digests := map[string]string{}
 	for i, d := range doc.Tenants {
-		if !nameRx.MatchString(d.Name) {
+		if !nameRx().MatchString(d.Name) {
 			return nil, fmt.Errorf("%w: tenant %d: name must be 1 to 64 letters, digits, '.', '_' or '-'", ErrInvalid, i)
 		}
 		if names[d.Name] {
@@ -220,7 +221,7 @@ func Parse(b []byte) (*Set, error) {
 			return nil, fmt.Errorf("%w: tenant %q: no keys", ErrInvalid, d.Name)
 		}
 		for _, k := range d.Keys {
-			if !digestRx.MatchString(k) {
+			if !digestRx().MatchString(k) {
 				return nil, fmt.Errorf("%w: tenant %q: a key must be its digest, \"sha256:\" and 64 lower-case hex digits (see NewKey; keys are never stored in clear)", ErrInvalid, d.Name)
 			}
 			if other, dup := digests[k]; dup {

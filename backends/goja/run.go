@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -36,13 +37,14 @@ var (
 )
 
 // driverProgram calls the function it is given from a JavaScript frame.
-var driverProgram = js.MustCompile("driver.js", "(function (body) { body(); })", true)
+var driverProgram = sync.OnceValue(func() *js.Program { return js.MustCompile("driver.js", "(function (body) { body(); })", true) })
 
 // describeProgram builds, before the script runs, the function that reads
 // a thrown value's name and message. It captures String first, so a script
 // that replaces globals cannot change how its errors are read; every read
 // is guarded, so a throwing getter yields an empty field, not an escape.
-var describeProgram = js.MustCompile("describe.js", `(function () {
+var describeProgram = sync.OnceValue(func() *js.Program {
+	return js.MustCompile("describe.js", `(function () {
   var S = String;
   function field(e, k) {
     try { var v = e[k]; return typeof v === "string" ? v : undefined; } catch (_) { return undefined; }
@@ -56,6 +58,7 @@ var describeProgram = js.MustCompile("describe.js", `(function () {
     return ["", text(e)];
   };
 })()`, true)
+})
 
 // run is one evaluation: a fresh runtime and the engine functions captured
 // from it before the script could replace them.
@@ -116,14 +119,14 @@ func (b *Backend) newRun(req spi.Request) (*run, error) {
 	if r.resolve, err = callable(r.promise.ToObject(rt).Get("resolve")); err != nil {
 		return nil, err
 	}
-	d, err := rt.RunProgram(describeProgram)
+	d, err := rt.RunProgram(describeProgram())
 	if err != nil {
 		return nil, fmt.Errorf("goja: building the error reader: %w", err)
 	}
 	if r.describe, err = callable(d); err != nil {
 		return nil, err
 	}
-	d, err = rt.RunProgram(driverProgram)
+	d, err = rt.RunProgram(driverProgram())
 	if err != nil {
 		return nil, fmt.Errorf("goja: building the driver: %w", err)
 	}

@@ -3,6 +3,7 @@ package goja
 import (
 	"fmt"
 	"strings"
+	"sync"
 
 	js "github.com/dop251/goja"
 
@@ -35,7 +36,8 @@ import (
 // proto, when not null: the guarded Function, for AsyncFunction and
 // GeneratorFunction), and C's prototype names G as its constructor, with
 // the attributes it had. Nothing then leads to C.
-var rewireProgram = js.MustCompile("rewire.js", `(function (C, G, proto) {
+var rewireProgram = sync.OnceValue(func() *js.Program {
+	return js.MustCompile("rewire.js", `(function (C, G, proto) {
   var keys = Reflect.ownKeys(C);
   for (var i = 0; i < keys.length; i++) {
     Object.defineProperty(G, keys[i], Object.getOwnPropertyDescriptor(C, keys[i]));
@@ -45,16 +47,21 @@ var rewireProgram = js.MustCompile("rewire.js", `(function (C, G, proto) {
   Object.defineProperty(C.prototype, "constructor", d);
   Object.setPrototypeOf(G, proto === null ? Object.getPrototypeOf(C) : proto);
 })`, true)
+})
 
 // fnFinderProgram returns the constructors that are reachable only
 // through prototypes.
-var fnFinderProgram = js.MustCompile("finder.js", `[
+var fnFinderProgram = sync.OnceValue(func() *js.Program {
+	return js.MustCompile("finder.js", `[
   Object.getPrototypeOf(async function () {}).constructor,
   Object.getPrototypeOf(function* () {}).constructor,
 ]`, true)
+})
 
 // sourceGetterProgram returns the original RegExp.prototype.source getter.
-var sourceGetterProgram = js.MustCompile("getter.js", `Object.getOwnPropertyDescriptor(RegExp.prototype, "source").get`, true)
+var sourceGetterProgram = sync.OnceValue(func() *js.Program {
+	return js.MustCompile("getter.js", `Object.getOwnPropertyDescriptor(RegExp.prototype, "source").get`, true)
+})
 
 // sourceGuard measures source text before goja parses it.
 type sourceGuard struct {
@@ -143,7 +150,7 @@ func (b *Backend) guardSources(r *run) error {
 	if g.construct, err = callable(rt.Get("Reflect").ToObject(rt).Get("construct")); err != nil {
 		return err
 	}
-	rw, err := rt.RunProgram(rewireProgram)
+	rw, err := rt.RunProgram(rewireProgram())
 	if err != nil {
 		return fmt.Errorf("goja: building the source guards: %w", err)
 	}
@@ -171,7 +178,7 @@ func (b *Backend) guardSources(r *run) error {
 	}
 
 	// The function constructors.
-	found, err := rt.RunProgram(fnFinderProgram)
+	found, err := rt.RunProgram(fnFinderProgram())
 	if err != nil {
 		return fmt.Errorf("goja: finding the constructors: %w", err)
 	}
@@ -234,7 +241,7 @@ func (g *sourceGuard) guardRegExp(global *js.Object, rewire js.Callable) error {
 	rt := g.rt
 	C := global.Get("RegExp").ToObject(rt)
 	proto := C.Get("prototype").ToObject(rt)
-	getter, err := rt.RunProgram(sourceGetterProgram)
+	getter, err := rt.RunProgram(sourceGetterProgram())
 	if err != nil {
 		return fmt.Errorf("goja: reading RegExp.prototype.source: %w", err)
 	}

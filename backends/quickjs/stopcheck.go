@@ -101,7 +101,8 @@ const layoutFormat = "quickjs-guest-1"
 // directory (and so its compiled forms): the input's hash, the pass list
 // and the encoding.
 func guestKey(set settings) string {
-	return cache.Key("quickjs", quickJSWASM, wasmrewrite.Version(guestPasses(set)...), layoutFormat)
+	input := cache.EmbeddedInput(quickJSWASM, quickjswasi.QuickJSWASM, "github.com/paralin/go-quickjs-wasi")
+	return cache.Key("quickjs", input, wasmrewrite.Version(guestPasses(set)...), layoutFormat)
 }
 
 // guestModule returns the bytes the backend compiles (QuickJS rewritten

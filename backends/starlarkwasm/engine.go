@@ -60,9 +60,11 @@ func passes(parked bool) []wasmrewrite.Pass {
 }
 
 // guestKey names the rewritten guest in a cache directory
-// (internal/wasm/cache): the input's hash and the pass list.
+// (internal/wasm/cache): the input (the build's revision when it is the
+// embedded guest of an unmodified tree, else its hash) and the pass list.
 func guestKey(parked bool) string {
-	return cache.Key("starlarkwasm", guestWASM, wasmrewrite.Version(passes(parked)...))
+	input := cache.EmbeddedInput(guestWASM, embeddedGuest, "github.com/sandbank/sandbank")
+	return cache.Key("starlarkwasm", input, wasmrewrite.Version(passes(parked)...))
 }
 
 // engineFor returns the process's engine for the cache directory dir (a

@@ -13,7 +13,11 @@ import _ "embed"
 // with (the go:generate line pins it).
 const GuestToolchain = "go1.26.8"
 
-// guestWASM is the guest module, built by go generate.
+// embeddedGuest is the guest module, built by go generate.
 //
 //go:embed guest.wasm
-var guestWASM []byte
+var embeddedGuest []byte
+
+// guestWASM is the guest module the backend rewrites: embeddedGuest
+// (tests replace it).
+var guestWASM = embeddedGuest
