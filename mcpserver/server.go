@@ -86,6 +86,11 @@ type Options struct {
 	// declare them in TypeScript (see NewUpstream). Their names must
 	// differ. Nil means none. The server does not close their sessions.
 	Upstreams []*Upstream
+	// Signer, when not nil, signs the receipt of every run (as
+	// effect.Options.Signer does): the receipt a run tool returns then
+	// verifies with the signer's public key ('sandbank verify --key').
+	// Nil means unsigned receipts.
+	Signer effect.Signer
 }
 
 // Admission is what Options.Admit grants one call.
@@ -168,6 +173,8 @@ func New(reg *registry.Registry, opts *Options) (*Server, error) {
 		MaxHostCalls:       o.MaxHostCalls,
 		MaxHostArgBytes:    o.MaxHostArgBytes,
 		MaxHostResultBytes: o.MaxHostResultBytes,
+
+		Signer: o.Signer,
 	}})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)

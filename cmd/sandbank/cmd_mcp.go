@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
+	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/mcpserver"
 	"github.com/sandbank/sandbank/registry"
 	"github.com/sandbank/sandbank/spi"
@@ -31,6 +32,7 @@ type mcpOptions struct {
 	noCache         bool
 	tenantsFile     string
 	allowOrigins    []string
+	signKey         string
 
 	upstreams       []string // --upstream NAME=COMMAND or NAME=URL (mcp_upstream.go)
 	upstreamAllow   []string
@@ -73,7 +75,10 @@ languages the registry has; --lang chooses), each taking
 {"timeoutMs": N, "memoryBytes": N} that may only lower the server's
 (--timeout, --memory); and list_engines. A tool result carries the
 script's value, or its typed failure as an error result the model can
-read and correct, with the logs and the run's stats.
+read and correct, with the logs, the run's stats and its receipt.
+--sign-key FILE (see 'sandbank keygen') signs every receipt, as for
+'sandbank run' and 'sandbank serve': 'sandbank verify --key FILE.pub'
+checks one; without it the receipts are unsigned.
 
 Code mode: --upstream NAME=COMMAND starts another MCP server as a
 process (over its standard input and output), --upstream
@@ -123,6 +128,7 @@ goes to standard error; --quiet drops them.`,
 	f.BoolVar(&o.quiet, "quiet", false, "write no line per call on standard error")
 	f.StringVar(&o.cacheDir, "cache-dir", "", "keep compiled modules in `DIR` (default: the user cache directory's sandbank/)")
 	f.BoolVar(&o.noCache, "no-cache", false, "compile the engines' modules afresh, with no compiled-module cache")
+	f.StringVar(&o.signKey, "sign-key", "", "sign every run's receipt with the private key in `FILE` (see 'sandbank keygen')")
 	f.StringArrayVar(&o.upstreams, "upstream", nil, "make the tools of MCP server `NAME=COMMAND` (stdio) or NAME=URL (streamable HTTP) host functions of the scripts (repeatable)")
 	f.StringSliceVar(&o.upstreamAllow, "upstream-allow", nil, "allow --upstream addresses of `ORIGIN` (scheme://host[:port]); loopback ones need none")
 	f.StringArrayVar(&o.upstreamEnv, "upstream-env", nil, "add `NAME=KEY=VALUE` to upstream NAME's environment; the value never reaches a script")
@@ -154,7 +160,7 @@ func (a *app) serveMCP(ctx context.Context, o *mcpOptions) error {
 	var tenants *tenant.Set
 	if o.http != "" {
 		var err error
-		if tenants, err = mcpTenants(o); err != nil {
+		if tenants, err = readTenants(o.tenantsFile); err != nil {
 			return err
 		}
 		if tenants == nil {
@@ -175,6 +181,14 @@ func (a *app) serveMCP(ctx context.Context, o *mcpOptions) error {
 	specs, err := parseUpstreams(o)
 	if err != nil {
 		return err
+	}
+	var signer effect.Signer
+	if o.signKey != "" {
+		s, err := readSignKey("--sign-key", o.signKey)
+		if err != nil {
+			return err
+		}
+		signer = s
 	}
 	reg, err := a.registry()
 	if err != nil {
@@ -200,6 +214,7 @@ func (a *app) serveMCP(ctx context.Context, o *mcpOptions) error {
 		Languages: o.languages,
 		Engines:   engines,
 		Version:   moduleVersion(debug.ReadBuildInfo()),
+		Signer:    signer,
 		Factory: func(e registry.Entry) spi.Factory {
 			f, err := a.engineFactory(e, &runOptions{cacheDir: o.cacheDir, noCache: o.noCache})
 			if err != nil {
