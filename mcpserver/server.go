@@ -7,6 +7,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -119,11 +121,12 @@ type Server struct {
 	progress time.Duration
 	logger   *slog.Logger
 	admit    func(context.Context, *mcp.CallToolRequest, string) (Admission, error)
-	// host holds the upstreams' tools as host functions; nil without
-	// upstreams. upstreams are the upstreams, sorted by name.
-	host         effect.HostFuncs
-	upstreams    []*Upstream
-	declarations string // the upstreams' tools in TypeScript (upstream_decl.go)
+	// upstreams are the upstreams, sorted by name; code holds their
+	// tools (upstream_serve.go), nil without upstreams.
+	upstreams []*Upstream
+	code      atomic.Pointer[codeMode]
+	refresh   sync.Mutex // one refresh of code at a time
+	unwatch   []func()
 }
 
 // limits are the server's limits, defaults resolved.
@@ -206,6 +209,7 @@ func New(reg *registry.Registry, opts *Options) (*Server, error) {
 		s.server.AddTool(t.definition(), t.handle)
 	}
 	s.server.AddTool(listEnginesDefinition(), s.listEngines)
+	s.watchUpstreams()
 	return s, nil
 }
 
@@ -337,7 +341,15 @@ func (s *Server) Warm(ctx context.Context) error {
 
 // Close closes every backend the server built. Calls after Close are
 // answered with a protocol error. It is idempotent.
-func (s *Server) Close() error { return s.pool.Close() }
+func (s *Server) Close() error {
+	s.refresh.Lock()
+	for _, stop := range s.unwatch {
+		stop()
+	}
+	s.unwatch = nil
+	s.refresh.Unlock()
+	return s.pool.Close()
+}
 
 // MaxMessageBytes is the largest message a transport needs to accept for
 // the server's bounds: a call carrying the largest script and input it
