@@ -557,11 +557,30 @@ var upstreamCodeTexts = [...]string{
 // The upstream's text is cut to an excerpt (effect.Excerpt) with its
 // credentials redacted; the SDK's and the transport's own texts are never
 // part of it.
+//
+// Its kind (effect.KindOf) says whether the same call may do better
+// later: upstreamUnavailable (the upstream is down, or restarting: see
+// ConnectUpstream), upstreamTimeout and upstreamMalformed are
+// infrastructure, retryable; upstreamRefused, upstreamToolError and
+// upstreamInvalidArguments match effect.ErrInvalidCall: the same call
+// fails the same way. A run whose script lets one escape ends as the
+// script's typed failure (scriptError), never retryable, whatever its
+// code.
 type UpstreamError struct {
 	Upstream string
 	Tool     string
 	Code     UpstreamCode
 	Detail   string
+}
+
+// Unwrap returns effect.ErrInvalidCall for the codes whose call fails
+// the same way every time, and nil for the others (see UpstreamError).
+func (e *UpstreamError) Unwrap() error {
+	switch e.Code {
+	case UpstreamRefused, UpstreamToolError, UpstreamInvalidArguments:
+		return effect.ErrInvalidCall
+	}
+	return nil
 }
 
 func (e *UpstreamError) Error() string {

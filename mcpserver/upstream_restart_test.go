@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/mcpserver"
 )
 
@@ -182,4 +183,21 @@ func TestUpstreamToolListChanged(t *testing.T) {
 	r := runJS(t, cs, `await host.up__added({ n: 1 })`, nil)
 	require.True(t, r.OK, "%+v", r)
 	assert.Equal(t, `"added"`, string(r.Value))
+}
+
+// An upstream error's kind says whether the same call may do better
+// later: a down upstream may be started again, a refusal is the same.
+func TestUpstreamErrorKinds(t *testing.T) {
+	for code, kind := range map[mcpserver.UpstreamCode]effect.Kind{
+		mcpserver.UpstreamUnavailable:      effect.KindInfrastructure,
+		mcpserver.UpstreamTimeout:          effect.KindInfrastructure,
+		mcpserver.UpstreamMalformed:        effect.KindInfrastructure,
+		mcpserver.UpstreamRefused:          effect.KindInvalidCall,
+		mcpserver.UpstreamToolError:        effect.KindInvalidCall,
+		mcpserver.UpstreamInvalidArguments: effect.KindInvalidCall,
+	} {
+		err := &mcpserver.UpstreamError{Upstream: "up", Tool: "t", Code: code}
+		assert.Equal(t, kind, effect.KindOf(err), "%s", code)
+		assert.Equal(t, kind.Retryable(), effect.Retryable(err), "%s", code)
+	}
 }
