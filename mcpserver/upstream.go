@@ -96,7 +96,6 @@ type Upstream struct {
 	starting  chan struct{}    // closed when the start in progress ends; nil without one
 	failures  int              // sessions in a row that answered no call (upstream_session.go)
 	lastStart time.Time
-	starts    int // every start, the first included
 	closed    bool
 	tools     []UpstreamTool // sorted by HostName
 	skipped   []string       // the upstream's names of the tools left out
@@ -153,7 +152,7 @@ func NewUpstream(ctx context.Context, name string, session *mcp.ClientSession, o
 		return nil, err
 	}
 	u.tools, u.skipped = tools, skipped
-	u.sess, u.starts, u.lastStart = watchSession(session), 1, u.now()
+	u.sess, u.lastStart = watchSession(session), u.now()
 	return u, nil
 }
 

@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -59,7 +60,7 @@ func (s *upstreamSession) ended() bool {
 // errDown is why a call found no session: the upstream is down and may
 // not be started yet, or is closed. A host function reports it as
 // UpstreamUnavailable.
-var errDown = fmt.Errorf("mcpserver: the upstream is not available")
+var errDown = errors.New("mcpserver: the upstream is not available")
 
 // ConnectUpstream starts the upstream MCP server that dial reaches (a new
 // transport for each start: a command's, an address's), under name,
@@ -103,7 +104,7 @@ func connectUpstream(ctx context.Context, name string, dial func() mcp.Transport
 			go u.relist(req.Session)
 		},
 	})
-	u.starts, u.lastStart = 1, u.now()
+	u.lastStart = u.now()
 	sess, tools, skipped, err := u.start(ctx)
 	if err != nil {
 		return nil, err
@@ -162,7 +163,6 @@ func (u *Upstream) session(ctx context.Context) (*upstreamSession, error) {
 		}
 		started := make(chan struct{})
 		u.starting = started
-		u.starts++
 		u.lastStart = u.now()
 		u.mu.Unlock()
 
@@ -173,8 +173,7 @@ func (u *Upstream) session(ctx context.Context) (*upstreamSession, error) {
 		close(started)
 		if err != nil || u.closed {
 			if err == nil {
-				_ = sess.cs.Close()
-				err = errDown
+				_ = sess.cs.Close() // closed while it started
 			}
 			u.failures++
 			u.mu.Unlock()
