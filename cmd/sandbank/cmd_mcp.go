@@ -92,6 +92,13 @@ host call of the run: bounded in size and number, within the run's wall
 clock and --upstream-timeout (default 30s), cancelled with the run, and
 counted in its record; a failed call (the upstream died, hung, refused
 or answered nonsense) is an error the script may catch.
+An upstream that died (its process exited, its HTTP session was lost)
+is started again by the next call: the call that found it dead fails
+with upstreamUnavailable, and one that dies again before answering any
+call waits 100ms before the next start, doubling up to 10s (calls in
+the wait fail at once). When an upstream says its tools changed
+(tools/list_changed), they are listed again: the run tools' descriptions
+declare the new list, and the clients hear that the tools changed.
 A command inherits sandbank's environment;
 --upstream-env NAME=KEY=VALUE adds to it, and
 --upstream-header 'NAME=HEADER: VALUE' (with $VARIABLES expanded) to an
@@ -108,6 +115,7 @@ goes to standard error; --quiet drops them.`,
 		Example: `  sandbank mcp
   sandbank mcp --timeout 10s --memory 64MiB --lang javascript
   sandbank mcp --http 127.0.0.1:8765
+  sandbank mcp --sign-key host.key
   sandbank mcp --http 0.0.0.0:8765 --tenants tenants.json
   sandbank mcp --upstream 'files=npx -y @modelcontextprotocol/server-filesystem /srv/data'
   sandbank mcp --upstream gh=https://api.githubcopilot.com/mcp/ --upstream-allow https://api.githubcopilot.com \
