@@ -86,7 +86,10 @@ type Options struct {
 	// mode): every tool of each is a host function of every run on an
 	// engine that declares host calls, and the run tools' descriptions
 	// declare them in TypeScript (see NewUpstream). Their names must
-	// differ. Nil means none. The server does not close their sessions.
+	// differ. Nil means none. The server does not close them. When an
+	// upstream's tools change (ConnectUpstream), the runs that start
+	// after have the new list, and the run tools' descriptions declare
+	// it (the server's clients hear notifications/tools/list_changed).
 	Upstreams []*Upstream
 	// Signer, when not nil, signs the receipt of every run (as
 	// effect.Options.Signer does): the receipt a run tool returns then

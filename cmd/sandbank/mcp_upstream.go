@@ -23,7 +23,7 @@ import (
 // This file is 'sandbank mcp --upstream': the operator names other MCP
 // servers (a command run over standard input and output, or a
 // streamable-HTTP address on an allow-list), and their tools become host
-// functions of the scripts the server runs (mcpserver.NewUpstream).
+// functions of the scripts the server runs (mcpserver.ConnectUpstream).
 
 // upstreamConnectBound bounds starting an upstream: its process or its
 // address, the MCP handshake and the list of its tools.
