@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -271,7 +272,10 @@ func TestMCPUpstreamHTTP(t *testing.T) {
 	const secret = "ghp_0123456789secret"
 	t.Setenv("SANDBANK_TEST_UPSTREAM_TOKEN", secret)
 	srv := testUpstream()
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	// The handler and its sessions; a new one forgets them, as a
+	// restarted server does.
+	var h atomic.Pointer[mcp.StreamableHTTPHandler]
+	h.Store(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Authorization") != "Bearer "+secret {
 			http.Error(w, "no token "+secret, http.StatusUnauthorized)
@@ -284,7 +288,7 @@ func TestMCPUpstreamHTTP(t *testing.T) {
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
-		h.ServeHTTP(w, r)
+		h.Load().ServeHTTP(w, r)
 	}))
 	defer ts.Close()
 
@@ -297,6 +301,15 @@ func TestMCPUpstreamHTTP(t *testing.T) {
 	r = runScript(t, cs, `await host.web__whoami({})`)
 	require.True(t, r.OK, "%+v", r)
 	assert.Equal(t, `"you are [redacted], token [redacted]"`, string(r.Value))
+
+	// The upstream forgets its sessions: the call that finds its session
+	// lost fails typed, and the next one starts a new session.
+	h.Store(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	r = runScript(t, cs, caughtMessage("web__item({ id: 1 })"))
+	assert.Equal(t, `"mcpserver: upstreamUnavailable: web.item: the upstream is not available"`, string(r.Value))
+	r = runScript(t, cs, `(await host.web__item({ id: 2 })).title`)
+	require.True(t, r.OK, "%+v", r)
+	assert.Equal(t, `"item 2"`, string(r.Value))
 
 	// The test server answers a call whose arguments say "garbage" with
 	// something that is not JSON-RPC.
