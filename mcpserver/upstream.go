@@ -136,11 +136,8 @@ type UpstreamTool struct {
 // UpstreamUnavailable; and the tools are listed once. [ConnectUpstream]
 // restarts its upstream and follows its tools/list_changed.
 func NewUpstream(ctx context.Context, name string, session *mcp.ClientSession, opts *UpstreamOptions) (*Upstream, error) {
-	var o UpstreamOptions
-	if opts != nil {
-		o = *opts
-	}
-	if err := checkUpstream(name, &o); err != nil {
+	o, err := upstreamOptions(name, opts)
+	if err != nil {
 		return nil, err
 	}
 	if session == nil {
@@ -173,18 +170,23 @@ func newUpstream(name string, o *UpstreamOptions, now func() time.Time) *Upstrea
 	return u
 }
 
-// checkUpstream checks NewUpstream's and ConnectUpstream's arguments.
-func checkUpstream(name string, o *UpstreamOptions) error {
+// upstreamOptions checks NewUpstream's and ConnectUpstream's name and
+// options, and returns the options (nil means defaults).
+func upstreamOptions(name string, opts *UpstreamOptions) (UpstreamOptions, error) {
+	var o UpstreamOptions
+	if opts != nil {
+		o = *opts
+	}
 	if err := CheckUpstreamName(name); err != nil {
-		return err
+		return o, err
 	}
 	switch {
 	case o.CallTimeout < 0:
-		return fmt.Errorf("%w: negative CallTimeout", ErrInvalidUpstream)
+		return o, fmt.Errorf("%w: negative CallTimeout", ErrInvalidUpstream)
 	case o.MaxTools < 0:
-		return fmt.Errorf("%w: negative MaxTools", ErrInvalidUpstream)
+		return o, fmt.Errorf("%w: negative MaxTools", ErrInvalidUpstream)
 	}
-	return nil
+	return o, nil
 }
 
 // listTools lists the tools of the upstream connected to session, as
@@ -268,15 +270,10 @@ func (u *Upstream) hostFunc(t UpstreamTool) effect.HostFunc {
 		// The session in use, or a new one when it ended (and the
 		// backoff allows a start: upstream_session.go).
 		sess, err := u.session(cctx)
-		switch {
-		case ctx.Err() != nil:
-			return nil, ctx.Err()
-		case err != nil && cctx.Err() != nil:
-			return nil, fail(UpstreamTimeout, "")
-		case err != nil:
-			return nil, fail(UpstreamUnavailable, "")
+		var res *mcp.CallToolResult
+		if err == nil {
+			res, err = sess.cs.CallTool(cctx, &mcp.CallToolParams{Name: t.Name, Arguments: arguments})
 		}
-		res, err := sess.cs.CallTool(cctx, &mcp.CallToolParams{Name: t.Name, Arguments: arguments})
 		switch {
 		case ctx.Err() != nil:
 			// The run ended (its wall clock, its caller, its end): the
@@ -284,6 +281,8 @@ func (u *Upstream) hostFunc(t UpstreamTool) effect.HostFunc {
 			return nil, ctx.Err()
 		case err != nil && cctx.Err() != nil:
 			return nil, fail(UpstreamTimeout, "")
+		case err != nil && sess == nil:
+			return nil, fail(UpstreamUnavailable, "") // down, or closed
 		case err != nil:
 			code, detail := classify(sess, err)
 			if code == UpstreamUnavailable {

@@ -85,11 +85,8 @@ func ConnectUpstream(ctx context.Context, name string, dial func() mcp.Transport
 
 // connectUpstream is ConnectUpstream on the clock now (the tests' own).
 func connectUpstream(ctx context.Context, name string, dial func() mcp.Transport, opts *UpstreamOptions, now func() time.Time) (*Upstream, error) {
-	var o UpstreamOptions
-	if opts != nil {
-		o = *opts
-	}
-	if err := checkUpstream(name, &o); err != nil {
+	o, err := upstreamOptions(name, opts)
+	if err != nil {
 		return nil, err
 	}
 	if dial == nil {
