@@ -169,11 +169,11 @@ func (u *Upstream) session(ctx context.Context) (*upstreamSession, error) {
 		u.starting = nil
 		close(started)
 		if err != nil || u.closed {
-			if err == nil {
-				_ = sess.cs.Close() // closed while it started
-			}
 			u.failures++
 			u.mu.Unlock()
+			if err == nil {
+				_ = sess.cs.Close() // Close came while it started
+			}
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
@@ -206,7 +206,9 @@ func restartDelay(failures int) time.Duration {
 // one.
 func (u *Upstream) lost(sess *upstreamSession) {
 	if u.dial != nil {
-		_ = sess.cs.Close() // stops its process
+		// Stops its process; not on the call's goroutine: closing waits
+		// for the process to exit (the SDK's CommandTransport).
+		go func() { _ = sess.cs.Close() }()
 	}
 	u.mu.Lock()
 	u.lostLocked(sess)
