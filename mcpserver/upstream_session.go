@@ -106,7 +106,9 @@ func connectUpstream(ctx context.Context, name string, dial func() mcp.Transport
 	if err != nil {
 		return nil, err
 	}
+	u.mu.Lock() // the session's list_changed may be read already (relist)
 	u.sess, u.tools, u.skipped = sess, tools, skipped
+	u.mu.Unlock()
 	return u, nil
 }
 
