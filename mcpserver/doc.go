@@ -20,8 +20,8 @@
 //
 // # Code mode
 //
-// [NewUpstream] turns the tools of another MCP server, reached through a
-// client session, into host functions (effect.HostFuncs): tool T of
+// [NewUpstream] and [ConnectUpstream] turn the tools of another MCP
+// server, reached through a client session, into host functions (effect.HostFuncs): tool T of
 // upstream NAME is host.NAME__T in every language (`await
 // host.github__search_issues({query})` in JavaScript and TypeScript,
 // host.github__search_issues({"query": q}) in Starlark), so a script calls
@@ -35,14 +35,18 @@
 // most UpstreamOptions.CallTimeout and never past its run, is cancelled
 // with the run, and is counted in the run's record. A failure is an
 // [UpstreamError] the script catches, its message "mcpserver: CODE: …"
-// ([UpstreamCode]); none makes the run retryable.
+// ([UpstreamCode]); none makes the run retryable. [ConnectUpstream]
+// starts the upstream itself: it starts it again, within a backoff, when
+// it dies, and lists its tools again on tools/list_changed, when a
+// server re-declares its run tools.
 //
 // # Results
 //
 // A run tool's result carries, as structured content ([Result]) and as
 // text, the value or the typed failure, the logs and the stats of the
-// effect's run record, plus its receipt (and, in the structured content
-// only, the list of the script's host calls in the order issued):
+// effect's run record, plus its receipt, signed when Options.Signer is
+// set (and, in the structured content only, the list of the script's
+// host calls in the order issued):
 //
 //   - a value: a result;
 //   - a typed failure (*effect.Failure: scriptError, limitExceeded, …): a

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -84,8 +86,16 @@ type Options struct {
 	// mode): every tool of each is a host function of every run on an
 	// engine that declares host calls, and the run tools' descriptions
 	// declare them in TypeScript (see NewUpstream). Their names must
-	// differ. Nil means none. The server does not close their sessions.
+	// differ. Nil means none. The server does not close them. When an
+	// upstream's tools change (ConnectUpstream), the runs that start
+	// after have the new list, and the run tools' descriptions declare
+	// it (the server's clients hear notifications/tools/list_changed).
 	Upstreams []*Upstream
+	// Signer, when not nil, signs the receipt of every run (as
+	// effect.Options.Signer does): the receipt a run tool returns then
+	// verifies with the signer's public key ('sandbank verify --key').
+	// Nil means unsigned receipts.
+	Signer effect.Signer
 }
 
 // Admission is what Options.Admit grants one call.
@@ -114,11 +124,12 @@ type Server struct {
 	progress time.Duration
 	logger   *slog.Logger
 	admit    func(context.Context, *mcp.CallToolRequest, string) (Admission, error)
-	// host holds the upstreams' tools as host functions; nil without
-	// upstreams. upstreams are the upstreams, sorted by name.
-	host         effect.HostFuncs
-	upstreams    []*Upstream
-	declarations string // the upstreams' tools in TypeScript (upstream_decl.go)
+	// upstreams are the upstreams, sorted by name; code holds their
+	// tools (upstream_serve.go), nil without upstreams.
+	upstreams []*Upstream
+	code      atomic.Pointer[codeMode]
+	refresh   sync.Mutex // one refresh of code at a time
+	unwatch   []func()
 }
 
 // limits are the server's limits, defaults resolved.
@@ -168,6 +179,8 @@ func New(reg *registry.Registry, opts *Options) (*Server, error) {
 		MaxHostCalls:       o.MaxHostCalls,
 		MaxHostArgBytes:    o.MaxHostArgBytes,
 		MaxHostResultBytes: o.MaxHostResultBytes,
+
+		Signer: o.Signer,
 	}})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
@@ -199,6 +212,7 @@ func New(reg *registry.Registry, opts *Options) (*Server, error) {
 		s.server.AddTool(t.definition(), t.handle)
 	}
 	s.server.AddTool(listEnginesDefinition(), s.listEngines)
+	s.watchUpstreams()
 	return s, nil
 }
 
@@ -330,7 +344,15 @@ func (s *Server) Warm(ctx context.Context) error {
 
 // Close closes every backend the server built. Calls after Close are
 // answered with a protocol error. It is idempotent.
-func (s *Server) Close() error { return s.pool.Close() }
+func (s *Server) Close() error {
+	s.refresh.Lock()
+	for _, stop := range s.unwatch {
+		stop()
+	}
+	s.unwatch = nil
+	s.refresh.Unlock()
+	return s.pool.Close()
+}
 
 // MaxMessageBytes is the largest message a transport needs to accept for
 // the server's bounds: a call carrying the largest script and input it

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -72,20 +73,35 @@ type UpstreamOptions struct {
 
 // Upstream is an MCP server whose tools a script may call as host
 // functions: tool T of upstream N is the host function N__T (see
-// [UpstreamTool]). Build it with [NewUpstream] from a connected client
-// session; give it to a [Server] through Options.Upstreams, or give its
-// [Upstream.HostFuncs] to an effect.Call (or effect.Options.Host) of your
-// own. It is safe for concurrent use: calls may be in flight at once.
-//
-// The session stays the caller's: Close it when done.
+// [UpstreamTool]). Build it with [ConnectUpstream], which starts the
+// upstream and starts it again when it dies, or [NewUpstream] from a
+// client session of your own; give it to a [Server] through
+// Options.Upstreams, or give its [Upstream.HostFuncs] to an effect.Call
+// (or effect.Options.Host) of your own. It is safe for concurrent use:
+// calls may be in flight at once.
 type Upstream struct {
-	name    string
-	session *mcp.ClientSession
-	tools   []UpstreamTool // sorted by HostName
-	skipped []string       // the upstream's names of the tools left out
-	timeout time.Duration
-	redact  []string
-	done    chan struct{} // closed when the session has ended
+	name     string
+	timeout  time.Duration
+	redact   []string
+	maxTools int
+	// dial returns a new transport to the upstream for each start
+	// (ConnectUpstream); nil for NewUpstream's session, which is never
+	// started again. client is the MCP client of those starts.
+	dial   func() mcp.Transport
+	client *mcp.Client
+	now    func() time.Time // the clock of the restart backoff
+
+	mu        sync.Mutex
+	sess      *upstreamSession // the session in use; nil while down
+	starting  chan struct{}    // closed when the start in progress ends; nil without one
+	failures  int              // sessions in a row that answered no call (upstream_session.go)
+	lastStart time.Time
+	closed    bool
+	tools     []UpstreamTool // sorted by HostName
+	skipped   []string       // the upstream's names of the tools left out
+	watchers  map[int]func() // called when the tools change (Server)
+	watcherID int
+	relistMu  sync.Mutex // one listing of the tools at a time
 }
 
 // UpstreamTool is one tool of an upstream, as a script calls it.
@@ -114,49 +130,83 @@ type UpstreamTool struct {
 // is left out (see [Upstream.Skipped]). Refusals match
 // ErrInvalidUpstream; a failure to list the tools is returned as the
 // session's error.
+//
+// The session stays the caller's: Close it when done. It is never
+// started again: once it ends, every call fails with
+// UpstreamUnavailable; and the tools are listed once. [ConnectUpstream]
+// restarts its upstream and follows its tools/list_changed.
 func NewUpstream(ctx context.Context, name string, session *mcp.ClientSession, opts *UpstreamOptions) (*Upstream, error) {
-	var o UpstreamOptions
-	if opts != nil {
-		o = *opts
-	}
-	if err := CheckUpstreamName(name); err != nil {
+	o, err := upstreamOptions(name, opts)
+	if err != nil {
 		return nil, err
 	}
-	switch {
-	case session == nil:
+	if session == nil {
 		return nil, fmt.Errorf("%w: nil session", ErrInvalidUpstream)
-	case o.CallTimeout < 0:
-		return nil, fmt.Errorf("%w: negative CallTimeout", ErrInvalidUpstream)
-	case o.MaxTools < 0:
-		return nil, fmt.Errorf("%w: negative MaxTools", ErrInvalidUpstream)
 	}
+	u := newUpstream(name, &o, time.Now)
+	tools, skipped, err := u.listTools(ctx, session)
+	if err != nil {
+		return nil, err
+	}
+	u.tools, u.skipped = tools, skipped
+	u.sess, u.lastStart = watchSession(session), u.now()
+	return u, nil
+}
+
+// newUpstream returns an upstream with o's settings and no session.
+func newUpstream(name string, o *UpstreamOptions, now func() time.Time) *Upstream {
 	u := &Upstream{
-		name:    name,
-		session: session,
-		timeout: cmp.Or(o.CallTimeout, DefaultUpstreamCallTimeout),
-		done:    make(chan struct{}),
+		name:     name,
+		timeout:  cmp.Or(o.CallTimeout, DefaultUpstreamCallTimeout),
+		maxTools: cmp.Or(o.MaxTools, DefaultMaxUpstreamTools),
+		now:      now,
+		watchers: map[int]func(){},
 	}
 	for _, s := range o.Redact {
 		if len(s) >= MinRedactBytes {
 			u.redact = append(u.redact, s)
 		}
 	}
-	maxTools := cmp.Or(o.MaxTools, DefaultMaxUpstreamTools)
+	return u
+}
+
+// upstreamOptions checks NewUpstream's and ConnectUpstream's name and
+// options, and returns the options (nil means defaults).
+func upstreamOptions(name string, opts *UpstreamOptions) (UpstreamOptions, error) {
+	var o UpstreamOptions
+	if opts != nil {
+		o = *opts
+	}
+	if err := CheckUpstreamName(name); err != nil {
+		return o, err
+	}
+	switch {
+	case o.CallTimeout < 0:
+		return o, fmt.Errorf("%w: negative CallTimeout", ErrInvalidUpstream)
+	case o.MaxTools < 0:
+		return o, fmt.Errorf("%w: negative MaxTools", ErrInvalidUpstream)
+	}
+	return o, nil
+}
+
+// listTools lists the tools of the upstream connected to session, as
+// NewUpstream takes them.
+func (u *Upstream) listTools(ctx context.Context, session *mcp.ClientSession) (tools []UpstreamTool, skipped []string, err error) {
 	seen := map[string]bool{}
 	for tool, err := range session.Tools(ctx, nil) {
 		if err != nil {
-			return nil, fmt.Errorf("mcpserver: upstream %s: listing its tools: %s", name, effect.Excerpt(err.Error()))
+			return nil, nil, fmt.Errorf("mcpserver: upstream %s: listing its tools: %s", u.name, effect.Excerpt(err.Error()))
 		}
-		if len(u.tools)+len(u.skipped) >= maxTools {
+		if len(tools)+len(skipped) >= u.maxTools {
 			break
 		}
-		host := name + "__" + hostSafe(tool.Name)
+		host := u.name + "__" + hostSafe(tool.Name)
 		if len(host) > effect.MaxHostNameBytes || seen[host] || tool.Name == "" {
-			u.skipped = append(u.skipped, tool.Name)
+			skipped = append(skipped, tool.Name)
 			continue
 		}
 		seen[host] = true
-		u.tools = append(u.tools, UpstreamTool{
+		tools = append(tools, UpstreamTool{
 			Name:         tool.Name,
 			HostName:     host,
 			Description:  tool.Description,
@@ -164,23 +214,29 @@ func NewUpstream(ctx context.Context, name string, session *mcp.ClientSession, o
 			OutputSchema: schemaText(tool.OutputSchema),
 		})
 	}
-	slices.SortFunc(u.tools, func(a, b UpstreamTool) int { return strings.Compare(a.HostName, b.HostName) })
-	go func() {
-		_ = session.Wait()
-		close(u.done)
-	}()
-	return u, nil
+	slices.SortFunc(tools, func(a, b UpstreamTool) int { return strings.Compare(a.HostName, b.HostName) })
+	return tools, skipped, nil
 }
 
 // Name is the upstream's name, the prefix of its host functions.
 func (u *Upstream) Name() string { return u.name }
 
-// Tools are the upstream's tools a script may call, sorted by HostName.
-func (u *Upstream) Tools() []UpstreamTool { return slices.Clone(u.tools) }
+// Tools are the upstream's tools a script may call, sorted by HostName:
+// the latest list, when the upstream said its tools changed or was
+// started again.
+func (u *Upstream) Tools() []UpstreamTool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return slices.Clone(u.tools)
+}
 
 // Skipped are the upstream's names of the tools left out: a host name
 // too long, or the same as another tool's.
-func (u *Upstream) Skipped() []string { return slices.Clone(u.skipped) }
+func (u *Upstream) Skipped() []string {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return slices.Clone(u.skipped)
+}
 
 // HostFuncs returns the upstream's tools as host functions, one per tool,
 // named by UpstreamTool.HostName. Each takes one JSON object (null, or no
@@ -192,8 +248,9 @@ func (u *Upstream) Skipped() []string { return slices.Clone(u.skipped) }
 // run itself ends first, the run's context error, and the effect ends
 // the run as it ends any run.
 func (u *Upstream) HostFuncs() effect.HostFuncs {
-	fns := make(effect.HostFuncs, len(u.tools))
-	for _, t := range u.tools {
+	tools := u.Tools()
+	fns := make(effect.HostFuncs, len(tools))
+	for _, t := range tools {
 		fns[t.HostName] = u.hostFunc(t)
 	}
 	return fns
@@ -208,14 +265,15 @@ func (u *Upstream) hostFunc(t UpstreamTool) effect.HostFunc {
 		if !ok {
 			return nil, fail(UpstreamInvalidArguments, "")
 		}
-		select {
-		case <-u.done:
-			return nil, fail(UpstreamUnavailable, "")
-		default:
-		}
 		cctx, cancel := context.WithTimeout(ctx, u.timeout)
 		defer cancel()
-		res, err := u.session.CallTool(cctx, &mcp.CallToolParams{Name: t.Name, Arguments: arguments})
+		// The session in use, or a new one when it ended (and the
+		// backoff allows a start: upstream_session.go).
+		sess, err := u.session(cctx)
+		var res *mcp.CallToolResult
+		if err == nil {
+			res, err = sess.cs.CallTool(cctx, &mcp.CallToolParams{Name: t.Name, Arguments: arguments})
+		}
 		switch {
 		case ctx.Err() != nil:
 			// The run ended (its wall clock, its caller, its end): the
@@ -223,9 +281,19 @@ func (u *Upstream) hostFunc(t UpstreamTool) effect.HostFunc {
 			return nil, ctx.Err()
 		case err != nil && cctx.Err() != nil:
 			return nil, fail(UpstreamTimeout, "")
+		case err != nil && sess == nil:
+			return nil, fail(UpstreamUnavailable, "") // down, or closed
 		case err != nil:
-			code, detail := u.classify(err)
+			code, detail := classify(sess, err)
+			if code == UpstreamUnavailable {
+				u.lost(sess) // the next call starts it again
+			} else {
+				u.answered(sess)
+			}
 			return nil, fail(code, detail)
+		}
+		u.answered(sess)
+		switch {
 		case res == nil:
 			return nil, fail(UpstreamMalformed, "")
 		case res.IsError:
@@ -256,17 +324,15 @@ func objectArguments(args json.RawMessage) (json.RawMessage, bool) {
 // with the upstream's own text when it answered with a JSON-RPC error.
 // The SDK's and the transport's texts are never passed on: they may name
 // an address or a header.
-func (u *Upstream) classify(err error) (UpstreamCode, string) {
-	select {
-	case <-u.done:
+func classify(sess *upstreamSession, err error) (UpstreamCode, string) {
+	if sess.ended() {
 		return UpstreamUnavailable, ""
-	default:
 	}
 	var wire *jsonrpc.Error
 	var netErr net.Error
 	switch {
-	case errors.Is(err, mcp.ErrConnectionClosed), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
-		errors.As(err, &netErr):
+	case errors.Is(err, mcp.ErrConnectionClosed), errors.Is(err, mcp.ErrSessionMissing),
+		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.As(err, &netErr):
 		return UpstreamUnavailable, ""
 	case errors.As(err, &wire):
 		switch wire.Code {
@@ -489,11 +555,30 @@ var upstreamCodeTexts = [...]string{
 // The upstream's text is cut to an excerpt (effect.Excerpt) with its
 // credentials redacted; the SDK's and the transport's own texts are never
 // part of it.
+//
+// Its kind (effect.KindOf) says whether the same call may do better
+// later: upstreamUnavailable (the upstream is down, or restarting: see
+// ConnectUpstream), upstreamTimeout and upstreamMalformed are
+// infrastructure, retryable; upstreamRefused, upstreamToolError and
+// upstreamInvalidArguments match effect.ErrInvalidCall: the same call
+// fails the same way. A run whose script lets one escape ends as the
+// script's typed failure (scriptError), never retryable, whatever its
+// code.
 type UpstreamError struct {
 	Upstream string
 	Tool     string
 	Code     UpstreamCode
 	Detail   string
+}
+
+// Unwrap returns effect.ErrInvalidCall for the codes whose call fails
+// the same way every time, and nil for the others (see UpstreamError).
+func (e *UpstreamError) Unwrap() error {
+	switch e.Code {
+	case UpstreamRefused, UpstreamToolError, UpstreamInvalidArguments:
+		return effect.ErrInvalidCall
+	}
+	return nil
 }
 
 func (e *UpstreamError) Error() string {
@@ -506,33 +591,4 @@ func (e *UpstreamError) Error() string {
 		msg += ": " + e.Detail
 	}
 	return msg
-}
-
-// setUpstreams checks the server's upstreams and gathers their host
-// functions.
-func (s *Server) setUpstreams(ups []*Upstream) error {
-	if len(ups) == 0 {
-		return nil
-	}
-	s.upstreams = slices.Clone(ups)
-	s.host = effect.HostFuncs{}
-	for _, u := range s.upstreams {
-		if u == nil {
-			return fmt.Errorf("%w: a nil upstream", ErrInvalidOptions)
-		}
-		for name, fn := range u.HostFuncs() {
-			if _, dup := s.host[name]; dup {
-				return fmt.Errorf("%w: two upstreams are named %s", ErrInvalidOptions, u.name)
-			}
-			s.host[name] = fn
-		}
-	}
-	slices.SortFunc(s.upstreams, func(a, b *Upstream) int { return strings.Compare(a.name, b.name) })
-	for i := 1; i < len(s.upstreams); i++ {
-		if s.upstreams[i].name == s.upstreams[i-1].name {
-			return fmt.Errorf("%w: two upstreams are named %s", ErrInvalidOptions, s.upstreams[i].name)
-		}
-	}
-	s.declarations = declarations(s.upstreams)
-	return nil
 }

@@ -42,7 +42,7 @@ func declarations(ups []*Upstream) string {
 	b.WriteString(head)
 	left := 0
 	for _, u := range ups {
-		for _, t := range u.tools {
+		for _, t := range u.Tools() {
 			d := toolDeclaration(u, t)
 			if left > 0 || b.Len()+len(d)+len(tail)+80 > MaxUpstreamDeclarationBytes {
 				left++

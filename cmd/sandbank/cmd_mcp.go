@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
+	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/mcpserver"
 	"github.com/sandbank/sandbank/registry"
 	"github.com/sandbank/sandbank/spi"
@@ -31,6 +32,7 @@ type mcpOptions struct {
 	noCache         bool
 	tenantsFile     string
 	allowOrigins    []string
+	signKey         string
 
 	upstreams       []string // --upstream NAME=COMMAND or NAME=URL (mcp_upstream.go)
 	upstreamAllow   []string
@@ -73,7 +75,10 @@ languages the registry has; --lang chooses), each taking
 {"timeoutMs": N, "memoryBytes": N} that may only lower the server's
 (--timeout, --memory); and list_engines. A tool result carries the
 script's value, or its typed failure as an error result the model can
-read and correct, with the logs and the run's stats.
+read and correct, with the logs, the run's stats and its receipt.
+--sign-key FILE (see 'sandbank keygen') signs every receipt, as for
+'sandbank run' and 'sandbank serve': 'sandbank verify --key FILE.pub'
+checks one; without it the receipts are unsigned.
 
 Code mode: --upstream NAME=COMMAND starts another MCP server as a
 process (over its standard input and output), --upstream
@@ -87,6 +92,13 @@ host call of the run: bounded in size and number, within the run's wall
 clock and --upstream-timeout (default 30s), cancelled with the run, and
 counted in its record; a failed call (the upstream died, hung, refused
 or answered nonsense) is an error the script may catch.
+An upstream that died (its process exited, its HTTP session was lost)
+is started again by the next call: the call that found it dead fails
+with upstreamUnavailable, and one that dies again before answering any
+call waits 100ms before the next start, doubling up to 10s (calls in
+the wait fail at once). When an upstream says its tools changed
+(tools/list_changed), they are listed again: the run tools' descriptions
+declare the new list, and the clients hear that the tools changed.
 A command inherits sandbank's environment;
 --upstream-env NAME=KEY=VALUE adds to it, and
 --upstream-header 'NAME=HEADER: VALUE' (with $VARIABLES expanded) to an
@@ -103,6 +115,7 @@ goes to standard error; --quiet drops them.`,
 		Example: `  sandbank mcp
   sandbank mcp --timeout 10s --memory 64MiB --lang javascript
   sandbank mcp --http 127.0.0.1:8765
+  sandbank mcp --sign-key host.key
   sandbank mcp --http 0.0.0.0:8765 --tenants tenants.json
   sandbank mcp --upstream 'files=npx -y @modelcontextprotocol/server-filesystem /srv/data'
   sandbank mcp --upstream gh=https://api.githubcopilot.com/mcp/ --upstream-allow https://api.githubcopilot.com \
@@ -123,6 +136,7 @@ goes to standard error; --quiet drops them.`,
 	f.BoolVar(&o.quiet, "quiet", false, "write no line per call on standard error")
 	f.StringVar(&o.cacheDir, "cache-dir", "", "keep compiled modules in `DIR` (default: the user cache directory's sandbank/)")
 	f.BoolVar(&o.noCache, "no-cache", false, "compile the engines' modules afresh, with no compiled-module cache")
+	f.StringVar(&o.signKey, "sign-key", "", "sign every run's receipt with the private key in `FILE` (see 'sandbank keygen')")
 	f.StringArrayVar(&o.upstreams, "upstream", nil, "make the tools of MCP server `NAME=COMMAND` (stdio) or NAME=URL (streamable HTTP) host functions of the scripts (repeatable)")
 	f.StringSliceVar(&o.upstreamAllow, "upstream-allow", nil, "allow --upstream addresses of `ORIGIN` (scheme://host[:port]); loopback ones need none")
 	f.StringArrayVar(&o.upstreamEnv, "upstream-env", nil, "add `NAME=KEY=VALUE` to upstream NAME's environment; the value never reaches a script")
@@ -154,7 +168,7 @@ func (a *app) serveMCP(ctx context.Context, o *mcpOptions) error {
 	var tenants *tenant.Set
 	if o.http != "" {
 		var err error
-		if tenants, err = mcpTenants(o); err != nil {
+		if tenants, err = readTenants(o.tenantsFile); err != nil {
 			return err
 		}
 		if tenants == nil {
@@ -175,6 +189,14 @@ func (a *app) serveMCP(ctx context.Context, o *mcpOptions) error {
 	specs, err := parseUpstreams(o)
 	if err != nil {
 		return err
+	}
+	var signer effect.Signer
+	if o.signKey != "" {
+		s, err := readSignKey("--sign-key", o.signKey)
+		if err != nil {
+			return err
+		}
+		signer = s
 	}
 	reg, err := a.registry()
 	if err != nil {
@@ -200,6 +222,7 @@ func (a *app) serveMCP(ctx context.Context, o *mcpOptions) error {
 		Languages: o.languages,
 		Engines:   engines,
 		Version:   moduleVersion(debug.ReadBuildInfo()),
+		Signer:    signer,
 		Factory: func(e registry.Entry) spi.Factory {
 			f, err := a.engineFactory(e, &runOptions{cacheDir: o.cacheDir, noCache: o.noCache})
 			if err != nil {

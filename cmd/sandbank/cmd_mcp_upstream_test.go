@@ -9,7 +9,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -29,6 +32,10 @@ import (
 // NAME=COMMAND' starts.
 const upstreamChildEnv = "SANDBANK_TEST_UPSTREAM_CHILD"
 
+// upstreamStartsEnv names a file the upstream child appends a line to
+// each time it starts.
+const upstreamStartsEnv = "SANDBANK_TEST_UPSTREAM_STARTS"
+
 // upstreamBound bounds each step of these tests: far above what one
 // takes on a loaded machine, so that only a hang reaches it.
 const upstreamBound = 60 * time.Second
@@ -38,6 +45,14 @@ func init() {
 		return
 	}
 	// Before TestMain: this process is the upstream, nothing else.
+	if name := os.Getenv(upstreamStartsEnv); name != "" {
+		f, err := os.OpenFile(name, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+		if err != nil {
+			os.Exit(1)
+		}
+		_, _ = f.WriteString("start\n")
+		_ = f.Close()
+	}
 	err := testUpstream().Run(context.Background(), &mcp.StdioTransport{})
 	if err != nil && !strings.Contains(err.Error(), "EOF") && !strings.Contains(err.Error(), "closed") {
 		fmt.Fprintln(os.Stderr, "upstream:", err)
@@ -202,11 +217,14 @@ func TestMCPUpstreamStdio(t *testing.T) {
 		r := runScript(t, cs, caughtMessage("store__big({})"))
 		assert.Equal(t, `"effect: host function result is 5242882 bytes, over the limit of 4194304 (MaxHostResultBytes)"`, string(r.Value))
 	})
-	t.Run("dies", func(t *testing.T) {
+	t.Run("dies and is started again", func(t *testing.T) {
+		// The process exits on the call: that call fails typed, and the
+		// next run's call starts the upstream again.
 		r := runScript(t, cs, caughtMessage("store__die({})"))
 		assert.Equal(t, `"mcpserver: upstreamUnavailable: store.die: the upstream is not available"`, string(r.Value))
-		r = runScript(t, cs, caughtMessage("store__item({ id: 1 })"))
-		assert.Equal(t, `"mcpserver: upstreamUnavailable: store.item: the upstream is not available"`, string(r.Value))
+		r = runScript(t, cs, `(await host.store__item({ id: 7 })).title`)
+		require.True(t, r.OK, "%+v", r)
+		assert.Equal(t, `"item 7"`, string(r.Value))
 	})
 
 	require.NoError(t, cs.Close())
@@ -218,6 +236,35 @@ func TestMCPUpstreamStdio(t *testing.T) {
 	}
 }
 
+// TestMCPUpstreamRestartIsBounded: an upstream that dies on every call
+// gives every call a typed error, and is not started once per call: the
+// restart backoff (mcpserver.MinUpstreamRestartDelay, doubling) leaves
+// far fewer starts than calls. The bound, half the calls, holds unless
+// the thirty calls take over a minute: at most ten starts fit in 30 s.
+func TestMCPUpstreamRestartIsBounded(t *testing.T) {
+	starts := filepath.Join(t.TempDir(), "starts")
+	cs, _ := serveUpstreams(t, "--upstream", "store='"+os.Args[0]+"'", "--upstream-env", "store="+upstreamChildEnv+"=1",
+		"--upstream-env", "store="+upstreamStartsEnv+"="+starts)
+	const calls = 30
+	r := runScript(t, cs, `const m = [];
+for (let i = 0; i < `+strconv.Itoa(calls)+`; i++) {
+  try { await host.store__die({}); m.push("no error"); } catch (e) { m.push(e.message); }
+}
+m`)
+	require.True(t, r.OK, "%+v", r)
+	var msgs []string
+	require.NoError(t, json.Unmarshal(r.Value, &msgs))
+	require.Len(t, msgs, calls)
+	for _, m := range msgs {
+		assert.Equal(t, "mcpserver: upstreamUnavailable: store.die: the upstream is not available", m)
+	}
+	b, err := os.ReadFile(starts)
+	require.NoError(t, err)
+	n := strings.Count(string(b), "start\n")
+	assert.GreaterOrEqual(t, n, 1)
+	assert.LessOrEqual(t, n, calls/2, "started %d times for %d calls", n, calls)
+}
+
 // TestMCPUpstreamHTTP: --upstream NAME=URL reaches a real MCP server over
 // streamable HTTP with the operator's header, which never reaches the
 // script; an answer that is not MCP is a typed error.
@@ -225,7 +272,10 @@ func TestMCPUpstreamHTTP(t *testing.T) {
 	const secret = "ghp_0123456789secret"
 	t.Setenv("SANDBANK_TEST_UPSTREAM_TOKEN", secret)
 	srv := testUpstream()
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	// The handler and its sessions; a new one forgets them, as a
+	// restarted server does.
+	var h atomic.Pointer[mcp.StreamableHTTPHandler]
+	h.Store(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Authorization") != "Bearer "+secret {
 			http.Error(w, "no token "+secret, http.StatusUnauthorized)
@@ -238,7 +288,7 @@ func TestMCPUpstreamHTTP(t *testing.T) {
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
-		h.ServeHTTP(w, r)
+		h.Load().ServeHTTP(w, r)
 	}))
 	defer ts.Close()
 
@@ -251,6 +301,15 @@ func TestMCPUpstreamHTTP(t *testing.T) {
 	r = runScript(t, cs, `await host.web__whoami({})`)
 	require.True(t, r.OK, "%+v", r)
 	assert.Equal(t, `"you are [redacted], token [redacted]"`, string(r.Value))
+
+	// The upstream forgets its sessions: the call that finds its session
+	// lost fails typed, and the next one starts a new session.
+	h.Store(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	r = runScript(t, cs, caughtMessage("web__item({ id: 1 })"))
+	assert.Equal(t, `"mcpserver: upstreamUnavailable: web.item: the upstream is not available"`, string(r.Value))
+	r = runScript(t, cs, `(await host.web__item({ id: 2 })).title`)
+	require.True(t, r.OK, "%+v", r)
+	assert.Equal(t, `"item 2"`, string(r.Value))
 
 	// The test server answers a call whose arguments say "garbage" with
 	// something that is not JSON-RPC.

@@ -230,10 +230,24 @@ func loadTenants(o *serveOptions) (*tenant.Set, error) {
 		}
 		return nil, nil
 	}
-	if o.tenantsFile != "" {
-		s, err := tenant.Load(o.tenantsFile)
+	s, err := readTenants(o.tenantsFile)
+	switch {
+	case err != nil:
+		return nil, err
+	case s == nil:
+		return nil, usagef("no tenants: give --tenants FILE or $%s, or --dev for a loopback server without keys", tenant.EnvVar)
+	}
+	return s, nil
+}
+
+// readTenants reads the tenants document of serve and mcp --http: from
+// file when it is not "", else from $SANDBANK_TENANTS; nil when neither
+// is given.
+func readTenants(file string) (*tenant.Set, error) {
+	if file != "" {
+		s, err := tenant.Load(file)
 		if err != nil {
-			return nil, usagef("--tenants: %s: %s", effect.Excerpt(o.tenantsFile), reason(err))
+			return nil, usagef("--tenants: %s: %s", effect.Excerpt(file), reason(err))
 		}
 		return s, nil
 	}
@@ -242,7 +256,7 @@ func loadTenants(o *serveOptions) (*tenant.Set, error) {
 	case err != nil:
 		return nil, usagef("$%s: %s", tenant.EnvVar, reason(err))
 	case !ok:
-		return nil, usagef("no tenants: give --tenants FILE or $%s, or --dev for a loopback server without keys", tenant.EnvVar)
+		return nil, nil
 	}
 	return s, nil
 }

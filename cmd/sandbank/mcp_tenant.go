@@ -9,38 +9,17 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/mcpserver"
 	"github.com/sandbank/sandbank/server"
 	"github.com/sandbank/sandbank/tenant"
 )
 
 // The tenants of 'sandbank mcp --http': the same document, keys and quotas
-// as 'sandbank serve' (package tenant).
+// as 'sandbank serve' (package tenant), read by readTenants.
 
 // tenantKey is where the verifier leaves the tenant, in the TokenInfo the
 // SDK hands each request (mcp.RequestExtra.TokenInfo).
 const tenantKey = "sandbank.tenant"
-
-// mcpTenants reads the tenants from --tenants or $SANDBANK_TENANTS; nil
-// when neither is given.
-func mcpTenants(o *mcpOptions) (*tenant.Set, error) {
-	if o.tenantsFile != "" {
-		s, err := tenant.Load(o.tenantsFile)
-		if err != nil {
-			return nil, usagef("--tenants: %s: %s", effect.Excerpt(o.tenantsFile), reason(err))
-		}
-		return s, nil
-	}
-	s, ok, err := tenant.FromEnv()
-	switch {
-	case err != nil:
-		return nil, usagef("$%s: %s", tenant.EnvVar, reason(err))
-	case !ok:
-		return nil, nil
-	}
-	return s, nil
-}
 
 // requireTenant is the tenant admission of 'sandbank mcp --http': the
 // server's own (server.RequireTenant: a tenant's key, else 401, and a

@@ -23,7 +23,7 @@ import (
 // This file is 'sandbank mcp --upstream': the operator names other MCP
 // servers (a command run over standard input and output, or a
 // streamable-HTTP address on an allow-list), and their tools become host
-// functions of the scripts the server runs (mcpserver.NewUpstream).
+// functions of the scripts the server runs (mcpserver.ConnectUpstream).
 
 // upstreamConnectBound bounds starting an upstream: its process or its
 // address, the MCP handshake and the list of its tools.
@@ -178,13 +178,15 @@ func splitCommand(s string) ([]string, error) {
 	return words, nil
 }
 
-// connectUpstreams starts every upstream and lists its tools. close ends
-// their sessions (and stops their processes).
+// connectUpstreams starts every upstream and lists its tools
+// (mcpserver.ConnectUpstream: an upstream that dies is started again on
+// a later call). closeAll ends their sessions (and stops their
+// processes).
 func (a *app) connectUpstreams(ctx context.Context, specs []*upstreamSpec, o *mcpOptions, logger *slog.Logger) (ups []*mcpserver.Upstream, closeAll func(), err error) {
-	var sessions []*mcp.ClientSession
+	var started []*mcpserver.Upstream
 	closeAll = func() {
-		for _, s := range sessions {
-			_ = s.Close()
+		for _, u := range started {
+			_ = u.Close()
 		}
 	}
 	defer func() {
@@ -200,29 +202,23 @@ func (a *app) connectUpstreams(ctx context.Context, specs []*upstreamSpec, o *mc
 		}
 		timeout = d
 	}
-	client := mcp.NewClient(&mcp.Implementation{Name: "sandbank", Version: "1"}, &mcp.ClientOptions{Logger: slog.New(slog.DiscardHandler)})
 	for _, s := range specs {
 		cctx, cancel := context.WithTimeout(ctx, upstreamConnectBound)
-		session, cerr := client.Connect(cctx, a.upstreamTransport(s, o.quiet), nil)
-		if cerr != nil {
-			cancel()
-			return nil, closeAll, untyped(fmt.Errorf("sandbank: upstream %s: connecting: %s", s.name, effect.Excerpt(oneLine(cerr.Error()))))
-		}
-		sessions = append(sessions, session)
-		up, uerr := mcpserver.NewUpstream(cctx, s.name, session, &mcpserver.UpstreamOptions{CallTimeout: timeout, Redact: s.redact})
+		dial := func() mcp.Transport { return a.upstreamTransport(s, o.quiet) }
+		up, uerr := mcpserver.ConnectUpstream(cctx, s.name, dial, &mcpserver.UpstreamOptions{CallTimeout: timeout, Redact: s.redact})
 		cancel()
 		if uerr != nil {
 			if errors.Is(uerr, effect.ErrInvalidCall) {
 				return nil, closeAll, usagef("--upstream %s: %v", quote(s.name), uerr)
 			}
-			return nil, closeAll, untyped(fmt.Errorf("sandbank: upstream %s: %s", s.name, effect.Excerpt(oneLine(uerr.Error()))))
+			return nil, closeAll, untyped(fmt.Errorf("sandbank: upstream %s: %s", s.name, effect.Excerpt(oneLine(strings.TrimPrefix(uerr.Error(), "mcpserver: upstream "+s.name+": ")))))
 		}
 		if logger != nil {
 			logger.Info("sandbank: upstream connected", slog.String("upstream", s.name), slog.Int("tools", len(up.Tools())), slog.Int("skipped", len(up.Skipped())))
 		}
-		ups = append(ups, up)
+		started = append(started, up)
 	}
-	return ups, closeAll, nil
+	return started, closeAll, nil
 }
 
 // upstreamTransport is the MCP transport to s: its command over stdio
