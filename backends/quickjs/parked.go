@@ -35,7 +35,7 @@ import (
 // again. A run that grew memory keeps its instance (growth.go). Anything
 // else (a trap, a kill, a clobbered canary, memory that was refused, a
 // WASI call outside the expected set, an exit code or record that is not
-// a result or a thrown value, an instance that served maxRestores runs)
+// a result or a thrown value, an instance that served park.MaxRestores runs)
 // ends the instance; a replacement is booted off the request path.
 
 // parked is ModeParked's runtime: run r on a parked instance of the pool
@@ -52,7 +52,7 @@ func (r *run) parked(runCtx context.Context, j *job, compiled wazero.CompiledMod
 		inst, _ = p.Await(runCtx)
 		if runCtx.Err() != nil {
 			if inst != nil && !p.Put(inst) {
-				inst.kill(b.core.Closed())
+				inst.Kill(b.core.Closed())
 			}
 			return jsguest.Facts{}, context.Cause(runCtx)
 		}
@@ -63,7 +63,7 @@ func (r *run) parked(runCtx context.Context, j *job, compiled wazero.CompiledMod
 			b.onRun(inst)
 		}
 		j.attach(inst, func() error { return context.Cause(runCtx) })
-		inst.jobs <- j
+		inst.Jobs <- j
 	} else {
 		r.SetPhase(wasmrun.PhaseInstantiate)
 		if inst = b.startInstance(p, r.Limits.MemoryBytes, j, compiled); inst == nil {
@@ -72,7 +72,7 @@ func (r *run) parked(runCtx context.Context, j *job, compiled wazero.CompiledMod
 	}
 	select {
 	case <-j.done:
-	case <-inst.dead:
+	case <-inst.Dead:
 		select {
 		case <-j.done:
 		default: // the instance ended while parked, before it took the run

@@ -373,17 +373,17 @@ func TestUnexpectedWASICallEndsTheInstance(t *testing.T) {
 	var refused []string
 	wasi := b.peng.rt.Module(wasi_snapshot_preview1.ModuleName) // the parked host module, as instances see it
 	require.NotNil(t, wasi)
-	for _, f := range (park.WASI[*instance]{Expected: expectedWASI}).Refused(b.peng.mod) {
+	for _, f := range (park.WASI[*instance, *job, facts]{Expected: expectedWASI}).Refused(b.peng.mod) {
 		_, name, _ := f.Import()
 		inst := &instance{}
 		fn, ok := wasi.ExportedFunctionDefinitions()[name].GoFunction().(api.GoModuleFunction)
 		require.True(t, ok, name)
 		stack := make([]uint64, max(len(f.ParamTypes()), len(f.ResultTypes())))
-		fn.Call(park.WithInstance(context.Background(), inst), nil, stack)
+		fn.Call(inst.With(context.Background()), nil, stack)
 		if len(f.ResultTypes()) > 0 {
 			assert.EqualValues(t, park.ErrnoNosys, stack[0], name)
 		}
-		assert.True(t, inst.seat.Unexpected(), name)
+		assert.True(t, inst.Seat().Unexpected(), name)
 		assert.False(t, expectedWASI[name] || name == "fd_read" || name == "proc_exit", name)
 		refused = append(refused, name)
 	}
@@ -395,7 +395,7 @@ func TestUnexpectedWASICallEndsTheInstance(t *testing.T) {
 	boots := b.boots.Load()
 	runCase(t, b, echo)
 	require.Equal(t, boots, b.boots.Load(), "a clean run keeps its instance")
-	b.restored = func(inst *instance) { inst.seat.MarkUnexpected() } // as if the run made such a call
+	b.restored = func(inst *instance) { inst.Seat().MarkUnexpected() } // as if the run made such a call
 	got := runCase(t, b, echo)
 	b.restored = nil
 	require.Equal(t, spi.KindOK, got.Out.Kind)

@@ -34,19 +34,19 @@ func (rt *parkedRuntime) Run(runCtx context.Context, r *wasmrun.Run, compiled wa
 		inst, _ = p.Await(runCtx) // an instance booting in the background is ready sooner than a new one
 		if err := runCtx.Err(); err != nil {
 			if inst != nil && !p.Put(inst) {
-				inst.kill(b.core.Closed())
+				inst.Kill(b.core.Closed())
 			}
 			return facts{}, context.Cause(runCtx)
 		}
 	}
 	if inst != nil {
-		inst.jobs <- j
+		inst.Jobs <- j
 	} else if inst = b.startInstance(p, key, j, compiled); inst == nil {
 		return facts{}, b.core.Closed()
 	}
 	select {
 	case <-j.done:
-	case <-inst.dead:
+	case <-inst.Dead:
 		select {
 		case <-j.done:
 		default: // the instance ended while parked, before it took the run
