@@ -68,6 +68,8 @@ type Guest[J comparable, F any] interface {
 	Fail(j J, err error)
 	// Deliver hands what run j left behind to its caller.
 	Deliver(j J, f F)
+	// Kill ends the instance (the Core's).
+	Kill(cause error)
 }
 
 // Core is the part of a parked instance I (which embeds it) that this
@@ -81,10 +83,9 @@ type Core[I Guest[J, F], J comparable, F any] struct {
 	// Pool is the instance's pool; nil for an instance booted for one run
 	// beyond the pools.
 	Pool *Pool[I]
-	// Ctx is the instance's life (it ends with the backend's), Kill ends
-	// it.
+	// Ctx is the instance's life: it ends with the backend's, or Kill.
 	Ctx  context.Context
-	Kill context.CancelCauseFunc
+	kill context.CancelCauseFunc
 	// Mem allocates the instance's linear memory.
 	Mem *wasmhost.Allocator
 	// Jobs hands a parked instance its next run; Ready is closed at the
@@ -111,11 +112,14 @@ type Core[I Guest[J, F], J comparable, F any] struct {
 // life, with memory from mem.
 func (c *Core[I, J, F]) Init(inst I, life context.Context, pool *Pool[I], mem *wasmhost.Allocator, j J) {
 	c.self, c.Pool, c.Mem, c.Cur = inst, pool, mem, j
-	c.Ctx, c.Kill = context.WithCancelCause(life)
+	c.Ctx, c.kill = context.WithCancelCause(life)
 	c.Jobs = make(chan J, 1)
 	c.Ready, c.Dead = make(chan struct{}), make(chan struct{})
 	c.MaxRestores = MaxRestores
 }
+
+// Kill ends the instance, with cause.
+func (c *Core[I, J, F]) Kill(cause error) { c.kill(cause) }
 
 // Seat implements Instance.
 func (c *Core[I, J, F]) Seat() *Seat { return &c.seat }
@@ -172,12 +176,49 @@ func (c *Core[I, J, F]) Start(done func()) {
 	go c.main(done)
 }
 
+// Take returns a parked instance of p (nil: none) for a run whose
+// context is ctx, waiting for one that boots in the background (it is
+// ready sooner than a new one); false when none is idle or booting. When
+// ctx ends first, the error is its cause, and the instance taken goes
+// back to p, or ends with closed when p has no room.
+func Take[I Guest[J, F], J comparable, F any](ctx context.Context, p *Pool[I], closed error) (I, bool, error) {
+	var none I
+	if p == nil {
+		return none, false, nil
+	}
+	inst, ok := p.Await(ctx)
+	if ctx.Err() != nil {
+		if ok && !p.Put(inst) {
+			inst.Kill(closed)
+		}
+		return none, false, context.Cause(ctx)
+	}
+	return inst, ok, nil
+}
+
+// Served waits until run j is served (done is closed), and reports
+// false when the instance ended first, while parked, before it took the
+// run.
+func (c *Core[I, J, F]) Served(done <-chan struct{}) bool {
+	select {
+	case <-done:
+		return true
+	case <-c.Dead:
+		select {
+		case <-done:
+			return true
+		default:
+			return false
+		}
+	}
+}
+
 // main instantiates the module and calls _start, which returns only when
 // the instance ends.
 func (c *Core[I, J, F]) main(done func()) {
 	defer done()
 	defer close(c.Dead)
-	defer c.Kill(nil)
+	defer c.kill(nil)
 	defer func() {
 		c.readyOnce.Do(func() { close(c.Ready) })
 		if c.Pool != nil {
