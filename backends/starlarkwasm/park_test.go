@@ -400,4 +400,15 @@ func TestUnexpectedWASICallEndsTheInstance(t *testing.T) {
 	b.restored = nil
 	require.Equal(t, spi.KindOK, got.Out.Kind)
 	require.Equal(t, boots+1, b.boots.Load(), "the marked instance ended")
+
+	// A mark belongs to the run it was made in: the restore of the next
+	// run clears one made while the instance was parked.
+	p := b.pools.For(poolKey{memoryBytes: parkMemory})
+	require.NotNil(t, p)
+	inst, ok := p.Await(context.Background()) // the replacement, once it parked
+	require.True(t, ok)
+	inst.Seat().MarkUnexpected()
+	require.True(t, p.Put(inst))
+	runCase(t, b, echo)
+	assert.Equal(t, boots+1, b.boots.Load(), "the instance marked while parked is kept")
 }
