@@ -40,7 +40,8 @@ const MaxRestores = 2048
 
 // Guest is an engine's parked instance, which embeds its [Core]: J is a
 // run on it (a pointer), F what a run left behind. The Core calls these
-// on the instance's goroutine.
+// on the instance's goroutine (all but Kill, which is the Core's own and
+// may be called from any goroutine).
 type Guest[J comparable, F any] interface {
 	Instance
 	// Instantiate instantiates the module with ctx (the instance's life,
@@ -68,7 +69,7 @@ type Guest[J comparable, F any] interface {
 	Fail(j J, err error)
 	// Deliver hands what run j left behind to its caller.
 	Deliver(j J, f F)
-	// Kill ends the instance (the Core's).
+	// Kill ends the instance with cause (the embedded Core's method).
 	Kill(cause error)
 }
 
