@@ -103,7 +103,7 @@ func New(opts *Options) (*Backend, error) {
 
 // build is New with validated settings.
 func build(set settings) (*Backend, error) {
-	dir, err := cache.Resolve(set.cacheDir, set.noCache)
+	dir, err := cache.Resolve(set.CacheDir, set.NoCache)
 	if err != nil {
 		return nil, fmt.Errorf("quickjs: %w", err)
 	}

@@ -371,9 +371,9 @@ func TestBadInputIsAnError(t *testing.T) {
 func TestDefaultColdStartGrowsWithTheInput(t *testing.T) {
 	def, err := (*Options)(nil).settings()
 	require.NoError(t, err)
-	assert.Equal(t, DefaultColdStartAllowance, coldStart(def).For(0))
-	assert.Equal(t, DefaultColdStartAllowance+8*DefaultColdStartPerInputMiB, coldStart(def).For(8<<20))
+	assert.Equal(t, DefaultColdStartAllowance, def.ColdStart.For(0))
+	assert.Equal(t, DefaultColdStartAllowance+8*DefaultColdStartPerInputMiB, def.ColdStart.For(8<<20))
 	set, err := (&Options{ColdStartAllowance: time.Second}).settings()
 	require.NoError(t, err)
-	assert.Equal(t, time.Second, coldStart(set).For(8<<20))
+	assert.Equal(t, time.Second, set.ColdStart.For(8<<20))
 }

@@ -69,7 +69,7 @@ func (inst *instance) restoreMemory(memory api.Memory) bool {
 	if !ok {
 		return false
 	}
-	inst.mem.Zero(uint64(park), uint64(memory.Size()))
+	inst.Mem.Zero(uint64(park), uint64(memory.Size()))
 	inst.restoreParkBytes(buf) // stack.go
 	return true
 }

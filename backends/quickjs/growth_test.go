@@ -74,7 +74,7 @@ func TestParkedGrowthLeavesNothing(t *testing.T) {
 	w := watch(b)
 	var planted, leaked, grown bool
 	w.hook = func(inst *instance) { // the instance is parked, as run 1 left it
-		if inst.snap == nil || inst.cur != nil {
+		if !inst.Parked() || inst.Cur != nil {
 			return
 		}
 		mem := inst.mod.Memory()

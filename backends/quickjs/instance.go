@@ -5,12 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"runtime"
-	"sync"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
-	"github.com/tetratelabs/wazero/experimental"
 
 	"github.com/sandbank/sandbank/backends/quickjs/internal/jsguest"
 	wasmhost "github.com/sandbank/sandbank/internal/wasm/host"
@@ -18,46 +15,31 @@ import (
 	wasmrun "github.com/sandbank/sandbank/internal/wasm/run"
 )
 
-// Parked mode's instances: one goroutine each, which boots the guest and
-// never leaves its call of _start (park.go, wasi.go).
+// Parked mode's instances: one goroutine each (internal/wasm/park's
+// Core), which boots the guest and never leaves its call of _start
+// (park.go).
 
-// instance is one parked QuickJS instance, owned by its goroutine.
+// instance is one parked QuickJS instance; its Core is its life
+// (internal/wasm/park).
 type instance struct {
+	park.Core[*instance, *job, jsguest.Facts]
 	b           *Backend
-	pool        *pool // nil for a one-shot instance
 	memoryBytes int64
-	seat        park.Seat
+	compiled    wazero.CompiledModule
 
-	ctx   context.Context
-	kill  context.CancelCauseFunc
-	jobs  chan *job
-	ready chan struct{} // closed at the first park, or when the instance ended
-	dead  chan struct{} // closed when the goroutine ended
-
-	mem     *wasmhost.Allocator
 	clock   *fakeClock
 	rng     *replayRand
 	meter   *meter
 	mod     api.Module
-	globals []api.MutableGlobal // every mutable global of the module (parkglobals.go)
+	globals wasmhost.Globals // every mutable global of the module
 
-	// The park point (park.go).
-	snap        experimental.Snapshot // the next run's snapshot, restored once
-	retaking    bool                  // restored: the guest's next read takes the next snapshot
-	restores    int                   // runs served
-	maxRestores int                   // runs it may serve (maxRestores; tests lower it)
-	memory      []byte                // linear memory at the park point
-	globalVals  []uint64              // the mutable globals at the park point
-	wall        int64
-	mono        int64
-	rngState    []byte
-	granted     int32 // the meter's last grant at the park point
-	parked      bool
-	readyOnce   sync.Once
-
-	// The current run (only the instance goroutine touches these).
-	cur   *job
-	stdin io.Reader
+	// The park point (park.go), besides the snapshot.
+	memory     []byte   // linear memory at the park point
+	globalVals []uint64 // the mutable globals at the park point
+	wall       int64
+	mono       int64
+	rngState   []byte
+	granted    int32 // the meter's last grant at the park point
 }
 
 // startInstance starts an instance on a goroutine of its own, running j
@@ -68,129 +50,76 @@ func (b *Backend) startInstance(p *pool, memoryBytes int64, j *job, compiled waz
 	}
 	b.boots.Add(1)
 	b.live.Add(1)
-	ctx, kill := context.WithCancelCause(b.life)
 	inst := &instance{
 		b:           b,
-		pool:        p,
 		memoryBytes: memoryBytes,
-		ctx:         ctx,
-		kill:        kill,
-		jobs:        make(chan *job, 1),
-		ready:       make(chan struct{}),
-		dead:        make(chan struct{}),
-		mem:         wasmhost.NewAllocator(uint64(memoryBytes)),
+		compiled:    compiled,
 		clock:       &fakeClock{},
 		rng:         newReplayRand(),
 		meter:       &meter{fuel: b.set.fuel},
-		maxRestores: maxRestores,
-		cur:         j,
 	}
-	if j != nil && b.onRun != nil {
-		b.onRun(inst)
+	inst.Init(inst, b.life, p, wasmhost.NewAllocator(uint64(memoryBytes)), j)
+	if j != nil {
+		if b.onRun != nil {
+			b.onRun(inst)
+		}
+		j.attach(inst, b.core.Closed)
 	}
-	if j != nil && p != nil {
-		p.Adopt(inst) // before its goroutine can put it back
-	}
-	go inst.main(compiled)
+	inst.Start(func() {
+		b.live.Add(-1)
+		b.instances.Done()
+	})
 	return inst
 }
 
-// writer sends the guest's stdout or stderr to the current run.
-type writer struct {
-	inst   *instance
-	stdout bool
-}
-
-func (w writer) Write(p []byte) (int, error) {
-	j := w.inst.cur
-	switch {
-	case j == nil:
-	case w.stdout:
-		return j.stdoutW.Write(p)
-	default:
-		return j.stderrW.Write(p)
-	}
-	return len(p), nil
-}
-
-// main instantiates the module and calls _start, which returns only when
-// the instance ends.
-func (inst *instance) main(compiled wazero.CompiledModule) {
-	b := inst.b
-	defer b.instances.Done()
-	defer b.live.Add(-1)
-	defer close(inst.dead)
-	defer inst.kill(nil)
-	if j := inst.cur; j != nil {
-		j.attach(inst, b.core.Closed)
-	}
-	parked := false
-	defer func() {
-		inst.readyOnce.Do(func() { close(inst.ready) })
-		if inst.pool != nil {
-			inst.pool.Ended(inst, parked)
-		}
-	}()
-
-	cfg := b.moduleConfig(inst.memoryBytes, inst.clock, inst.rng).
-		WithStdout(writer{inst: inst, stdout: true}).
-		WithStderr(writer{inst: inst})
-	ctx := experimental.WithMemoryAllocator(inst.ctx, inst.mem)
-	defer inst.mem.Release() // after the module is closed (deferred below, so run first)
-	mod, err := b.rt.InstantiateModule(ctx, compiled, cfg)
+// Instantiate implements park.Guest.
+func (inst *instance) Instantiate(ctx context.Context) (api.Module, error) {
+	cfg := inst.b.moduleConfig(inst.memoryBytes, inst.clock, inst.rng).
+		WithStdout(inst.Writer(func(j *job) io.Writer { return j.stdoutW })).
+		WithStderr(inst.Writer(func(j *job) io.Writer { return j.stderrW }))
+	mod, err := inst.b.rt.InstantiateModule(ctx, inst.compiled, cfg)
 	if err != nil {
-		inst.fail(fmt.Errorf("quickjs: instantiate: %w", err))
-		return
+		return nil, fmt.Errorf("quickjs: instantiate: %w", err)
 	}
-	defer mod.Close(context.Background())
-	// When the instance ends, its run's result is delivered already: the
-	// waiting caller goes first, before the teardown (closing the module,
-	// releasing its memory) that would otherwise hold the P the caller
-	// was readied on (0.32 → 0.013 ms p50 from delivery to Evaluate's
-	// return for a killed loop, in one instrumented run).
-	defer runtime.Gosched()
+	return mod, nil
+}
+
+// Boot implements park.Guest: the globals, the stack canary of the boot,
+// and the fuel meter.
+func (inst *instance) Boot(ctx context.Context, mod api.Module) (context.Context, api.Function, error) {
 	inst.mod = mod
-	if inst.globals, err = exportedGlobals(mod); err != nil {
-		inst.fail(err)
-		return
+	var err error
+	if inst.globals, err = wasmhost.ExportedGlobals(mod); err != nil {
+		return nil, nil, fmt.Errorf("quickjs: parked mode: %w", err)
 	}
 	memory := mod.Memory()
 	start := mod.ExportedFunction("_start")
 	if memory == nil || start == nil {
-		inst.fail(errors.New("quickjs: the module lacks its memory or _start export"))
-		return
+		return nil, nil, errors.New("quickjs: the module lacks its memory or _start export")
 	}
 	canary := inst.bootCanary()
-	if canary == nil || !memory.Write(b.layout.Bottom, canary[:]) {
-		inst.fail(errors.New("quickjs: the stack canary lies outside linear memory"))
-		return
+	if canary == nil || !memory.Write(inst.b.layout.Bottom, canary[:]) {
+		return nil, nil, errors.New("quickjs: the stack canary lies outside linear memory")
 	}
-	if j := inst.cur; j != nil {
+	if j := inst.Cur; j != nil {
 		j.r.SetPhase(wasmrun.PhaseBoot)
 	}
-	ctx = park.WithInstance(experimental.WithSnapshotter(ctx), inst)
-	ctx = withMeter(ctx, inst.meter)
-	_, callErr := start.Call(ctx)
-	parked = inst.parked
+	return withMeter(ctx, inst.meter), start, nil
+}
 
-	j := inst.cur
-	if j == nil {
-		return
-	}
-	inst.cur = nil
+// Ended implements park.Guest: the run's facts when the instance ended
+// during it.
+func (inst *instance) Ended(j *job, callErr error) jsguest.Facts {
 	j.finish()
-	f := inst.facts(j, memory)
-	setEnding(&f, callErr, inst.ctx.Err() != nil)
-	if inst.pool != nil && parked {
-		inst.pool.Leaving(inst) // the replacement is booting before the caller's next run
-	}
-	inst.deliver(j, f)
+	f := inst.facts(j, inst.mod.Memory())
+	setEnding(&f, callErr, inst.Ctx.Err() != nil)
+	return f
 }
 
 // bootCanary is the canary that guards the boot: the run's own when the
 // instance boots for a run, a random one otherwise.
 func (inst *instance) bootCanary() *jsguest.Canary {
-	if j := inst.cur; j != nil {
+	if j := inst.Cur; j != nil {
 		return j.canary
 	}
 	c, err := jsguest.NewCanary()
@@ -200,25 +129,23 @@ func (inst *instance) bootCanary() *jsguest.Canary {
 	return c
 }
 
-// fail ends a run that could not reach the guest.
-func (inst *instance) fail(err error) {
-	if j := inst.cur; j != nil {
-		inst.cur = nil
-		j.finish()
-		j.err = err
-		j.delivered = true
-		close(j.done)
-	}
+// Fail implements park.Guest.
+func (inst *instance) Fail(j *job, err error) {
+	j.finish()
+	j.err = err
+	j.delivered = true
+	close(j.done)
 }
 
 // facts reads what the run of j left behind.
 func (inst *instance) facts(j *job, memory api.Memory) jsguest.Facts {
-	f := j.factsFrom(memory, inst.b.layout.Bottom, inst.mem)
+	f := j.factsFrom(memory, inst.b.layout.Bottom, inst.Mem)
 	j.memPeak = guestMemoryBytes(inst.mod, memory) // the run's, not the instance's (growth.go)
 	return f
 }
 
-func (inst *instance) deliver(j *job, f jsguest.Facts) {
+// Deliver implements park.Guest.
+func (inst *instance) Deliver(j *job, f jsguest.Facts) {
 	if j.delivered {
 		return
 	}

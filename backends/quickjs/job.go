@@ -53,7 +53,7 @@ func (r *run) newJob(req spi.Request) (*job, error) {
 		return nil, err
 	}
 	stdout := r.NewStdout(nonce, jsguest.StdoutLimit(r.Limits.MemoryBytes))
-	stderr := wasmguest.NewCapped(r.b.set.maxStderrBytes)
+	stderr := wasmguest.NewCapped(r.b.set.MaxStderrBytes)
 	return &job{
 		r:       r,
 		payload: jsguest.Payload(nonce, req.Script, req.Input, req.Host != nil),
@@ -89,7 +89,7 @@ func (j *job) attach(inst *instance, cause func() error) {
 	defer j.mu.Unlock()
 	j.inst = inst
 	if j.stopped {
-		inst.kill(cause())
+		inst.Kill(cause())
 	}
 }
 
@@ -102,7 +102,7 @@ func (j *job) stop(cause error) {
 	}
 	j.stopped = true
 	if j.inst != nil {
-		j.inst.kill(cause)
+		j.inst.Kill(cause)
 	}
 }
 

@@ -2,14 +2,17 @@ package quickjs
 
 import (
 	"errors"
-	"fmt"
 	"runtime"
 	"time"
+
+	"github.com/sandbank/sandbank/internal/wasm/park"
+	wasmrun "github.com/sandbank/sandbank/internal/wasm/run"
 )
 
-// Mode is how a backend gives every run a fresh engine. The zero value
-// of Options.Mode means the default, ModeParked.
-type Mode int
+// Mode is how a backend gives every run a fresh engine
+// (internal/wasm/park's, as starlarkwasm.Mode is). The zero value of
+// Options.Mode means the default, ModeParked.
+type Mode = park.Mode
 
 // The modes.
 const (
@@ -20,54 +23,41 @@ const (
 	// request, so a run sees exactly what a fresh instance would; an
 	// instance whose run ended in any way but the expected one is
 	// discarded and replaced off the request path. The default.
-	ModeParked Mode = iota + 1
+	ModeParked = park.ModeParked
 	// ModeFresh instantiates the module anew for every run and boots the
 	// engine inside it (about ten times slower than ModeParked).
-	ModeFresh
+	ModeFresh = park.ModeFresh
 )
 
-func (m Mode) String() string {
-	switch m {
-	case ModeParked:
-		return "parked"
-	case ModeFresh:
-		return "fresh"
-	}
-	return fmt.Sprintf("Mode(%d)", int(m))
-}
-
-// Defaults of the options and of the limits a request leaves at zero.
+// The defaults of the options (internal/wasm/run's, which
+// backends/quickjs/wasmtime shares): the cold-start allowance and the
+// stderr a run keeps.
 const (
 	// DefaultColdStartAllowance bounds the start-up phases of one run
-	// (instantiating, booting the engine, reading and parsing the input),
-	// which are not charged to the script's wall clock, when
-	// Options.ColdStartAllowance is zero: 30 s, plus
-	// DefaultColdStartPerInputMiB for every MiB of input. Waiting for the
-	// module's compile (once per process) is not part of it: it is bounded
-	// by the caller's context. Booting takes milliseconds; parsing the
-	// input dominates: a 32 MiB input of 1.2 million objects took 49 to
-	// 68 s (1.5 to 2.1 s a MiB) on a 2-core machine at load average 15.
-	// 30 s is far above any boot, and the per-MiB term about twice the
-	// worst parse rate measured, so only a stalled start-up runs out,
-	// while a StartupError still arrives before the effect's own deadline
-	// (the wall clock plus a 60 s grace) for the inputs the default
-	// memory limit can hold.
-	DefaultColdStartAllowance = 30 * time.Second
+	// (instantiating, booting the engine, reading and parsing the input)
+	// when Options.ColdStartAllowance is zero: 30 s, plus
+	// DefaultColdStartPerInputMiB for every MiB of input; only a stalled
+	// start-up runs out.
+	DefaultColdStartAllowance = wasmrun.DefaultColdStartAllowance
 	// DefaultColdStartPerInputMiB is what the default cold-start
 	// allowance adds for every MiB of input: 4 s.
-	DefaultColdStartPerInputMiB = 4 * time.Second
+	DefaultColdStartPerInputMiB = wasmrun.DefaultColdStartPerInputMiB
 	// DefaultMaxStderrBytes bounds what the engine and the script's
 	// print/console output may leave on stderr per run.
-	DefaultMaxStderrBytes = 64 << 10
+	DefaultMaxStderrBytes = wasmrun.DefaultMaxStderrBytes
+)
+
+// The limits a request leaves at zero, and their bounds.
+const (
 	// DefaultMemoryBytes is the memory limit of a request whose
-	// Limits.MemoryBytes is zero.
-	DefaultMemoryBytes int64 = 32 << 20
+	// Limits.MemoryBytes is zero: 32 MiB.
+	DefaultMemoryBytes = wasmrun.DefaultMemoryBytes
 	// DefaultWallClock is the wall clock of a request whose
-	// Limits.WallClock is zero.
-	DefaultWallClock = 5 * time.Second
+	// Limits.WallClock is zero: 5 s.
+	DefaultWallClock = wasmrun.DefaultWallClock
 	// MaxMemoryBytes is the largest memory a run can have: all of a 32-bit
 	// WebAssembly address space. A larger request is clamped to it.
-	MaxMemoryBytes int64 = 4 << 30
+	MaxMemoryBytes = wasmrun.MaxMemoryBytes
 	// MaxFuel is the largest Options.Fuel: 2^62 units.
 	MaxFuel uint64 = 1 << 62
 	// DefaultStackBytes is the engine's C stack when Options.StackBytes
@@ -174,53 +164,35 @@ type Options struct {
 
 // settings are the validated options.
 type settings struct {
-	cacheDir       string
-	noCache        bool
-	stopCheck      bool // run the rewritten module
-	fuel           int64
-	wazeroClose    bool // wazero's close-on-context-done (tests measure it against the stop check)
-	coldStart      time.Duration
-	coldPerMiB     time.Duration // added per MiB of input; zero when the option is set
-	maxStderrBytes int
-	mode           Mode
-	poolSize       int
-	stackBytes     uint32
+	wasmrun.Settings
+	stopCheck   bool // run the rewritten module
+	fuel        int64
+	wazeroClose bool // wazero's close-on-context-done (tests measure it against the stop check)
+	mode        Mode
+	poolSize    int
+	stackBytes  uint32
 }
 
 func (o *Options) settings() (settings, error) {
 	s := settings{
-		stopCheck:      true,
-		coldStart:      DefaultColdStartAllowance,
-		coldPerMiB:     DefaultColdStartPerInputMiB,
-		maxStderrBytes: DefaultMaxStderrBytes,
-		mode:           ModeParked,
-		poolSize:       runtime.GOMAXPROCS(0),
-		stackBytes:     DefaultStackBytes,
+		stopCheck:  true,
+		mode:       ModeParked,
+		poolSize:   runtime.GOMAXPROCS(0),
+		stackBytes: DefaultStackBytes,
 	}
 	if o == nil {
-		return s, nil
+		o = &Options{}
 	}
-	if o.NoCache && o.CacheDir != "" {
-		return settings{}, errors.New("quickjs: CacheDir and NoCache cannot be used together")
+	var err error
+	s.Settings, err = wasmrun.Options{CacheDir: o.CacheDir, NoCache: o.NoCache, ColdStartAllowance: o.ColdStartAllowance, MaxStderrBytes: o.MaxStderrBytes}.Settings("quickjs")
+	if err != nil {
+		return settings{}, err
 	}
-	s.cacheDir, s.noCache = o.CacheDir, o.NoCache
 	switch {
 	case o.StopCheck != nil:
 		s.stopCheck = *o.StopCheck
 	case o.CloseOnContextDone != nil:
 		s.stopCheck = *o.CloseOnContextDone
-	}
-	switch {
-	case o.ColdStartAllowance < 0:
-		return settings{}, errors.New("quickjs: negative ColdStartAllowance")
-	case o.ColdStartAllowance > 0:
-		s.coldStart, s.coldPerMiB = o.ColdStartAllowance, 0
-	}
-	switch {
-	case o.MaxStderrBytes < 0:
-		return settings{}, errors.New("quickjs: negative MaxStderrBytes")
-	case o.MaxStderrBytes > 0:
-		s.maxStderrBytes = o.MaxStderrBytes
 	}
 	switch {
 	case o.Fuel > MaxFuel:

@@ -6,6 +6,7 @@ import (
 	"github.com/tetratelabs/wazero"
 
 	"github.com/sandbank/sandbank/backends/quickjs/internal/jsguest"
+	"github.com/sandbank/sandbank/internal/wasm/park"
 	wasmrun "github.com/sandbank/sandbank/internal/wasm/run"
 )
 
@@ -24,18 +25,18 @@ import (
 // and New falls back to ModeFresh for a module it refuses.
 //
 // A run restores all of it, writes a fresh stack canary and resumes the
-// guest from the park point. A snapshot is restored once (park.go): the
-// guest's fd_read goes through the park-read pass's wrapper, so the
-// restored read answers ParkRetry and the guest reads again, with the same
-// arguments; that read takes the next run's snapshot, then is served from
-// the run's own payload. Everything goes through wazero's public API.
+// guest from the park point. A snapshot is restored once
+// (internal/wasm/park): the guest's fd_read goes through the park-read
+// pass's wrapper, so the restored read answers ParkRetry and the guest
+// reads again, with the same arguments; that read takes the next run's
+// snapshot, then is served from the run's own payload. Everything goes through wazero's public API.
 // The guest's JavaScript wrapper ends every run with proc_exit, whose host
 // function does not unwind: it reads the run's facts, hands them to the
 // waiting Evaluate, and, when the run ended exactly as expected, parks
 // again. A run that grew memory keeps its instance (growth.go). Anything
 // else (a trap, a kill, a clobbered canary, memory that was refused, a
 // WASI call outside the expected set, an exit code or record that is not
-// a result or a thrown value, an instance that served maxRestores runs)
+// a result or a thrown value, an instance that served park.MaxRestores runs)
 // ends the instance; a replacement is booted off the request path.
 
 // parked is ModeParked's runtime: run r on a parked instance of the pool
@@ -46,38 +47,28 @@ func (r *run) parked(runCtx context.Context, j *job, compiled wazero.CompiledMod
 	defer stopJob()
 
 	p := b.pools.For(r.Limits.MemoryBytes)
-	var inst *instance
 	if p != nil {
 		r.SetPhase(wasmrun.PhaseInstantiate) // waiting for an instance that boots
-		inst, _ = p.Await(runCtx)
-		if runCtx.Err() != nil {
-			if inst != nil && !p.Put(inst) {
-				inst.kill(b.core.Closed())
-			}
-			return jsguest.Facts{}, context.Cause(runCtx)
-		}
 	}
-	if inst != nil {
+	inst, ok, err := park.Take(runCtx, p, b.core.Closed())
+	switch {
+	case err != nil:
+		return jsguest.Facts{}, err
+	case ok:
 		b.reuses.Add(1)
 		if b.onRun != nil {
 			b.onRun(inst)
 		}
 		j.attach(inst, func() error { return context.Cause(runCtx) })
-		inst.jobs <- j
-	} else {
+		inst.Jobs <- j
+	default:
 		r.SetPhase(wasmrun.PhaseInstantiate)
 		if inst = b.startInstance(p, r.Limits.MemoryBytes, j, compiled); inst == nil {
 			return jsguest.Facts{}, b.core.Closed()
 		}
 	}
-	select {
-	case <-j.done:
-	case <-inst.dead:
-		select {
-		case <-j.done:
-		default: // the instance ended while parked, before it took the run
-			return jsguest.Facts{}, b.core.Closed()
-		}
+	if !inst.Served(j.done) {
+		return jsguest.Facts{}, b.core.Closed()
 	}
 	return j.facts, j.err
 }

@@ -57,7 +57,7 @@ func TestParkedRestoreIsComplete(t *testing.T) {
 		if len(buf) > park {
 			grown.Add(1)
 		}
-		if !slices.Equal(saveGlobals(inst.globals), inst.globalVals) {
+		if !slices.Equal(inst.globals.Save(), inst.globalVals) {
 			bad = append(bad, "globals")
 		}
 		if inst.clock.wall.Load() != inst.wall || inst.clock.mono.Load() != inst.mono {
@@ -74,7 +74,7 @@ func TestParkedRestoreIsComplete(t *testing.T) {
 	b.onRun = func(inst *instance) {
 		// A parked instance left as the last run ended it: the run moved
 		// the stack pointer, which the restore must put back.
-		if inst.snap != nil && inst.cur == nil && !slices.Equal(saveGlobals(inst.globals), inst.globalVals) {
+		if inst.Parked() && inst.Cur == nil && !slices.Equal(inst.globals.Save(), inst.globalVals) {
 			moved.Add(1)
 		}
 	}

@@ -116,12 +116,12 @@ func TestParkedGlobalsThroughExports(t *testing.T) {
 	assert.LessOrEqual(t, sp, uint64(b.layout.Top))
 	moved := slices.Clone(inst.globalVals)
 	moved[0] = sp - 16
-	restoreGlobals(inst.globals, moved)
-	assert.Equal(t, sp-16, saveGlobals(inst.globals)[0])
-	restoreGlobals(inst.globals, inst.globalVals)
+	inst.globals.Restore(moved)
+	assert.Equal(t, sp-16, inst.globals.Save()[0])
+	inst.globals.Restore(inst.globalVals)
 }
 
-// TestParkedInstanceRetires: an instance serves maxRestores runs, then
+// TestParkedInstanceRetires: an instance serves park.MaxRestores runs, then
 // is replaced (every snapshot's stack is a little longer than the one it
 // was taken from). With a limit of 3, nine runs on a pool of one need
 // three instances, and every run is correct.
@@ -129,7 +129,7 @@ func TestParkedInstanceRetires(t *testing.T) {
 	b := newBackend(t, &Options{Mode: ModeParked, PoolSize: 1})
 	served := map[*instance]int{}
 	b.onRun = func(inst *instance) {
-		inst.maxRestores = 3
+		inst.MaxRestores = 3
 		served[inst]++
 	}
 	for i := range 9 {

@@ -25,11 +25,8 @@ func (b *Backend) newPools(size int) *park.Pools[int64, *instance] {
 	})
 }
 
-// Seat implements park.Instance.
-func (inst *instance) Seat() *park.Seat { return &inst.seat }
-
 // isReady is the channel park.Pool.Warm waits on.
-func isReady(inst *instance) <-chan struct{} { return inst.ready }
+func isReady(inst *instance) <-chan struct{} { return inst.Ready }
 
 // settled reports whether the pools have no instance booting or out on a
 // run and hold every live instance of the backend idle (for tests).

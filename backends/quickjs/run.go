@@ -36,12 +36,7 @@ func (b *Backend) Evaluate(ctx context.Context, req spi.Request) (spi.Outcome, e
 func newCore(b *Backend) *wasmrun.Engine[wazero.CompiledModule, ran] {
 	return wasmrun.New("quickjs",
 		wasmrun.Bounds{DefaultWallClock: DefaultWallClock, DefaultMemoryBytes: DefaultMemoryBytes, MaxMemoryBytes: MaxMemoryBytes},
-		coldStart(b.set), (*engineRuntime)(b))
-}
-
-// coldStart is the cold-start allowance of the settings.
-func coldStart(set settings) wasmrun.ColdStart {
-	return wasmrun.ColdStart{Base: set.coldStart, PerMiB: set.coldPerMiB}
+		b.set.ColdStart, (*engineRuntime)(b))
 }
 
 // run is the state of one evaluation: the core's, and the fuel meter's

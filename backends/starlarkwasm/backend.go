@@ -191,7 +191,7 @@ func New(opts *Options) (*Backend, error) {
 		maxSteps:    o.MaxSteps,
 		maxResult:   o.MaxResultBytes,
 		mode:        o.Mode,
-		maxRestores: maxRestores,
+		maxRestores: park.MaxRestores,
 	}
 	b.pools = b.newPools(o.PoolSize)
 	if b.mode == ModeParked {

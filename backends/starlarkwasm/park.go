@@ -6,14 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"runtime"
 	"slices"
 	"strconv"
-	"sync"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
-	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/sys"
 
 	wasmguest "github.com/sandbank/sandbank/internal/wasm/guest"
@@ -23,22 +20,21 @@ import (
 	wasmrun "github.com/sandbank/sandbank/internal/wasm/run"
 )
 
-// Parked instances (ModeParked), after docs/notes/parked-go-guest.md.
+// Parked instances (ModeParked), after docs/notes/parked-go-guest.md; their
+// life (the goroutine, the park point, the restore, fd_read and
+// proc_exit) is internal/wasm/park's Core.
 //
-// An instance is instantiated and its _start called on a goroutine of its
-// own, which it never leaves: a snapshot is valid only inside the call
-// that took it. The Go runtime boots, runs every package's init, and the
-// guest's main parses its arguments (fixed per instance: the pool's
-// key), sets its memory limit and reads its request from stdin. At that
-// first read (the park point) the host saves everything a run can change:
-// the native call stack (wazero's experimental Snapshotter), linear
-// memory, every mutable global (Go's wasm registers SP, CTXT, g,
-// RET0–RET3 and PAUSE, the guest-visible memory size, the stop check's
-// budget: the export-globals pass exports them all), the fake clocks and
-// the random source (wasmhost.Replay). Go keeps its goroutine stacks,
-// heap, timers and scheduler in linear memory and its registers in the
-// globals; wasm has one thread and the guest waits in fd_read, so nothing
-// else of it exists. The function table needs no snapshot: the
+// The Go runtime boots, runs every package's init, and the guest's main
+// parses its arguments (fixed per instance: the pool's key), sets its
+// memory limit and reads its request from stdin. At that first read (the
+// park point) the host saves everything a run can change besides the call
+// stack: linear memory, every mutable global (Go's wasm registers SP,
+// CTXT, g, RET0–RET3 and PAUSE, the guest-visible memory size, the stop
+// check's budget: the export-globals pass exports them all), the fake
+// clocks and the random source (wasmhost.Replay). Go keeps its goroutine
+// stacks, heap, timers and scheduler in linear memory and its registers
+// in the globals; wasm has one thread and the guest waits in fd_read, so
+// nothing else of it exists. The function table needs no snapshot: the
 // static-tables pass proves no table is ever written, and New falls back
 // to ModeFresh for a module a pass refuses.
 //
@@ -46,18 +42,13 @@ import (
 // zeros above it up to the real size (the memory-size pass virtualises
 // memory.size and memory.grow, so the guest sees the park point's size
 // again), the globals, the clocks, the random source, the Allocator's
-// refusal flag, and the run's own stdin, stdout and stderr. A snapshot is
-// restored once: the park-read pass wraps fd_read in a loop that calls
-// it again while it answers ParkRetry, so the restored read answers
-// ParkRetry and the guest reads again with the same arguments; that read
-// (retake) takes the next run's snapshot, then is served from the run's
-// payload.
+// refusal flag, and the run's own stdin, stdout and stderr.
 //
 // The guest ends every run with proc_exit. When the run ended exactly as
 // expected (exit code 0, a result, a thrown error or the step budget,
 // memory never refused, no WASI call outside the expected set, its wall
-// clock not run out, fewer than maxRestores runs on the instance), the
-// instance parks again; anything else (a trap, a kill, running out of
+// clock not run out, fewer than park.MaxRestores runs on the instance),
+// the instance parks again; anything else (a trap, a kill, running out of
 // memory, an unexpected call, any other exit) ends it, and a replacement
 // boots off the request path.
 
@@ -73,11 +64,6 @@ var parkPasses = []wasmrewrite.Pass{
 	wasmrewrite.ExportGlobalsPass,
 	wasmrewrite.StaticTablesPass,
 }
-
-// maxRestores is how many runs a parked instance serves before it is
-// replaced: wazero v1.12.0 clones a snapshot's stack with 16 bytes to
-// spare, so each snapshot is longer than the one it was taken from.
-const maxRestores = 2048
 
 // poolKey is what an instance's arguments are made of besides the
 // backend's options: its memory limit and whether the guest sends log
@@ -100,34 +86,22 @@ func (b *Backend) args(k poolKey) []string {
 		logs}
 }
 
-// instance is one module instance and its park point.
+// instance is one module instance and its park point; its Core is its
+// life (internal/wasm/park).
 type instance struct {
-	b    *Backend
-	pool *pool // nil for an instance booted for one run beyond the pools
-	key  poolKey
-	seat park.Seat
+	park.Core[*instance, *job, facts]
+	b        *Backend
+	key      poolKey
+	compiled wazero.CompiledModule
 
-	ctx  context.Context // the instance's life: ends with the backend's
-	kill context.CancelCauseFunc
-
-	mem     *wasmhost.Allocator
 	replay  *wasmhost.Replay
 	mod     api.Module
 	globals wasmhost.Globals
 
-	// The park point.
-	snap       experimental.Snapshot
+	// The park point, besides the snapshot.
 	image      []byte // linear memory below the park point's size
 	globalVals []uint64
 	replayAt   wasmhost.ReplayState
-	retaking   bool
-	restores   int
-
-	cur       *job          // the run being served; only the instance's goroutine changes it once started
-	jobs      chan *job     // the next run (buffered: one)
-	ready     chan struct{} // closed at the first park, or when the instance ends
-	readyOnce sync.Once
-	dead      chan struct{}
 }
 
 // job is one run on an instance.
@@ -151,94 +125,52 @@ func (b *Backend) startInstance(p *pool, key poolKey, j *job, compiled wazero.Co
 		return nil
 	}
 	b.boots.Add(1)
-	ctx, kill := context.WithCancelCause(b.core.Life())
-	inst := &instance{
-		b: b, pool: p, key: key,
-		ctx: ctx, kill: kill,
-		mem:    wasmhost.NewAllocator(uint64(key.memoryBytes)),
-		replay: wasmhost.NewReplay(),
-		cur:    j,
-		jobs:   make(chan *job, 1),
-		ready:  make(chan struct{}),
-		dead:   make(chan struct{}),
+	inst := &instance{b: b, key: key, compiled: compiled, replay: wasmhost.NewReplay()}
+	inst.Init(inst, b.core.Life(), p, wasmhost.NewAllocator(uint64(key.memoryBytes)), j)
+	inst.Retaken = func() {
+		if b.retaken != nil {
+			b.retaken(inst)
+		}
 	}
 	if j != nil {
 		j.r.SetPhase(wasmrun.PhaseBoot)
-		if p != nil {
-			p.Adopt(inst) // before its goroutine can put it back
-		}
 	}
-	go inst.main(compiled)
+	inst.Start(b.instances.Done)
 	return inst
 }
 
-// writer sends the guest's stdout or stderr to the current run.
-type writer struct {
-	inst   *instance
-	stdout bool
-}
-
-func (w writer) Write(p []byte) (int, error) {
-	j := w.inst.cur
-	switch {
-	case j == nil:
-	case w.stdout:
-		return j.stdout.Write(p)
-	default:
-		return j.stderrW.Write(p)
-	}
-	return len(p), nil
-}
-
-// main instantiates the module and calls _start, which returns only when
-// the instance ends.
-func (inst *instance) main(compiled wazero.CompiledModule) {
-	b := inst.b
-	defer b.instances.Done()
-	defer close(inst.dead)
-	defer inst.kill(nil)
-	parked := false
-	defer func() {
-		inst.readyOnce.Do(func() { close(inst.ready) })
-		if inst.pool != nil {
-			inst.pool.Ended(inst, parked)
-		}
-	}()
+// Instantiate implements park.Guest.
+func (inst *instance) Instantiate(ctx context.Context) (api.Module, error) {
 	cfg := inst.replay.Configure(wazero.NewModuleConfig()).
 		WithName("").
-		WithArgs(b.args(inst.key)...).
+		WithArgs(inst.b.args(inst.key)...).
 		WithStartFunctions().
-		WithStdout(writer{inst: inst, stdout: true}).
-		WithStderr(writer{inst: inst})
-	ctx := experimental.WithMemoryAllocator(inst.ctx, inst.mem)
-	defer inst.mem.Release() // after the module is closed (deferred below, so run first)
-	mod, err := b.peng.rt.InstantiateModule(ctx, compiled, cfg)
+		WithStdout(inst.Writer(func(j *job) io.Writer { return j.stdout })).
+		WithStderr(inst.Writer(func(j *job) io.Writer { return j.stderrW }))
+	mod, err := inst.b.peng.rt.InstantiateModule(ctx, inst.compiled, cfg)
 	if err != nil {
-		inst.fail(fmt.Errorf("starlarkwasm: instantiate: %w", err))
-		return
+		return nil, fmt.Errorf("starlarkwasm: instantiate: %w", err)
 	}
-	defer mod.Close(context.Background())
-	// The waiting caller goes first, before the teardown.
-	defer runtime.Gosched()
+	return mod, nil
+}
+
+// Boot implements park.Guest.
+func (inst *instance) Boot(ctx context.Context, mod api.Module) (context.Context, api.Function, error) {
 	inst.mod = mod
+	var err error
 	if inst.globals, err = wasmhost.ExportedGlobals(mod); err != nil {
-		inst.fail(fmt.Errorf("starlarkwasm: parked mode: %w", err))
-		return
+		return nil, nil, fmt.Errorf("starlarkwasm: parked mode: %w", err)
 	}
 	start := mod.ExportedFunction("_start")
 	if mod.Memory() == nil || start == nil {
-		inst.fail(errors.New("starlarkwasm: the module lacks its memory or _start export"))
-		return
+		return nil, nil, errors.New("starlarkwasm: the module lacks its memory or _start export")
 	}
-	ctx = park.WithInstance(experimental.WithSnapshotter(ctx), inst)
-	_, callErr := start.Call(ctx)
-	parked = inst.snap != nil
+	return ctx, start, nil
+}
 
-	j := inst.cur
-	if j == nil {
-		return
-	}
-	inst.cur = nil
+// Ended implements park.Guest: the run's facts when the instance ended
+// during it.
+func (inst *instance) Ended(j *job, callErr error) facts {
 	f := inst.facts(j)
 	var exit *sys.ExitError
 	switch {
@@ -252,19 +184,13 @@ func (inst *instance) main(compiled wazero.CompiledModule) {
 	default:
 		f.ending, f.trap = endTrap, wasmrun.FirstLine(callErr.Error())
 	}
-	if inst.pool != nil && parked {
-		inst.pool.Leaving(inst) // the replacement boots before the caller's next run
-	}
-	inst.deliver(j, f)
+	return f
 }
 
-// fail ends a run that could not reach the guest.
-func (inst *instance) fail(err error) {
-	if j := inst.cur; j != nil {
-		inst.cur = nil
-		j.err = err
-		close(j.done)
-	}
+// Fail implements park.Guest.
+func (inst *instance) Fail(j *job, err error) {
+	j.err = err
+	close(j.done)
 }
 
 // facts reads what the run of j left behind, but its ending.
@@ -273,7 +199,7 @@ func (inst *instance) facts(j *job) facts {
 		record:      j.stdout.Record(),
 		inputRead:   j.stdin.n.Load() > 0,
 		started:     j.stdout.Started(),
-		oom:         inst.mem.Refused() || bytes.Contains(j.stderr.Bytes(), []byte("fatal error: out of memory")),
+		oom:         inst.Mem.Refused() || bytes.Contains(j.stderr.Bytes(), []byte("fatal error: out of memory")),
 		stack:       bytes.Contains(j.stderr.Bytes(), []byte("fatal error: stack overflow")),
 		wallExpired: j.r.WallClockExpired(),
 		late:        j.r.Late(),
@@ -281,7 +207,8 @@ func (inst *instance) facts(j *job) facts {
 	}
 }
 
-func (inst *instance) deliver(j *job, f facts) {
+// Deliver implements park.Guest.
+func (inst *instance) Deliver(j *job, f facts) {
 	j.f = f
 	if inst.b.observe != nil {
 		inst.b.observe(f)
@@ -289,107 +216,49 @@ func (inst *instance) deliver(j *job, f facts) {
 	close(j.done)
 }
 
-// parkPoint takes the snapshot and everything outside it that a run can
-// change, then serves the run the instance booted for, or parks in its
-// pool and waits for one.
-func (inst *instance) parkPoint(ctx context.Context, mod api.Module) {
-	snap := experimental.GetSnapshotter(ctx).Snapshot()
+// Save implements park.Guest: at the park point, linear memory, the
+// globals, the clocks and the random source.
+func (inst *instance) Save(ctx context.Context, mod api.Module) {
 	memory := mod.Memory()
 	buf, ok := memory.Read(0, memory.Size())
 	if !ok {
 		park.Exit(ctx, mod, 1)
 	}
-	inst.snap = snap
 	inst.image = slices.Clone(buf)
 	inst.globalVals = inst.globals.Save()
 	inst.replayAt = inst.replay.Save()
-	inst.park(ctx, mod)
 }
 
-// park waits for the instance's next run and restores the park point
-// for it, or ends the instance. It does not return to the guest's code
-// of the run that ended: the snapshot's Restore unwinds to the park point.
-func (inst *instance) park(ctx context.Context, mod api.Module) {
-	j := inst.cur
-	if j == nil {
-		pooled := inst.pool != nil && inst.pool.Put(inst)
-		inst.readyOnce.Do(func() { close(inst.ready) })
-		if !pooled {
-			park.Exit(ctx, mod, 0)
-		}
-		select {
-		case j = <-inst.jobs:
-		case <-inst.ctx.Done():
-			park.Exit(ctx, mod, 0)
-		}
-	}
-	inst.readyOnce.Do(func() { close(inst.ready) })
-	inst.resume(mod, j)
-}
-
-// resume restores the park point and resumes the guest with run j.
-func (inst *instance) resume(mod api.Module, j *job) {
+// Restore implements park.Guest: the park point's bytes below its size
+// and zeros above it, the globals, the clocks and the random source.
+func (inst *instance) Restore(mod api.Module, j *job) bool {
 	memory := mod.Memory()
 	parkSize := uint32(len(inst.image))
 	buf, ok := memory.Read(0, parkSize)
 	if !ok { // a wasm memory never shrinks
-		inst.cur = j
-		park.Exit(context.Background(), mod, 1)
+		return false
 	}
 	copy(buf, inst.image)
-	inst.mem.Zero(uint64(parkSize), uint64(memory.Size()))
+	inst.Mem.Zero(uint64(parkSize), uint64(memory.Size()))
 	inst.globals.Restore(inst.globalVals)
 	inst.replay.Restore(inst.replayAt)
-	inst.mem.ClearRefused()
-	inst.seat.ClearUnexpected()
 	if inst.b.restored != nil {
 		inst.b.restored(inst)
 	}
-	inst.cur = j
 	j.r.SetPhase(wasmrun.PhaseInput)
-	inst.restores++
-	inst.retaking = true
-	inst.snap.Restore([]uint64{uint64(wasmrewrite.ParkRetry)})
+	return true
 }
 
-// retake takes the snapshot the next run restores, in the read the guest
-// repeats after a restore: the guest stands at its park point again, with
-// the memory and globals resume wrote back, and no code but the
-// park-read wrapper's loop has run since.
-func (inst *instance) retake(ctx context.Context) {
-	inst.snap = experimental.GetSnapshotter(ctx).Snapshot()
-	inst.retaking = false
-	if inst.b.retaken != nil {
-		inst.b.retaken(inst)
-	}
-}
+// Stdin implements park.Guest.
+func (inst *instance) Stdin(j *job) io.Reader { return j.stdin }
 
-// exited ends the current run at its proc_exit with code, and parks the
-// instance again when the run ended as expected; otherwise the instance
-// ends.
-func (inst *instance) exited(ctx context.Context, mod api.Module, code uint32) {
-	j := inst.cur
+// Exited implements park.Guest: the run ended at its proc_exit with code,
+// and the instance parks again when the run ended as expected.
+func (inst *instance) Exited(_ api.Module, j *job, code uint32) (facts, bool) {
 	f := inst.facts(j)
 	f.ending, f.exitCode = endExit, code
 	clean := f.record.Kind == wasmguest.RecResult || f.record.Kind == wasmguest.RecThrew || f.record.Kind == wasmguest.RecCPU
 	keep := code == 0 && clean && !f.oom && !f.stack && !f.wallExpired && !f.late &&
-		!inst.seat.Unexpected() && inst.restores < inst.b.maxRestores &&
-		j.ctx.Err() == nil && inst.ctx.Err() == nil
-	inst.cur = nil
-	// Back in the pool before the run's caller learns its result, so that
-	// the caller's next run finds the instance parked.
-	keep = keep && inst.pool != nil && inst.pool.Put(inst)
-	if !keep && inst.pool != nil {
-		inst.pool.Leaving(inst) // the replacement boots before the caller's next run
-	}
-	inst.deliver(j, f)
-	if !keep {
-		park.Exit(ctx, mod, code)
-	}
-	select {
-	case next := <-inst.jobs:
-		inst.resume(mod, next)
-	case <-inst.ctx.Done():
-		park.Exit(ctx, mod, code)
-	}
+		inst.Restores < inst.b.maxRestores && j.ctx.Err() == nil
+	return f, keep
 }

@@ -373,17 +373,17 @@ func TestUnexpectedWASICallEndsTheInstance(t *testing.T) {
 	var refused []string
 	wasi := b.peng.rt.Module(wasi_snapshot_preview1.ModuleName) // the parked host module, as instances see it
 	require.NotNil(t, wasi)
-	for _, f := range (park.WASI[*instance]{Expected: expectedWASI}).Refused(b.peng.mod) {
+	for _, f := range (park.WASI[*instance, *job, facts]{Expected: expectedWASI}).Refused(b.peng.mod) {
 		_, name, _ := f.Import()
 		inst := &instance{}
 		fn, ok := wasi.ExportedFunctionDefinitions()[name].GoFunction().(api.GoModuleFunction)
 		require.True(t, ok, name)
 		stack := make([]uint64, max(len(f.ParamTypes()), len(f.ResultTypes())))
-		fn.Call(park.WithInstance(context.Background(), inst), nil, stack)
+		fn.Call(inst.With(context.Background()), nil, stack)
 		if len(f.ResultTypes()) > 0 {
 			assert.EqualValues(t, park.ErrnoNosys, stack[0], name)
 		}
-		assert.True(t, inst.seat.Unexpected(), name)
+		assert.True(t, inst.Seat().Unexpected(), name)
 		assert.False(t, expectedWASI[name] || name == "fd_read" || name == "proc_exit", name)
 		refused = append(refused, name)
 	}
@@ -395,9 +395,20 @@ func TestUnexpectedWASICallEndsTheInstance(t *testing.T) {
 	boots := b.boots.Load()
 	runCase(t, b, echo)
 	require.Equal(t, boots, b.boots.Load(), "a clean run keeps its instance")
-	b.restored = func(inst *instance) { inst.seat.MarkUnexpected() } // as if the run made such a call
+	b.restored = func(inst *instance) { inst.Seat().MarkUnexpected() } // as if the run made such a call
 	got := runCase(t, b, echo)
 	b.restored = nil
 	require.Equal(t, spi.KindOK, got.Out.Kind)
 	require.Equal(t, boots+1, b.boots.Load(), "the marked instance ended")
+
+	// A mark belongs to the run it was made in: the restore of the next
+	// run clears one made while the instance was parked.
+	p := b.pools.For(poolKey{memoryBytes: parkMemory})
+	require.NotNil(t, p)
+	inst, ok := p.Await(context.Background()) // the replacement, once it parked
+	require.True(t, ok)
+	inst.Seat().MarkUnexpected()
+	require.True(t, p.Put(inst))
+	runCase(t, b, echo)
+	assert.Equal(t, boots+1, b.boots.Load(), "the instance marked while parked is kept")
 }

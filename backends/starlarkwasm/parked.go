@@ -6,6 +6,7 @@ import (
 	"github.com/tetratelabs/wazero"
 
 	wasmguest "github.com/sandbank/sandbank/internal/wasm/guest"
+	"github.com/sandbank/sandbank/internal/wasm/park"
 	wasmrun "github.com/sandbank/sandbank/internal/wasm/run"
 	"github.com/sandbank/sandbank/spi"
 )
@@ -29,29 +30,19 @@ func (rt *parkedRuntime) Run(runCtx context.Context, r *wasmrun.Run, compiled wa
 	}
 	key := poolKey{memoryBytes: r.Limits.MemoryBytes, logs: req.Logs != nil}
 	p := b.pools.For(key)
-	var inst *instance
-	if p != nil {
-		inst, _ = p.Await(runCtx) // an instance booting in the background is ready sooner than a new one
-		if err := runCtx.Err(); err != nil {
-			if inst != nil && !p.Put(inst) {
-				inst.kill(b.core.Closed())
-			}
-			return facts{}, context.Cause(runCtx)
-		}
-	}
-	if inst != nil {
-		inst.jobs <- j
-	} else if inst = b.startInstance(p, key, j, compiled); inst == nil {
-		return facts{}, b.core.Closed()
-	}
-	select {
-	case <-j.done:
-	case <-inst.dead:
-		select {
-		case <-j.done:
-		default: // the instance ended while parked, before it took the run
+	inst, ok, err := park.Take(runCtx, p, b.core.Closed())
+	switch {
+	case err != nil:
+		return facts{}, err
+	case ok:
+		inst.Jobs <- j
+	default:
+		if inst = b.startInstance(p, key, j, compiled); inst == nil {
 			return facts{}, b.core.Closed()
 		}
+	}
+	if !inst.Served(j.done) {
+		return facts{}, b.core.Closed()
 	}
 	return j.f, j.err
 }

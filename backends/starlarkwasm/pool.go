@@ -25,8 +25,5 @@ func (b *Backend) newPools(size int) *park.Pools[poolKey, *instance] {
 	})
 }
 
-// Seat implements park.Instance.
-func (inst *instance) Seat() *park.Seat { return &inst.seat }
-
 // isReady is the channel park.Pool.Warm waits on.
-func isReady(inst *instance) <-chan struct{} { return inst.ready }
+func isReady(inst *instance) <-chan struct{} { return inst.Ready }

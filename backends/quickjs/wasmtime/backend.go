@@ -61,7 +61,7 @@ func New(opts *Options) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	if set.cacheDir, err = cache.Resolve(set.cacheDir, set.noCache); err != nil {
+	if set.CacheDir, err = cache.Resolve(set.CacheDir, set.NoCache); err != nil {
 		return nil, fmt.Errorf("wasmtime: %w", err)
 	}
 	g := guarded()
@@ -75,7 +75,7 @@ func New(opts *Options) (*Backend, error) {
 	b := &Backend{set: set, layout: g.layout, rt: rt}
 	b.core = wasmrun.New("wasmtime",
 		wasmrun.Bounds{DefaultWallClock: DefaultWallClock, DefaultMemoryBytes: DefaultMemoryBytes, MaxMemoryBytes: MaxMemoryBytes},
-		wasmrun.ColdStart{Base: set.coldStart, PerMiB: set.coldPerMiB},
+		set.ColdStart,
 		(*engineRuntime)(b))
 	return b, nil
 }
@@ -104,7 +104,7 @@ func (b *Backend) Close() error { return b.core.Close(nil) }
 // compile; a caller whose ctx is done stops waiting while the compile
 // goes on for the next caller.
 func (b *Backend) module(ctx context.Context) (*wt.Module, error) {
-	m := moduleFor(b.rt, b.set.cacheDir)
+	m := moduleFor(b.rt, b.set.CacheDir)
 	select {
 	case <-m.done:
 		return m.mod, m.err

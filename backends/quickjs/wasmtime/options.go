@@ -5,40 +5,38 @@ package wasmtime
 import (
 	"errors"
 	"time"
+
+	wasmrun "github.com/sandbank/sandbank/internal/wasm/run"
 )
 
-// Defaults of the options and of the limits a request leaves at zero.
+// The defaults of the options (internal/wasm/run's, as quickjs's): the
+// cold-start allowance and the stderr a run keeps.
 const (
 	// DefaultColdStartAllowance bounds the start-up phases of one run
-	// (instantiating, booting the engine, reading and parsing the input),
-	// which are not charged to the script's wall clock, when
-	// Options.ColdStartAllowance is zero: 30 s, plus
-	// DefaultColdStartPerInputMiB for every MiB of input. Waiting for the
-	// module's compile (once per process) is not part of it: it is bounded
-	// by the caller's context. Booting takes milliseconds; parsing the
-	// input dominates: a 32 MiB input of 1.2 million objects took 49 to
-	// 68 s (1.5 to 2.1 s a MiB) on a 2-core machine at load average 15.
-	// 30 s is far above any boot, and the per-MiB term about twice the
-	// worst parse rate measured, so only a stalled start-up runs out,
-	// while a StartupError still arrives before the effect's own deadline
-	// (the wall clock plus a 60 s grace) for the inputs the default
-	// memory limit can hold.
-	DefaultColdStartAllowance = 30 * time.Second
+	// (instantiating, booting the engine, reading and parsing the input)
+	// when Options.ColdStartAllowance is zero: 30 s, plus
+	// DefaultColdStartPerInputMiB for every MiB of input; only a stalled
+	// start-up runs out.
+	DefaultColdStartAllowance = wasmrun.DefaultColdStartAllowance
 	// DefaultColdStartPerInputMiB is what the default cold-start
 	// allowance adds for every MiB of input: 4 s.
-	DefaultColdStartPerInputMiB = 4 * time.Second
+	DefaultColdStartPerInputMiB = wasmrun.DefaultColdStartPerInputMiB
 	// DefaultMaxStderrBytes bounds what the engine and the script's
 	// print/console output may leave on stderr per run.
-	DefaultMaxStderrBytes = 64 << 10
+	DefaultMaxStderrBytes = wasmrun.DefaultMaxStderrBytes
+)
+
+// The limits a request leaves at zero, and their bounds.
+const (
 	// DefaultMemoryBytes is the memory limit of a request whose
-	// Limits.MemoryBytes is zero.
-	DefaultMemoryBytes int64 = 32 << 20
+	// Limits.MemoryBytes is zero: 32 MiB.
+	DefaultMemoryBytes = wasmrun.DefaultMemoryBytes
 	// DefaultWallClock is the wall clock of a request whose
-	// Limits.WallClock is zero.
-	DefaultWallClock = 5 * time.Second
+	// Limits.WallClock is zero: 5 s.
+	DefaultWallClock = wasmrun.DefaultWallClock
 	// MaxMemoryBytes is the largest memory a run can have: all of a 32-bit
 	// WebAssembly address space. A larger request is clamped to it.
-	MaxMemoryBytes int64 = 4 << 30
+	MaxMemoryBytes = wasmrun.MaxMemoryBytes
 	// MaxFuel is the largest budget wasmtime accepts (fuel is a signed
 	// 64-bit count inside the engine); a larger Options.Fuel is refused.
 	MaxFuel uint64 = 1<<63 - 1
@@ -95,44 +93,23 @@ type Options struct {
 
 // settings are the validated options.
 type settings struct {
-	cacheDir       string
-	noCache        bool
-	fuel           uint64 // zero: no CPU budget, no fuel counted
-	coldStart      time.Duration
-	coldPerMiB     time.Duration // added per MiB of input; zero when the option is set
-	maxStderrBytes int
+	wasmrun.Settings
+	fuel uint64 // zero: no CPU budget, no fuel counted
 }
 
 func (o *Options) settings() (settings, error) {
-	s := settings{
-		coldStart:      DefaultColdStartAllowance,
-		coldPerMiB:     DefaultColdStartPerInputMiB,
-		maxStderrBytes: DefaultMaxStderrBytes,
-	}
 	if o == nil {
-		return s, nil
+		o = &Options{}
 	}
-	if o.NoCache && o.CacheDir != "" {
-		return settings{}, errors.New("wasmtime: CacheDir and NoCache cannot be used together")
+	var s settings
+	var err error
+	s.Settings, err = wasmrun.Options{CacheDir: o.CacheDir, NoCache: o.NoCache, ColdStartAllowance: o.ColdStartAllowance, MaxStderrBytes: o.MaxStderrBytes}.Settings("wasmtime")
+	if err != nil {
+		return settings{}, err
 	}
-	s.cacheDir, s.noCache = o.CacheDir, o.NoCache
-	switch {
-	case o.Fuel > MaxFuel:
+	if o.Fuel > MaxFuel {
 		return settings{}, errors.New("wasmtime: Fuel above MaxFuel")
-	case o.Fuel > 0:
-		s.fuel = o.Fuel
 	}
-	switch {
-	case o.ColdStartAllowance < 0:
-		return settings{}, errors.New("wasmtime: negative ColdStartAllowance")
-	case o.ColdStartAllowance > 0:
-		s.coldStart, s.coldPerMiB = o.ColdStartAllowance, 0
-	}
-	switch {
-	case o.MaxStderrBytes < 0:
-		return settings{}, errors.New("wasmtime: negative MaxStderrBytes")
-	case o.MaxStderrBytes > 0:
-		s.maxStderrBytes = o.MaxStderrBytes
-	}
+	s.fuel = o.Fuel
 	return s, nil
 }

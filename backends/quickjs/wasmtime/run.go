@@ -92,7 +92,7 @@ func (rt *engineRuntime) Run(runCtx context.Context, core *wasmrun.Run, mod *wt.
 		r.OnStart(func() { r.fuelErr = r.store.SetFuel(b.set.fuel) })
 	}
 	r.stdout = r.NewStdout(nonce, jsguest.StdoutLimit(r.Limits.MemoryBytes))
-	r.stderr = wasmguest.NewCapped(b.set.maxStderrBytes)
+	r.stderr = wasmguest.NewCapped(b.set.MaxStderrBytes)
 	r.stderrW = wasmguest.NewStderr(nonce, req.Logs, r.stderr)
 	// stdin: the payload, then the replies to the guest's host calls.
 	r.stdin = wasmguest.NewStdin(runCtx, jsguest.Payload(nonce, req.Script, req.Input, req.Host != nil), r.stdout, req.Host)

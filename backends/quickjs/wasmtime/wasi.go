@@ -159,21 +159,23 @@ func iovec(mem []byte, iovs, i int32) ([]byte, bool) {
 	return mem[ptr : ptr+n : ptr+n], true
 }
 
+// putU32 and putU64 write v little-endian at at in mem, and return the
+// errno.
 func putU32(mem []byte, at int32, v uint32) int32 {
-	a := int64(uint32(at))
-	if a+4 > int64(len(mem)) {
-		return errnoFault
-	}
-	binary.LittleEndian.PutUint32(mem[a:], v)
-	return errnoSuccess
+	return put(mem, at, binary.LittleEndian.AppendUint32(make([]byte, 0, 8), v))
 }
 
 func putU64(mem []byte, at int32, v uint64) int32 {
+	return put(mem, at, binary.LittleEndian.AppendUint64(make([]byte, 0, 8), v))
+}
+
+// put copies b into mem at at: errnoFault when it does not fit.
+func put(mem []byte, at int32, b []byte) int32 {
 	a := int64(uint32(at))
-	if a+8 > int64(len(mem)) {
+	if a+int64(len(b)) > int64(len(mem)) {
 		return errnoFault
 	}
-	binary.LittleEndian.PutUint64(mem[a:], v)
+	copy(mem[a:], b)
 	return errnoSuccess
 }
 

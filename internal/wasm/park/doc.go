@@ -11,5 +11,14 @@
 // runs go at once: a run that finds nothing idle or booting boots an
 // instance of its own, which the pool takes back only while it has room.
 //
+// An instance's life is its [Core], which the engine's instance embeds:
+// the goroutine that never leaves the guest's call of _start, the park
+// point, the restore before every run, and the host functions that drive
+// them ([WASI]'s fd_read and proc_exit). The engine says only what its
+// guest needs ([Guest]): how to instantiate and boot it, what to save at
+// the park point and put back before a run, and what a run left behind.
+// [Mode] is the choice between parked instances and a new instance per
+// run.
+//
 // Application code never uses this package.
 package park

@@ -26,26 +26,25 @@ const (
 )
 
 // WASI is the wasi_snapshot_preview1 host module of an engine's parked
-// instances of type I.
-type WASI[I Instance] struct {
+// instances of type I (runs J, facts F), with fd_read and proc_exit
+// those of their [Core].
+type WASI[I Guest[J, F], J comparable, F any] struct {
 	// Expected are the functions a run may call besides fd_read and
 	// proc_exit, served by wazero's own implementation; the engine says
 	// why none changes state a restore does not put back.
 	Expected map[string]bool
-	// FdRead and ProcExit are the engine's.
-	FdRead, ProcExit api.GoModuleFunc
 }
 
 // Instantiate instantiates the module in rt for the imports of compiled.
-func (w WASI[I]) Instantiate(ctx context.Context, rt wazero.Runtime, compiled wazero.CompiledModule) error {
+func (w WASI[I, J, F]) Instantiate(ctx context.Context, rt wazero.Runtime, compiled wazero.CompiledModule) error {
 	hb := rt.NewHostModuleBuilder(wasi_snapshot_preview1.ModuleName)
 	wasi_snapshot_preview1.NewFunctionExporter().ExportFunctions(hb)
 	i32 := api.ValueTypeI32
 	hb.NewFunctionBuilder().
-		WithGoModuleFunction(w.FdRead, []api.ValueType{i32, i32, i32, i32}, []api.ValueType{i32}).
+		WithGoModuleFunction(api.GoModuleFunc(fdRead[I, J, F]), []api.ValueType{i32, i32, i32, i32}, []api.ValueType{i32}).
 		Export("fd_read")
 	hb.NewFunctionBuilder().
-		WithGoModuleFunction(w.ProcExit, []api.ValueType{i32}, nil).
+		WithGoModuleFunction(api.GoModuleFunc(procExit[I, J, F]), []api.ValueType{i32}, nil).
 		Export("proc_exit")
 	for _, f := range w.Refused(compiled) {
 		_, name, _ := f.Import()
@@ -59,7 +58,7 @@ func (w WASI[I]) Instantiate(ctx context.Context, rt wazero.Runtime, compiled wa
 
 // Refused are the WASI functions compiled imports outside the expected
 // set, fd_read and proc_exit: each answers ENOSYS and marks its instance.
-func (w WASI[I]) Refused(compiled wazero.CompiledModule) []api.FunctionDefinition {
+func (w WASI[I, J, F]) Refused(compiled wazero.CompiledModule) []api.FunctionDefinition {
 	var out []api.FunctionDefinition
 	seen := map[string]bool{}
 	for _, f := range compiled.ImportedFunctions() {
@@ -76,10 +75,10 @@ func (w WASI[I]) Refused(compiled wazero.CompiledModule) []api.FunctionDefinitio
 // refuse is a WASI function outside the expected set: it marks the
 // instance the call serves (Seat.MarkUnexpected), which then ends after
 // its run.
-func (w WASI[I]) refuse(hasResult bool) api.GoModuleFunc {
+func (w WASI[I, J, F]) refuse(hasResult bool) api.GoModuleFunc {
 	return func(ctx context.Context, _ api.Module, stack []uint64) {
-		if inst, ok := InstanceOf[I](ctx); ok {
-			inst.Seat().MarkUnexpected()
+		if c := coreOf[I](ctx); c != nil {
+			c.seat.MarkUnexpected()
 		}
 		if hasResult {
 			stack[0] = ErrnoNosys
@@ -128,17 +127,6 @@ func Exit(ctx context.Context, mod api.Module, code uint32) {
 	panic(sys.NewExitError(code))
 }
 
-// instanceKey is the context key of the instance a host function serves.
+// instanceKey is the context key of the instance a host function serves
+// (its Core).
 type instanceKey struct{}
-
-// WithInstance returns ctx carrying inst, for the instance's call of
-// _start: its host functions find it with InstanceOf.
-func WithInstance[I Instance](ctx context.Context, inst I) context.Context {
-	return context.WithValue(ctx, instanceKey{}, inst)
-}
-
-// InstanceOf returns the instance ctx carries, or false.
-func InstanceOf[I Instance](ctx context.Context) (I, bool) {
-	inst, ok := ctx.Value(instanceKey{}).(I)
-	return inst, ok
-}
