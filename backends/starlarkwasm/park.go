@@ -6,13 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"strconv"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/sys"
 
+	"github.com/sandbank/sandbank/internal/hugepage"
 	wasmguest "github.com/sandbank/sandbank/internal/wasm/guest"
 	wasmhost "github.com/sandbank/sandbank/internal/wasm/host"
 	"github.com/sandbank/sandbank/internal/wasm/park"
@@ -224,7 +224,7 @@ func (inst *instance) Save(ctx context.Context, mod api.Module) {
 	if !ok {
 		park.Exit(ctx, mod, 1)
 	}
-	inst.image = slices.Clone(buf)
+	inst.image = hugepage.Clone(buf)
 	inst.globalVals = inst.globals.Save()
 	inst.replayAt = inst.replay.Save()
 }
