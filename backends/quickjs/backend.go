@@ -233,18 +233,27 @@ func (b *Backend) compiledModule(ctx context.Context) (wazero.CompiledModule, er
 		go func() {
 			defer b.runs.Done()
 			defer close(b.compiled)
-			b.mod, b.compileErr = b.rt.CompileModule(context.Background(), b.wasm)
-			if b.compileErr != nil {
-				b.compileErr = fmt.Errorf("quickjs: compile: %w", b.compileErr)
+			// Parked mode's WASI needs only the module's imports: it is
+			// set up on the other core while the module compiles.
+			wasiErr := make(chan error, 1)
+			if b.set.mode == ModeParked {
+				go func() { wasiErr <- parkedWASI.Instantiate(context.Background(), b.rt, b.wasm) }()
+			} else {
+				wasiErr <- nil
+			}
+			mod, err := b.rt.CompileModule(context.Background(), b.wasm)
+			werr := <-wasiErr
+			switch {
+			case err != nil:
+				b.compileErr = fmt.Errorf("quickjs: compile: %w", err)
+				return
+			case werr != nil:
+				b.compileErr = fmt.Errorf("quickjs: WASI: %w", werr)
 				return
 			}
+			b.mod = mod
 			if b.disk != nil {
 				b.disk.Seal() // what the compile wrote
-			}
-			if b.set.mode == ModeParked {
-				if err := parkedWASI.Instantiate(context.Background(), b.rt, b.mod); err != nil {
-					b.mod, b.compileErr = nil, fmt.Errorf("quickjs: WASI: %w", err)
-				}
 			}
 		}()
 	})

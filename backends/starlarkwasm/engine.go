@@ -143,16 +143,25 @@ func (e *engine) compiledModule(ctx context.Context) (wazero.CompiledModule, err
 				e.compileErr = err
 				return
 			}
-			e.mod, e.compileErr = e.rt.CompileModule(context.Background(), wasm)
-			if e.compileErr != nil {
-				e.compileErr = fmt.Errorf("starlarkwasm: compile: %w", e.compileErr)
+			// The parked instances' host modules need only the module's
+			// imports: they are set up on the other core while it compiles.
+			hostErr := make(chan error, 1)
+			if e.parked {
+				go func() { hostErr <- instantiateParkedHost(context.Background(), e.rt, wasm) }()
+			} else {
+				hostErr <- nil
+			}
+			mod, err := e.rt.CompileModule(context.Background(), wasm)
+			herr := <-hostErr
+			switch {
+			case err != nil:
+				e.compileErr = fmt.Errorf("starlarkwasm: compile: %w", err)
+				return
+			case herr != nil:
+				e.compileErr = herr
 				return
 			}
-			if e.parked {
-				if e.compileErr = instantiateParkedHost(context.Background(), e.rt, e.mod); e.compileErr != nil {
-					return
-				}
-			}
+			e.mod = mod
 			if e.disk != nil {
 				e.disk.Seal() // what the compile wrote
 			}

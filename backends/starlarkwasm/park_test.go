@@ -373,14 +373,18 @@ func TestUnexpectedWASICallEndsTheInstance(t *testing.T) {
 	var refused []string
 	wasi := b.peng.rt.Module(wasi_snapshot_preview1.ModuleName) // the parked host module, as instances see it
 	require.NotNil(t, wasi)
-	for _, f := range (park.WASI[*instance, *job, facts]{Expected: expectedWASI}).Refused(b.peng.mod) {
-		_, name, _ := f.Import()
+	wasm, err := b.peng.rewritten()
+	require.NoError(t, err)
+	refusedFuncs, err := parkedWASI.Refused(wasm)
+	require.NoError(t, err)
+	for _, f := range refusedFuncs {
+		name := f.Name
 		inst := &instance{}
 		fn, ok := wasi.ExportedFunctionDefinitions()[name].GoFunction().(api.GoModuleFunction)
 		require.True(t, ok, name)
-		stack := make([]uint64, max(len(f.ParamTypes()), len(f.ResultTypes())))
+		stack := make([]uint64, max(len(f.Params), len(f.Results)))
 		fn.Call(inst.With(context.Background()), nil, stack)
-		if len(f.ResultTypes()) > 0 {
+		if len(f.Results) > 0 {
 			assert.EqualValues(t, park.ErrnoNosys, stack[0], name)
 		}
 		assert.True(t, inst.Seat().Unexpected(), name)

@@ -2,6 +2,7 @@ package starlarkwasm
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
@@ -32,12 +33,14 @@ var expectedWASI = map[string]bool{
 	"fd_write": true, "poll_oneoff": true,
 }
 
+// parkedWASI is parked instances' wasi_snapshot_preview1.
+var parkedWASI = park.WASI[*instance, *job, facts]{Expected: expectedWASI}
+
 // instantiateParkedHost instantiates, in rt, the host modules the module
-// compiled imports, for parked instances.
-func instantiateParkedHost(ctx context.Context, rt wazero.Runtime, compiled wazero.CompiledModule) error {
-	wasi := park.WASI[*instance, *job, facts]{Expected: expectedWASI}
-	if err := wasi.Instantiate(ctx, rt, compiled); err != nil {
-		return err
+// wasm imports, for parked instances.
+func instantiateParkedHost(ctx context.Context, rt wazero.Runtime, wasm []byte) error {
+	if err := parkedWASI.Instantiate(ctx, rt, wasm); err != nil {
+		return fmt.Errorf("starlarkwasm: WASI: %w", err)
 	}
 	i32s := []api.ValueType{api.ValueTypeI32}
 	_, err := rt.NewHostModuleBuilder(wasmrewrite.PreemptModule).

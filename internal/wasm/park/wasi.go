@@ -3,12 +3,15 @@ package park
 import (
 	"context"
 	"encoding/binary"
+	"fmt"
 	"io"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 	"github.com/tetratelabs/wazero/sys"
+
+	"github.com/sandbank/sandbank/internal/wasm/rewrite"
 )
 
 // Parked mode's WASI: wazero's own functions, with fd_read (the park
@@ -35,8 +38,14 @@ type WASI[I Guest[J, F], J comparable, F any] struct {
 	Expected map[string]bool
 }
 
-// Instantiate instantiates the module in rt for the imports of compiled.
-func (w WASI[I, J, F]) Instantiate(ctx context.Context, rt wazero.Runtime, compiled wazero.CompiledModule) error {
+// Instantiate instantiates the module in rt for the imports of the
+// module wasm. It reads only the module's imports (rewrite.Imports), so
+// it can run while wasm compiles.
+func (w WASI[I, J, F]) Instantiate(ctx context.Context, rt wazero.Runtime, wasm []byte) error {
+	refused, err := w.Refused(wasm)
+	if err != nil {
+		return err
+	}
 	hb := rt.NewHostModuleBuilder(wasi_snapshot_preview1.ModuleName)
 	wasi_snapshot_preview1.NewFunctionExporter().ExportFunctions(hb)
 	i32 := api.ValueTypeI32
@@ -46,30 +55,42 @@ func (w WASI[I, J, F]) Instantiate(ctx context.Context, rt wazero.Runtime, compi
 	hb.NewFunctionBuilder().
 		WithGoModuleFunction(api.GoModuleFunc(procExit[I, J, F]), []api.ValueType{i32}, nil).
 		Export("proc_exit")
-	for _, f := range w.Refused(compiled) {
-		_, name, _ := f.Import()
+	for _, f := range refused {
 		hb.NewFunctionBuilder().
-			WithGoModuleFunction(w.refuse(len(f.ResultTypes()) > 0), f.ParamTypes(), f.ResultTypes()).
-			Export(name)
+			WithGoModuleFunction(w.refuse(len(f.Results) > 0), f.Params, f.Results).
+			Export(f.Name)
 	}
-	_, err := hb.Instantiate(ctx)
+	_, err = hb.Instantiate(ctx)
 	return err
 }
 
-// Refused are the WASI functions compiled imports outside the expected
-// set, fd_read and proc_exit: each answers ENOSYS and marks its instance.
-func (w WASI[I, J, F]) Refused(compiled wazero.CompiledModule) []api.FunctionDefinition {
-	var out []api.FunctionDefinition
+// RefusedFunc is a WASI function a module imports that parked mode
+// refuses: its name and signature.
+type RefusedFunc struct {
+	Name            string
+	Params, Results []api.ValueType
+}
+
+// Refused are the WASI functions the module wasm imports outside the
+// expected set, fd_read and proc_exit: each answers ENOSYS and marks its
+// instance.
+func (w WASI[I, J, F]) Refused(wasm []byte) ([]RefusedFunc, error) {
+	imports, types, err := rewrite.Imports(wasm)
+	if err != nil {
+		return nil, fmt.Errorf("park: the module's imports: %w", err)
+	}
+	var out []RefusedFunc
 	seen := map[string]bool{}
-	for _, f := range compiled.ImportedFunctions() {
-		module, name, _ := f.Import()
-		if module != wasi_snapshot_preview1.ModuleName || w.Expected[name] || name == "fd_read" || name == "proc_exit" || seen[name] {
+	for _, im := range imports {
+		if im.Kind != rewrite.KindFunc || im.Module != wasi_snapshot_preview1.ModuleName ||
+			w.Expected[im.Name] || im.Name == "fd_read" || im.Name == "proc_exit" || seen[im.Name] {
 			continue
 		}
-		seen[name] = true
-		out = append(out, f)
+		seen[im.Name] = true
+		t := types[im.Type]
+		out = append(out, RefusedFunc{Name: im.Name, Params: t.Params, Results: t.Results})
 	}
-	return out
+	return out, nil
 }
 
 // refuse is a WASI function outside the expected set: it marks the

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 )
 
@@ -20,12 +21,22 @@ func FuzzDecode(f *testing.F) {
 	}
 	f.Add([]byte("\x00asm\x01\x00\x00\x00"))
 	f.Fuzz(func(t *testing.T, wasm []byte) {
+		imports, types, importsErr := Imports(wasm)
+		if importsErr != nil && !errors.Is(importsErr, ErrMalformed) && !errors.Is(importsErr, ErrUnsupported) {
+			t.Fatalf("Imports: an error of no known kind: %v", importsErr)
+		}
 		m, err := Decode(wasm)
 		if err != nil {
 			if !errors.Is(err, ErrMalformed) && !errors.Is(err, ErrUnsupported) {
 				t.Fatalf("Decode: an error of no known kind: %v", err)
 			}
 			return
+		}
+		if importsErr != nil {
+			t.Fatalf("Decode accepts a module whose imports Imports refuses: %v", importsErr)
+		}
+		if !reflect.DeepEqual(imports, m.Imports) || !reflect.DeepEqual(types, m.Types) {
+			t.Fatalf("Imports and Decode disagree on the imports")
 		}
 		once := m.Encode()
 		m2, err := Decode(once)
