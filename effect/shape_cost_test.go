@@ -220,6 +220,18 @@ func TestShapeWorkBound(t *testing.T) {
 	}
 }
 
+// TestShapeWorkBoundThroughEvaluate: the work bound holds on Evaluate's
+// path, after the run, as limitExceeded (output) with its reason.
+func TestShapeWorkBoundThroughEvaluate(t *testing.T) {
+	f := newFixture(t, fakebackend.Echo(), nil)
+	_, err := f.e.Evaluate(context.Background(), Call{Script: f.addr, Input: json.RawMessage(`[1e999999]`), Shape: json.RawMessage(`{"items":{"multipleOf":3}}`)})
+	var fail *Failure
+	require.ErrorAs(t, err, &fail)
+	assert.Equal(t, CodeLimitExceeded, fail.Code)
+	assert.Equal(t, LimitOutput, fail.Kind)
+	assert.Equal(t, "effect: limitExceeded (output): the result needs more than the work limit of 4194304 schema checks against the shape", err.Error())
+}
+
 // TestShapeValidatorPanicIsAMismatch: a panic of the validator (it has
 // one on a number it cannot make a rational of) is a shapeMismatch, not a
 // crash; here the work bound is bypassed to reach it.
