@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"errors"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -138,7 +139,15 @@ func compileShape(schema []byte) (s *compiledShape, err error) {
 	if err != nil {
 		return nil, invalid(ErrInvalidShape, "effect: invalid shape: "+shapeErrorText(err))
 	}
-	cost, err := analyseShape(sch)
+	var anchors []*jsonschema.Schema
+	for _, ptr := range anchorPointers(doc) {
+		a, err := c.Compile(shapeResource + "#" + (&url.URL{Fragment: ptr}).EscapedFragment())
+		if err != nil {
+			return nil, invalid(ErrInvalidShape, "effect: invalid shape: "+shapeErrorText(err))
+		}
+		anchors = append(anchors, a)
+	}
+	cost, err := analyseShape(sch, anchors)
 	if err != nil {
 		return nil, err
 	}

@@ -78,9 +78,17 @@ type shapeCost struct {
 // the limit, one with an in-place $ref cycle and one with more than
 // maxShapeStates states. Its own work is bounded by those caps: closures
 // are memoised per subschema and multiplicities saturate.
-func analyseShape(root *jsonschema.Schema) (*shapeCost, error) {
+//
+// anchors are the subschemas that declare a $dynamicAnchor or a
+// $recursiveAnchor: a $dynamicRef or $recursiveRef may resolve to one that
+// nothing else reaches (an outer resource's $defs), so each is counted as
+// a target of every such reference.
+func analyseShape(root *jsonschema.Schema, anchors []*jsonschema.Schema) (*shapeCost, error) {
 	a := &analysis{index: map[*jsonschema.Schema]int32{}, seen: map[string]int32{}}
 	a.collect(root)
+	for _, s := range anchors {
+		a.collect(s)
+	}
 	a.closures = make([]map[int32]int64, len(a.nodes))
 	a.costs = make([]int64, len(a.nodes))
 	a.mark = make([]int8, len(a.nodes))
@@ -148,28 +156,32 @@ func (a *analysis) collect(s *jsonschema.Schema) {
 		a.nodes = append(a.nodes, s)
 		stack = append(stack, inPlace(s)...)
 		stack = append(stack, descents(s)...)
-	}
-	// A $dynamicRef or $recursiveRef may resolve to any subschema with a
-	// matching anchor: count them all (conservative).
-	for _, s := range a.nodes {
-		a.dynamic(s)
+		stack = append(stack, s.RecursiveRef)
+		if s.DynamicRef != nil {
+			stack = append(stack, s.DynamicRef.Ref)
+		}
 	}
 }
 
-// dynamic lists, once per subschema, the extra targets of its
-// $dynamicRef and $recursiveRef: every subschema that anchors them.
+// dynamic lists the targets of s's $dynamicRef and $recursiveRef, once
+// each: the static target and every subschema that anchors the reference
+// (conservative: the validator picks one of them, by the scopes it passed
+// through, so a recursion through several anchors of one name counts
+// each of them at every level).
 func (a *analysis) dynamic(s *jsonschema.Schema) []*jsonschema.Schema {
 	var out []*jsonschema.Schema
-	if s.DynamicRef != nil && s.DynamicRef.Anchor != "" {
+	if d := s.DynamicRef; d != nil {
+		out = append(out, d.Ref)
 		for _, t := range a.nodes {
-			if t.DynamicAnchor == s.DynamicRef.Anchor {
+			if d.Anchor != "" && t.DynamicAnchor == d.Anchor && t != d.Ref {
 				out = append(out, t)
 			}
 		}
 	}
-	if s.RecursiveRef != nil {
+	if r := s.RecursiveRef; r != nil {
+		out = append(out, r)
 		for _, t := range a.nodes {
-			if t.RecursiveAnchor {
+			if t.RecursiveAnchor && t != r {
 				out = append(out, t)
 			}
 		}
@@ -177,12 +189,10 @@ func (a *analysis) dynamic(s *jsonschema.Schema) []*jsonschema.Schema {
 	return out
 }
 
-// inPlace lists the subschemas s applies to the same part of the value.
+// inPlace lists the subschemas s applies to the same part of the value,
+// but for the targets of $dynamicRef and $recursiveRef (dynamic).
 func inPlace(s *jsonschema.Schema) []*jsonschema.Schema {
-	out := []*jsonschema.Schema{s.Ref, s.RecursiveRef, s.Not, s.If, s.Then, s.Else}
-	if s.DynamicRef != nil {
-		out = append(out, s.DynamicRef.Ref)
-	}
+	out := []*jsonschema.Schema{s.Ref, s.Not, s.If, s.Then, s.Else}
 	out = append(out, s.AllOf...)
 	out = append(out, s.AnyOf...)
 	out = append(out, s.OneOf...)
@@ -535,3 +545,32 @@ func numberWeight(n string) int64 {
 	}
 	return (size / 64) * (size / 64)
 }
+
+// anchorPointers lists the JSON Pointers of the objects of doc (a decoded
+// shape) that declare a $dynamicAnchor or a $recursiveAnchor.
+func anchorPointers(doc any) []string {
+	var out []string
+	var walk func(v any, ptr string)
+	walk = func(v any, ptr string) {
+		switch v := v.(type) {
+		case map[string]any:
+			_, dyn := v["$dynamicAnchor"]
+			_, rec := v["$recursiveAnchor"]
+			if dyn || rec {
+				out = append(out, ptr)
+			}
+			for _, k := range sortedKeys(v) {
+				walk(v[k], ptr+"/"+pointerEscaper.Replace(k))
+			}
+		case []any:
+			for i, item := range v {
+				walk(item, ptr+"/"+strconv.Itoa(i))
+			}
+		}
+	}
+	walk(doc, "")
+	return out
+}
+
+// pointerEscaper escapes a JSON Pointer token (RFC 6901).
+var pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")

@@ -104,6 +104,25 @@ func TestShapeCostRefusesBombs(t *testing.T) {
 	assert.Zero(t, f.e.shapes.len(), "a refused shape is not cached")
 }
 
+// TestShapeCostCountsDynamicAnchors: a $dynamicRef may resolve to a
+// subschema nothing else reaches (here the root resource's $defs/x, by
+// the scopes the validator passed through); its cost counts.
+func TestShapeCostCountsDynamicAnchors(t *testing.T) {
+	chain := refChain(20, "allOf", 2)
+	defs := chain[len(`{"$defs":{`):strings.LastIndex(chain, `},"$ref"`)]
+	schema := `{"$defs":{"x":{"$dynamicAnchor":"n","$ref":"#/$defs/d0"},` + defs + `},` +
+		`"properties":{"a":{"$id":"inner","$dynamicAnchor":"n","items":{"$dynamicRef":"#n"}}}}`
+	_, err := compileShape([]byte(schema))
+	requireInvalid(t, err, ErrInvalidShape)
+	assert.Equal(t, errShapeTooCostly.Error(), err.Error())
+
+	// The same with a cheap $defs/x is an ordinary shape.
+	cheap := `{"$defs":{"x":{"$dynamicAnchor":"n","type":"integer"}},` +
+		`"properties":{"a":{"$id":"inner","$dynamicAnchor":"n","items":{"$dynamicRef":"#n"}}}}`
+	assert.NoError(t, shapeCheck(t, cheap, `{"a":[1,2]}`))
+	assert.ErrorIs(t, shapeCheck(t, cheap, `{"a":["x"]}`), ErrShapeMismatch, "the validator resolves #n to $defs/x")
+}
+
 // TestShapeCostRefusesInPlaceCycles: a $ref cycle that never descends
 // into the value is an invalid call (the validator would stop at it).
 func TestShapeCostRefusesInPlaceCycles(t *testing.T) {
