@@ -14,8 +14,9 @@ import (
 // itself, an item, a property's value, at any depth) may meet under a
 // shape, with every $ref unfolded and every subschema an applicator
 // (allOf, anyOf, oneOf, not, if/then/else, dependentSchemas) may try
-// counted; an enum counts each of its values, a required list each name,
-// patternProperties each pattern. A shape past it is an invalid call
+// counted; an enum or a const value counts 4, a required name 1, a
+// pattern 1 per 64 bytes of its text, and a property name the patterns of
+// patternProperties it is matched against. A shape past it is an invalid call
 // (ErrInvalidShape), refused before any value meets it. Ordinary schemas,
 // an OpenAPI-like object of dozens of properties with enums and nested
 // arrays among them, need tens; a schema that doubles through applicators
@@ -25,7 +26,7 @@ const MaxShapeCost = 1 << 13
 // MaxShapeWork bounds the schema checks of one value against its shape:
 // the sum, over the parts of the value, of what each part meets (as
 // MaxShapeCost counts it) times its weight (1, plus one per 64 bytes of a
-// string or a property name; a number the square of its digits and its
+// string or a property name; a number the square of its length and its
 // exponent over 64; an array under uniqueItems its length, and its length
 // squared over 64 when its items are arrays or objects). A value past it is
 // limitExceeded (output), refused before the check: a check of 2^22 visits
@@ -58,8 +59,9 @@ const noState = -1
 // checking a part against it costs, and the state each of its children
 // meets.
 type shapeState struct {
-	cost   int64 // schema checks, at most MaxShapeCost
-	unique bool  // one of them has uniqueItems
+	cost    int64 // schema checks, at most MaxShapeCost
+	keyCost int64 // pattern matches of a property name (patternProperties)
+	unique  bool  // one of them has uniqueItems
 
 	props  map[string]int32 // a property's value, by name
 	other  int32            // a property's value whose name is not in props
@@ -252,8 +254,13 @@ func sortedKeys[V any](m map[string]V) []string {
 
 // weight is what checking one part of a value against s alone costs.
 func weight(s *jsonschema.Schema) int64 {
-	w := int64(1) + int64(len(s.Required)) + int64(len(s.PatternProperties)) +
+	w := int64(1) + int64(len(s.Required)) +
 		int64(len(s.DependentRequired)) + int64(len(s.Dependencies)) + int64(len(s.DependentSchemas))
+	// A pattern's match costs its length times the string's (the string's
+	// share is the part's weight): one per 64 bytes of the pattern.
+	if s.Pattern != nil {
+		w += 1 + int64(len(s.Pattern.String()))/64
+	}
 	// Comparing a value with an enum's or a const's value costs several
 	// visits (numbers are compared as exact rationals, parsed each time).
 	if s.Enum != nil {
@@ -342,6 +349,9 @@ func (a *analysis) expand(es []entry, queue *[][]entry) (shapeState, error) {
 	for _, t := range ids {
 		s := a.nodes[t]
 		st.unique = st.unique || s.UniqueItems
+		for re := range s.PatternProperties {
+			st.keyCost = satAdd(st.keyCost, satMul(met[t], 1+int64(len(re.String()))/64))
+		}
 		for k := range s.Properties {
 			names[k] = true
 		}
@@ -349,6 +359,9 @@ func (a *analysis) expand(es []entry, queue *[][]entry) (shapeState, error) {
 		if it, ok := s.Items.([]*jsonschema.Schema); ok {
 			prefix = max(prefix, len(it))
 		}
+	}
+	if satAdd(st.cost, st.keyCost) > MaxShapeCost {
+		return shapeState{}, errShapeTooCostly
 	}
 	var err error
 	next := func(child func(s *jsonschema.Schema, add func(*jsonschema.Schema))) int32 {
@@ -509,6 +522,10 @@ func (c *shapeCost) walk(id int32, v any, extra int64, total *int64) bool {
 		}
 	case map[string]any:
 		for k, item := range v {
+			*total += st.keyCost * (1 + min(int64(len(k))/64, MaxShapeWork))
+			if *total > MaxShapeWork {
+				return false
+			}
 			next, ok := st.props[k]
 			if !ok {
 				next = st.other

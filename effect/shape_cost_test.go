@@ -221,12 +221,23 @@ func TestShapeCostPassesOrdinarySchemas(t *testing.T) {
 // large array against a costly enum, numbers the validator turns into
 // huge rationals, a large uniqueItems array of arrays.
 func TestShapeWorkBound(t *testing.T) {
+	var alts []string
+	for i := range 2000 {
+		alts = append(alts, "x"+strings.Repeat("y", i%5)+"z")
+	}
+	bigPattern := `"^(` + strings.Join(alts, "|") + `)*$"`
+	manyKeys := make([]string, 30000)
+	for i := range manyKeys {
+		manyKeys[i] = fmt.Sprintf(`"%0100d":1`, i)
+	}
 	for name, tc := range map[string]struct{ schema, value string }{
-		"an enum of 1500 against 20000 items":  {`{"items":{"enum":` + ints(1500) + `}}`, jsonArray(20000, "-1")},
-		"a number with a huge exponent":        {`{"minimum":0}`, `1e999999`},
-		"a number past what a rational holds":  {`{"multipleOf":3}`, `1e100000000`},
-		"numbers with large exponents":         {`{"items":{"enum":[1,2]}}`, jsonArray(100, "1e99999")},
-		"uniqueItems over 100000 small arrays": {`{"uniqueItems":true}`, "[" + strings.ReplaceAll(ints(100000), ",", "],[") + "]"},
+		"a 10 KB pattern against a 2 MB string": {`{"pattern":` + bigPattern + `}`, `"` + strings.Repeat("xyz", 700000) + `q"`},
+		"a 10 KB pattern against 30000 keys":    {`{"patternProperties":{` + bigPattern + `:{}}}`, `{` + strings.Join(manyKeys, ",") + `}`},
+		"an enum of 1500 against 20000 items":   {`{"items":{"enum":` + ints(1500) + `}}`, jsonArray(20000, "-1")},
+		"a number with a huge exponent":         {`{"minimum":0}`, `1e999999`},
+		"a number past what a rational holds":   {`{"multipleOf":3}`, `1e100000000`},
+		"numbers with large exponents":          {`{"items":{"enum":[1,2]}}`, jsonArray(100, "1e99999")},
+		"uniqueItems over 100000 small arrays":  {`{"uniqueItems":true}`, "[" + strings.ReplaceAll(ints(100000), ",", "],[") + "]"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			err := shapeCheck(t, tc.schema, tc.value)
