@@ -3,6 +3,7 @@ package effect
 import (
 	"encoding/binary"
 	"encoding/json"
+	"math/big"
 	"slices"
 	"strconv"
 	"strings"
@@ -262,14 +263,51 @@ func weight(s *jsonschema.Schema) int64 {
 		w += 1 + int64(len(s.Pattern.String()))/64
 	}
 	// Comparing a value with an enum's or a const's value costs several
-	// visits (numbers are compared as exact rationals, parsed each time).
+	// visits per part of it (numbers are compared as exact rationals,
+	// parsed at each comparison).
 	if s.Enum != nil {
-		w += 4 * int64(len(s.Enum.Values))
+		for _, e := range s.Enum.Values {
+			w = satAdd(w, schemaValueWeight(e))
+		}
 	}
 	if s.Const != nil {
-		w += 4
+		w = satAdd(w, schemaValueWeight(*s.Const))
+	}
+	// A bound or a multipleOf is compared with every number as an exact
+	// rational: its cost grows with the size of both (the number's share is
+	// the part's weight), faster than linearly.
+	for _, r := range []*big.Rat{s.Minimum, s.Maximum, s.ExclusiveMinimum, s.ExclusiveMaximum, s.MultipleOf} {
+		if r != nil {
+			size := int64(r.Num().BitLen()+r.Denom().BitLen()) / 212 // 64 decimal digits
+			w = satAdd(w, satAdd(1, satMul(size, size)))
+		}
 	}
 	return min(w, MaxShapeCost+1)
+}
+
+// schemaValueWeight is what comparing a value with v (an enum's or a
+// const's value) may cost: 4 per part of v, more for a long string or
+// number.
+func schemaValueWeight(v any) int64 {
+	switch v := v.(type) {
+	case []any:
+		w := int64(4)
+		for _, item := range v {
+			w = satAdd(w, schemaValueWeight(item))
+		}
+		return w
+	case map[string]any:
+		w := int64(4)
+		for _, item := range v {
+			w = satAdd(w, schemaValueWeight(item))
+		}
+		return w
+	case string:
+		return satAdd(4, int64(len(v))/64)
+	case json.Number:
+		return satAdd(4, min(numberWeight(string(v)), MaxShapeCost))
+	}
+	return 4
 }
 
 // closure computes, once per subschema, the subschemas it applies in place

@@ -87,6 +87,10 @@ func TestShapeCostRefusesBombs(t *testing.T) {
 		"items doubling per level of the value":     `{"$defs":{"n":{"items":{"allOf":[{"$ref":"#/$defs/n"},{"$ref":"#/$defs/n"}]}}},"$ref":"#/$defs/n"}`,
 		"a property doubling per level":             `{"$defs":{"n":{"properties":{"a":{"oneOf":[{"$ref":"#/$defs/n"},{"$ref":"#/$defs/n"}]}}}},"$ref":"#/$defs/n"}`,
 		"an enum of thousands":                      `{"items":{"enum":` + ints(3000) + `}}`,
+		"a multipleOf of a huge rational":           `{"items":{"multipleOf":1e-999999}}`,
+		"a minimum of a huge rational":              `{"items":{"minimum":1e999999}}`,
+		"an enum of a huge number":                  `{"items":{"enum":[1e999999]}}`,
+		"a const of a long array":                   `{"items":{"const":` + ints(2500) + `}}`,
 	}
 	for name, schema := range bombs {
 		t.Run(name, func(t *testing.T) {
