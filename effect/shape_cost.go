@@ -43,7 +43,7 @@ const MaxShapeWork = 1 << 22
 const (
 	maxShapeStates  = 4096
 	maxShapeClosure = 1 << 18
-	maxShapeSteps   = 1 << 24
+	maxShapeSteps   = 1 << 22
 )
 
 var (
