@@ -141,7 +141,13 @@
 //   - A shape (JSON Schema) is compiled with every external reference
 //     refused: a schema cannot make the effect read a file or reach the
 //     network. A shape larger than [MaxShapeBytes] or nested deeper than
-//     [MaxShapeDepth] is an invalid call, refused before it is compiled.
+//     [MaxShapeDepth] is an invalid call, refused before it is compiled;
+//     one where a part of a value may meet more than [MaxShapeCost]
+//     subschema checks (every $ref unfolded, every applicator's branches
+//     counted) is an invalid call, refused once compiled. A value whose
+//     check would pass [MaxShapeWork] is limitExceeded (output), refused
+//     before the check: the validator cannot be cancelled, so its work is
+//     bounded before it starts.
 //   - The effect's own messages have fixed wording and never echo script
 //     source or a malformed address. Text relayed from a backend or a script
 //     (which may quote the script) is bounded and scrubbed, not filtered.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"errors"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -39,6 +40,7 @@ const shapeResource = "sandbank:///shape.json"
 // compiledShape is a compiled JSON Schema.
 type compiledShape struct {
 	schema *jsonschema.Schema
+	cost   *shapeCost
 }
 
 // shapeCache compiles each distinct schema once, keyed by the SHA-256 of
@@ -137,13 +139,39 @@ func compileShape(schema []byte) (s *compiledShape, err error) {
 	if err != nil {
 		return nil, invalid(ErrInvalidShape, "effect: invalid shape: "+shapeErrorText(err))
 	}
-	return &compiledShape{schema: sch}, nil
+	var anchors []*jsonschema.Schema
+	for _, ptr := range anchorPointers(doc) {
+		a, err := c.Compile(shapeResource + "#" + (&url.URL{Fragment: ptr}).EscapedFragment())
+		if err != nil {
+			return nil, invalid(ErrInvalidShape, "effect: invalid shape: "+shapeErrorText(err))
+		}
+		anchors = append(anchors, a)
+	}
+	cost, err := analyseShape(sch, anchors)
+	if err != nil {
+		return nil, err
+	}
+	return &compiledShape{schema: sch, cost: cost}, nil
 }
 
+// shapeUncheckableReason is the mismatch of a value the validator panicked
+// on (a number past what it can represent exactly, as 1e100000000 is).
+const shapeUncheckableReason = "the value could not be checked against the shape"
+
 // validate checks v (as decoded with json.Number) and returns a typed
-// shapeMismatch carrying the first violation, bounded.
-func (s *compiledShape) validate(v any) error {
-	err := s.schema.Validate(v)
+// shapeMismatch carrying the first violation, bounded. A value whose check
+// would pass MaxShapeWork is limitExceeded (output), refused before the
+// check; a panic of the validator is a mismatch.
+func (s *compiledShape) validate(v any) (err error) {
+	if !s.cost.work(v) {
+		return &Failure{Code: CodeLimitExceeded, Kind: LimitOutput, Reason: shapeWorkReason}
+	}
+	defer func() {
+		if recover() != nil {
+			err = &Failure{Code: CodeShapeMismatch, Reason: shapeUncheckableReason}
+		}
+	}()
+	err = s.schema.Validate(v)
 	if err == nil {
 		return nil
 	}

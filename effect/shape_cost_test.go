@@ -1,0 +1,334 @@
+package effect
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sandbank/sandbank/internal/fakebackend"
+)
+
+// refChain is a shape of n $defs, each applying the next one branches
+// times through comb: a value meets branches^n subschemas.
+func refChain(n int, comb string, branches int) string {
+	var b strings.Builder
+	b.WriteString(`{"$defs":{`)
+	for i := range n {
+		fmt.Fprintf(&b, `"d%d":{"%s":[`, i, comb)
+		for j := range branches {
+			if j > 0 {
+				b.WriteString(",")
+			}
+			fmt.Fprintf(&b, `{"$ref":"#/$defs/d%d"}`, i+1)
+		}
+		b.WriteString(`]},`)
+	}
+	fmt.Fprintf(&b, `"d%d":{"type":"integer"}},"$ref":"#/$defs/d0"}`, n)
+	return b.String()
+}
+
+// ifChain is a shape of n $defs whose if, then and else each apply the
+// next one.
+func ifChain(n int) string {
+	var b strings.Builder
+	b.WriteString(`{"$defs":{`)
+	for i := range n {
+		fmt.Fprintf(&b, `"d%d":{"if":{"$ref":"#/$defs/d%d"},"then":{"$ref":"#/$defs/d%d"},"else":{"$ref":"#/$defs/d%d"}},`, i, i+1, i+1, i+1)
+	}
+	fmt.Fprintf(&b, `"d%d":{"type":"integer"}},"$ref":"#/$defs/d0"}`, n)
+	return b.String()
+}
+
+// depChain is a shape of n $defs whose dependentSchemas apply the next
+// one twice, for properties a and b.
+func depChain(n int) string {
+	var b strings.Builder
+	b.WriteString(`{"$defs":{`)
+	for i := range n {
+		fmt.Fprintf(&b, `"d%d":{"dependentSchemas":{"a":{"$ref":"#/$defs/d%d"},"b":{"$ref":"#/$defs/d%d"}}},`, i, i+1, i+1)
+	}
+	fmt.Fprintf(&b, `"d%d":{}},"$ref":"#/$defs/d0"}`, n)
+	return b.String()
+}
+
+// jsonArray is a JSON array of n copies of item.
+func jsonArray(n int, item string) string {
+	return "[" + strings.TrimSuffix(strings.Repeat(item+",", n), ",") + "]"
+}
+
+// ints is the JSON array 0, 1, …, n-1.
+func ints(n int) string {
+	parts := make([]string, n)
+	for i := range parts {
+		parts[i] = fmt.Sprint(i)
+	}
+	return "[" + strings.Join(parts, ",") + "]"
+}
+
+// TestShapeCostRefusesBombs: a shape whose subschemas multiply through
+// applicators and $ref is an invalid call, refused when it is compiled,
+// before any value meets it (each of these took seconds to minutes per
+// value without the bound; docs/RATIONALE.md, R29).
+func TestShapeCostRefusesBombs(t *testing.T) {
+	bombs := map[string]string{
+		"anyOf through $ref, 2 branches, 20 levels": refChain(20, "anyOf", 2),
+		"oneOf through $ref, 2 branches, 20 levels": refChain(20, "oneOf", 2),
+		"allOf through $ref, 2 branches, 20 levels": refChain(20, "allOf", 2),
+		"allOf through $ref, 3 branches, 13 levels": refChain(13, "allOf", 3),
+		"if/then/else through $ref, 20 levels":      ifChain(20),
+		"dependentSchemas through $ref, 20 levels":  depChain(20),
+		"items doubling per level of the value":     `{"$defs":{"n":{"items":{"allOf":[{"$ref":"#/$defs/n"},{"$ref":"#/$defs/n"}]}}},"$ref":"#/$defs/n"}`,
+		"a property doubling per level":             `{"$defs":{"n":{"properties":{"a":{"oneOf":[{"$ref":"#/$defs/n"},{"$ref":"#/$defs/n"}]}}}},"$ref":"#/$defs/n"}`,
+		"an enum of thousands":                      `{"items":{"enum":` + ints(3000) + `}}`,
+		"a multipleOf of a huge rational":           `{"items":{"multipleOf":1e-999999}}`,
+		"a minimum of a huge rational":              `{"items":{"minimum":1e999999}}`,
+		"an enum of a huge number":                  `{"items":{"enum":[1e999999]}}`,
+		"a const of a long array":                   `{"items":{"const":` + ints(2500) + `}}`,
+	}
+	for name, schema := range bombs {
+		t.Run(name, func(t *testing.T) {
+			require.LessOrEqual(t, len(schema), MaxShapeBytes)
+			_, err := compileShape([]byte(schema))
+			requireInvalid(t, err, ErrInvalidShape)
+			assert.Equal(t, "effect: invalid shape (a part of a value may need more than the cost limit of 8192 schema checks, with every $ref unfolded)", err.Error())
+		})
+	}
+
+	f := newFixture(t, fakebackend.Echo(), nil)
+	_, err := f.e.Evaluate(context.Background(), Call{Script: f.addr, Input: 1, Shape: json.RawMessage(refChain(20, "anyOf", 2))})
+	requireInvalid(t, err, ErrInvalidShape)
+	f.untouched(t)
+	assert.Zero(t, f.e.shapes.len(), "a refused shape is not cached")
+}
+
+// TestShapeCostCountsDynamicAnchors: a $dynamicRef may resolve to a
+// subschema nothing else reaches (here the root resource's $defs/x, by
+// the scopes the validator passed through); its cost counts.
+func TestShapeCostCountsDynamicAnchors(t *testing.T) {
+	chain := refChain(20, "allOf", 2)
+	defs := chain[len(`{"$defs":{`):strings.LastIndex(chain, `},"$ref"`)]
+	schema := `{"$defs":{"x":{"$dynamicAnchor":"n","$ref":"#/$defs/d0"},` + defs + `},` +
+		`"properties":{"a":{"$id":"inner","$dynamicAnchor":"n","items":{"$dynamicRef":"#n"}}}}`
+	_, err := compileShape([]byte(schema))
+	requireInvalid(t, err, ErrInvalidShape)
+	assert.Equal(t, errShapeTooCostly.Error(), err.Error())
+
+	// The same with a cheap $defs/x is an ordinary shape.
+	cheap := `{"$defs":{"x":{"$dynamicAnchor":"n","type":"integer"}},` +
+		`"properties":{"a":{"$id":"inner","$dynamicAnchor":"n","items":{"$dynamicRef":"#n"}}}}`
+	assert.NoError(t, shapeCheck(t, cheap, `{"a":[1,2]}`))
+	assert.ErrorIs(t, shapeCheck(t, cheap, `{"a":["x"]}`), ErrShapeMismatch, "the validator resolves #n to $defs/x")
+}
+
+// TestShapeCostRefusesInPlaceCycles: a $ref cycle that never descends
+// into the value is an invalid call (the validator would stop at it).
+func TestShapeCostRefusesInPlaceCycles(t *testing.T) {
+	for _, schema := range []string{
+		`{"$defs":{"a":{"$ref":"#/$defs/b"},"b":{"anyOf":[{"type":"string"},{"$ref":"#/$defs/a"}]}},"$ref":"#/$defs/a"}`,
+		`{"allOf":[{"$ref":"#"}]}`,
+	} {
+		_, err := compileShape([]byte(schema))
+		requireInvalid(t, err, ErrInvalidShape)
+		assert.Equal(t, "effect: invalid shape (a $ref cycle that never descends into the value)", err.Error())
+	}
+}
+
+// TestShapeCostBombIsRefusedNotRun: without the cost bound this shape
+// takes minutes per value (2^30 subschemas; 2^20 took 8 s); with it, it is
+// refused at once. The check runs under a generous deadline so that a
+// regression fails instead of hanging the suite.
+func TestShapeCostBombIsRefusedNotRun(t *testing.T) {
+	schema := refChain(30, "anyOf", 2)
+	done := make(chan error, 1)
+	go func() {
+		s, err := compileShape([]byte(schema))
+		if err == nil {
+			v, _ := decodeValue([]byte(`"x"`))
+			err = s.validate(v)
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		requireInvalid(t, err, ErrInvalidShape)
+	case <-time.After(30 * time.Second):
+		t.Fatal("a shape of 2^30 subschemas was not refused: its validation ran for 30 s")
+	}
+}
+
+// openAPILike is a realistic large schema: an object of 50 properties
+// (strings, enums, numbers with bounds, nested arrays of objects), $defs
+// shared through $ref, and a recursive tree.
+func openAPILike() string {
+	var b strings.Builder
+	b.WriteString(`{"$defs":{` +
+		`"status":{"enum":["active","inactive","pending","deleted","archived"]},` +
+		`"money":{"type":"object","required":["amount","currency"],"properties":{"amount":{"type":"number","minimum":0},"currency":{"enum":["EUR","USD","GBP","JPY","CHF"]}},"additionalProperties":false},` +
+		`"node":{"type":"object","properties":{"name":{"type":"string"},"children":{"type":"array","items":{"$ref":"#/$defs/node"}}}},` +
+		`"address":{"type":"object","properties":{"street":{"type":"string"},"city":{"type":"string"},"zip":{"type":"string","pattern":"^[0-9]{5}$"}},"required":["city"]}` +
+		`},"type":"object","required":["id","status"],"properties":{`)
+	for i := range 50 {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		switch i % 6 {
+		case 0:
+			fmt.Fprintf(&b, `"p%d":{"type":"string","maxLength":100}`, i)
+		case 1:
+			fmt.Fprintf(&b, `"p%d":{"$ref":"#/$defs/status"}`, i)
+		case 2:
+			fmt.Fprintf(&b, `"p%d":{"type":"array","items":{"type":"array","items":{"$ref":"#/$defs/money"}}}`, i)
+		case 3:
+			fmt.Fprintf(&b, `"p%d":{"oneOf":[{"$ref":"#/$defs/address"},{"type":"null"}]}`, i)
+		case 4:
+			fmt.Fprintf(&b, `"p%d":{"$ref":"#/$defs/node"}`, i)
+		default:
+			fmt.Fprintf(&b, `"p%d":{"type":"integer","minimum":0,"maximum":1000}`, i)
+		}
+	}
+	b.WriteString(`,"id":{"type":"string"},"status":{"$ref":"#/$defs/status"}},"additionalProperties":false}`)
+	return b.String()
+}
+
+// TestShapeCostPassesOrdinarySchemas: realistic schemas compile and
+// validate, and large values of ordinary shapes stay within MaxShapeWork.
+func TestShapeCostPassesOrdinarySchemas(t *testing.T) {
+	deepTree := strings.Repeat(`{"name":"n","children":[`, 200) + `{"name":"leaf"}` + strings.Repeat(`]}`, 200)
+	value := `{"id":"x","status":"active","p1":"pending","p2":[[{"amount":3,"currency":"EUR"}]],"p3":null,"p4":` + deepTree + `,"p5":7,"p9":{"city":"Paris","zip":"75001"}}`
+	assert.NoError(t, shapeCheck(t, openAPILike(), value))
+	err := shapeCheck(t, openAPILike(), `{"id":"x","status":"gone"}`)
+	assert.ErrorIs(t, err, ErrShapeMismatch)
+
+	for _, tc := range []struct{ schema, value string }{
+		{`{"items":{"type":"number"}}`, jsonArray(1<<21, "1")},
+		{`{"items":{"enum":["a","b","c"]},"uniqueItems":true}`, jsonArray(100000, `"a"`)},
+		{`{"type":"array","items":{"type":"object"},"uniqueItems":true}`, jsonArray(2000, `{"a":1}`)},
+		{openAPILike(), `{"id":"x","status":"active","p2":` + jsonArray(1000, jsonArray(20, `{"amount":1,"currency":"USD"}`)) + `}`},
+	} {
+		s, err := compileShape([]byte(tc.schema))
+		require.NoError(t, err)
+		v, err := decodeValue([]byte(tc.value))
+		require.NoError(t, err)
+		assert.True(t, s.cost.work(v), "%.60s", tc.schema)
+	}
+}
+
+// TestShapeWorkBound: a value whose check against its shape would pass
+// MaxShapeWork is limitExceeded (output), refused before the check: a
+// large array against a costly enum, numbers the validator turns into
+// huge rationals, a large uniqueItems array of arrays.
+func TestShapeWorkBound(t *testing.T) {
+	var alts []string
+	for i := range 2000 {
+		alts = append(alts, "x"+strings.Repeat("y", i%5)+"z")
+	}
+	bigPattern := `"^(` + strings.Join(alts, "|") + `)*$"`
+	manyKeys := make([]string, 30000)
+	for i := range manyKeys {
+		manyKeys[i] = fmt.Sprintf(`"%0100d":1`, i)
+	}
+	for name, tc := range map[string]struct{ schema, value string }{
+		"a 10 KB pattern against a 2 MB string": {`{"pattern":` + bigPattern + `}`, `"` + strings.Repeat("xyz", 700000) + `q"`},
+		"a 10 KB pattern against 30000 keys":    {`{"patternProperties":{` + bigPattern + `:{}}}`, `{` + strings.Join(manyKeys, ",") + `}`},
+		"an enum of 1500 against 20000 items":   {`{"items":{"enum":` + ints(1500) + `}}`, jsonArray(20000, "-1")},
+		"a number with a huge exponent":         {`{"minimum":0}`, `1e999999`},
+		"a number past what a rational holds":   {`{"multipleOf":3}`, `1e100000000`},
+		"numbers with large exponents":          {`{"items":{"enum":[1,2]}}`, jsonArray(100, "1e99999")},
+		"uniqueItems over 100000 small arrays":  {`{"uniqueItems":true}`, "[" + strings.ReplaceAll(ints(100000), ",", "],[") + "]"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			err := shapeCheck(t, tc.schema, tc.value)
+			var fail *Failure
+			require.ErrorAs(t, err, &fail)
+			assert.Equal(t, CodeLimitExceeded, fail.Code)
+			assert.Equal(t, LimitOutput, fail.Kind)
+			assert.Equal(t, "the result needs more than the work limit of 4194304 schema checks against the shape", fail.Reason)
+		})
+	}
+}
+
+// TestShapeWorkBoundThroughEvaluate: the work bound holds on Evaluate's
+// path, after the run, as limitExceeded (output) with its reason.
+func TestShapeWorkBoundThroughEvaluate(t *testing.T) {
+	f := newFixture(t, fakebackend.Echo(), nil)
+	_, err := f.e.Evaluate(context.Background(), Call{Script: f.addr, Input: json.RawMessage(`[1e999999]`), Shape: json.RawMessage(`{"items":{"multipleOf":3}}`)})
+	var fail *Failure
+	require.ErrorAs(t, err, &fail)
+	assert.Equal(t, CodeLimitExceeded, fail.Code)
+	assert.Equal(t, LimitOutput, fail.Kind)
+	assert.Equal(t, "effect: limitExceeded (output): the result needs more than the work limit of 4194304 schema checks against the shape", err.Error())
+}
+
+// TestShapeValidatorPanicIsAMismatch: a panic of the validator (it has
+// one on a number it cannot make a rational of) is a shapeMismatch, not a
+// crash; here the work bound is bypassed to reach it.
+func TestShapeValidatorPanicIsAMismatch(t *testing.T) {
+	s, err := compileShape([]byte(`{"multipleOf":3}`))
+	require.NoError(t, err)
+	s.cost = &shapeCost{states: []shapeState{{other: noState, rest: noState}}}
+	v, err := decodeValue([]byte(`1e100000000`))
+	require.NoError(t, err)
+	err = s.validate(v)
+	var fail *Failure
+	require.ErrorAs(t, err, &fail)
+	assert.Equal(t, CodeShapeMismatch, fail.Code)
+	assert.Equal(t, "the value could not be checked against the shape", fail.Reason)
+}
+
+// FuzzShapeCost: the cost analysis never panics and terminates on any
+// shape; a shape it passes has every state within MaxShapeCost and every
+// transition to a state it has; the work bound terminates on any value,
+// and a value within it is checked without a panic.
+func FuzzShapeCost(f *testing.F) {
+	for _, s := range []string{
+		`{}`, `true`, `false`, `{"type":"string"}`,
+		refChain(3, "anyOf", 2), refChain(12, "oneOf", 2), ifChain(4), depChain(4), openAPILike(),
+		`{"$defs":{"n":{"items":{"allOf":[{"$ref":"#/$defs/n"},{"$ref":"#/$defs/n"}]}}},"$ref":"#/$defs/n"}`,
+		`{"$defs":{"n":{"properties":{"l":{"$ref":"#/$defs/n"},"r":{"$ref":"#/$defs/n"}}}},"$ref":"#/$defs/n"}`,
+		`{"$dynamicAnchor":"n","items":{"$dynamicRef":"#n"}}`,
+		`{"$schema":"https://json-schema.org/draft/2019-09/schema","$recursiveAnchor":true,"items":{"$recursiveRef":"#"}}`,
+		`{"$schema":"http://json-schema.org/draft-07/schema#","items":[{"$ref":"#"},{}],"additionalItems":{"$ref":"#"},"dependencies":{"a":{"$ref":"#"}}}`,
+		`{"prefixItems":[{"$ref":"#"}],"contains":{"minimum":1},"uniqueItems":true,"patternProperties":{"^a":{"$ref":"#"}},"propertyNames":{"maxLength":3}}`,
+		`{"allOf":[{"$ref":"#"}]}`,
+	} {
+		f.Add([]byte(s), []byte(`[1,{"a":[2,"x"],"l":{"r":{}}},1e5]`))
+	}
+	f.Fuzz(func(t *testing.T, schema, value []byte) {
+		s, err := compileShape(schema)
+		if err != nil {
+			if !errors.Is(err, ErrInvalidShape) {
+				t.Fatalf("a refused shape is not an invalid call: %v", err)
+			}
+			return
+		}
+		n := int32(len(s.cost.states))
+		in := func(id int32) bool { return id == noState || (id >= 0 && id < n) }
+		for _, st := range s.cost.states {
+			if st.cost < 1 || st.cost > MaxShapeCost {
+				t.Fatalf("a state costs %d", st.cost)
+			}
+			ok := in(st.other) && in(st.rest)
+			for _, id := range st.props {
+				ok = ok && in(id)
+			}
+			for _, id := range st.prefix {
+				ok = ok && in(id)
+			}
+			if !ok {
+				t.Fatal("a transition to no state")
+			}
+		}
+		v, err := decodeValue(value)
+		if err != nil || len(value) > 1<<10 {
+			return
+		}
+		_ = s.validate(v)
+	})
+}
