@@ -9,10 +9,13 @@ import (
 	wasmrun "github.com/sandbank/sandbank/internal/wasm/run"
 )
 
-// Mode is how a backend gives every run a fresh engine
-// (internal/wasm/park's, as starlarkwasm.Mode is). The zero value of
+// Mode is how a backend gives every run a fresh engine (the values of
+// internal/wasm/park's, as starlarkwasm.Mode's are). The zero value of
 // Options.Mode means the default, ModeParked.
-type Mode = park.Mode
+type Mode int
+
+// String names the mode ("parked", "fresh").
+func (m Mode) String() string { return park.Mode(m).String() }
 
 // The modes.
 const (
@@ -23,10 +26,10 @@ const (
 	// request, so a run sees exactly what a fresh instance would; an
 	// instance whose run ended in any way but the expected one is
 	// discarded and replaced off the request path. The default.
-	ModeParked = park.ModeParked
+	ModeParked = Mode(park.ModeParked)
 	// ModeFresh instantiates the module anew for every run and boots the
 	// engine inside it (about ten times slower than ModeParked).
-	ModeFresh = park.ModeFresh
+	ModeFresh = Mode(park.ModeFresh)
 )
 
 // The defaults of the options (internal/wasm/run's, which
