@@ -188,26 +188,18 @@ type IndirectAssoc struct {
 // not know, a feature it cannot rewrite (SIMD, threads, exceptions, tail
 // calls, multiple memories, GC types), an instruction it cannot decode.
 func Decode(wasm []byte) (*Module, error) {
-	if len(wasm) < 8 || !bytes.Equal(wasm[:4], []byte("\x00asm")) {
-		return nil, fmt.Errorf("%w: not a wasm binary", ErrMalformed)
-	}
-	if v := binary.LittleEndian.Uint32(wasm[4:8]); v != 1 {
-		return nil, fmt.Errorf("%w: binary version %d (a component, or a future format)", ErrUnsupported, v)
+	top, err := sections(wasm)
+	if err != nil {
+		return nil, err
 	}
 	m := &Module{}
-	top := &reader{b: wasm[8:], off: 8}
 	last := 0
 	for !top.done() {
-		id := top.byte()
-		sizeAt := top.off
-		size := top.u32()
-		start := top.off
-		payload := top.bytes(size)
-		if top.err != nil {
-			return nil, top.err
+		p, r, err := nextSection(top)
+		if err != nil {
+			return nil, err
 		}
-		p := part{id: id, raw: payload, sizeWidth: start - sizeAt}
-		r := &reader{b: payload, off: start}
+		id := p.id
 		if id == secCustom {
 			p.name = r.name()
 		} else {
@@ -243,6 +235,31 @@ func Decode(wasm []byte) (*Module, error) {
 		}
 	}
 	return m, nil
+}
+
+// sections checks wasm's header and returns a reader of its sections.
+func sections(wasm []byte) (*reader, error) {
+	if len(wasm) < 8 || !bytes.Equal(wasm[:4], []byte("\x00asm")) {
+		return nil, fmt.Errorf("%w: not a wasm binary", ErrMalformed)
+	}
+	if v := binary.LittleEndian.Uint32(wasm[4:8]); v != 1 {
+		return nil, fmt.Errorf("%w: binary version %d (a component, or a future format)", ErrUnsupported, v)
+	}
+	return &reader{b: wasm[8:], off: 8}, nil
+}
+
+// nextSection reads the next section of top: the part, and a reader of
+// its payload.
+func nextSection(top *reader) (part, *reader, error) {
+	id := top.byte()
+	sizeAt := top.off
+	size := top.u32()
+	start := top.off
+	payload := top.bytes(size)
+	if top.err != nil {
+		return part{}, nil, top.err
+	}
+	return part{id: id, raw: payload, sizeWidth: start - sizeAt}, &reader{b: payload, off: start}, nil
 }
 
 func (m *Module) decodeSection(p *part, r *reader) error {
