@@ -10,6 +10,15 @@ import (
 	"github.com/sandbank/sandbank/internal/hugepage"
 )
 
+// mmapPtr and munmapPtr are the system calls Reserve and Unreserve make,
+// named so that a test can watch exactly which ranges they map and give
+// back (reading /proc/self/maps after the fact races the Go runtime,
+// which may map the freed range again at once).
+var (
+	mmapPtr   = unix.MmapPtr
+	munmapPtr = unix.MunmapPtr
+)
+
 // Reserve maps n bytes (rounded up to whole wasm pages) of private
 // anonymous memory that reads as zero and that the kernel backs only as
 // it is touched (MAP_NORESERVE: no swap is set aside for the untouched
@@ -31,7 +40,7 @@ func Reserve(n uint64) []byte {
 	// page boundary. (unix.MmapPtr, not syscall.Mmap, whose Munmap takes
 	// only the whole slice Mmap returned.)
 	size := uintptr(n) + hugepage.Size
-	p, err := unix.MmapPtr(-1, 0, nil, size, unix.PROT_READ|unix.PROT_WRITE,
+	p, err := mmapPtr(-1, 0, nil, size, unix.PROT_READ|unix.PROT_WRITE,
 		unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_NORESERVE)
 	if err != nil {
 		return nil
@@ -39,10 +48,10 @@ func Reserve(n uint64) []byte {
 	whole := unsafe.Slice((*byte)(p), size)
 	off := uintptr(hugepage.Alignment(whole))
 	if off > 0 {
-		_ = unix.MunmapPtr(p, off)
+		_ = munmapPtr(p, off)
 	}
 	if tail := hugepage.Size - off; tail > 0 {
-		_ = unix.MunmapPtr(unsafe.Add(p, off+uintptr(n)), tail)
+		_ = munmapPtr(unsafe.Add(p, off+uintptr(n)), tail)
 	}
 	b := whole[off : off+uintptr(n) : off+uintptr(n)]
 	hugepage.Advise(b)
@@ -52,6 +61,6 @@ func Reserve(n uint64) []byte {
 // Unreserve unmaps what Reserve mapped.
 func Unreserve(b []byte) {
 	if cap(b) > 0 {
-		_ = unix.MunmapPtr(unsafe.Pointer(unsafe.SliceData(b)), uintptr(cap(b)))
+		_ = munmapPtr(unsafe.Pointer(unsafe.SliceData(b)), uintptr(cap(b)))
 	}
 }
