@@ -108,3 +108,34 @@ func TestPythonThroughEveryDoor(t *testing.T) {
 		assert.Equal(t, "python", rec.Receipt.Engine)
 	})
 }
+
+// TestPythonHostFileEndingInANewline: `sandbank run --host f=FILE` on
+// python with files ending in a newline, as most files do, one of them
+// spread over lines and holding text of the runner's old line protocol:
+// each answer arrives whole, to its own call (the approval reads false).
+func TestPythonHostFileEndingInANewline(t *testing.T) {
+	if err := python.Available(nil); err != nil {
+		t.Skipf("this machine cannot run the Python sandbox: %v", err)
+	}
+	if _, err := python.New(nil); err != nil {
+		t.Skipf("this machine cannot run the Python sandbox: %v", err)
+	}
+	reg := &registry.Registry{}
+	builtin.Register(reg)
+	a, _ := fakeApp(t)
+	a.newRegistry = func() (*registry.Registry, error) { return reg, nil }
+	dir := t.TempDir()
+	doc := filepath.Join(dir, "doc.json")
+	approve := filepath.Join(dir, "approve.json")
+	script := filepath.Join(dir, "cell.py")
+	require.NoError(t, os.WriteFile(doc, []byte("{\n  \"note\": \"x\\n{\\\"i\\\":1,\\\"ok\\\":true}\\n\",\n  \"n\": [1, 2]\n}\n"), 0o600))
+	require.NoError(t, os.WriteFile(approve, []byte("false\n"), 0o600))
+	require.NoError(t, os.WriteFile(script, []byte("[host.doc(), host.approve()]\n"), 0o600))
+	res := cli(a, "", "run", "--json", "--no-cache", "--host", "doc="+doc, "--host", "approve="+approve, script)
+	require.Equal(t, exitOK, res.code, res.stderr)
+	var out struct {
+		Value json.RawMessage `json:"value"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(res.stdout), &out), res.stdout)
+	assert.JSONEq(t, `[{"note":"x\n{\"i\":1,\"ok\":true}\n","n":[1,2]},false]`, string(out.Value))
+}
