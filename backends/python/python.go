@@ -39,10 +39,12 @@ type Options struct {
 	// Empty means none: the standard library only.
 	SitePackages string
 	// CPUTime is the CPU budget of one run, interpreter start-up
-	// included: a profiling timer (ITIMER_PROF, whose signal ends the
+	// included: a profiling timer (ITIMER_PROF, whose handler ends the
 	// process) at this budget, and RLIMIT_CPU at the budget rounded up to
-	// a whole second as the bound a script cannot lift. Zero means
-	// DefaultCPUTime; negative is refused.
+	// a whole second as the bound a script cannot lift. The host reports
+	// the CPU limit from the CPU time it reads when the process ends (at
+	// three quarters of the budget or more: see docs/RATIONALE.md, R27).
+	// Zero means DefaultCPUTime; negative is refused.
 	CPUTime time.Duration
 	// ScratchBytes is the size of the run's private, writable /tmp (a
 	// tmpfs), and the largest file a script may write (RLIMIT_FSIZE).

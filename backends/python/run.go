@@ -460,7 +460,7 @@ func (p *proc) session(ctx context.Context, req spi.Request) {
 			return
 		case frameThrew:
 			name, msg, ok := splitNamed(payload)
-			if !ok {
+			if !ok || name == "" {
 				end(ending{kind: endBroken})
 				return
 			}
