@@ -188,7 +188,8 @@ func (b *Backend) checkMachine(python, sitePackages string) (*layout, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.lay != nil {
-		return c.lay, nil
+		lay := *c.lay // each backend its own
+		return &lay, nil
 	}
 	machineRuns.Add(1)
 	p, err := probeInterpreter(python)
@@ -201,8 +202,9 @@ func (b *Backend) checkMachine(python, sitePackages string) (*layout, error) {
 	if err := b.selfTest(); err != nil {
 		return nil, err
 	}
-	c.lay = b.lay
-	return c.lay, nil
+	lay := *b.lay
+	c.lay = &lay
+	return b.lay, nil
 }
 
 // tools finds bubblewrap and the interpreter.
