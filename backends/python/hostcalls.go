@@ -17,13 +17,13 @@ import (
 
 // This file relays a run's host calls. The host numbers the call frames
 // in the order it reads them (the runner numbers its calls the same way;
-// the guest's own number is never read); the session hands each to the
-// broker as it reads it, in the script's order:
-// with the broker's Start (spi.HostStarter) when it has one, so that the
-// calls a script has in flight at once (await asyncio.gather(host.a(),
+// a call frame carries no number of the guest's), and the session hands
+// each to the broker as it reads it, in the script's order: with the
+// broker's Start (spi.HostStarter) when it has one, so that the calls a
+// script has in flight at once (await asyncio.gather(host.a(),
 // host.b())) run at once, else with Call, one after the other. Each call
 // gets one answer (the broker's first), a length-prefixed frame tagged
-// with the host's number, in the order they arrive, through one
+// with the host's number, in the order the answers arrive, through one
 // writer per run (a broker's done must not block, and the runner may be
 // busy); once the run ends nothing more is written.
 
