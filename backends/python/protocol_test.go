@@ -227,6 +227,57 @@ func (echoHost) Call(_ context.Context, _ string, args json.RawMessage) (json.Ra
 	return args, nil
 }
 
+// TestHostAnswersWaitingAreBounded: a run limited to 32 MiB that issues
+// 300 host calls of 1 MiB each and never reads an answer leaves at most
+// what the process could hold waiting for it on the host (the memory
+// limit plus the interpreter's start-up mapping, about 58 MiB here):
+// past that the host reads nothing more from the run, which ends at its
+// wall clock. The bound checked is generous (the heap counts garbage not
+// yet collected); without it, the 300 MiB of answers wait on the host.
+func TestHostAnswersWaitingAreBounded(t *testing.T) {
+	b := newBackend(t)
+	const limit = 32 << 20
+	script := "import asyncio\nasync def main():\n    arg = 'x' * (1 << 20)\n    calls = [host.echo(arg) for _ in range(300)]\n    while True:\n        pass\nawait main()"
+	runtime.GC()
+	var before runtime.MemStats
+	runtime.ReadMemStats(&before)
+	peak := before.HeapInuse
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		tick := time.NewTicker(time.Millisecond)
+		defer tick.Stop()
+		var m runtime.MemStats
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				runtime.ReadMemStats(&m)
+				peak = max(peak, m.HeapInuse)
+			}
+		}
+	})
+	out, err := b.Evaluate(context.Background(), spi.Request{
+		Script: []byte(script), Input: json.RawMessage("null"), Host: startingEchoHost{},
+		Limits: spi.Limits{WallClock: 10 * time.Second, MemoryBytes: limit},
+	})
+	close(stop)
+	wg.Wait()
+	require.NoError(t, err)
+	growth := int64(peak) - int64(before.HeapInuse)
+	t.Logf("heap grew by %d MiB during the run (%+v)", growth>>20, out)
+	assert.Less(t, growth, int64(200<<20), "the host's heap grew by %d MiB for answers the runner never read", growth>>20)
+}
+
+// startingEchoHost answers every call with its argument, started on a
+// goroutine of its own.
+type startingEchoHost struct{ echoHost }
+
+func (h startingEchoHost) Start(ctx context.Context, name string, args json.RawMessage, done func(json.RawMessage, error)) {
+	go func() { done(h.Call(ctx, name, args)) }()
+}
+
 // TestHostFactsHidden: uuid1 reads the fake clock and a fixed node, and
 // an unseeded random.Random() is seeded: the same in every run.
 func TestHostFactsHidden(t *testing.T) {
