@@ -49,7 +49,7 @@ _LIMITS = json.loads(sys.argv[1])
 
 import _thread
 
-# Lines are written whole: a script's threads may log or call at once.
+# Frames are written whole: a script's threads may log or call at once.
 _writing = _thread.RLock()
 
 
