@@ -105,3 +105,18 @@ func BenchmarkKill(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkNew: a New after the first in the process (the probe and the
+// self-test are the first one's; this one checks the tools and builds the
+// filter).
+func BenchmarkNew(b *testing.B) {
+	if err := python.Available(nil); err != nil {
+		b.Skipf("this machine cannot run the Python sandbox: %v", err)
+	}
+	_, err := python.New(nil)
+	require.NoError(b, err)
+	for b.Loop() {
+		_, err := python.New(nil)
+		require.NoError(b, err)
+	}
+}

@@ -33,13 +33,15 @@
 //     secrets and uuid4) are deterministic: the clock starts at
 //     2000-01-01T00:00:00Z and advances one millisecond per reading,
 //     time.sleep advances it without waiting, and randomness is seeded
-//     (Options.Seed).
+//     (Options.Seed), an unseeded random.Random() too; uuid1 reads the
+//     fake clock and a fixed node.
 //   - An uncaught exception is a scriptError with its class name and
 //     message, prefixed with the script's line; a SyntaxError too.
 //
 // # The sandbox
 //
-// Each run is `bwrap … python3 -S -s -B -c RUNNER`: new user, pid,
+// Each run is `bwrap … python3 -S -s -B -c RUNNER`, the interpreter pid 1
+// of its namespace: new user, pid,
 // network, mount, ipc and uts namespaces (and cgroup where the kernel has
 // it); uid and gid 65534 inside, no capabilities, no further user
 // namespaces; a read-only root holding only the interpreter, its standard
@@ -50,7 +52,7 @@
 // script runs. The runner (runner.py, embedded) sets rlimits before it
 // reads the script: address space (the memory limit plus the
 // interpreter's own start-up mapping, measured once in New), CPU time
-// (Options.CPUTime: a profiling timer whose signal ends the process, and
+// (Options.CPUTime: a profiling timer whose handler ends the process, and
 // RLIMIT_CPU rounded up to a second behind it), threads, open files, file
 // size, no core dumps. A
 // seccomp filter refuses ptrace, mount, unshare and setns, bpf, keyctl,
@@ -78,8 +80,14 @@
 // RLIMIT_NPROC does not apply to a sandbox started by root; the seccomp
 // filter, which refuses every new process, is what stops a fork bomb.
 // The script shares its process with the runner, so everything the
-// process writes is checked as untrusted: a forged protocol line is a
-// scriptError, and every line is bounded.
+// process writes once the script runs is the script's: the host believes
+// only its value, its thrown error, its log lines and its host calls,
+// bounds every frame by its kind before buffering it, matches answers to
+// calls by its own numbering, and decides every limit from what it
+// observes outside (its timers, the exit status, the CPU time wait4
+// reports); a malformed frame is a scriptError. With rlimits only, a
+// MemoryError is the memory limit when one was set (docs/design.md, "A
+// guest that shares a process with the script").
 //
 // # Notes
 //

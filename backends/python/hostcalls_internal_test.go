@@ -12,10 +12,10 @@ import (
 // answer arriving late is dropped, and the writer's queue reports it is
 // closed, dropping what was still queued.
 func TestAnswersEndWithTheRun(t *testing.T) {
-	a := newAnswers()
-	a.put([]byte("{\"i\":0,\"ok\":1}\n"))
+	a := newAnswers(1 << 20)
+	a.put(answerFrame(0, []byte("1"), nil))
 	a.close()
-	a.put([]byte("{\"i\":1,\"ok\":2}\n"))
+	a.put(answerFrame(1, []byte("2"), nil))
 	lines, open := a.take()
 	assert.False(t, open)
 	assert.Empty(t, lines)

@@ -13,6 +13,8 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sandbank/sandbank/spi"
@@ -37,10 +39,12 @@ type Options struct {
 	// Empty means none: the standard library only.
 	SitePackages string
 	// CPUTime is the CPU budget of one run, interpreter start-up
-	// included: a profiling timer (ITIMER_PROF, whose signal ends the
+	// included: a profiling timer (ITIMER_PROF, whose handler ends the
 	// process) at this budget, and RLIMIT_CPU at the budget rounded up to
-	// a whole second as the bound a script cannot lift. Zero means
-	// DefaultCPUTime; negative is refused.
+	// a whole second as the bound a script cannot lift. The host reports
+	// the CPU limit from the CPU time it reads when the process ends (at
+	// three quarters of the budget or more: see docs/RATIONALE.md, R27).
+	// Zero means DefaultCPUTime; negative is refused.
 	CPUTime time.Duration
 	// ScratchBytes is the size of the run's private, writable /tmp (a
 	// tmpfs), and the largest file a script may write (RLIMIT_FSIZE).
@@ -107,6 +111,9 @@ var (
 // missing, when the interpreter or bubblewrap is absent or too old, or when
 // the kernel refuses a part of the sandbox (user, pid, network, mount, ipc
 // or uts namespaces, seccomp): it runs one script in the sandbox to see.
+// The probe of the interpreter and that script run once per process for
+// each Bubblewrap, Python and SitePackages: a later New with the same
+// ones reuses what the first one found.
 func New(opts *Options) (*Backend, error) {
 	var o Options
 	if opts != nil {
@@ -146,20 +153,58 @@ func New(opts *Options) (*Backend, error) {
 		return nil, err
 	}
 	b.bwrap = bwrap
+	if b.filter, err = filterProgram(); err != nil {
+		return nil, err
+	}
+	if b.lay, err = b.checkMachine(python, o.SitePackages); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// machineKey names what New checks of the machine: bubblewrap, the
+// interpreter and the packages directory, as the options give them.
+type machineKey struct{ bwrap, python, sitePackages string }
+
+// machineCheck is one key's check: the layout, once the probe and the
+// self-test have passed with it.
+type machineCheck struct {
+	mu  sync.Mutex
+	lay *layout
+}
+
+// machines holds the checks of this process, by key (*machineCheck).
+var machines sync.Map
+
+// machineRuns counts the probes and self-tests this process has run.
+var machineRuns atomic.Int64
+
+// checkMachine probes the interpreter and runs the self-test, once per
+// process for each bubblewrap, interpreter and packages directory: a
+// check that passed is not run again (one that failed is, next time).
+func (b *Backend) checkMachine(python, sitePackages string) (*layout, error) {
+	v, _ := machines.LoadOrStore(machineKey{b.bwrap, python, sitePackages}, &machineCheck{})
+	c := v.(*machineCheck)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.lay != nil {
+		lay := *c.lay // each backend its own
+		return &lay, nil
+	}
+	machineRuns.Add(1)
 	p, err := probeInterpreter(python)
 	if err != nil {
 		return nil, err
 	}
-	if b.lay, err = newLayout(p, o.SitePackages); err != nil {
-		return nil, err
-	}
-	if b.filter, err = filterProgram(); err != nil {
+	if b.lay, err = newLayout(p, sitePackages); err != nil {
 		return nil, err
 	}
 	if err := b.selfTest(); err != nil {
 		return nil, err
 	}
-	return b, nil
+	lay := *b.lay
+	c.lay = &lay
+	return b.lay, nil
 }
 
 // tools finds bubblewrap and the interpreter.

@@ -4,8 +4,8 @@ package python
 
 import (
 	"bufio"
-	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -25,9 +25,22 @@ import (
 // The process group is killed with SIGKILL when the run ends, at the wall
 // clock, when ctx is done, and (through the parent-death signal) when the
 // host process dies.
+//
+// The outcome is decided here, from what the host observes (its timers,
+// the process's exit status and resource usage): of what the process
+// writes once the script runs, only the script's value, its thrown error,
+// its log lines and its host calls are believed (docs/design.md, "A
+// guest that shares a process with the script").
 func (b *Backend) Evaluate(ctx context.Context, req spi.Request) (spi.Outcome, error) {
 	if err := ctx.Err(); err != nil {
 		return spi.Outcome{}, err
+	}
+	input := req.Input
+	if len(input) == 0 {
+		input = json.RawMessage("null")
+	}
+	if inputCannotFit(len(input), req.Limits.MemoryBytes) {
+		return spi.InputTooLarge(), nil
 	}
 	begun := time.Now()
 	p, err := b.spawn(req)
@@ -35,6 +48,9 @@ func (b *Backend) Evaluate(ctx context.Context, req spi.Request) (spi.Outcome, e
 		return spi.Outcome{}, err
 	}
 	defer p.stop()
+	// Here the process exists and the runner waits for its request: no
+	// byte of the script has been read. (A per-run cgroup is joined here.)
+	go p.writeRequest(req.Script, input)
 	hctx, hcancel := context.WithCancel(ctx)
 	defer hcancel()
 	go p.session(hctx, req)
@@ -44,6 +60,8 @@ func (b *Backend) Evaluate(ctx context.Context, req spi.Request) (spi.Outcome, e
 	var expired <-chan time.Time
 	var start time.Time
 	started := p.started
+	var end *ending
+	var exited <-chan struct{} // set once the ending needs the exit observed
 	stats := func(out spi.Outcome) spi.Outcome {
 		if req.Logs != nil && !start.IsZero() {
 			out.Stats = spi.Stats{Startup: start.Sub(begun), ScriptTime: time.Since(start)}
@@ -60,13 +78,20 @@ func (b *Backend) Evaluate(ctx context.Context, req spi.Request) (spi.Outcome, e
 				defer t.Stop()
 				expired = t.C
 			}
-		case out := <-p.done:
+		case e := <-p.ended:
 			// A value the script produced past its wall clock is never
 			// delivered: the clock is a limit, whoever noticed first.
-			if !start.IsZero() && req.Limits.WallClock > 0 && time.Since(start) > req.Limits.WallClock && out.Kind == spi.KindOK {
+			if !start.IsZero() && req.Limits.WallClock > 0 && time.Since(start) > req.Limits.WallClock {
+				p.kill()
 				return stats(spi.Limited(spi.LimitWallClock)), nil
 			}
-			return stats(out), nil
+			if !e.needsExit() {
+				return stats(b.conclude(e, observation{memoryLimited: req.Limits.MemoryBytes > 0})), nil
+			}
+			end, exited = &e, p.waited
+		case <-exited:
+			<-p.errDone
+			return stats(b.conclude(*end, p.observe(req.Limits))), nil
 		case <-expired:
 			p.kill()
 			return stats(spi.Limited(spi.LimitWallClock)), nil
@@ -82,6 +107,17 @@ func (b *Backend) Evaluate(ctx context.Context, req spi.Request) (spi.Outcome, e
 	}
 }
 
+// inputCannotFit is the host's own check of an input against the memory
+// limit, before anything starts: the runner holds the input's text and,
+// while parsing it, the same text decoded (json.loads decodes bytes to a
+// str first), so an input of more than half the limit cannot be parsed
+// within it. An input that passes may still not fit once parsed: the
+// runner then says so before the script starts (the M frame), while
+// only the host's own code has run in the process.
+func inputCannotFit(n int, memoryBytes int64) bool {
+	return memoryBytes > 0 && 2*int64(n) > memoryBytes
+}
+
 // proc is one run's sandboxed process.
 type proc struct {
 	b       *Backend
@@ -90,15 +126,19 @@ type proc struct {
 	out     *os.File // the runner's protocol output (our read end)
 	stderr  *boundedBuffer
 	errDone chan struct{} // closed once stderr is drained
-	started chan struct{} // closed when the script starts
-	done    chan spi.Outcome
+	started chan struct{} // closed when the start frame arrives
+	ended   chan ending   // the frames' account of the end (one)
 	inMu    sync.Mutex    // one writer at a time: the request, then answers
 	answers *answers      // host-call answers for the runner
 	waited  chan struct{} // closed once the process has been waited for
 	once    sync.Once
+	// frameMax bounds the value and host-call frames: the most the
+	// process can hold (its address-space limit), or MaxResultBytes.
+	frameMax int64
 }
 
-// spawn starts bubblewrap with the runner and writes the request.
+// spawn starts bubblewrap with the runner, which then waits for its
+// request.
 func (b *Backend) spawn(req spi.Request) (*proc, error) {
 	filterR, filterW, err := os.Pipe()
 	if err != nil {
@@ -146,13 +186,17 @@ func (b *Backend) spawn(req spi.Request) (*proc, error) {
 	}
 	p := &proc{
 		b: b, cmd: cmd, in: inW, out: outR,
-		stderr:  &boundedBuffer{max: 4 << 10},
-		errDone: make(chan struct{}),
-		started: make(chan struct{}),
-		done:    make(chan spi.Outcome, 1),
-		waited:  make(chan struct{}),
-		answers: newAnswers(),
+		stderr:   &boundedBuffer{max: 4 << 10},
+		errDone:  make(chan struct{}),
+		started:  make(chan struct{}),
+		ended:    make(chan ending, 1),
+		waited:   make(chan struct{}),
+		frameMax: b.maxResult,
 	}
+	if as := b.addressSpace(req.Limits); as > 0 {
+		p.frameMax = min(p.frameMax, as)
+	}
+	p.answers = newAnswers(p.frameMax)
 	go func() {
 		_, _ = io.Copy(p.stderr, errR)
 		errR.Close()
@@ -162,15 +206,18 @@ func (b *Backend) spawn(req spi.Request) (*proc, error) {
 		_ = cmd.Wait()
 		close(p.waited)
 	}()
-	go p.writeRequest(req)
 	go p.writeAnswers()
 	return p, nil
 }
 
-// argv is bubblewrap's command line for one run.
+// argv is bubblewrap's command line for one run. The interpreter is pid 1
+// of its pid namespace (--as-pid-1): bubblewrap then waits for it itself,
+// so the resource usage the host reads when it waits for bubblewrap is
+// the interpreter's; and a signal the script sends itself without a
+// handler (SIGKILL included) is ignored.
 func (b *Backend) argv(limits spi.Limits) []string {
 	args := []string{
-		"--unshare-user", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+		"--unshare-user", "--unshare-pid", "--as-pid-1", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
 		"--uid", sandboxUID, "--gid", sandboxUID, "--hostname", "sandbank",
 		"--disable-userns", "--cap-drop", "ALL",
 		"--die-with-parent", "--new-session", "--clearenv",
@@ -187,11 +234,20 @@ func (b *Backend) argv(limits spi.Limits) []string {
 	return args
 }
 
+// addressSpace is the run's RLIMIT_AS (the memory limit plus the
+// interpreter's own start-up mapping), or 0 for none.
+func (b *Backend) addressSpace(limits spi.Limits) int64 {
+	if limits.MemoryBytes <= 0 {
+		return 0
+	}
+	return b.lay.base + limits.MemoryBytes
+}
+
 // runnerLimits is the runner's argument: the run's bounds.
 func (b *Backend) runnerLimits(limits spi.Limits) string {
-	as := int64(-1)
-	if limits.MemoryBytes > 0 {
-		as = b.lay.base + limits.MemoryBytes
+	as := b.addressSpace(limits)
+	if as == 0 {
+		as = -1
 	}
 	fsize := b.scratch
 	if fsize <= 0 {
@@ -199,7 +255,7 @@ func (b *Backend) runnerLimits(limits spi.Limits) string {
 	}
 	text, _ := json.Marshal(map[string]any{
 		"as": as, "cpu": b.cpuSecs, "cpuMs": max(b.cpu.Milliseconds(), 1), "nofile": maxOpenFiles, "nproc": maxThreads, "fsize": fsize,
-		"seed": b.seed, "tag": b.tag, "path": b.lay.path, "maxLine": spi.MaxLogLineBytes, "maxResult": b.maxResult,
+		"seed": b.seed, "tag": b.tag, "path": b.lay.path, "maxLine": spi.MaxLogLineBytes, "maxText": maxErrorTextBytes, "maxResult": b.maxResult,
 	})
 	return string(text)
 }
@@ -207,15 +263,11 @@ func (b *Backend) runnerLimits(limits spi.Limits) string {
 // writeRequest writes the header, the script and the input. A runner
 // that ended early (a memory limit while reading) closes its end: the
 // write fails and the session reports what the runner said.
-func (p *proc) writeRequest(req spi.Request) {
+func (p *proc) writeRequest(script, input []byte) {
 	p.inMu.Lock()
 	defer p.inMu.Unlock()
-	input := req.Input
-	if len(input) == 0 {
-		input = json.RawMessage("null")
-	}
-	header := fmt.Appendf(nil, "{\"s\":%d,\"i\":%d}\n", len(req.Script), len(input))
-	for _, part := range [][]byte{header, req.Script, input} {
+	header := fmt.Appendf(nil, "{\"s\":%d,\"i\":%d}\n", len(script), len(input))
+	for _, part := range [][]byte{header, script, input} {
 		if _, err := p.in.Write(part); err != nil {
 			return
 		}
@@ -223,8 +275,7 @@ func (p *proc) writeRequest(req spi.Request) {
 }
 
 // kill ends the process group with SIGKILL. bubblewrap's own children are
-// in a new session; they die with it (--die-with-parent, and the pid
-// namespace ends with its first process).
+// in a new session; they die with it (--die-with-parent).
 func (p *proc) kill() {
 	p.once.Do(func() {
 		p.answers.close()
@@ -243,55 +294,154 @@ func (p *proc) stop() {
 	}()
 }
 
-// msg is one line from the runner.
-type msg struct {
-	T string          `json:"t"`
-	L string          `json:"l"` // log level
-	S string          `json:"s"` // log stream
-	M string          `json:"m"` // log line, error message
-	N string          `json:"n"` // host function, error name
-	A json.RawMessage `json:"a"` // host call argument
-	K string          `json:"k"` // limit kind
-	I *uint64         `json:"i"` // host call id
+// The frames the runner writes (runner.py has the layout): a kind byte,
+// the payload's length (4 bytes, big-endian), the payload.
+const (
+	frameStart  = 'S' // the script starts (empty)
+	frameLog    = 'L' // level byte, stream byte, the line in UTF-8
+	frameCall   = 'C' // the name's length (a byte), the name, the argument's JSON text
+	frameValue  = 'V' // the value's JSON text
+	frameThrew  = 'T' // the name's length (a byte), the name, the message in UTF-8
+	frameMemory = 'M' // before S only: the request did not fit ("s" the script, "i" the input)
+)
+
+// maxErrorTextBytes bounds a thrown error's message: the effect keeps
+// effect.MaxTextUnits UTF-16 units of it, at most three bytes of UTF-8
+// each, and the runner sends one unit more so that the effect marks the
+// cut (TestErrorTextBoundCoversTheEffects).
+const maxErrorTextBytes = 3*(2048+1) + 3
+
+// maxNameBytes bounds an error's or a host function's name.
+const maxNameBytes = 255
+
+// frameBound is the most a frame of kind may hold, or -1 for a kind the
+// runner never writes.
+func (p *proc) frameBound(kind byte) int64 {
+	switch kind {
+	case frameStart:
+		return 0
+	case frameLog:
+		return 2 + spi.MaxLogLineBytes
+	case frameCall:
+		return 1 + maxNameBytes + p.frameMax
+	case frameValue:
+		return p.frameMax
+	case frameThrew:
+		return 1 + maxNameBytes + maxErrorTextBytes
+	case frameMemory:
+		return 1
+	}
+	return -1
 }
 
-// session reads the runner's lines until the run ends and sends the
-// outcome on p.done.
+// errBadFrame is a frame the runner never writes: an unknown kind, a
+// length past its kind's bound, or a payload that does not parse.
+var errBadFrame = errors.New("python: a malformed frame")
+
+// readFrame reads one frame. The length is checked against the kind's
+// bound before anything is buffered; a stream that ends inside a frame
+// is io.ErrUnexpectedEOF (the process ended mid-write).
+func (p *proc) readFrame(r *bufio.Reader) (byte, []byte, error) {
+	var head [5]byte
+	if _, err := io.ReadFull(r, head[:]); err != nil {
+		return 0, nil, err
+	}
+	n := int64(binary.BigEndian.Uint32(head[1:]))
+	if bound := p.frameBound(head[0]); n > bound {
+		return 0, nil, errBadFrame
+	}
+	payload := make([]byte, n)
+	if _, err := io.ReadFull(r, payload); err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return 0, nil, err
+	}
+	return head[0], payload, nil
+}
+
+// endingKind is how the frames say the run ended.
+type endingKind int
+
+const (
+	endNone    endingKind = iota + 1 // the stream ended without an ending frame
+	endValue                         // a V frame
+	endThrew                         // a T frame
+	endBroken                        // a frame the runner never writes
+	endRequest                       // an M frame before the start frame
+)
+
+// ending is the frames' account of how the run ended: the script's own
+// (its value or its thrown error), except endRequest, which only the
+// runner can send (before the script starts).
+type ending struct {
+	kind          endingKind
+	value         json.RawMessage
+	name, message string
+	input         bool // endRequest: the input, not the script, did not fit
+}
+
+// needsExit reports whether the outcome waits for the host to observe the
+// process's end: a stream that ended without an account, and a
+// MemoryError, which the host's observation must confirm.
+func (e ending) needsExit() bool {
+	return e.kind == endNone || (e.kind == endThrew && e.name == "MemoryError")
+}
+
+// session reads the runner's frames until the one that ends the run and
+// sends its account on p.ended. It numbers the host calls in the order
+// read; their answers carry the host's number.
 func (p *proc) session(ctx context.Context, req spi.Request) {
 	r := bufio.NewReaderSize(p.out, 64<<10)
-	maxLine := int(min(p.b.maxResult, 1<<40)) + 1<<10
+	var calls uint64
+	started := false
+	end := func(e ending) { p.ended <- e }
 	for {
-		line, err := readLine(r, maxLine)
-		if err != nil {
-			if errors.Is(err, errLineTooLong) {
-				p.done <- spi.Threw("Error", "python: the run wrote a line longer than the protocol allows")
-				return
-			}
-			p.done <- p.exited()
+		// The answers waiting for the runner count against what the
+		// process could hold: past that, nothing more is read until
+		// the runner reads them.
+		if !p.answers.waitRoom() {
+			end(ending{kind: endNone})
 			return
 		}
-		var m msg
-		if json.Unmarshal(line, &m) != nil {
-			p.done <- protocolBroken()
+		kind, payload, err := p.readFrame(r)
+		switch {
+		case errors.Is(err, errBadFrame):
+			end(ending{kind: endBroken})
+			return
+		case err != nil:
+			end(ending{kind: endNone})
 			return
 		}
-		switch m.T {
-		case "start":
-			select {
-			case <-p.started:
-			default:
+		if !started && kind != frameStart && kind != frameMemory {
+			end(ending{kind: endBroken})
+			return
+		}
+		switch kind {
+		case frameStart:
+			if !started {
+				started = true
 				close(p.started)
 			}
-		case "log":
-			level, stream := logLevel(m.L), logStream(m.S)
-			if level == 0 || stream == 0 {
-				p.done <- protocolBroken()
+		case frameMemory:
+			if started || len(payload) != 1 || (payload[0] != 's' && payload[0] != 'i') {
+				// Only the runner, before the script, reports this.
+				end(ending{kind: endBroken})
 				return
 			}
-			req.Log(level, stream, m.M)
-		case "call":
-			if m.I == nil {
-				p.done <- protocolBroken()
+			end(ending{kind: endRequest, input: payload[0] == 'i'})
+			return
+		case frameLog:
+			level, stream := logLevel(payload), logStream(payload)
+			if level == 0 || stream == 0 {
+				end(ending{kind: endBroken})
+				return
+			}
+			req.Log(level, stream, string(payload[2:]))
+		case frameCall:
+			name, args, ok := splitNamed(payload)
+			if !ok || !json.Valid(args) {
+				end(ending{kind: endBroken})
 				return
 			}
 			if ctx.Err() != nil {
@@ -299,123 +449,165 @@ func (p *proc) session(ctx context.Context, req spi.Request) {
 				// Evaluate reports): the broker is not called again.
 				return
 			}
-			p.hostCall(ctx, req, *m.I, m)
-		case "ok":
-			value, err := readLine(r, maxLine)
-			if err != nil || !json.Valid(value) {
-				p.done <- protocolBroken()
+			p.hostCall(ctx, req, calls, name, args)
+			calls++
+		case frameValue:
+			if !json.Valid(payload) {
+				end(ending{kind: endBroken})
 				return
 			}
-			p.done <- spi.OK(json.RawMessage(bytes.Clone(value)))
+			end(ending{kind: endValue, value: payload})
 			return
-		case "threw":
-			p.done <- spi.Threw(m.N, m.M)
-			return
-		case "limit":
-			if m.K != "memory" {
-				p.done <- protocolBroken()
+		case frameThrew:
+			name, msg, ok := splitNamed(payload)
+			if !ok || name == "" {
+				end(ending{kind: endBroken})
 				return
 			}
-			p.done <- spi.Limited(spi.LimitMemory)
-			return
-		case "input":
-			p.done <- spi.InputTooLarge()
+			end(ending{kind: endThrew, name: name, message: string(msg)})
 			return
 		default:
-			p.done <- protocolBroken()
+			end(ending{kind: endBroken})
 			return
 		}
 	}
 }
 
-// protocolBroken is the outcome of a run that wrote something the runner
-// never writes: the script wrote to the runner's channel (they share the
-// process), so it is the script's failure.
-func protocolBroken() spi.Outcome {
-	return spi.Threw("Error", "python: the script wrote to the runner's channel")
+// splitNamed splits a payload that starts with a name: its length in one
+// byte, the name, the rest.
+func splitNamed(payload []byte) (string, []byte, bool) {
+	if len(payload) < 1 || len(payload) < 1+int(payload[0]) {
+		return "", nil, false
+	}
+	n := int(payload[0])
+	return string(payload[1 : 1+n]), payload[1+n:], true
 }
 
-// exited reports a run whose process ended without an outcome.
-func (p *proc) exited() spi.Outcome {
-	<-p.waited
-	<-p.errDone
-	st := p.cmd.ProcessState
-	if st == nil {
-		return spi.Infrastructure("python: the sandbox ended without a state")
-	}
-	code := st.ExitCode()
-	var cpu time.Duration
-	if ru, ok := st.SysUsage().(*syscall.Rusage); ok && ru != nil {
-		cpu = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-	}
-	started := false
+// cpuSlack: the CPU time read from the resource usage is taken as the
+// CPU limit from budget - budget/cpuSlack on. The usage the kernel
+// reports for a process it ended at its RLIMIT_CPU reads up to a tenth
+// below the limit here (0.91 s for 1 s), and a process that ends itself
+// that close to its budget has gained nothing by it.
+const cpuSlack = 4
+
+// observation is what the host saw of the run from outside the sandbox.
+type observation struct {
+	exited bool
+	// exitCode is bubblewrap's exit code (the interpreter's, or 128 plus
+	// the signal that ended it); -1 when a signal ended bubblewrap.
+	exitCode int
+	// cpu is the interpreter's CPU time (user and system), from the
+	// resource usage the kernel reports when bubblewrap, which waits for
+	// it, is waited for.
+	cpu time.Duration
+	// maxRSS is the interpreter's peak resident memory, from the same.
+	maxRSS int64
+	// memoryLimited: an address-space limit (RLIMIT_AS) held the run.
+	memoryLimited bool
+	// stderr is the head of what bubblewrap (and the process) wrote to
+	// stderr, quoted only for bubblewrap's own failure before the start.
+	stderr []byte
+	// started: the start frame arrived (the runner, before the script).
+	started bool
+}
+
+// observe reads the exited process's state. It must be called once
+// p.waited and p.errDone are closed.
+func (p *proc) observe(limits spi.Limits) observation {
+	o := observation{exited: true, exitCode: -1, memoryLimited: limits.MemoryBytes > 0, stderr: p.stderr.Bytes()}
 	select {
 	case <-p.started:
-		started = true
+		o.started = true
 	default:
 	}
-	budget := p.b.cpu
-	sig := syscall.Signal(code - 128)
-	switch {
-	case code > 128 && (sig == syscall.SIGPROF || sig == syscall.SIGXCPU || (sig == syscall.SIGKILL && cpu >= budget)):
-		return spi.Limited(spi.LimitCPU)
-	case cpu >= budget:
-		return spi.Limited(spi.LimitCPU)
-	case !started && code == 1:
-		// bubblewrap's own failure (it exits 1 with its reason).
-		return spi.Infrastructure("python: the sandbox did not start: " + firstLine(p.stderr.Bytes()))
-	case code > 128 && p.stderr.mentionsMemory():
+	st := p.cmd.ProcessState
+	if st == nil {
+		o.exited = false
+		return o
+	}
+	o.exitCode = st.ExitCode()
+	if ru, ok := st.SysUsage().(*syscall.Rusage); ok && ru != nil {
+		o.cpu = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+		o.maxRSS = ru.Maxrss << 10
+	}
+	return o
+}
+
+// conclude decides a run's outcome from the frames' account and the
+// host's observation. The account is believed only for what the script
+// itself may say (its value, its thrown error), and for what the runner
+// said before the script started; every limit is the host's finding.
+func (b *Backend) conclude(e ending, o observation) spi.Outcome {
+	switch e.kind {
+	case endValue:
+		return spi.OK(json.RawMessage(e.value))
+	case endRequest:
+		if e.input {
+			return spi.InputTooLarge()
+		}
 		return spi.Limited(spi.LimitMemory)
-	case code > 128:
-		return spi.Threw("InternalError", fmt.Sprintf("python: the interpreter ended with signal %d on this script", int(sig)))
+	case endBroken:
+		return spi.Threw("Error", "python: the script wrote to the runner's channel")
+	case endThrew:
+		if e.name == "MemoryError" && o.memoryLimited {
+			// With only rlimits, what the host sees of a refused
+			// allocation is that the address-space limit held the run:
+			// the kernel refused the request inside the process, and
+			// nothing outside records it (docs/RATIONALE.md, R27).
+			return spi.Limited(spi.LimitMemory)
+		}
+		return spi.Threw(e.name, e.message)
+	}
+	// The stream ended without an account: what the host saw decides.
+	switch {
+	case !o.exited:
+		return spi.Infrastructure("python: the sandbox ended without a state")
+	case o.cpu >= b.cpu-b.cpu/cpuSlack:
+		return spi.Limited(spi.LimitCPU)
+	case !o.started && o.exitCode == 1:
+		// bubblewrap's own failure (it exits 1 with its reason).
+		return spi.Infrastructure("python: the sandbox did not start: " + firstLine(o.stderr))
+	case !o.started:
+		return spi.Infrastructure(fmt.Sprintf("python: the interpreter ended before the script started (exit code %d)", o.exitCode))
+	case o.exitCode > 128:
+		return spi.Threw("InternalError", fmt.Sprintf("python: the interpreter ended with signal %d on this script", o.exitCode-128))
 	default:
 		return spi.Threw("SystemExit", "python: the script ended the interpreter without a result")
 	}
 }
 
-func logLevel(s string) spi.LogLevel {
-	var l spi.LogLevel
-	if l.UnmarshalText([]byte(s)) != nil {
+func logLevel(payload []byte) spi.LogLevel {
+	if len(payload) < 2 {
 		return 0
 	}
-	return l
+	switch payload[0] {
+	case 'd':
+		return spi.LevelDebug
+	case 'i':
+		return spi.LevelInfo
+	case 'w':
+		return spi.LevelWarn
+	case 'e':
+		return spi.LevelError
+	}
+	return 0
 }
 
-func logStream(s string) spi.LogStream {
-	var st spi.LogStream
-	if st.UnmarshalText([]byte(s)) != nil {
+func logStream(payload []byte) spi.LogStream {
+	if len(payload) < 2 {
 		return 0
 	}
-	return st
+	switch payload[1] {
+	case 'o':
+		return spi.StreamStdout
+	case 'e':
+		return spi.StreamStderr
+	}
+	return 0
 }
 
 // errNoHost answers the host calls of a run that has no host functions.
 var errNoHost = errors.New("python: this run has no host functions")
-
-var errLineTooLong = errors.New("python: line too long")
-
-// readLine reads one line, without its newline, of at most max bytes.
-func readLine(r *bufio.Reader, max int) ([]byte, error) {
-	var line []byte
-	for {
-		chunk, err := r.ReadSlice('\n')
-		if len(line)+len(chunk) > max+1 {
-			return nil, errLineTooLong
-		}
-		switch {
-		case err == nil:
-			if line == nil {
-				return chunk[:len(chunk)-1], nil
-			}
-			line = append(line, chunk...)
-			return line[:len(line)-1], nil
-		case errors.Is(err, bufio.ErrBufferFull):
-			line = append(line, chunk...)
-		default:
-			return nil, err
-		}
-	}
-}
 
 // boundedBuffer keeps the first max bytes written to it and discards the
 // rest.
@@ -438,18 +630,4 @@ func (w *boundedBuffer) Bytes() []byte {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return append([]byte(nil), w.b...)
-}
-
-func (w *boundedBuffer) mentionsMemory() bool {
-	b := w.Bytes()
-	for _, s := range []string{"MemoryError", "Cannot allocate memory", "out of memory"} {
-		if containsFold(b, s) {
-			return true
-		}
-	}
-	return false
-}
-
-func containsFold(b []byte, s string) bool {
-	return bytes.Contains(bytes.ToLower(b), bytes.ToLower([]byte(s)))
 }

@@ -1,23 +1,33 @@
 # runner.py: the Python side of backends/python, embedded in the Go
 # package and run as `python3 -S -s -B -c RUNNER LIMITS` inside the
-# sandbox, one process per run. It is trusted code: it sets the run's
-# rlimits before it reads the script, makes the clock and random
-# deterministic, and speaks the backend's protocol (protocol.go):
+# sandbox, one process per run (pid 1 of its pid namespace). It is
+# trusted code until it sends the start frame: it sets the run's rlimits
+# before it reads the script, makes the clock and random deterministic,
+# and speaks the backend's protocol (run.go):
 #
 #   Go -> runner   one line {"s": SCRIPT_BYTES, "i": INPUT_BYTES}, then the
 #                  script's bytes, then the input's JSON text; later, one
-#                  line per host call answered, {"i":ID,"ok":VALUE} or
-#                  {"i":ID,"err":TEXT}, in the order the answers arrive.
-#   runner -> Go   one JSON object per line: {"t":"start"} as the script
-#                  starts; {"t":"log","l":LEVEL,"s":STREAM,"m":TEXT};
-#                  {"t":"call","i":ID,"n":NAME,"a":ARGS} (ID counts the
-#                  run's calls from 0); and one ending:
-#                  {"t":"ok"} followed by a line holding the value's JSON
-#                  text, {"t":"threw","n":NAME,"m":TEXT}, {"t":"limit",
-#                  "k":"memory"} or {"t":"input"} (the input did not fit).
+#                  frame per host call answered: a kind byte (O: the
+#                  answer's JSON text, F: the failure's text in UTF-8), the
+#                  call's number (8 bytes, big-endian: the host numbers the
+#                  call frames it reads from 0), the payload's length (4
+#                  bytes, big-endian) and the payload.
+#   runner -> Go   frames: a kind byte, the payload's length (4 bytes,
+#                  big-endian), the payload. S (start; empty) as the
+#                  script starts; L (log: a level byte d/i/w/e, a stream
+#                  byte o/e, the line in UTF-8); C (host call: the name's
+#                  length in one byte, the name, the argument's JSON
+#                  text); and one ending: V (the value's JSON text) or T
+#                  (thrown: the name's length in one byte, the name, the
+#                  message in UTF-8). Before S only, M (the request did
+#                  not fit in memory: "s" while reading the script, "i"
+#                  while parsing the input).
 #
-# Everything the process writes is untrusted once the script runs (the
-# script shares the process), so the Go side checks every line.
+# Everything the process writes once the script runs is the script's to
+# forge (the script shares the process): the Go side believes none of it
+# but the script's own value, error, log lines and host calls, bounds
+# every frame by its kind before it buffers it, and decides every limit
+# from what it observes outside the sandbox.
 import sys
 import os
 
@@ -35,12 +45,11 @@ import json
 import resource
 
 _LIMITS = json.loads(sys.argv[1])
-_MEMORY_PACKET = b'{"t":"limit","k":"memory"}\n'
 
 
 import _thread
 
-# Lines are written whole: a script's threads may log or call at once.
+# Frames are written whole: a script's threads may log or call at once.
 _writing = _thread.RLock()
 
 
@@ -52,8 +61,30 @@ def _write(data):
             view = view[n:]
 
 
-def _send(obj):
-    _write((json.dumps(obj, ensure_ascii=True, separators=(",", ":")) + "\n").encode("ascii"))
+def _frame(kind, payload):
+    _write(kind + len(payload).to_bytes(4, "big") + payload)
+
+
+def _utf8(s, n):
+    # s in UTF-8, cut to at most n bytes on a character boundary; a lone
+    # surrogate (which UTF-8 cannot carry) becomes U+FFFD.
+    try:
+        b = s.encode("utf-8")
+    except UnicodeEncodeError:
+        b = "".join("\ufffd" if 0xD800 <= ord(c) < 0xE000 else c for c in s).encode("utf-8")
+    if len(b) <= n:
+        return b
+    while n > 0 and 0x80 <= b[n] < 0xC0:
+        n -= 1
+    return b[:n]
+
+
+_LEVELS = {"debug": b"d", "info": b"i", "warn": b"w", "error": b"e"}
+_STREAMS = {"stdout": b"o", "stderr": b"e"}
+
+
+def _log(level, stream, line):
+    _frame(b"L", _LEVELS[level] + _STREAMS[stream] + _utf8(line, _MAX_LINE))
 
 
 def _limits():
@@ -62,12 +93,18 @@ def _limits():
     resource.setrlimit(resource.RLIMIT_NPROC, (_LIMITS["nproc"], _LIMITS["nproc"]))
     resource.setrlimit(resource.RLIMIT_FSIZE, (_LIMITS["fsize"], _LIMITS["fsize"]))
     cpu = _LIMITS["cpu"]
-    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
-    # The precise budget: SIGPROF, whose default action ends the process,
-    # once the process has used cpuMs of CPU. A script could catch it or
-    # reset the timer; RLIMIT_CPU, in whole seconds, is the bound it cannot.
+    # The bound the script cannot lift: SIGKILL from the kernel at the
+    # budget rounded up to a whole second (soft and hard alike: the soft
+    # limit's SIGXCPU would be ignored, the process being pid 1 of its
+    # namespace).
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
+    # The precise budget: SIGPROF once the process has used cpuMs of CPU,
+    # handled by ending the process (pid 1 ignores a signal it does not
+    # handle). A script may catch it or reset the timer; the host decides
+    # the CPU limit from the CPU time it reads from outside either way.
     import _signal
 
+    _signal.signal(_signal.SIGPROF, lambda *_: os._exit(0))
     _signal.setitimer(_signal.ITIMER_PROF, _LIMITS["cpuMs"] / 1000.0)
 
 
@@ -189,7 +226,7 @@ class _LogWriter(io.TextIOBase):
         line = "".join(self._buf)
         self._buf = []
         self._len = 0
-        _send({"t": "log", "l": self._level, "s": self._stream, "m": line})
+        _log(self._level, self._stream, line)
 
     def flush(self):
         if self._buf:
@@ -224,25 +261,37 @@ def _issue(name, args, register):
         text = json.dumps(args, ensure_ascii=True, allow_nan=False, separators=(",", ":"))
     except (TypeError, ValueError):
         raise TypeError("python: a host call's argument must be JSON (no NaN, infinity, set or bytes)") from None
-    with _writing:  # ids in the order the lines are written
+    encoded = _utf8(name, 256)
+    if len(encoded) > 255:
+        raise HostError("python: a host function's name is at most 255 bytes")
+    payload = bytes((len(encoded),)) + encoded + text.encode("ascii")
+    with _writing:  # numbers in the order the frames are written
         i = _next_id[0]
         _next_id[0] += 1
-        register(i)  # before the line: its answer may come at once
-        _write(('{"t":"call","i":%d,"n":' % i + json.dumps(name) + ',"a":' + text + "}\n").encode("ascii"))
+        register(i)  # before the frame: its answer may come at once
+        _frame(b"C", payload)
     return i
+
+
+def _outcome(reply):
+    # reply is (number, kind, payload): the value, or the HostError.
+    if reply[1] == b"F":
+        return HostError(reply[2].decode("utf-8", "replace"))
+    return json.loads(reply[2])
 
 
 def _resolve(fut, reply):
     if fut.done():
         return
-    if "err" in reply:
-        fut.set_exception(HostError(reply["err"]))
+    v = _outcome(reply)
+    if isinstance(v, HostError) and reply[1] == b"F":
+        fut.set_exception(v)
     else:
-        fut.set_result(reply["ok"])
+        fut.set_result(v)
 
 
 def _settle(reply):
-    i = reply["i"]
+    i = reply[0]
     fut = _calls.pop(i, None)
     if fut is None:
         if i in _waiting:
@@ -265,8 +314,8 @@ def _call(name, args):
                 reply = _replies.pop(i, None)
                 if reply is not None:
                     break
-                reply = json.loads(_read_line())
-                if reply["i"] == i:
+                reply = _read_answer()
+                if reply[0] == i:
                     # The answers read with it: the loop may be waiting
                     # for them, and the input holds them no more.
                     _settle_read()
@@ -274,9 +323,10 @@ def _call(name, args):
                 _settle(reply)
     finally:
         _waiting.discard(i)
-    if "err" in reply:
-        raise HostError(reply["err"])
-    return reply["ok"]
+    v = _outcome(reply)
+    if reply[1] == b"F":
+        raise v
+    return v
 
 
 def _start(loop, name, args):
@@ -304,10 +354,10 @@ def _answers():
 
 def _settle_read():
     while True:
-        line = _take_line()
-        if line is None:
+        reply = _take_answer()
+        if reply is None:
             return
-        _settle(json.loads(line))
+        _settle(reply)
 
 
 class _Host:
@@ -350,7 +400,7 @@ def _configure_logging(logging):
             else:
                 level, stream = "error", "stderr"
             for line in text.split("\n"):
-                _send({"t": "log", "l": level, "s": stream, "m": line[:_MAX_LINE]})
+                _log(level, stream, line[:_MAX_LINE])
 
     logging.root.handlers[:] = [_LogHandler()]
     logging.root.setLevel(logging.INFO)
@@ -426,9 +476,29 @@ def _configure_asyncio(asyncio):
 
 def _configure_random(random):
     random.seed(_LIMITS["seed"])
+    # An unseeded Random() is seeded too: the n-th of the run gets the
+    # same seed in every run.
+    seed = random.Random.seed
+    made = [0]
+
+    def _seed(self, a=None, version=2):
+        if a is None:
+            made[0] += 1
+            a = (_LIMITS["seed"], made[0])
+            a = "%d/%d" % a
+        seed(self, a, version)
+
+    random.Random.seed = _seed
 
 
-_CONFIGURE = {"logging": _configure_logging, "asyncio": _configure_asyncio, "random": _configure_random}
+def _configure_uuid(uuid):
+    # uuid1 reads the fake clock and a fixed node (a locally administered
+    # address), never libuuid's clock or the host's network card.
+    uuid._generate_time_safe = None
+    uuid._node = 0x02_00_5A_4E_4B_01
+
+
+_CONFIGURE = {"logging": _configure_logging, "asyncio": _configure_asyncio, "random": _configure_random, "uuid": _configure_uuid}
 
 
 class _ConfigureOnImport:
@@ -513,6 +583,29 @@ def _read_line():
         _fill(65536)
 
 
+_ANSWER_HEADER = 13  # kind, number (8 bytes), length (4 bytes)
+
+
+def _take_answer():
+    # The first whole answer frame in the input read so far, or None.
+    if len(_inbuf) < _ANSWER_HEADER:
+        return None
+    n = int.from_bytes(_inbuf[9:13], "big")
+    if len(_inbuf) < _ANSWER_HEADER + n:
+        return None
+    reply = (int.from_bytes(_inbuf[1:9], "big"), bytes(_inbuf[0:1]), bytes(_inbuf[13 : 13 + n]))
+    del _inbuf[: 13 + n]
+    return reply
+
+
+def _read_answer():
+    while True:
+        reply = _take_answer()
+        if reply is not None:
+            return reply
+        _fill(65536)
+
+
 def _position(tb):
     line = None
     while tb is not None:
@@ -522,11 +615,14 @@ def _position(tb):
     return line
 
 
-_MAX_TEXT = 1 << 20
+_MAX_TEXT = _LIMITS.get("maxText", 0)
+# The thrown MemoryError, built before the script runs: sending it must not
+# allocate.
+_MEMORY_ERROR = b"T" + (12).to_bytes(4, "big") + bytes((11,)) + b"MemoryError"
 
 
 def _threw(e):
-    name = type(e).__name__[:200]
+    name = _utf8(type(e).__name__, 255)
     try:
         msg = str(e)
     except Exception:
@@ -537,7 +633,7 @@ def _threw(e):
         line = _position(e.__traceback__)
         if line is not None:
             msg = "line %d: %s" % (line, msg)
-    _send({"t": "threw", "n": name, "m": msg[:_MAX_TEXT]})
+    _frame(b"T", bytes((len(name),)) + name + _utf8(msg, _MAX_TEXT))
 
 
 _CO_COROUTINE = 0x80
@@ -567,24 +663,28 @@ def _refuse(v):
     raise TypeError("python: the result holds a value of type %s, which JSON cannot carry" % type(v).__name__[:64])
 
 
+_started = [False]
+
+
 def _main():
+    # Until the start frame the process runs only this file: what it
+    # reports here (the request did not fit in memory) is the host's own
+    # code reporting, which the host believes before the start frame only.
     try:
         header = json.loads(_read_line())
         source = _read_exact(header["s"])
     except MemoryError:
-        _write(_MEMORY_PACKET)
+        _frame(b"M", b"s")
         return
     try:
         value = json.loads(_read_exact(header["i"]))
-    except MemoryError:
-        _write(b'{"t":"input"}\n')
+        g = {"__name__": "__main__", "__builtins__": builtins, "input": value, "host": _Host(), "HostError": HostError}
+        del value
+    except (MemoryError, RecursionError):
+        _frame(b"M", b"i")
         return
-    except RecursionError:
-        _write(b'{"t":"input"}\n')
-        return
-    g = {"__name__": "__main__", "__builtins__": builtins, "input": value, "host": _Host(), "HostError": HostError}
-    del value
-    _send({"t": "start"})
+    _started[0] = True
+    _frame(b"S", b"")
     try:
         try:
             body, last = _compile(source)
@@ -606,9 +706,11 @@ def _main():
             raise
         if len(text) > _LIMITS["maxResult"]:
             raise ValueError("python: the result is larger than the backend's MaxResultBytes")
-        _write(b'{"t":"ok"}\n' + text.encode("ascii") + b"\n")
-    except MemoryError:
-        _write(_MEMORY_PACKET)
+        data = text.encode("ascii")
+        del text, result
+        with _writing:
+            _write(b"V" + len(data).to_bytes(4, "big"))
+            _write(data)
     except BaseException as e:  # the script's failure, whatever it raised
         try:
             sys.stdout.flush()
@@ -618,7 +720,7 @@ def _main():
         try:
             _threw(e)
         except MemoryError:
-            _write(_MEMORY_PACKET)
+            _write(_MEMORY_ERROR)
 
 
 def _probe():
@@ -670,5 +772,5 @@ if _LIMITS["as"] > 0:
 try:
     _main()
 except MemoryError:
-    _write(_MEMORY_PACKET)
+    _write(_MEMORY_ERROR if _started[0] else b"M\x00\x00\x00\x01s")
 os._exit(0)

@@ -70,8 +70,12 @@ type itemAnswer struct {
 	Title string `json:"title"`
 }
 
+// upstreamNote is what the upstream's note answers: lines holding an
+// answer of the python runner's old line protocol.
+const upstreamNote = "x\n{\"i\":1,\"ok\":true}\n"
+
 // testUpstream is a real MCP server, built with the SDK: item answers,
-// die exits the process, hang never answers, big answers 5 MiB, whoami
+// note answers upstreamNote, die exits the process, hang never answers, big answers 5 MiB, whoami
 // answers the Authorization header it was sent.
 func testUpstream() *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "test-upstream", Version: "1"}, nil)
@@ -81,6 +85,9 @@ func testUpstream() *mcp.Server {
 	raw := func(name string, h mcp.ToolHandler) {
 		s.AddTool(&mcp.Tool{Name: name, InputSchema: json.RawMessage(`{"type":"object"}`)}, h)
 	}
+	raw("note", func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: upstreamNote}}}, nil
+	})
 	raw("die", func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		os.Exit(3)
 		return nil, nil

@@ -108,3 +108,76 @@ func TestPythonThroughEveryDoor(t *testing.T) {
 		assert.Equal(t, "python", rec.Receipt.Engine)
 	})
 }
+
+// TestPythonHostFileEndingInANewline: `sandbank run --host f=FILE` on
+// python with files ending in a newline, as most files do, one of them
+// spread over lines and holding text of the runner's old line protocol:
+// each answer arrives whole, to its own call (the approval reads false).
+func TestPythonHostFileEndingInANewline(t *testing.T) {
+	if err := python.Available(nil); err != nil {
+		t.Skipf("this machine cannot run the Python sandbox: %v", err)
+	}
+	if _, err := python.New(nil); err != nil {
+		t.Skipf("this machine cannot run the Python sandbox: %v", err)
+	}
+	reg := &registry.Registry{}
+	builtin.Register(reg)
+	a, _ := fakeApp(t)
+	a.newRegistry = func() (*registry.Registry, error) { return reg, nil }
+	dir := t.TempDir()
+	doc := filepath.Join(dir, "doc.json")
+	approve := filepath.Join(dir, "approve.json")
+	script := filepath.Join(dir, "cell.py")
+	require.NoError(t, os.WriteFile(doc, []byte("{\n  \"note\": \"x\\n{\\\"i\\\":1,\\\"ok\\\":true}\\n\",\n  \"n\": [1, 2]\n}\n"), 0o600))
+	require.NoError(t, os.WriteFile(approve, []byte("false\n"), 0o600))
+	require.NoError(t, os.WriteFile(script, []byte("[host.doc(), host.approve()]\n"), 0o600))
+	res := cli(a, "", "run", "--json", "--no-cache", "--host", "doc="+doc, "--host", "approve="+approve, script)
+	require.Equal(t, exitOK, res.code, res.stderr)
+	var out struct {
+		Value json.RawMessage `json:"value"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(res.stdout), &out), res.stdout)
+	assert.JSONEq(t, `[{"note":"x\n{\"i\":1,\"ok\":true}\n","n":[1,2]},false]`, string(out.Value))
+}
+
+// TestPythonUpstreamAnswersThroughMCP: through `sandbank mcp` on python,
+// an upstream's answers reach run_python's script whole, each to its own
+// call, one at a time and in flight at once.
+func TestPythonUpstreamAnswersThroughMCP(t *testing.T) {
+	if err := python.Available(nil); err != nil {
+		t.Skipf("this machine cannot run the Python sandbox: %v", err)
+	}
+	if _, err := python.New(nil); err != nil {
+		t.Skipf("this machine cannot run the Python sandbox: %v", err)
+	}
+	a, transport, stderr := gojaApp(t)
+	a.newRegistry = func() (*registry.Registry, error) {
+		reg := &registry.Registry{}
+		builtin.Register(reg)
+		return reg, nil
+	}
+	go func() {
+		_ = a.execute([]string{"mcp", "--lang", "python", "--timeout", "90s",
+			"--upstream", "store='" + os.Args[0] + "'", "--upstream-env", "store=" + upstreamChildEnv + "=1"})
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), upstreamBound)
+	defer cancel()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1"}, nil).Connect(ctx, transport, nil)
+	require.NoError(t, err, "the server's stderr: %s", stderr.String())
+	defer cs.Close()
+	for _, script := range []string{
+		"[host.store__note({}), host.store__item({'id': 7})['title']]",
+		"import asyncio\nasync def main():\n    r = await asyncio.gather(host.store__note({}), host.store__item({'id': 7}))\n    return [r[0], r[1]['title']]\nawait main()",
+	} {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_python", Arguments: map[string]any{"script": script}})
+		require.NoError(t, err)
+		b, err := json.Marshal(res.StructuredContent)
+		require.NoError(t, err)
+		var r mcpserver.Result
+		require.NoError(t, json.Unmarshal(b, &r))
+		require.True(t, r.OK, "%s", b)
+		var got []string
+		require.NoError(t, json.Unmarshal(r.Value, &got), "%s", r.Value)
+		assert.Equal(t, []string{upstreamNote, "item 7"}, got)
+	}
+}
