@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sandbank/sandbank/internal/cgroup"
 	"github.com/sandbank/sandbank/spi"
 )
 
@@ -47,6 +48,7 @@ func (b *Backend) Evaluate(ctx context.Context, req spi.Request) (spi.Outcome, e
 	stats := func(out spi.Outcome) spi.Outcome {
 		if req.Logs != nil && !start.IsZero() {
 			out.Stats = spi.Stats{Startup: start.Sub(begun), ScriptTime: time.Since(start)}
+			p.groupStats(&out.Stats) // cgroup.go
 		}
 		return out
 	}
@@ -96,6 +98,7 @@ type proc struct {
 	answers *answers      // host-call answers for the runner
 	waited  chan struct{} // closed once the process has been waited for
 	once    sync.Once
+	group   *cgroup.Group // the run's cgroup, nil without one (cgroup.go)
 }
 
 // spawn starts bubblewrap with the runner and writes the request.
@@ -134,7 +137,7 @@ func (b *Backend) spawn(req spi.Request) (*proc, error) {
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
 	cmd.ExtraFiles = []*os.File{filterR} // fd 3: --seccomp 3
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	err = cmd.Start()
+	group, err := b.startInGroup(cmd, req.Limits) // cgroup.go
 	inR.Close()
 	outW.Close()
 	errW.Close()
@@ -152,6 +155,7 @@ func (b *Backend) spawn(req spi.Request) (*proc, error) {
 		done:    make(chan spi.Outcome, 1),
 		waited:  make(chan struct{}),
 		answers: newAnswers(),
+		group:   group,
 	}
 	go func() {
 		_, _ = io.Copy(p.stderr, errR)
@@ -189,10 +193,7 @@ func (b *Backend) argv(limits spi.Limits) []string {
 
 // runnerLimits is the runner's argument: the run's bounds.
 func (b *Backend) runnerLimits(limits spi.Limits) string {
-	as := int64(-1)
-	if limits.MemoryBytes > 0 {
-		as = b.lay.base + limits.MemoryBytes
-	}
+	as := b.addressSpace(limits) // cgroup.go
 	fsize := b.scratch
 	if fsize <= 0 {
 		fsize = 0
@@ -240,6 +241,7 @@ func (p *proc) stop() {
 	go func() {
 		<-p.waited
 		p.out.Close()
+		p.removeGroup() // cgroup.go
 	}()
 }
 
@@ -353,6 +355,9 @@ func (p *proc) exited() spi.Outcome {
 	case <-p.started:
 		started = true
 	default:
+	}
+	if out, ok := p.groupOutcome(started); ok { // cgroup.go
+		return out
 	}
 	budget := p.b.cpu
 	sig := syscall.Signal(code - 128)

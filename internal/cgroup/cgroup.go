@@ -207,6 +207,17 @@ func (m *Manager) probe() error {
 	return nil
 }
 
+// Groups lists the directories of the groups m created that exist:
+// none once every run's group has been removed.
+func (m *Manager) Groups() []string {
+	var out []string
+	for _, p := range m.parents {
+		found, _ := filepath.Glob(filepath.Join(p, m.prefix+"*"))
+		out = append(out, found...)
+	}
+	return out
+}
+
 // Limits are a group's bounds. Zero means no bound.
 type Limits struct {
 	// MemoryBytes bounds the memory the group's processes cause the
