@@ -187,7 +187,7 @@ func (b *Backend) argv(limits spi.Limits) []string {
 	} else {
 		args = append(args, "--chdir", "/")
 	}
-	args = append(args, "--remount-ro", "/", "--", b.lay.python, "-S", "-s", "-B", "-c", runnerSource, b.runnerLimits(limits))
+	args = append(args, "--remount-ro", "/", "--", b.lay.python, "-S", "-s", "-B", "-c", b.program(), b.runnerLimits(limits)) // landlock.go
 	return args
 }
 
