@@ -113,10 +113,14 @@ func Open(opts *Options) (*Manager, error) {
 		}
 		errs = append(errs, err)
 	}
-	if len(errs) == 0 {
+	switch len(errs) {
+	case 0:
 		return nil, fmt.Errorf("cgroup: unknown version %d", int(o.Version))
+	case 1:
+		return nil, errs[0]
 	}
-	return nil, errors.Join(errs...)
+	// One line, for a table of what is missing: v2's reason, then v1's.
+	return nil, fmt.Errorf("%w; %w", errs[0], errs[1])
 }
 
 func newManager(v Version, parents ...string) *Manager {
