@@ -82,7 +82,8 @@ func Default() (*Manager, error) {
 }
 
 // Open finds where this process may create groups, creating and
-// removing one to be sure. Its error says why it may not: no hierarchy
+// removing one to be sure, and removes the groups of processes that
+// ended without removing theirs. Its error says why it may not: no hierarchy
 // with the memory and pids controllers, or no permission (not root, and
 // not inside a delegated subtree).
 func Open(opts *Options) (*Manager, error) {
@@ -127,6 +128,24 @@ func newManager(v Version, parents ...string) *Manager {
 	return &Manager{version: v, parents: parents, prefix: fmt.Sprintf("sandbank-%d-", os.Getpid())}
 }
 
+// sweep removes the groups a process that has ended left behind (it died
+// before removing them), killing what is left in them: groups named
+// sandbank-PID-… whose PID no longer exists. A live process's groups,
+// whoever it is, are left alone.
+func (m *Manager) sweep() {
+	for _, p := range m.parents {
+		found, _ := filepath.Glob(filepath.Join(p, "sandbank-*-*"))
+		for _, d := range found {
+			pid, err := strconv.Atoi(strings.SplitN(strings.TrimPrefix(filepath.Base(d), "sandbank-"), "-", 2)[0])
+			if err != nil || pid <= 0 || pid == os.Getpid() || unix.Kill(pid, 0) != unix.ESRCH {
+				continue
+			}
+			killAll(d)
+			_ = unix.Rmdir(d)
+		}
+	}
+}
+
 // openV2 uses the unified hierarchy: the process's own group when it is
 // the root (which may hold processes and children at once), else the
 // parent of its own group, which must let this process create children
@@ -168,6 +187,7 @@ func openV2(mounts map[string]mount, own map[string]string) (*Manager, error) {
 	if err := m.probe(); err != nil {
 		return nil, err
 	}
+	m.sweep()
 	return m, nil
 }
 
@@ -190,6 +210,7 @@ func openV1(mounts map[string]mount, own map[string]string) (*Manager, error) {
 	if err := m.probe(); err != nil {
 		return nil, err
 	}
+	m.sweep()
 	return m, nil
 }
 

@@ -148,3 +148,38 @@ func TestRemoveKillsWhatIsLeft(t *testing.T) {
 		}
 	})
 }
+
+// TestOpenSweepsWhatTheDeadLeft: a group named after a process that has
+// ended (a host that died mid-run) is removed by the next Open; one named
+// after a live process is not.
+func TestOpenSweepsWhatTheDeadLeft(t *testing.T) {
+	eachVersion(t, func(t *testing.T, m *cgroup.Manager) {
+		dead := exec.Command("/bin/true")
+		require.NoError(t, dead.Run())
+		live := exec.Command("/bin/sleep", "1000")
+		require.NoError(t, live.Start())
+		defer func() { _ = live.Process.Kill(); _ = live.Wait() }()
+		var left, kept []string
+		for _, p := range m.Parents() {
+			d := filepath.Join(p, "sandbank-"+strconv.Itoa(dead.Process.Pid)+"-1")
+			require.NoError(t, os.Mkdir(d, 0o755))
+			left = append(left, d)
+			k := filepath.Join(p, "sandbank-"+strconv.Itoa(live.Process.Pid)+"-1")
+			require.NoError(t, os.Mkdir(k, 0o755))
+			kept = append(kept, k)
+		}
+		defer func() {
+			for _, k := range kept {
+				_ = os.Remove(k)
+			}
+		}()
+		_, err := cgroup.Open(&cgroup.Options{Version: m.Version()})
+		require.NoError(t, err)
+		for _, d := range left {
+			assert.NoDirExists(t, d)
+		}
+		for _, k := range kept {
+			assert.DirExists(t, k)
+		}
+	})
+}
