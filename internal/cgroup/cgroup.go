@@ -59,6 +59,7 @@ type Manager struct {
 	parents []string
 	prefix  string
 	seq     atomic.Uint64
+	mounts  map[string]mount // the hierarchies, as Open found them
 }
 
 // Version is the hierarchy m creates groups in.
@@ -124,8 +125,8 @@ func Open(opts *Options) (*Manager, error) {
 	return nil, fmt.Errorf("%w; %w", errs[0], errs[1])
 }
 
-func newManager(v Version, parents ...string) *Manager {
-	return &Manager{version: v, parents: parents, prefix: fmt.Sprintf("sandbank-%d-", os.Getpid())}
+func newManager(v Version, mounts map[string]mount, parents ...string) *Manager {
+	return &Manager{version: v, parents: parents, prefix: fmt.Sprintf("sandbank-%d-", os.Getpid()), mounts: mounts}
 }
 
 // sweep removes the groups a process that has ended left behind (it died
@@ -183,7 +184,7 @@ func openV2(mounts map[string]mount, own map[string]string) (*Manager, error) {
 			return nil, fmt.Errorf("cgroup: v2: enabling memory and pids for the children of %s: %w (a delegated subtree must not hold processes itself: with systemd, Delegate=yes and DelegateSubgroup=)", dir, err)
 		}
 	}
-	m := newManager(V2, dir)
+	m := newManager(V2, mounts, dir)
 	if err := m.probe(); err != nil {
 		return nil, err
 	}
@@ -206,7 +207,7 @@ func openV1(mounts map[string]mount, own map[string]string) (*Manager, error) {
 		}
 		parents = append(parents, mnt.dir(path))
 	}
-	m := newManager(V1, parents...)
+	m := newManager(V1, mounts, parents...)
 	if err := m.probe(); err != nil {
 		return nil, err
 	}
@@ -349,11 +350,7 @@ func (g *Group) Start(cmd *exec.Cmd) error {
 			done <- err
 			return
 		}
-		mounts, err := readMounts()
-		if err != nil {
-			done <- err
-			return
-		}
+		mounts := g.m.mounts
 		back := []string{mounts["memory"].dir(home["memory"]), mounts["pids"].dir(home["pids"])}
 		for _, d := range g.dirs {
 			if err := os.WriteFile(filepath.Join(d, "tasks"), []byte(tid), 0); err != nil {
