@@ -5,6 +5,7 @@ package python
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"strconv"
 	"testing"
@@ -176,3 +177,44 @@ func (discard) Log(spi.LogLevel, spi.LogStream, string) bool { return true }
 
 // leftGroups counts the groups m created that exist.
 func leftGroups(m *cgroup.Manager) int { return len(m.Groups()) }
+
+// TestGroupsUnderConcurrency: 32 runs, 16 at a time, good and hostile
+// (an allocation bomb, a thread bomb, memfd files): each answer is the
+// right one, and no run's group is left.
+func TestGroupsUnderConcurrency(t *testing.T) {
+	b := groupsOrSkip(t)
+	m, err := cgroup.Default()
+	require.NoError(t, err)
+	cases := []struct {
+		script string
+		want   func(spi.Outcome) bool
+	}{
+		{"6 * 7", func(o spi.Outcome) bool { return o.Kind == spi.KindOK && string(o.Value) == "42" }},
+		{"held = []\nwhile True:\n    held.append(b'x' * (1 << 20))", func(o spi.Outcome) bool { return o.Kind == spi.KindLimit && o.Limit == spi.LimitMemory }},
+		{kernelHeld["memfd"], func(o spi.Outcome) bool { return o.Kind == spi.KindLimit && o.Limit == spi.LimitMemory }},
+		{"import threading\nthreading.stack_size(1 << 16)\nev = threading.Event()\nn = 0\ntry:\n    for _ in range(500):\n        threading.Thread(target=ev.wait).start()\n        n += 1\nexcept RuntimeError:\n    pass\nev.set()\nn < 19",
+			func(o spi.Outcome) bool { return o.Kind == spi.KindOK && string(o.Value) == "true" }},
+	}
+	sem := make(chan struct{}, 16)
+	errs := make(chan string, 32)
+	for i := range 32 {
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem }()
+			c := cases[i%len(cases)]
+			out, err := b.Evaluate(context.Background(), spi.Request{Script: []byte(c.script), Input: json.RawMessage("256"),
+				Limits: spi.Limits{WallClock: 5 * time.Minute, MemoryBytes: kernelLimit}})
+			if err != nil || !c.want(out) {
+				errs <- fmt.Sprintf("case %d: %+v %v", i%len(cases), out, err)
+				return
+			}
+			errs <- ""
+		}()
+	}
+	for range 32 {
+		if e := <-errs; e != "" {
+			t.Error(e)
+		}
+	}
+	assert.True(t, waitFor(func() bool { return leftGroups(m) == 0 }), "groups left: %v", m.Groups())
+}
