@@ -1,6 +1,7 @@
 package builtin
 
 import (
+	"strings"
 	"time"
 
 	"github.com/sandbank/sandbank/backends/python"
@@ -40,9 +41,20 @@ func machineEngines() []engine {
 		name:        python.Engine,
 		factory:     func() (spi.Backend, error) { return python.New(nil) },
 		declare:     func() spi.Capabilities { return python.Declare(nil) },
-		description: "CPython (the system's python3), a new process per run in a Linux sandbox (bubblewrap: namespaces, seccomp, rlimits)",
+		description: pythonDescription(),
 		isDefault:   true,
 	}}
+}
+
+// pythonDescription is python's line in 'sandbank engines': what bounds
+// a run here, and why the memory limit is not declared where runs get no
+// cgroup.
+func pythonDescription() string {
+	const d = "CPython (the system's python3), a new process per run in a Linux sandbox (bubblewrap: namespaces, seccomp allow-list, Landlock, rlimits"
+	if err := python.KernelBounds(); err != nil {
+		return d + "); memory limit not declared: " + strings.TrimPrefix(err.Error(), "python: ")
+	}
+	return d + ", a cgroup per run)"
 }
 
 // pythonCPUBudget is the CPU budget of python's [CPUBudgetFactory]: half

@@ -16,14 +16,16 @@ const Engine = "python"
 //
 // The backend declares no network (a network namespace with no interface
 // up, and sockets other than AF_UNIX refused), a hard wall clock (the
-// process group is killed), the memory limit (RLIMIT_AS), a CPU budget
+// process group is killed), the memory limit only where each run gets
+// its own cgroup ([KernelBounds]; an address-space rlimit alone is not
+// the memory limit: kernel-held memory escapes it), a CPU budget
 // (RLIMIT_CPU), a new process per run, host calls and logs.
 func Declare(*Options) spi.Capabilities {
 	return spi.Capabilities{
 		Language:    Language,
 		Network:     spi.NetworkNone,
 		WallClock:   spi.WallClockHard,
-		Memory:      true,
+		Memory:      KernelBounds() == nil,
 		CPU:         true,
 		FreshPerRun: true,
 		HostCalls:   true,

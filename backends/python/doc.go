@@ -49,36 +49,60 @@
 // and the optional Options.SitePackages; a private tmpfs /tmp of
 // Options.ScratchBytes; no /proc, /dev, /etc or home; no network interface
 // up; an environment holding only PYTHONHASHSEED=0, cleared before the
-// script runs. The runner (runner.py, embedded) sets rlimits before it
-// reads the script: address space (the memory limit plus the
+// script runs.
+//
+// Where the host may create cgroups (as root, or inside a delegated
+// subtree: [KernelBounds] says), each run has its own, holding the whole
+// sandbox from its first instruction: memory.max (v2) or
+// memory.limit_in_bytes (v1) at the memory limit plus the interpreter's
+// own start-up, kernel memory counted and no swap, so shared memory,
+// memfd files, /tmp's files and inodes and thread stacks are the memory
+// limit like the heap; pids.max bounds threads for root too. The host
+// reads the group's events once the run has ended: a run the kernel
+// killed for its memory is the memory limit (before the script started:
+// the input did not fit). The group is removed after the run, anything
+// left in it killed. Without a group, the memory limit is an
+// address-space rlimit, which kernel-held memory escapes, and the backend
+// does not declare it.
+//
+// The runner (runner.py, embedded) sets rlimits before it reads the
+// script: address space (without a group: the memory limit plus the
 // interpreter's own start-up mapping, measured once in New), CPU time
 // (Options.CPUTime: a profiling timer whose handler ends the process, and
-// RLIMIT_CPU rounded up to a second behind it), threads, open files, file
-// size, no core dumps. A
-// seccomp filter refuses ptrace, mount, unshare and setns, bpf, keyctl,
-// perf_event_open, module, reboot and clock calls, every new process
-// (fork, vfork, clone without CLONE_THREAD) and every socket family but
-// AF_UNIX. The process group is killed with SIGKILL when the run ends, at
-// the wall clock, when ctx is done, and when the host process dies
-// (Pdeathsig, and bubblewrap's --die-with-parent).
+// RLIMIT_CPU rounded up to a second behind it; the host reads the CPU
+// limit from the resource usage the kernel reports, never from how the
+// process ended), threads, open files, file size, no core
+// dumps. It then confines itself with Landlock (confine.py, embedded):
+// read-only everywhere, read-write under /tmp, no exec, no TCP, and
+// (ABI 6) no signal or abstract socket outside the run; a kernel with an
+// older ABI gets what it knows, one without Landlock nothing. The seccomp
+// filter is an allow-list of what CPython and its standard library call,
+// the architecture checked: anything else is ENOSYS; ptrace, mount,
+// unshare and setns, bpf, keyctl, perf_event_open, module, reboot and
+// clock calls, every new process (fork, vfork, clone without
+// CLONE_THREAD) and every socket family but AF_UNIX are EPERM. The
+// process group is killed with SIGKILL when the run ends, at the wall
+// clock, when ctx is done, and when the host process dies (Pdeathsig, and
+// bubblewrap's --die-with-parent).
 //
-// The declaration (network none, wall clock hard, memory, CPU, fresh per
-// run, host calls, logs) holds by construction; the conformance kit with
-// fixtures/python, whose escape probes try each door above, proves it.
-// New refuses on a machine that lacks a part: no Linux, no bwrap, no
-// python3 ≥ 3.10, or a kernel that refuses the namespaces or the filter
-// (New runs one script in the sandbox to see). [Available] checks the
-// cheap part without starting anything; package builtin registers the
-// engine only where it passes.
+// The declaration (network none, wall clock hard, memory where runs get
+// a cgroup, CPU, fresh per run, host calls, logs) holds by construction;
+// the conformance kit with fixtures/python, whose escape probes try each
+// door above, proves it. New refuses on a machine that lacks a part: no
+// Linux, no bwrap, no python3 ≥ 3.10, or a kernel that refuses the
+// namespaces or the filter (New runs one script in the sandbox to see).
+// [Available] checks the cheap part without starting anything; package
+// builtin registers the engine only where it passes.
 //
 // # Security considerations
 //
-// The isolation is the Linux kernel's: namespaces, seccomp and rlimits, a
-// far larger attack surface than the wasm engines' (a kernel bug is an
-// escape). Landlock is not applied (see docs/RATIONALE.md, R27). For
-// hostile multi-tenant use, run this engine under gVisor or in a VM.
-// RLIMIT_NPROC does not apply to a sandbox started by root; the seccomp
-// filter, which refuses every new process, is what stops a fork bomb.
+// The isolation is the Linux kernel's: namespaces, seccomp, Landlock,
+// cgroups and rlimits, a far larger attack surface than the wasm
+// engines' (a kernel bug is an escape). For hostile multi-tenant use,
+// run this engine under gVisor or in a VM (docs/RATIONALE.md, R27).
+// Without a cgroup, RLIMIT_NPROC does not apply to a sandbox started by
+// root; the seccomp filter, which refuses every new process, is what
+// stops a fork bomb, and threads are bounded by the address space only.
 // The script shares its process with the runner, so everything the
 // process writes once the script runs is the script's: the host believes
 // only its value, its thrown error, its log lines and its host calls,

@@ -97,6 +97,12 @@ type Backend struct {
 	maxResult int64
 	startup   time.Duration
 	seed      int64
+	// noGroups: runs get no cgroup even where the host may create one
+	// (tests, to see what the group bounds; cgroup.go).
+	noGroups bool
+	// noLandlock: runs do not confine themselves with Landlock (tests, to
+	// see what it refuses; landlock.go).
+	noLandlock bool
 	// tag is in every run's command line (the runner's argument), so
 	// that tests can find this backend's processes.
 	tag string

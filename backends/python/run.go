@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sandbank/sandbank/internal/cgroup"
 	"github.com/sandbank/sandbank/spi"
 )
 
@@ -65,6 +66,7 @@ func (b *Backend) Evaluate(ctx context.Context, req spi.Request) (spi.Outcome, e
 	stats := func(out spi.Outcome) spi.Outcome {
 		if req.Logs != nil && !start.IsZero() {
 			out.Stats = spi.Stats{Startup: start.Sub(begun), ScriptTime: time.Since(start)}
+			p.groupStats(&out.Stats) // cgroup.go
 		}
 		return out
 	}
@@ -86,7 +88,7 @@ func (b *Backend) Evaluate(ctx context.Context, req spi.Request) (spi.Outcome, e
 				return stats(spi.Limited(spi.LimitWallClock)), nil
 			}
 			if !e.needsExit() {
-				return stats(b.conclude(e, observation{memoryLimited: req.Limits.MemoryBytes > 0})), nil
+				return stats(b.conclude(e, observation{memoryLimited: b.addressSpace(req.Limits) > 0})), nil
 			}
 			end, exited = &e, p.waited
 		case <-exited:
@@ -133,8 +135,9 @@ type proc struct {
 	waited  chan struct{} // closed once the process has been waited for
 	once    sync.Once
 	// frameMax bounds the value and host-call frames: the most the
-	// process can hold (its address-space limit), or MaxResultBytes.
+	// run may hold (its memory limit), or MaxResultBytes.
 	frameMax int64
+	group    *cgroup.Group // the run's cgroup, nil without one (cgroup.go)
 }
 
 // spawn starts bubblewrap with the runner, which then waits for its
@@ -174,7 +177,7 @@ func (b *Backend) spawn(req spi.Request) (*proc, error) {
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
 	cmd.ExtraFiles = []*os.File{filterR} // fd 3: --seccomp 3
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	err = cmd.Start()
+	group, err := b.startInGroup(cmd, req.Limits) // cgroup.go
 	inR.Close()
 	outW.Close()
 	errW.Close()
@@ -192,9 +195,10 @@ func (b *Backend) spawn(req spi.Request) (*proc, error) {
 		ended:    make(chan ending, 1),
 		waited:   make(chan struct{}),
 		frameMax: b.maxResult,
+		group:    group,
 	}
-	if as := b.addressSpace(req.Limits); as > 0 {
-		p.frameMax = min(p.frameMax, as)
+	if req.Limits.MemoryBytes > 0 {
+		p.frameMax = min(p.frameMax, b.lay.base+req.Limits.MemoryBytes)
 	}
 	p.answers = newAnswers(p.frameMax)
 	go func() {
@@ -230,25 +234,13 @@ func (b *Backend) argv(limits spi.Limits) []string {
 	} else {
 		args = append(args, "--chdir", "/")
 	}
-	args = append(args, "--remount-ro", "/", "--", b.lay.python, "-S", "-s", "-B", "-c", runnerSource, b.runnerLimits(limits))
+	args = append(args, "--remount-ro", "/", "--", b.lay.python, "-S", "-s", "-B", "-c", b.program(), b.runnerLimits(limits)) // landlock.go
 	return args
-}
-
-// addressSpace is the run's RLIMIT_AS (the memory limit plus the
-// interpreter's own start-up mapping), or 0 for none.
-func (b *Backend) addressSpace(limits spi.Limits) int64 {
-	if limits.MemoryBytes <= 0 {
-		return 0
-	}
-	return b.lay.base + limits.MemoryBytes
 }
 
 // runnerLimits is the runner's argument: the run's bounds.
 func (b *Backend) runnerLimits(limits spi.Limits) string {
-	as := b.addressSpace(limits)
-	if as == 0 {
-		as = -1
-	}
+	as := b.addressSpace(limits) // cgroup.go
 	fsize := b.scratch
 	if fsize <= 0 {
 		fsize = 0
@@ -291,6 +283,7 @@ func (p *proc) stop() {
 	go func() {
 		<-p.waited
 		p.out.Close()
+		p.removeGroup() // cgroup.go
 	}()
 }
 
@@ -504,6 +497,9 @@ type observation struct {
 	maxRSS int64
 	// memoryLimited: an address-space limit (RLIMIT_AS) held the run.
 	memoryLimited bool
+	// oomKilled: the kernel killed the run for its cgroup's memory limit,
+	// read from the group's events (cgroup.go).
+	oomKilled bool
 	// stderr is the head of what bubblewrap (and the process) wrote to
 	// stderr, quoted only for bubblewrap's own failure before the start.
 	stderr []byte
@@ -514,7 +510,11 @@ type observation struct {
 // observe reads the exited process's state. It must be called once
 // p.waited and p.errDone are closed.
 func (p *proc) observe(limits spi.Limits) observation {
-	o := observation{exited: true, exitCode: -1, memoryLimited: limits.MemoryBytes > 0, stderr: p.stderr.Bytes()}
+	o := observation{
+		exited: true, exitCode: -1, stderr: p.stderr.Bytes(),
+		memoryLimited: p.b.addressSpace(limits) > 0,
+		oomKilled:     p.oomKilled(), // cgroup.go
+	}
 	select {
 	case <-p.started:
 		o.started = true
@@ -549,7 +549,7 @@ func (b *Backend) conclude(e ending, o observation) spi.Outcome {
 	case endBroken:
 		return spi.Threw("Error", "python: the script wrote to the runner's channel")
 	case endThrew:
-		if e.name == "MemoryError" && o.memoryLimited {
+		if e.name == "MemoryError" && (o.memoryLimited || o.oomKilled) {
 			// With only rlimits, what the host sees of a refused
 			// allocation is that the address-space limit held the run:
 			// the kernel refused the request inside the process, and
@@ -562,6 +562,11 @@ func (b *Backend) conclude(e ending, o observation) spi.Outcome {
 	switch {
 	case !o.exited:
 		return spi.Infrastructure("python: the sandbox ended without a state")
+	case o.oomKilled && !o.started:
+		// The request did not fit in the group before the script ran.
+		return spi.InputTooLarge()
+	case o.oomKilled:
+		return spi.Limited(spi.LimitMemory)
 	case o.cpu >= b.cpu-b.cpu/cpuSlack:
 		return spi.Limited(spi.LimitCPU)
 	case !o.started && o.exitCode == 1:

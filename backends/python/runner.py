@@ -110,6 +110,7 @@ def _limits():
 
 if not _LIMITS.get("probe"):
     _limits()
+    _confine()  # Landlock: confine.py, put before this file in the sandbox (landlock.go)
 
 import _ast
 import builtins

@@ -1,0 +1,185 @@
+//go:build linux
+
+package cgroup_test
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sandbank/sandbank/internal/cgroup"
+)
+
+// managerOrSkip opens version v, or skips with Open's reason.
+func managerOrSkip(t *testing.T, v cgroup.Version) *cgroup.Manager {
+	t.Helper()
+	m, err := cgroup.Open(&cgroup.Options{Version: v})
+	if err != nil {
+		t.Skipf("no %s group can be created here: %v", v, err)
+	}
+	require.Equal(t, v, m.Version())
+	return m
+}
+
+func python(t *testing.T) string {
+	t.Helper()
+	p, err := exec.LookPath("/usr/bin/python3")
+	if err != nil {
+		t.Skip("python3 is not installed")
+	}
+	return p
+}
+
+func eachVersion(t *testing.T, f func(t *testing.T, m *cgroup.Manager)) {
+	for _, v := range []cgroup.Version{cgroup.V1, cgroup.V2} {
+		t.Run(v.String(), func(t *testing.T) { f(t, managerOrSkip(t, v)) })
+	}
+}
+
+// TestStartPlacesTheChild: the child is in the group from its first
+// instruction (it reads its own /proc/self/cgroup), and Remove leaves
+// nothing.
+func TestStartPlacesTheChild(t *testing.T) {
+	eachVersion(t, func(t *testing.T, m *cgroup.Manager) {
+		g, err := m.New(cgroup.Limits{MemoryBytes: 64 << 20, Tasks: 8})
+		require.NoError(t, err)
+		cmd := exec.Command("/bin/cat", "/proc/self/cgroup")
+		var out bytes.Buffer
+		cmd.Stdout = &out
+		require.NoError(t, g.Start(cmd))
+		require.NoError(t, cmd.Wait())
+		for _, d := range g.Dirs() {
+			assert.Contains(t, out.String(), filepath.Base(d))
+		}
+		// This process's own thread went back home.
+		self, err := os.ReadFile("/proc/self/cgroup")
+		require.NoError(t, err)
+		assert.NotContains(t, string(self), filepath.Base(g.Dirs()[0]))
+		require.NoError(t, g.Remove())
+		for _, d := range g.Dirs() {
+			assert.NoDirExists(t, d)
+		}
+	})
+}
+
+// TestMemoryLimitIsObservedFromOutside: a process that touches more than
+// the group's memory is killed by the kernel, and the host reads it in
+// the group's events; one that fits is not.
+func TestMemoryLimitIsObservedFromOutside(t *testing.T) {
+	py := python(t)
+	eachVersion(t, func(t *testing.T, m *cgroup.Manager) {
+		run := func(mib int) (*cgroup.Group, error) {
+			g, err := m.New(cgroup.Limits{MemoryBytes: 48 << 20, Tasks: 8})
+			require.NoError(t, err)
+			t.Cleanup(func() { assert.NoError(t, g.Remove()) })
+			// An anonymous shared mapping (shmem pages), touched page by page.
+			cmd := exec.Command(py, "-c", "import mmap,sys\nn=int(sys.argv[1])<<20\nm=mmap.mmap(-1,n)\nfor i in range(0,n,4096): m[i]=1", strconv.Itoa(mib))
+			require.NoError(t, g.Start(cmd))
+			return g, cmd.Wait()
+		}
+		g, err := run(8)
+		require.NoError(t, err)
+		e, err := g.MemoryEvents()
+		require.NoError(t, err)
+		assert.False(t, g.OOMKilled(), "%+v", e)
+		assert.Greater(t, e.PeakBytes, int64(8<<20))
+
+		g, err = run(256)
+		require.Error(t, err, "256 MiB touched in a 48 MiB group")
+		e, err = g.MemoryEvents()
+		require.NoError(t, err)
+		assert.True(t, g.OOMKilled(), "%+v", e)
+		assert.LessOrEqual(t, e.PeakBytes, int64(48<<20))
+	})
+}
+
+// TestTasksAreBounded: pids.max refuses the fork past the bound, root or
+// not, and the host counts the refusals.
+func TestTasksAreBounded(t *testing.T) {
+	py := python(t)
+	eachVersion(t, func(t *testing.T, m *cgroup.Manager) {
+		g, err := m.New(cgroup.Limits{MemoryBytes: 256 << 20, Tasks: 4})
+		require.NoError(t, err)
+		defer func() { assert.NoError(t, g.Remove()) }()
+		cmd := exec.Command(py, "-c", `
+import threading
+ev = threading.Event()
+n = 0
+try:
+    for _ in range(64):
+        threading.Thread(target=ev.wait).start()
+        n += 1
+except RuntimeError:
+    pass
+ev.set()
+print(n)`)
+		var out, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &stderr
+		require.NoError(t, g.Start(cmd))
+		require.NoError(t, cmd.Wait(), stderr.String())
+		assert.Equal(t, "3", strings.TrimSpace(out.String()), "the process and 3 threads")
+		e, err := g.MemoryEvents()
+		require.NoError(t, err)
+		assert.NotZero(t, e.TasksRefused)
+	})
+}
+
+// TestRemoveKillsWhatIsLeft: a group whose process still runs is emptied
+// and removed.
+func TestRemoveKillsWhatIsLeft(t *testing.T) {
+	eachVersion(t, func(t *testing.T, m *cgroup.Manager) {
+		g, err := m.New(cgroup.Limits{Tasks: 8})
+		require.NoError(t, err)
+		cmd := exec.Command("/bin/sleep", "1000")
+		require.NoError(t, g.Start(cmd))
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		require.NoError(t, g.Remove())
+		require.Error(t, <-done)
+		for _, d := range g.Dirs() {
+			assert.NoDirExists(t, d)
+		}
+	})
+}
+
+// TestOpenSweepsWhatTheDeadLeft: a group named after a process that has
+// ended (a host that died mid-run) is removed by the next Open; one named
+// after a live process is not.
+func TestOpenSweepsWhatTheDeadLeft(t *testing.T) {
+	eachVersion(t, func(t *testing.T, m *cgroup.Manager) {
+		dead := exec.Command("/bin/true")
+		require.NoError(t, dead.Run())
+		live := exec.Command("/bin/sleep", "1000")
+		require.NoError(t, live.Start())
+		defer func() { _ = live.Process.Kill(); _ = live.Wait() }()
+		var left, kept []string
+		for _, p := range m.Parents() {
+			d := filepath.Join(p, "sandbank-"+strconv.Itoa(dead.Process.Pid)+"-1")
+			require.NoError(t, os.Mkdir(d, 0o755))
+			left = append(left, d)
+			k := filepath.Join(p, "sandbank-"+strconv.Itoa(live.Process.Pid)+"-1")
+			require.NoError(t, os.Mkdir(k, 0o755))
+			kept = append(kept, k)
+		}
+		defer func() {
+			for _, k := range kept {
+				_ = os.Remove(k)
+			}
+		}()
+		_, err := cgroup.Open(&cgroup.Options{Version: m.Version()})
+		require.NoError(t, err)
+		for _, d := range left {
+			assert.NoDirExists(t, d)
+		}
+		for _, k := range kept {
+			assert.DirExists(t, k)
+		}
+	})
+}
