@@ -36,12 +36,12 @@ func KernelBounds() error {
 	return nil
 }
 
-// runTasks is a run's pids.max: bubblewrap's two processes, the
-// interpreter and its maxThreads threads.
-const runTasks = maxThreads + 3
+// runTasks is a run's pids.max: bubblewrap, the interpreter (pid 1 of
+// the run's namespace) and its maxThreads threads.
+const runTasks = maxThreads + 2
 
 // groupOverhead is what a run's group may hold beyond the run's memory
-// limit: bubblewrap's two processes, the interpreter's own start-up and
+// limit: bubblewrap, the interpreter's own start-up and
 // the kernel's structures for them (an echo's group peaks at about 6.6
 // MiB with CPython 3.11: TestGroupIsRemoved logs it). The interpreter's
 // files are in the page cache, charged to whoever read them first and

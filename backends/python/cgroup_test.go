@@ -140,7 +140,7 @@ n`)
 	n, err := strconv.Atoi(string(out.Value))
 	require.NoError(t, err)
 	t.Logf("in a group, the run started %d threads", n)
-	assert.LessOrEqual(t, n, maxThreads, "pids.max: bubblewrap's two processes, the interpreter, %d threads", maxThreads)
+	assert.LessOrEqual(t, n, maxThreads, "pids.max: bubblewrap, the interpreter, %d threads", maxThreads)
 }
 
 // TestValueThatFitsIsReturned: a 16 MiB value under a 64 MiB limit is
