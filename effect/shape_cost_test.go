@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -331,4 +332,92 @@ func FuzzShapeCost(f *testing.F) {
 		}
 		_ = s.validate(v)
 	})
+}
+
+// draft7 is a draft-07 shape (format is an assertion there) of body, the
+// members of its root object.
+func draft7(body string) string {
+	return `{"$schema":"http://json-schema.org/draft-07/schema#",` + body + `}`
+}
+
+// allocated is what fn allocates on the heap, in bytes.
+func allocated(fn func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	fn()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+// TestShapeWorkWeighsARegexFormat: a 4 MiB string under a draft-07
+// format "regex" (within the output bound) is limitExceeded (output),
+// refused before the validator compiles it as a regular expression (which
+// took 7 to 9 s and 1.3 GB, issue 41). It allocates little more than the
+// value's own copies.
+func TestShapeWorkWeighsARegexFormat(t *testing.T) {
+	value := `"` + strings.Repeat("(a)", 4<<20/3-1) + `"`
+	f := newFixture(t, fakebackend.Return(okOutcome(value)), nil)
+	var err error
+	n := allocated(func() {
+		_, err = f.e.Evaluate(context.Background(), Call{Script: f.addr, Input: 1, Shape: json.RawMessage(draft7(`"format":"regex"`))})
+	})
+	var fail *Failure
+	require.ErrorAs(t, err, &fail)
+	assert.Equal(t, CodeLimitExceeded, fail.Code)
+	assert.Equal(t, LimitOutput, fail.Kind)
+	assert.Equal(t, shapeWorkReason, fail.Reason)
+	assert.Less(t, n, uint64(64<<20), "allocated %d MiB for a 4 MiB value", n>>20)
+}
+
+// worstRegex is, as JSON string content, a valid regular expression of n
+// bytes (n a multiple of 18) that costs Go's parser the most per byte of those measured: each
+// case-folded class of almost every code point takes milliseconds.
+func worstRegex(n int) string { return strings.Repeat(`(?i)[b-\\x{10FFFF}]`, n/18) }
+
+// TestShapeWorkFormats: what each format assertion does with a string is
+// weighed. A "regex" format is asserted only on strings up to 1 KiB, and
+// weighs 256 per byte; every other format the validator asserts weighs one
+// per 8 bytes, for each subschema that asserts it; a format the validator
+// does not assert (the idn- ones) costs nothing.
+func TestShapeWorkFormats(t *testing.T) {
+	limit := func(t *testing.T, err error) {
+		t.Helper()
+		var fail *Failure
+		require.ErrorAs(t, err, &fail)
+		assert.Equal(t, CodeLimitExceeded, fail.Code)
+		assert.Equal(t, LimitOutput, fail.Kind)
+	}
+	t.Run("regex", func(t *testing.T) {
+		one := worstRegex(1008)
+		require.NoError(t, shapeCheck(t, draft7(`"format":"regex"`), `"`+one+`"`), "a 1 KiB regex is checked")
+		err := shapeCheck(t, draft7(`"format":"regex"`), `"(`+strings.Repeat("a", 1023)+`"`)
+		assert.ErrorIs(t, err, ErrShapeMismatch, "an invalid one is a mismatch")
+		limit(t, shapeCheck(t, draft7(`"format":"regex"`), `"`+strings.Repeat("a", 1025)+`"`))
+		limit(t, shapeCheck(t, draft7(`"items":{"format":"regex"}`), jsonArray(17, `"`+one+`"`)))
+		limit(t, shapeCheck(t, draft7(`"propertyNames":{"format":"regex"}`), `{"`+strings.Repeat("a", 1025)+`":1}`))
+	})
+	// Every format santhosh-tekuri/jsonschema/v6 asserts but "regex": each
+	// is linear in the string, and 64 subschemas asserting it on a 1 MiB
+	// string are past the limit (a gigabyte allocated without the bound).
+	long := `"` + strings.Repeat("/", 1<<20) + `"`
+	for _, name := range []string{
+		"date", "date-time", "duration", "email", "hostname", "ipv4", "ipv6",
+		"iri", "iri-reference", "json-pointer", "period", "relative-json-pointer",
+		"semver", "time", "uri", "uri-reference", "uri-template", "uuid",
+	} {
+		t.Run(name, func(t *testing.T) {
+			one := `{"format":"` + name + `"}`
+			require.ErrorIs(t, shapeCheck(t, draft7(`"format":"`+name+`"`), `"\u0000"`), ErrShapeMismatch, "the validator asserts it")
+			var err error
+			n := allocated(func() {
+				err = shapeCheck(t, draft7(`"allOf":[`+strings.TrimSuffix(strings.Repeat(one+",", 64), ",")+`]`), long)
+			})
+			limit(t, err)
+			assert.Less(t, n, uint64(64<<20), "allocated %d MiB", n>>20)
+		})
+	}
+	for _, name := range []string{"idn-email", "idn-hostname", "no-such-format"} {
+		assert.NoError(t, shapeCheck(t, draft7(`"format":"`+name+`"`), `"\u0000"`), "%s is not asserted", name)
+		assert.NoError(t, shapeCheck(t, draft7(`"allOf":[`+strings.TrimSuffix(strings.Repeat(`{"format":"`+name+`"},`, 64), ",")+`]`), long))
+	}
 }
