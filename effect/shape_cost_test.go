@@ -421,3 +421,35 @@ func TestShapeWorkFormats(t *testing.T) {
 		assert.NoError(t, shapeCheck(t, draft7(`"allOf":[`+strings.TrimSuffix(strings.Repeat(`{"format":"`+name+`"},`, 64), ",")+`]`), long))
 	}
 }
+
+// BenchmarkShapeFormatRegex measures what a format "regex" costs with the
+// bound (docs/performance.md, "Shapes: format assertions"): a 4 MiB value
+// refused through Evaluate, one worst-case 1 KiB regex, and sixteen of
+// them (just within MaxShapeWork).
+func BenchmarkShapeFormatRegex(b *testing.B) {
+	b.Run("4MiB refused", func(b *testing.B) {
+		value := `"` + strings.Repeat("(a)", 4<<20/3-1) + `"`
+		f := newFixture(b, fakebackend.Return(okOutcome(value)), nil)
+		call := Call{Script: f.addr, Input: 1, Shape: json.RawMessage(draft7(`"format":"regex"`))}
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := f.e.Evaluate(context.Background(), call); !errors.Is(err, ErrLimitExceeded) {
+				b.Fatal(err)
+			}
+		}
+	})
+	for _, n := range []int{1, 16} {
+		b.Run(fmt.Sprintf("%d worst 1KiB", n), func(b *testing.B) {
+			s, err := compileShape([]byte(draft7(`"items":{"format":"regex"}`)))
+			require.NoError(b, err)
+			v, err := decodeValue([]byte(jsonArray(n, `"`+worstRegex(1008)+`"`)))
+			require.NoError(b, err)
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := s.validate(v); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -2,10 +2,12 @@ package effect
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -185,7 +187,33 @@ func TestDecodeRefusesTextThatReadsTwoWays(t *testing.T) {
 	_, err = DecodeReceipt([]byte(forged))
 	require.ErrorIs(t, err, ErrRecordMismatch)
 	assert.Equal(t, `effect: record does not verify: its JSON text reads two ways: "/Outcome" is not one of the format's names, or does not read back as written`, err.Error())
+
+	// A value spelled another way: a time with a needless trailing zero,
+	// a signature whose base64 has other padding bits (encoding/json
+	// decodes both to the signed receipt).
+	started := run.rec.Receipt.Started.Format(time.RFC3339Nano)
+	zero := "0Z" // after the fraction's last digit, or a fraction of its own
+	if !strings.Contains(started, ".") {
+		zero = ".0Z"
+	}
+	value := base64.StdEncoding.EncodeToString(run.rec.Receipt.Signature.Value)
+	require.True(t, strings.HasSuffix(value, "=="))
+	last := strings.IndexByte(base64Alphabet, value[len(value)-3])
+	require.Zero(t, last&15, "the last character's low bits are padding")
+	for name, spelled := range map[string]string{
+		"a trailing zero": strings.Replace(string(canon), `"started":"`+started+`"`, `"started":"`+strings.TrimSuffix(started, "Z")+zero+`"`, 1),
+		"padding bits":    strings.Replace(string(canon), value, value[:len(value)-3]+string(base64Alphabet[last+1])+"==", 1),
+	} {
+		require.NotEqual(t, string(canon), spelled, name)
+		var lenient Receipt
+		require.NoError(t, json.Unmarshal([]byte(spelled), &lenient), name)
+		require.NoError(t, VerifyReceipt(lenient, run.script, run.input, key, RequireSignature()), name)
+		_, err = DecodeReceipt([]byte(spelled))
+		assert.ErrorIs(t, err, ErrRecordMismatch, name)
+	}
 }
+
+const base64Alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
 
 // TestDecodeRecordAsRunPrintsIt: the object "sandbank run --json" prints
 // (the record's members beside "ok", a typed failure's members in the
