@@ -298,6 +298,7 @@ func FuzzShapeCost(f *testing.F) {
 		`{"$schema":"http://json-schema.org/draft-07/schema#","items":[{"$ref":"#"},{}],"additionalItems":{"$ref":"#"},"dependencies":{"a":{"$ref":"#"}}}`,
 		`{"prefixItems":[{"$ref":"#"}],"contains":{"minimum":1},"uniqueItems":true,"patternProperties":{"^a":{"$ref":"#"}},"propertyNames":{"maxLength":3}}`,
 		`{"allOf":[{"$ref":"#"}]}`,
+		draft7(`"items":{"format":"regex"},"propertyNames":{"format":"ipv4"}`),
 	} {
 		f.Add([]byte(s), []byte(`[1,{"a":[2,"x"],"l":{"r":{}}},1e5]`))
 	}

@@ -37,7 +37,11 @@ record that proves nothing does not verify.
 
 The record is what "sandbank run --json" printed (the whole object), an
 effect.Record stored as JSON, or a bare receipt ("sandbank run --receipt
-FILE"), for which only the script and the input are checked.
+FILE"), for which only the script and the input are checked. It must read
+one way only (effect.DecodeRecord, effect.DecodeReceipt): a file with a
+key twice, a name that is not exactly one of the format's (another case
+included) or a value written another way than the record writes it does
+not verify, since other JSON readers would see something else.
 
 The input is --input (JSON text) or the contents of --input-file, as
 given to run; without either it is null.
