@@ -31,9 +31,31 @@ var errCanonical = errors.New("effect: backend value could not be canonicalised"
 // a fresh slice.
 func canonicalize(value []byte) ([]byte, error) {
 	c := canonWriter{src: value}
+	return c.all()
+}
+
+// errDuplicateKey reports an object with a key twice (by its decoded
+// text) in text that must read one way only.
+var errDuplicateKey = errors.New("effect: an object has a key twice")
+
+// canonicalizeStrict is canonicalize for text that must read one way
+// only: an object with a key twice, at any depth, is errDuplicateKey
+// (canonicalize keeps the last, as encoding/json does; other readers keep
+// the first).
+func canonicalizeStrict(value []byte) ([]byte, error) {
+	c := canonWriter{src: value, strict: true}
+	out, err := c.all()
+	if c.dup {
+		return nil, errDuplicateKey
+	}
+	return out, err
+}
+
+// all returns the canonical form of the whole source.
+func (c *canonWriter) all() ([]byte, error) {
 	i := c.skipSpace(0)
-	out, i, ok := c.value(make([]byte, 0, len(value)), i)
-	if !ok || c.skipSpace(i) != len(value) {
+	out, i, ok := c.value(make([]byte, 0, len(c.src)), i)
+	if !ok || c.skipSpace(i) != len(c.src) {
 		return nil, errCanonical
 	}
 	return out, nil
@@ -52,7 +74,9 @@ func decodeValue(canon []byte) (any, error) {
 }
 
 type canonWriter struct {
-	src []byte
+	src    []byte
+	strict bool // a duplicate key fails (and sets dup)
+	dup    bool
 }
 
 func (c *canonWriter) skipSpace(i int) int {
@@ -181,6 +205,10 @@ func (c *canonWriter) object(dst []byte, i int) ([]byte, int, bool) {
 	first := true
 	for n, m := range members {
 		if n+1 < len(members) && bytes.Equal(m.key, members[n+1].key) {
+			if c.strict {
+				c.dup = true
+				return dst, i, false
+			}
 			continue // a later duplicate wins
 		}
 		if !first {

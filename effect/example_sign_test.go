@@ -1,6 +1,7 @@
 package effect_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -78,4 +79,29 @@ func ExampleWithKeys() {
 	// true effect: the receipt is signed by a retired key
 	// <nil>
 	// effect: record does not verify: the receipt is not signed
+}
+
+// A stored receipt is read with DecodeReceipt, which refuses text that
+// reads two ways: here a forged "outcome" before the genuine one under
+// another case, which encoding/json would read as the signed receipt.
+func ExampleDecodeReceipt() {
+	signer, _ := effect.GenerateEd25519Signer()
+	scripts := effect.NewMemoryStore()
+	script := []byte("log; log; maybe fail")
+	addr, _ := scripts.Put(script)
+	e, _ := effect.New(scripts, chatty{}, &effect.Options{Engine: "chatty", Signer: signer})
+	defer e.Close()
+	input := map[string]bool{"fail": false}
+	rec, _ := e.Run(context.Background(), effect.Call{Script: addr, Input: input})
+	stored, _ := rec.Receipt.Canonical()
+
+	r, err := effect.DecodeReceipt(stored)
+	fmt.Println(err, effect.VerifyReceipt(r, script, input, effect.WithKey(signer.PublicKey())))
+
+	forged := bytes.Replace(stored, []byte(`"outcome":"ok"`), []byte(`"outcome":"scriptError","Outcome":"ok"`), 1)
+	_, err = effect.DecodeReceipt(forged)
+	fmt.Println(errors.Is(err, effect.ErrRecordMismatch))
+	// Output:
+	// <nil> <nil>
+	// true
 }

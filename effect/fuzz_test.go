@@ -6,6 +6,7 @@ import (
 	"crypto/ed25519"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -174,6 +175,19 @@ func FuzzVerify(f *testing.F) {
 	}
 	key := WithKey(fuzzKey.PublicKey())
 	f.Fuzz(func(t *testing.T, stored, script, input []byte) {
+		// What the strict decoders accept reads one way: encoding/json
+		// reads the same.
+		if r, err := DecodeReceipt(stored); err == nil {
+			var lenient Receipt
+			if json.Unmarshal(stored, &lenient) != nil || !reflect.DeepEqual(r, lenient) {
+				t.Fatalf("DecodeReceipt reads %+v, encoding/json %+v", r, lenient)
+			}
+		}
+		if rec, err := DecodeRecord(stored); err == nil {
+			if err := Verify(rec, script, json.RawMessage(input)); err != nil && !errors.Is(err, ErrRecordMismatch) {
+				t.Fatalf("Verify of a decoded record refused with %v, not ErrRecordMismatch", err)
+			}
+		}
 		var r Receipt
 		if json.Unmarshal(stored, &r) == nil {
 			if err := VerifyReceipt(r, script, json.RawMessage(input)); err != nil && !errors.Is(err, ErrRecordMismatch) {

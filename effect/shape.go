@@ -17,16 +17,24 @@ import (
 // size. A shape past either is an invalid call (ErrInvalidShape), refused
 // before anything parses it: the compile time of a schema grows much faster
 // than its depth and its size (docs/performance.md, "Shapes: compile time").
+// Its regular expressions (the strings of "pattern" and the names of
+// "patternProperties") may hold 2 KiB in all, refused before they are
+// compiled: Go's regexp parse takes up to 0.4 ms per byte of a pattern.
 const (
 	MaxShapeDepth = 128
 	MaxShapeBytes = 16 << 10
 )
 
-// errShapeTooDeep and errShapeTooLarge are the invalid calls of a shape
-// past MaxShapeDepth or MaxShapeBytes.
+// maxShapePatternBytes bounds the text of a shape's regular expressions.
+const maxShapePatternBytes = 2 << 10
+
+// errShapeTooDeep, errShapeTooLarge and errShapePatterns are the invalid
+// calls of a shape past MaxShapeDepth, MaxShapeBytes or
+// maxShapePatternBytes.
 var (
 	errShapeTooDeep  = invalid(ErrInvalidShape, "effect: invalid shape (nested deeper than the depth limit of "+strconv.Itoa(MaxShapeDepth)+" levels)")
 	errShapeTooLarge = invalid(ErrInvalidShape, "effect: invalid shape (larger than the size limit of "+strconv.Itoa(MaxShapeBytes)+" bytes)")
+	errShapePatterns = invalid(ErrInvalidShape, "effect: invalid shape (its patterns hold more than the limit of "+strconv.Itoa(maxShapePatternBytes)+" bytes of regular expression)")
 )
 
 // maxCachedShapes bounds the compiled-schema cache of one Effect.
@@ -130,6 +138,9 @@ func compileShape(schema []byte) (s *compiledShape, err error) {
 	if err != nil {
 		return nil, invalid(ErrInvalidShape, "effect: invalid shape (not JSON text)")
 	}
+	if patternBytes(doc) > maxShapePatternBytes {
+		return nil, errShapePatterns
+	}
 	c := jsonschema.NewCompiler()
 	c.UseLoader(refuseLoader{})
 	if err := c.AddResource(shapeResource, doc); err != nil {
@@ -152,6 +163,38 @@ func compileShape(schema []byte) (s *compiledShape, err error) {
 		return nil, err
 	}
 	return &compiledShape{schema: sch, cost: cost}, nil
+}
+
+// patternBytes is the length of every regular expression of doc (a
+// decoded shape) that compiling it compiles (twice: checked against the
+// meta-schema's format "regex", then for use): every string under a
+// "pattern" key and every name under a "patternProperties" key, wherever
+// they are (counting one that is data, under "const" or "enum", too).
+func patternBytes(doc any) int {
+	n := 0
+	var walk func(v any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			for k, item := range v {
+				if s, ok := item.(string); ok && k == "pattern" {
+					n += len(s)
+				}
+				if m, ok := item.(map[string]any); ok && k == "patternProperties" {
+					for re := range m {
+						n += len(re)
+					}
+				}
+				walk(item)
+			}
+		case []any:
+			for _, item := range v {
+				walk(item)
+			}
+		}
+	}
+	walk(doc)
+	return n
 }
 
 // shapeUncheckableReason is the mismatch of a value the validator panicked

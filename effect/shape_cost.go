@@ -29,11 +29,30 @@ const MaxShapeCost = 1 << 13
 // MaxShapeCost counts it) times its weight (1, plus one per 64 bytes of a
 // string or a property name; a number the square of its length and its
 // exponent over 64; an array under uniqueItems its length, and its length
-// squared over 64 when its items are arrays or objects). A value past it is
+// squared over 64 when its items are arrays or objects), plus what the
+// format assertions a string (or a property name) meets do with it: one
+// per 8 bytes for each format but "regex", 256 per byte for "regex" (the
+// string is parsed as a regular expression), and a string longer than
+// 1 KiB that "regex" is asserted on is past the limit. A value past it is
 // limitExceeded (output), refused before the check: a check of 2^22 visits
 // takes seconds (docs/RATIONALE.md, R29), and a 4 MiB array of two
 // million numbers under {"items":{"type":"number"}} needs half of it.
 const MaxShapeWork = 1 << 22
+
+// formatByteWork and regexByteWork are what a format assertion costs per
+// byte of the string it meets, in 1/64 of a check: every format the
+// validator asserts but "regex" is linear in the string (at most about
+// 0.2 µs and 17 bytes allocated per byte), while "regex" compiles the
+// string as a Go regular expression, whose parse alone takes up to 0.4 ms
+// and 10 KB per byte (case folding of a wide class, a Unicode class
+// repeated; docs/RATIONALE.md, R29). maxRegexFormatBytes bounds the string
+// a "regex" format is asserted on, so that no single parse holds more than
+// about 10 MB.
+const (
+	formatByteWork      = 64 / 8
+	regexByteWork       = 64 * 256
+	maxRegexFormatBytes = 1 << 10
+)
 
 // maxShapeStates bounds the distinct sets of subschemas (with their
 // multiplicity) a part of a value may meet under one shape,
@@ -63,6 +82,8 @@ type shapeState struct {
 	cost    int64 // schema checks, at most MaxShapeCost
 	keyCost int64 // pattern matches of a property name (patternProperties)
 	unique  bool  // one of them has uniqueItems
+	formats int64 // format assertions but "regex" a string meets
+	regexes int64 // "regex" format assertions a string meets
 
 	props  map[string]int32 // a property's value, by name
 	other  int32            // a property's value whose name is not in props
@@ -387,6 +408,13 @@ func (a *analysis) expand(es []entry, queue *[][]entry) (shapeState, error) {
 	for _, t := range ids {
 		s := a.nodes[t]
 		st.unique = st.unique || s.UniqueItems
+		if s.Format != nil {
+			if s.Format.Name == "regex" {
+				st.regexes = satAdd(st.regexes, met[t])
+			} else {
+				st.formats = satAdd(st.formats, met[t])
+			}
+		}
 		for re := range s.PatternProperties {
 			st.keyCost = satAdd(st.keyCost, satMul(met[t], 1+int64(len(re.String()))/64))
 		}
@@ -519,12 +547,27 @@ func (c *shapeCost) work(v any) bool {
 	return c.walk(0, v, 0, &total)
 }
 
-func (c *shapeCost) walk(id int32, v any, extra int64, total *int64) bool {
+// walk adds the work of checking v (the value of a property named by key
+// bytes, 0 for an item or the root) against state id to total.
+func (c *shapeCost) walk(id int32, v any, key int64, total *int64) bool {
 	if id == noState {
 		return true
 	}
 	st := &c.states[id]
-	w := 1 + extra
+	w := 1 + key/64
+	// What the format assertions do with the string and the property's
+	// name (a propertyNames subschema is counted in the value's state).
+	if st.formats > 0 || st.regexes > 0 {
+		s, _ := v.(string)
+		n := int64(len(s))
+		if st.regexes > 0 && max(n, key) > maxRegexFormatBytes {
+			return false
+		}
+		*total += (st.formats*formatByteWork + st.regexes*regexByteWork) * (n + key) / 64
+		if *total > MaxShapeWork {
+			return false
+		}
+	}
 	switch v := v.(type) {
 	case string:
 		w += int64(len(v)) / 64
@@ -568,7 +611,7 @@ func (c *shapeCost) walk(id int32, v any, extra int64, total *int64) bool {
 			if !ok {
 				next = st.other
 			}
-			if !c.walk(next, item, int64(len(k))/64, total) {
+			if !c.walk(next, item, int64(len(k)), total) {
 				return false
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -225,18 +226,19 @@ func TestShapeCostPassesOrdinarySchemas(t *testing.T) {
 // large array against a costly enum, numbers the validator turns into
 // huge rationals, a large uniqueItems array of arrays.
 func TestShapeWorkBound(t *testing.T) {
+	// A pattern of alternatives, as long as a shape's patterns may be.
 	var alts []string
-	for i := range 2000 {
+	for i := 0; len(strings.Join(alts, "|")) < maxShapePatternBytes-64; i++ {
 		alts = append(alts, "x"+strings.Repeat("y", i%5)+"z")
 	}
 	bigPattern := `"^(` + strings.Join(alts, "|") + `)*$"`
-	manyKeys := make([]string, 30000)
+	manyKeys := make([]string, 70000)
 	for i := range manyKeys {
 		manyKeys[i] = fmt.Sprintf(`"%0100d":1`, i)
 	}
 	for name, tc := range map[string]struct{ schema, value string }{
-		"a 10 KB pattern against a 2 MB string": {`{"pattern":` + bigPattern + `}`, `"` + strings.Repeat("xyz", 700000) + `q"`},
-		"a 10 KB pattern against 30000 keys":    {`{"patternProperties":{` + bigPattern + `:{}}}`, `{` + strings.Join(manyKeys, ",") + `}`},
+		"a 2 KB pattern against an 8 MB string": {`{"pattern":` + bigPattern + `}`, `"` + strings.Repeat("xyz", 2800000) + `q"`},
+		"a 2 KB pattern against 70000 keys":     {`{"patternProperties":{` + bigPattern + `:{}}}`, `{` + strings.Join(manyKeys, ",") + `}`},
 		"an enum of 1500 against 20000 items":   {`{"items":{"enum":` + ints(1500) + `}}`, jsonArray(20000, "-1")},
 		"a number with a huge exponent":         {`{"minimum":0}`, `1e999999`},
 		"a number past what a rational holds":   {`{"multipleOf":3}`, `1e100000000`},
@@ -297,6 +299,7 @@ func FuzzShapeCost(f *testing.F) {
 		`{"$schema":"http://json-schema.org/draft-07/schema#","items":[{"$ref":"#"},{}],"additionalItems":{"$ref":"#"},"dependencies":{"a":{"$ref":"#"}}}`,
 		`{"prefixItems":[{"$ref":"#"}],"contains":{"minimum":1},"uniqueItems":true,"patternProperties":{"^a":{"$ref":"#"}},"propertyNames":{"maxLength":3}}`,
 		`{"allOf":[{"$ref":"#"}]}`,
+		draft7(`"items":{"format":"regex"},"propertyNames":{"format":"ipv4"}`),
 	} {
 		f.Add([]byte(s), []byte(`[1,{"a":[2,"x"],"l":{"r":{}}},1e5]`))
 	}
@@ -331,4 +334,124 @@ func FuzzShapeCost(f *testing.F) {
 		}
 		_ = s.validate(v)
 	})
+}
+
+// draft7 is a draft-07 shape (format is an assertion there) of body, the
+// members of its root object.
+func draft7(body string) string {
+	return `{"$schema":"http://json-schema.org/draft-07/schema#",` + body + `}`
+}
+
+// allocated is what fn allocates on the heap, in bytes.
+func allocated(fn func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	fn()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+// TestShapeWorkWeighsARegexFormat: a 4 MiB string under a draft-07
+// format "regex" (within the output bound) is limitExceeded (output),
+// refused before the validator compiles it as a regular expression (which
+// took 7 to 9 s and 1.3 GB, issue 41). It allocates little more than the
+// value's own copies.
+func TestShapeWorkWeighsARegexFormat(t *testing.T) {
+	value := `"` + strings.Repeat("(a)", 4<<20/3-1) + `"`
+	f := newFixture(t, fakebackend.Return(okOutcome(value)), nil)
+	var err error
+	n := allocated(func() {
+		_, err = f.e.Evaluate(context.Background(), Call{Script: f.addr, Input: 1, Shape: json.RawMessage(draft7(`"format":"regex"`))})
+	})
+	var fail *Failure
+	require.ErrorAs(t, err, &fail)
+	assert.Equal(t, CodeLimitExceeded, fail.Code)
+	assert.Equal(t, LimitOutput, fail.Kind)
+	assert.Equal(t, shapeWorkReason, fail.Reason)
+	assert.Less(t, n, uint64(64<<20), "allocated %d MiB for a 4 MiB value", n>>20)
+}
+
+// worstRegex is, as JSON string content, a valid regular expression of n
+// bytes (n a multiple of 18) that costs Go's parser the most per byte of those measured: each
+// case-folded class of almost every code point takes milliseconds.
+func worstRegex(n int) string { return strings.Repeat(`(?i)[b-\\x{10FFFF}]`, n/18) }
+
+// TestShapeWorkFormats: what each format assertion does with a string is
+// weighed. A "regex" format is asserted only on strings up to 1 KiB, and
+// weighs 256 per byte; every other format the validator asserts weighs one
+// per 8 bytes, for each subschema that asserts it; a format the validator
+// does not assert (the idn- ones) costs nothing.
+func TestShapeWorkFormats(t *testing.T) {
+	limit := func(t *testing.T, err error) {
+		t.Helper()
+		var fail *Failure
+		require.ErrorAs(t, err, &fail)
+		assert.Equal(t, CodeLimitExceeded, fail.Code)
+		assert.Equal(t, LimitOutput, fail.Kind)
+	}
+	t.Run("regex", func(t *testing.T) {
+		one := worstRegex(1008)
+		require.NoError(t, shapeCheck(t, draft7(`"format":"regex"`), `"`+one+`"`), "a 1 KiB regex is checked")
+		err := shapeCheck(t, draft7(`"format":"regex"`), `"(`+strings.Repeat("a", 1023)+`"`)
+		assert.ErrorIs(t, err, ErrShapeMismatch, "an invalid one is a mismatch")
+		limit(t, shapeCheck(t, draft7(`"format":"regex"`), `"`+strings.Repeat("a", 1025)+`"`))
+		limit(t, shapeCheck(t, draft7(`"items":{"format":"regex"}`), jsonArray(17, `"`+one+`"`)))
+		limit(t, shapeCheck(t, draft7(`"propertyNames":{"format":"regex"}`), `{"`+strings.Repeat("a", 1025)+`":1}`))
+	})
+	// Every format santhosh-tekuri/jsonschema/v6 asserts but "regex": each
+	// is linear in the string, and 64 subschemas asserting it on a 1 MiB
+	// string are past the limit (a gigabyte allocated without the bound).
+	long := `"` + strings.Repeat("/", 1<<20) + `"`
+	for _, name := range []string{
+		"date", "date-time", "duration", "email", "hostname", "ipv4", "ipv6",
+		"iri", "iri-reference", "json-pointer", "period", "relative-json-pointer",
+		"semver", "time", "uri", "uri-reference", "uri-template", "uuid",
+	} {
+		t.Run(name, func(t *testing.T) {
+			one := `{"format":"` + name + `"}`
+			require.ErrorIs(t, shapeCheck(t, draft7(`"format":"`+name+`"`), `"\u0000"`), ErrShapeMismatch, "the validator asserts it")
+			var err error
+			n := allocated(func() {
+				err = shapeCheck(t, draft7(`"allOf":[`+strings.TrimSuffix(strings.Repeat(one+",", 64), ",")+`]`), long)
+			})
+			limit(t, err)
+			assert.Less(t, n, uint64(64<<20), "allocated %d MiB", n>>20)
+		})
+	}
+	for _, name := range []string{"idn-email", "idn-hostname", "no-such-format"} {
+		assert.NoError(t, shapeCheck(t, draft7(`"format":"`+name+`"`), `"\u0000"`), "%s is not asserted", name)
+		assert.NoError(t, shapeCheck(t, draft7(`"allOf":[`+strings.TrimSuffix(strings.Repeat(`{"format":"`+name+`"},`, 64), ",")+`]`), long))
+	}
+}
+
+// BenchmarkShapeFormatRegex measures what a format "regex" costs with the
+// bound (docs/performance.md, "Shapes: format assertions"): a 4 MiB value
+// refused through Evaluate, one worst-case 1 KiB regex, and sixteen of
+// them (just within MaxShapeWork).
+func BenchmarkShapeFormatRegex(b *testing.B) {
+	b.Run("4MiB refused", func(b *testing.B) {
+		value := `"` + strings.Repeat("(a)", 4<<20/3-1) + `"`
+		f := newFixture(b, fakebackend.Return(okOutcome(value)), nil)
+		call := Call{Script: f.addr, Input: 1, Shape: json.RawMessage(draft7(`"format":"regex"`))}
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := f.e.Evaluate(context.Background(), call); !errors.Is(err, ErrLimitExceeded) {
+				b.Fatal(err)
+			}
+		}
+	})
+	for _, n := range []int{1, 16} {
+		b.Run(fmt.Sprintf("%d worst 1KiB", n), func(b *testing.B) {
+			s, err := compileShape([]byte(draft7(`"items":{"format":"regex"}`)))
+			require.NoError(b, err)
+			v, err := decodeValue([]byte(jsonArray(n, `"`+worstRegex(1008)+`"`)))
+			require.NoError(b, err)
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := s.validate(v); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

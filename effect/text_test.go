@@ -107,7 +107,7 @@ func TestExcerpt(t *testing.T) {
 func TestInvalidShapeQuotesAnExcerpt(t *testing.T) {
 	huge := strings.Repeat("n", MaxShapeBytes-64)
 	for _, schema := range []string{
-		`{"pattern":"` + strings.Repeat("(", MaxShapeBytes-64) + `"}`,
+		`{"pattern":"` + strings.Repeat("(", maxShapePatternBytes) + `"}`,
 		`{"$ref":"https://x/` + huge + `"}`,
 		`{"properties":{"` + huge + `":{"type":9}}}`,
 	} {

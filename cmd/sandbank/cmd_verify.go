@@ -37,7 +37,11 @@ record that proves nothing does not verify.
 
 The record is what "sandbank run --json" printed (the whole object), an
 effect.Record stored as JSON, or a bare receipt ("sandbank run --receipt
-FILE"), for which only the script and the input are checked.
+FILE"), for which only the script and the input are checked. It must read
+one way only (effect.DecodeRecord, effect.DecodeReceipt): a file with a
+key twice, a name that is not exactly one of the format's (another case
+included) or a value written another way than the record writes it does
+not verify, since other JSON readers would see something else.
 
 The input is --input (JSON text) or the contents of --input-file, as
 given to run; without either it is null.
@@ -125,12 +129,13 @@ func (a *app) verify(o *verifyOptions, scriptFile string) error {
 		return usagef("--record: %v", err)
 	}
 	rec, receiptOnly, err := parseRecord(stored)
-	if err != nil {
+	switch {
+	case errors.Is(err, effect.ErrRecordMismatch):
+	case err != nil:
 		return usagef("--record %s: %v", o.record, err)
-	}
-	if receiptOnly {
+	case receiptOnly:
 		err = effect.VerifyReceipt(rec.Receipt, script, input, opts...)
-	} else {
+	default:
 		err = effect.Verify(rec, script, input, opts...)
 	}
 	if err != nil {
@@ -158,40 +163,24 @@ func (a *app) verify(o *verifyOptions, scriptFile string) error {
 
 // parseRecord reads what verify was given: run --json's object (its
 // failure flattened into it), an effect.Record, or a bare receipt
-// (receiptOnly).
+// (receiptOnly), through the effect's strict decoders (DecodeRecord,
+// DecodeReceipt): text that reads two ways is an error matching
+// effect.ErrRecordMismatch.
 func parseRecord(b []byte) (rec *effect.Record, receiptOnly bool, err error) {
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(b, &top); err != nil {
 		return nil, false, fmt.Errorf("not a JSON object: %v", err)
 	}
-	rec = &effect.Record{}
-	raw, ok := top["receipt"]
-	if !ok {
-		if _, isReceipt := top["format"]; !isReceipt {
-			return nil, false, errors.New(`neither a record (no "receipt") nor a receipt (no "format")`)
-		}
-		if err := json.Unmarshal(b, &rec.Receipt); err != nil {
-			return nil, false, fmt.Errorf("receipt: %v", err)
-		}
-		return rec, true, nil
+	if _, ok := top["receipt"]; ok {
+		rec, err := effect.DecodeRecord(b)
+		return rec, false, err
 	}
-	if err := json.Unmarshal(raw, &rec.Receipt); err != nil {
-		return nil, false, fmt.Errorf("receipt: %v", err)
+	if _, ok := top["format"]; !ok {
+		return nil, false, errors.New(`neither a record (no "receipt") nor a receipt (no "format")`)
 	}
-	if v, ok := top["value"]; ok {
-		rec.Value = v
+	r, err := effect.DecodeReceipt(b)
+	if err != nil {
+		return nil, true, err
 	}
-	switch {
-	case top["failure"] != nil:
-		rec.Failure = &effect.Failure{}
-		if err := json.Unmarshal(top["failure"], rec.Failure); err != nil {
-			return nil, false, fmt.Errorf("failure: %v", err)
-		}
-	case top["code"] != nil:
-		rec.Failure = &effect.Failure{}
-		if err := json.Unmarshal(b, rec.Failure); err != nil {
-			return nil, false, fmt.Errorf("failure: %v", err)
-		}
-	}
-	return rec, false, nil
+	return &effect.Record{Receipt: r}, true, nil
 }

@@ -186,3 +186,48 @@ func TestRunJSONReceiptIsSigned(t *testing.T) {
 	require.NotNil(t, got.Receipt.Signature)
 	assert.Equal(t, effect.SignatureEd25519, got.Receipt.Signature.Algorithm)
 }
+
+// verify refuses a record or receipt whose text reads two ways: a forged
+// member that encoding/json would let the genuine, signed one override (a
+// duplicate key, the same name in another case), or a name the format
+// does not have. Every other JSON reader sees the forged "ok".
+func TestVerifyRefusesTextThatReadsTwoWays(t *testing.T) {
+	a, _ := fakeApp(t)
+	dir := t.TempDir()
+	host := filepath.Join(dir, "host")
+	require.Equal(t, exitOK, cli(a, "", "keygen", host).code)
+	p := script(t, "t.js", "throw TypeError boom")
+	receipt := filepath.Join(dir, "receipt.json")
+	res := cli(a, "", "run", "--json", "--engine", "fake", "--sign-key", host+".key", "--receipt", receipt, p)
+	require.Equal(t, exitFailure, res.code, res.stderr)
+	run := res.stdout
+	for _, doc := range []string{readFile(t, receipt), run} {
+		require.Contains(t, doc, `"outcome":"scriptError"`)
+		for name, forged := range map[string]string{
+			"a duplicate key":     strings.Replace(doc, `"outcome":"scriptError"`, `"outcome":"ok","outcome":"scriptError"`, 1),
+			"a name in its case":  strings.Replace(doc, `"outcome":"scriptError"`, `"outcome":"ok","Outcome":"scriptError"`, 1),
+			"a name of no format": strings.Replace(doc, `"outcome":"scriptError"`, `"outcome":"scriptError","verdict":"ok"`, 1),
+		} {
+			stored := filepath.Join(t.TempDir(), "forged.json")
+			require.NoError(t, os.WriteFile(stored, []byte(forged), 0o600))
+			res := cli(a, "", "verify", "--key", host+".pub", "--record", stored, p)
+			assert.Equal(t, exitFailure, res.code, "%s: %s", name, res.stdout)
+			assert.Contains(t, res.stderr, "sandbank: effect: record does not verify: its JSON text reads two ways", name)
+		}
+	}
+	// Inside the record: its flattened failure, its value's place.
+	for name, forged := range map[string]string{
+		"the failure's message in its case": strings.Replace(run, `"message":"boom"`, `"message":"all fine","Message":"boom"`, 1),
+		"a duplicate ok":                    strings.Replace(run, `"ok":false`, `"ok":true,"ok":false`, 1),
+		"ok against the outcome":            strings.Replace(run, `"ok":false`, `"ok":true`, 1),
+	} {
+		require.NotEqual(t, run, forged, name)
+		stored := filepath.Join(t.TempDir(), "forged.json")
+		require.NoError(t, os.WriteFile(stored, []byte(forged), 0o600))
+		res := cli(a, "", "verify", "--key", host+".pub", "--record", stored, p)
+		assert.Equal(t, exitFailure, res.code, "%s: %s", name, res.stdout)
+		assert.Contains(t, res.stderr, "reads two ways", name)
+	}
+	res = cli(a, "", "verify", "--key", host+".pub", "--record", receipt, p)
+	require.Equal(t, exitOK, res.code, "the genuine receipt verifies: %s", res.stderr)
+}
