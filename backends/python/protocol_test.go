@@ -185,38 +185,48 @@ func TestHostMemoryBoundedPerRun(t *testing.T) {
 		{"many log lines", "line = 'x' * (1 << 16)\nfor _ in range(2000):\n    print(line)\n'done'"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			runtime.GC()
-			var before runtime.MemStats
-			runtime.ReadMemStats(&before)
-			peak := before.HeapInuse
-			stop := make(chan struct{})
-			var wg sync.WaitGroup
-			wg.Go(func() {
-				tick := time.NewTicker(time.Millisecond)
-				defer tick.Stop()
-				var m runtime.MemStats
-				for {
-					select {
-					case <-stop:
-						return
-					case <-tick.C:
-						runtime.ReadMemStats(&m)
-						peak = max(peak, m.HeapInuse)
-					}
-				}
-			})
+			heapGrowth := watchHeap()
 			out, err := b.Evaluate(context.Background(), spi.Request{
 				Script: []byte(tc.script), Input: json.RawMessage("null"), Host: echoHost{}, Logs: discardLogs{},
 				Limits: spi.Limits{WallClock: 10 * time.Minute, MemoryBytes: limit},
 			})
-			close(stop)
-			wg.Wait()
 			require.NoError(t, err)
 			assert.NotEqual(t, spi.KindLimit, out.Kind, "%+v", out)
-			growth := int64(peak) - int64(before.HeapInuse)
+			growth := heapGrowth()
 			t.Logf("heap grew by %d KiB during the run (%s)", growth>>10, out.Kind)
 			assert.Less(t, growth, int64(limit), fmt.Sprintf("the host's heap grew by %d MiB during one run limited to %d MiB", growth>>20, limit>>20))
 		})
+	}
+}
+
+// watchHeap samples the Go heap in use every millisecond from now on; the
+// function it returns stops the sampling and gives the peak's growth
+// over the heap at the start (after a collection).
+func watchHeap() (growth func() int64) {
+	runtime.GC()
+	var before runtime.MemStats
+	runtime.ReadMemStats(&before)
+	peak := before.HeapInuse
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		tick := time.NewTicker(time.Millisecond)
+		defer tick.Stop()
+		var m runtime.MemStats
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				runtime.ReadMemStats(&m)
+				peak = max(peak, m.HeapInuse)
+			}
+		}
+	})
+	return func() int64 {
+		close(stop)
+		wg.Wait()
+		return int64(peak) - int64(before.HeapInuse)
 	}
 }
 
@@ -238,34 +248,13 @@ func TestHostAnswersWaitingAreBounded(t *testing.T) {
 	b := newBackend(t)
 	const limit = 32 << 20
 	script := "import asyncio\nasync def main():\n    arg = 'x' * (1 << 20)\n    calls = [host.echo(arg) for _ in range(300)]\n    while True:\n        pass\nawait main()"
-	runtime.GC()
-	var before runtime.MemStats
-	runtime.ReadMemStats(&before)
-	peak := before.HeapInuse
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		tick := time.NewTicker(time.Millisecond)
-		defer tick.Stop()
-		var m runtime.MemStats
-		for {
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-				runtime.ReadMemStats(&m)
-				peak = max(peak, m.HeapInuse)
-			}
-		}
-	})
+	heapGrowth := watchHeap()
 	out, err := b.Evaluate(context.Background(), spi.Request{
 		Script: []byte(script), Input: json.RawMessage("null"), Host: startingEchoHost{},
 		Limits: spi.Limits{WallClock: 10 * time.Second, MemoryBytes: limit},
 	})
-	close(stop)
-	wg.Wait()
 	require.NoError(t, err)
-	growth := int64(peak) - int64(before.HeapInuse)
+	growth := heapGrowth()
 	t.Logf("heap grew by %d MiB during the run (%+v)", growth>>20, out)
 	assert.Less(t, growth, int64(200<<20), "the host's heap grew by %d MiB for answers the runner never read", growth>>20)
 }

@@ -29,18 +29,25 @@ const pythonScript = "import statistics\nprint('mean')\n{\"mean\": statistics.me
 
 const pythonWant = `{"mean": 2.5, "big": 1180591620717411303424}`
 
-// TestPythonThroughEveryDoor runs one Python script through the command
-// line (a .py file), the MCP tool run_python and the HTTP door's language
-// "python", each on the built-in registry: the engine is found through
-// builtin and package pool alone, as "python", the language's default.
-// (The Temporal door resolves through the same pool in its own module.)
-func TestPythonThroughEveryDoor(t *testing.T) {
+// skipWithoutPython skips a test where this machine cannot run the
+// Python sandbox, saying why.
+func skipWithoutPython(t *testing.T) {
+	t.Helper()
 	if err := python.Available(nil); err != nil {
 		t.Skipf("this machine cannot run the Python sandbox: %v", err)
 	}
 	if _, err := python.New(nil); err != nil {
 		t.Skipf("this machine cannot run the Python sandbox: %v", err)
 	}
+}
+
+// TestPythonThroughEveryDoor runs one Python script through the command
+// line (a .py file), the MCP tool run_python and the HTTP door's language
+// "python", each on the built-in registry: the engine is found through
+// builtin and package pool alone, as "python", the language's default.
+// (The Temporal door resolves through the same pool in its own module.)
+func TestPythonThroughEveryDoor(t *testing.T) {
+	skipWithoutPython(t)
 	reg := &registry.Registry{}
 	builtin.Register(reg)
 
@@ -114,12 +121,7 @@ func TestPythonThroughEveryDoor(t *testing.T) {
 // spread over lines and holding text of the runner's old line protocol:
 // each answer arrives whole, to its own call (the approval reads false).
 func TestPythonHostFileEndingInANewline(t *testing.T) {
-	if err := python.Available(nil); err != nil {
-		t.Skipf("this machine cannot run the Python sandbox: %v", err)
-	}
-	if _, err := python.New(nil); err != nil {
-		t.Skipf("this machine cannot run the Python sandbox: %v", err)
-	}
+	skipWithoutPython(t)
 	reg := &registry.Registry{}
 	builtin.Register(reg)
 	a, _ := fakeApp(t)
@@ -144,12 +146,7 @@ func TestPythonHostFileEndingInANewline(t *testing.T) {
 // an upstream's answers reach run_python's script whole, each to its own
 // call, one at a time and in flight at once.
 func TestPythonUpstreamAnswersThroughMCP(t *testing.T) {
-	if err := python.Available(nil); err != nil {
-		t.Skipf("this machine cannot run the Python sandbox: %v", err)
-	}
-	if _, err := python.New(nil); err != nil {
-		t.Skipf("this machine cannot run the Python sandbox: %v", err)
-	}
+	skipWithoutPython(t)
 	a, transport, stderr := gojaApp(t)
 	a.newRegistry = func() (*registry.Registry, error) {
 		reg := &registry.Registry{}
