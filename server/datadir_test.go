@@ -254,3 +254,27 @@ func TestDiskScriptsBoundUnderConcurrentPuts(t *testing.T) {
 	assert.Equal(t, int64(15), full.Load())
 	assert.Len(t, open().known, 5)
 }
+
+// TestDataDirOneServer: a server refuses a data directory another process
+// serves, naming that process; so does a second server of one process;
+// the directory is free again once its server is closed.
+func TestDataDirOneServer(t *testing.T) {
+	dir := t.TempDir()
+	reg := testRegistry(t)
+	other := startChild(t, dir)
+	_, err := New(reg, &Options{DataDir: dir})
+	require.ErrorIs(t, err, ErrDataDirInUse)
+	assert.Contains(t, err.Error(), fmt.Sprintf("process %d holds %s", other.cmd.Process.Pid, dir))
+	require.NoError(t, other.cmd.Process.Kill())
+	_ = other.cmd.Wait() // the kernel drops a dead process's lock
+
+	first, err := New(reg, &Options{DataDir: dir})
+	require.NoError(t, err)
+	_, err = New(reg, &Options{DataDir: dir})
+	require.ErrorIs(t, err, ErrDataDirInUse)
+	assert.Contains(t, err.Error(), fmt.Sprintf("process %d holds", os.Getpid()))
+	require.NoError(t, first.Close())
+	again, err := New(reg, &Options{DataDir: dir})
+	require.NoError(t, err)
+	require.NoError(t, again.Close())
+}
