@@ -30,6 +30,12 @@ const hugeAnswerBytes = 4 * mcpserver.MaxUpstreamMessageBytes
 // written as it goes, never held; written counts what it wrote.
 func hugeHTTP(t *testing.T, u *upstream, events bool) (url string, written *atomic.Int64) {
 	t.Helper()
+	return hugeHTTPOf(t, u, events, hugeAnswerBytes)
+}
+
+// hugeHTTPOf is hugeHTTP with an answer of size bytes.
+func hugeHTTPOf(t testing.TB, u *upstream, events bool, size int64) (url string, written *atomic.Int64) {
+	t.Helper()
 	written = new(atomic.Int64)
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return u.srv }, nil)
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -55,7 +61,7 @@ func hugeHTTP(t *testing.T, u *upstream, events bool) (url string, written *atom
 		chunk := bytes.Repeat([]byte("x"), 64<<10)
 		n, err := w.Write([]byte(head))
 		written.Add(int64(n))
-		for err == nil && written.Load() < hugeAnswerBytes {
+		for err == nil && written.Load() < size {
 			n, err = w.Write(chunk)
 			written.Add(int64(n))
 		}
