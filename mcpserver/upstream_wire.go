@@ -26,7 +26,9 @@ import (
 // own bound, mcp.DefaultMaxLineLength, which this is), an HTTP response
 // body of one message, one server-sent event. A message past it is not
 // read further: the call it answers fails with UpstreamTooLarge, and the
-// session ends (the next call starts another).
+// session ends (the next call starts another). Which call a message
+// answers is not known before it is read, so every call in flight on
+// that session fails with UpstreamTooLarge too.
 const MaxUpstreamMessageBytes = mcp.DefaultMaxLineLength
 
 // errUpstreamTooLarge is what reading an upstream's message past the
