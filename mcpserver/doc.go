@@ -38,7 +38,12 @@
 // ([UpstreamCode]); none makes the run retryable. [ConnectUpstream]
 // starts the upstream itself: it starts it again, within a backoff, when
 // it dies, and lists its tools again on tools/list_changed, when a
-// server re-declares its run tools.
+// server re-declares its run tools. It bounds every message its upstream
+// sends, on every transport, before buffering it
+// (MaxUpstreamMessageBytes: past it, upstreamTooLarge), and keeps the
+// numbers of a tool result's structured content exact; a session given
+// to NewUpstream is the caller's, and so are its transport's bounds and
+// its client's decoding (numbers as float64).
 //
 // # Results
 //

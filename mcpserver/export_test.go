@@ -21,3 +21,6 @@ func SessionDone(u *Upstream) <-chan struct{} {
 
 // RestartDelay is restartDelay.
 var RestartDelay = restartDelay
+
+// ScanDeclarations is scanDeclarations (upstream_decl_fuzz_test.go).
+var ScanDeclarations = scanDeclarations

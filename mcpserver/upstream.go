@@ -279,6 +279,12 @@ func (u *Upstream) hostFunc(t UpstreamTool) effect.HostFunc {
 			// The run ended (its wall clock, its caller, its end): the
 			// effect decides what the script sees, if anything.
 			return nil, ctx.Err()
+		case err != nil && sess != nil && sess.wire.overflowed():
+			// An answer over MaxUpstreamMessageBytes ended the session:
+			// the upstream works, and its next call starts another.
+			u.answered(sess)
+			u.lost(sess)
+			return nil, fail(UpstreamTooLarge, "")
 		case err != nil && cctx.Err() != nil:
 			return nil, fail(UpstreamTimeout, "")
 		case err != nil && sess == nil:
@@ -299,7 +305,7 @@ func (u *Upstream) hostFunc(t UpstreamTool) effect.HostFunc {
 		case res.IsError:
 			return nil, fail(UpstreamToolError, toolText(res))
 		}
-		v, err := resultValue(res)
+		v, err := resultValue(res, sess.exact)
 		if err != nil {
 			return nil, fail(UpstreamMalformed, "")
 		}
@@ -358,7 +364,16 @@ func toolText(res *mcp.CallToolResult) string {
 }
 
 // resultValue is what a tool's result is to the script (see HostFuncs).
-func resultValue(res *mcp.CallToolResult) (json.RawMessage, error) {
+// exact reports that its structured content, when it is a string, is the
+// text the upstream sent (exactResult): numbers stay as they were
+// written, never rounded through a float64.
+func resultValue(res *mcp.CallToolResult, exact bool) (json.RawMessage, error) {
+	if s, ok := res.StructuredContent.(string); ok && exact {
+		if !json.Valid([]byte(s)) {
+			return nil, errors.New("mcpserver: structured content that is not JSON")
+		}
+		return json.RawMessage(s), nil
+	}
 	if res.StructuredContent != nil {
 		return json.Marshal(res.StructuredContent)
 	}
@@ -516,6 +531,9 @@ const (
 	// UpstreamInvalidArguments: the script's argument is not a JSON
 	// object (or null).
 	UpstreamInvalidArguments
+	// UpstreamTooLarge: the upstream's answer is longer than
+	// MaxUpstreamMessageBytes; it was not read further.
+	UpstreamTooLarge
 )
 
 var upstreamCodeNames = [...]string{
@@ -525,6 +543,7 @@ var upstreamCodeNames = [...]string{
 	UpstreamRefused:          "upstreamRefused",
 	UpstreamToolError:        "upstreamToolError",
 	UpstreamInvalidArguments: "upstreamInvalidArguments",
+	UpstreamTooLarge:         "upstreamTooLarge",
 }
 
 // String returns the code's name, such as "upstreamTimeout".
@@ -543,6 +562,7 @@ var upstreamCodeTexts = [...]string{
 	UpstreamRefused:          "the upstream refused the call",
 	UpstreamToolError:        "the tool reported an error",
 	UpstreamInvalidArguments: "the argument must be a JSON object",
+	UpstreamTooLarge:         "the upstream's answer is over the bound on an upstream message (MaxUpstreamMessageBytes)",
 }
 
 // UpstreamError is a failed upstream call. The effect throws it into the
@@ -559,9 +579,9 @@ var upstreamCodeTexts = [...]string{
 // Its kind (effect.KindOf) says whether the same call may do better
 // later: upstreamUnavailable (the upstream is down, or restarting: see
 // ConnectUpstream), upstreamTimeout and upstreamMalformed are
-// infrastructure, retryable; upstreamRefused, upstreamToolError and
-// upstreamInvalidArguments match effect.ErrInvalidCall: the same call
-// fails the same way. A run whose script lets one escape ends as the
+// infrastructure, retryable; upstreamRefused, upstreamToolError,
+// upstreamInvalidArguments and upstreamTooLarge match
+// effect.ErrInvalidCall: the same call fails the same way. A run whose script lets one escape ends as the
 // script's typed failure (scriptError), never retryable, whatever its
 // code.
 type UpstreamError struct {
@@ -575,7 +595,7 @@ type UpstreamError struct {
 // the same way every time, and nil for the others (see UpstreamError).
 func (e *UpstreamError) Unwrap() error {
 	switch e.Code {
-	case UpstreamRefused, UpstreamToolError, UpstreamInvalidArguments:
+	case UpstreamRefused, UpstreamToolError, UpstreamInvalidArguments, UpstreamTooLarge:
 		return effect.ErrInvalidCall
 	}
 	return nil

@@ -61,7 +61,9 @@ func declarations(ups []*Upstream) string {
 // toolDeclaration declares one tool as a function of the namespace host.
 func toolDeclaration(u *Upstream, t UpstreamTool) string {
 	var b strings.Builder
-	comment := "Tool " + strconv.Quote(effect.Excerpt(t.Name)) + " of upstream " + u.name + "."
+	// The tool's name is the upstream's text, as its description is:
+	// defused as the description is, so that no name ends the comment.
+	comment := "Tool " + commentSafe(strconv.Quote(effect.Excerpt(t.Name))) + " of upstream " + u.name + "."
 	if t.Description != "" {
 		comment = oneLineComment(t.Description) + " (" + comment + ")"
 	}
@@ -348,8 +350,14 @@ func dedupe(parts []string) []string {
 
 // oneLineComment makes an upstream's text fit in a /** */ comment on one
 // line: scrubbed and cut (effect.Excerpt), line breaks as spaces, and no
-// "*/" to end the comment early.
+// "*/" to end the comment early (commentSafe).
 func oneLineComment(s string) string {
-	s = effect.Excerpt(strings.Join(strings.Fields(s), " "))
+	return commentSafe(effect.Excerpt(strings.Join(strings.Fields(s), " ")))
+}
+
+// commentSafe makes one line of text safe inside a /* */ comment: every
+// "*/" becomes "* /". Every text of an upstream written into a comment
+// of the declarations (a tool's name, a description) goes through it.
+func commentSafe(s string) string {
 	return strings.ReplaceAll(s, "*/", "* /")
 }

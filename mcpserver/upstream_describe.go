@@ -31,7 +31,7 @@ func (s *Server) upstreamSection(lang string, caps spi.Capabilities) string {
 	b.WriteString("\n\nUpstream tools (code mode): the script may call the tools of other MCP servers, the only way out of the sandbox. ")
 	b.WriteString(upstreamCalls[lang])
 	b.WriteString(" A tool's answer is its structured content when it has some, else its text (a string: parse it if it is JSON). ")
-	b.WriteString("A failure's message starts with \"mcpserver: CODE:\", CODE one of upstreamUnavailable, upstreamTimeout, upstreamMalformed, upstreamRefused, upstreamToolError, upstreamInvalidArguments. ")
+	b.WriteString("A failure's message starts with \"mcpserver: CODE:\", CODE one of upstreamUnavailable, upstreamTimeout, upstreamMalformed, upstreamRefused, upstreamToolError, upstreamInvalidArguments, upstreamTooLarge. ")
 	b.WriteString("Every call counts toward the run's wall clock and its number of host calls, and its argument and answer are bounded in size. The tools, declared in TypeScript:\n")
 	b.WriteString(s.declarations())
 	return b.String()

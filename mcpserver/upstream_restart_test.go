@@ -201,6 +201,7 @@ func TestUpstreamErrorKinds(t *testing.T) {
 		mcpserver.UpstreamRefused:          effect.KindInvalidCall,
 		mcpserver.UpstreamToolError:        effect.KindInvalidCall,
 		mcpserver.UpstreamInvalidArguments: effect.KindInvalidCall,
+		mcpserver.UpstreamTooLarge:         effect.KindInvalidCall,
 	} {
 		err := &mcpserver.UpstreamError{Upstream: "up", Tool: "t", Code: code}
 		assert.Equal(t, kind, effect.KindOf(err), "%s", code)

@@ -35,6 +35,11 @@ type upstreamSession struct {
 	cs       *mcp.ClientSession
 	done     chan struct{} // closed when the session has ended
 	answered bool          // a call had an answer; under Upstream.mu
+	// wire is what its transport observed (upstream_wire.go); nil for
+	// NewUpstream's session. exact reports that the structured content
+	// of its tool results arrives as exactResult wrote it.
+	wire  *upstreamWire
+	exact bool
 }
 
 // watchSession returns cs as an upstreamSession whose done closes when
@@ -114,7 +119,9 @@ func connectUpstream(ctx context.Context, name string, dial func() mcp.Transport
 
 // start connects a new session and lists its tools.
 func (u *Upstream) start(ctx context.Context) (*upstreamSession, []UpstreamTool, []string, error) {
-	cs, err := u.client.Connect(ctx, u.dial(), nil)
+	w := &upstreamWire{}
+	t, exact := wireTransport(u.dial(), w)
+	cs, err := u.client.Connect(ctx, t, nil)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("mcpserver: upstream %s: connecting: %s", u.name, effect.Excerpt(err.Error()))
 	}
@@ -123,7 +130,9 @@ func (u *Upstream) start(ctx context.Context) (*upstreamSession, []UpstreamTool,
 		_ = cs.Close()
 		return nil, nil, nil, err
 	}
-	return watchSession(cs), tools, skipped, nil
+	sess := watchSession(cs)
+	sess.wire, sess.exact = w, exact
+	return sess, tools, skipped, nil
 }
 
 // session returns the session in use, or starts a new one when it ended

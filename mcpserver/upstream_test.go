@@ -172,6 +172,15 @@ func codeMode(t *testing.T, u *upstream, uopts *mcpserver.UpstreamOptions, opts 
 	defer cancel()
 	up, err := mcpserver.NewUpstream(ctx, "up", u.connect(t), uopts)
 	require.NoError(t, err)
+	return codeModeOf(t, up, opts)
+}
+
+// codeModeOf serves goja, starlark and goja-ts with the upstream up and
+// returns a client of the server.
+func codeModeOf(t *testing.T, up *mcpserver.Upstream, opts *mcpserver.Options) *mcp.ClientSession {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
 	if opts == nil {
 		opts = &mcpserver.Options{}
 	}

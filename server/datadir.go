@@ -19,6 +19,7 @@ import (
 // runs it answered. Without Options.DataDir both live in memory and a
 // restart loses them; with it, on disk (see docs/data-dir.md):
 //
+//	DIR/lock                                       the lock of the server using DIR, holding its process id
 //	DIR/tenants/<tenant>/scripts/<hex[:2]>/<hex>   the effect.DirStore of the tenant's scripts
 //	DIR/tenants/<tenant>/quarantine/<hex>          scripts found damaged on start, never served
 //	DIR/tenants/<tenant>/receipts/<seq>.log         the receipt log's segments, the last one active
@@ -54,6 +55,7 @@ type data struct {
 
 	mu      sync.Mutex
 	closed  bool
+	lock    *os.File // the data directory's lock (datadir_lock.go); nil in memory, or once closed
 	tenants map[string]*tenantData
 }
 
@@ -70,20 +72,28 @@ func DefaultDataDir() (string, error) {
 	return filepath.Join(home, ".local", "state", "sandbank"), nil
 }
 
-// openData opens the data directory (when o.DataDir is set): it reads back
-// every tenant's scripts and receipt log found there, checking each
-// (openDiskScripts, openReceiptLog).
+// openData opens the data directory (when o.DataDir is set): it takes its
+// lock, refusing a directory another server holds (ErrDataDirInUse), then
+// reads back every tenant's scripts and receipt log found there, checking
+// each (openDiskScripts, openReceiptLog).
 func openData(ctx context.Context, o *Options, log *slog.Logger, m *metrics) (*data, error) {
 	d := &data{dir: o.DataDir, opts: o, log: log, m: m, tenants: map[string]*tenantData{}}
 	if d.dir == "" {
 		return d, nil
 	}
+	lock, err := lockDataDir(d.dir)
+	if err != nil {
+		return nil, err
+	}
+	d.lock = lock
 	root := filepath.Join(d.dir, "tenants")
 	if err := os.MkdirAll(root, 0o700); err != nil {
+		_ = d.close()
 		return nil, fmt.Errorf("server: data directory: %w", err)
 	}
 	ents, err := os.ReadDir(root)
 	if err != nil {
+		_ = d.close()
 		return nil, fmt.Errorf("server: data directory: %w", err)
 	}
 	for _, e := range ents {
@@ -158,7 +168,8 @@ func (d *data) openDisk(ctx context.Context, dir string) (*tenantData, error) {
 	return &tenantData{scripts: scripts, receipts: receipts}, nil
 }
 
-// close closes every receipt log.
+// close closes every receipt log, then releases the data directory's
+// lock.
 func (d *data) close() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -166,6 +177,10 @@ func (d *data) close() error {
 	var errs []error
 	for _, td := range d.tenants {
 		errs = append(errs, td.receipts.close())
+	}
+	if d.lock != nil {
+		errs = append(errs, d.lock.Close())
+		d.lock = nil
 	}
 	return errors.Join(errs...)
 }

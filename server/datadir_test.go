@@ -254,3 +254,71 @@ func TestDiskScriptsBoundUnderConcurrentPuts(t *testing.T) {
 	assert.Equal(t, int64(15), full.Load())
 	assert.Len(t, open().known, 5)
 }
+
+// TestDataDirOneServer: a server refuses a data directory another process
+// serves, naming that process; so does a second server of one process;
+// the directory is free again once its server is closed.
+func TestDataDirOneServer(t *testing.T) {
+	dir := t.TempDir()
+	reg := testRegistry(t)
+	other := startChild(t, dir)
+	_, err := New(reg, &Options{DataDir: dir})
+	require.ErrorIs(t, err, ErrDataDirInUse)
+	assert.Contains(t, err.Error(), fmt.Sprintf("process %d holds %s", other.cmd.Process.Pid, dir))
+	require.NoError(t, other.cmd.Process.Kill())
+	_ = other.cmd.Wait() // the kernel drops a dead process's lock
+
+	first, err := New(reg, &Options{DataDir: dir})
+	require.NoError(t, err)
+	_, err = New(reg, &Options{DataDir: dir})
+	require.ErrorIs(t, err, ErrDataDirInUse)
+	assert.Contains(t, err.Error(), fmt.Sprintf("process %d holds", os.Getpid()))
+	require.NoError(t, first.Close())
+	again, err := New(reg, &Options{DataDir: dir})
+	require.NoError(t, err)
+	require.NoError(t, again.Close())
+}
+
+// TestDataDirDamagedReceiptThroughHTTP: one flipped byte in the middle of
+// the active receipt segment costs the server, after a restart, that one
+// receipt (404, reported): the receipts of the runs answered after it
+// are still served.
+func TestDataDirDamagedReceiptThroughHTTP(t *testing.T) {
+	const n, bad = 20, 5
+	dir := t.TempDir()
+	reg := testRegistry(t)
+	c := &http.Client{Timeout: time.Minute}
+	l := startServer(t, reg, &Options{DataDir: dir})
+	var runs []string
+	for i := range n {
+		code, h, rec := post(t, c, l.url+"/v1/runs", "", map[string]any{"engine": "goja", "source": fmt.Sprintf("%d", i)})
+		require.Equal(t, 200, code, "%v", rec)
+		runs = append(runs, h.Get(RunHeader))
+	}
+	stopServer(t, l)
+
+	seg := filepath.Join(dir, "tenants", "dev", "receipts", segmentName(1))
+	b, err := os.ReadFile(seg)
+	require.NoError(t, err)
+	off := 0
+	for range bad {
+		_, size, ok := decodeFrame(b[off:])
+		require.True(t, ok)
+		off += size
+	}
+	rec, size, ok := decodeFrame(b[off:])
+	require.True(t, ok)
+	require.Equal(t, runs[bad], rec.Run, "the runs' records are in the order of their answers")
+	b[off+size/2] ^= 0x01
+	require.NoError(t, os.WriteFile(seg, b, 0o600))
+
+	l = startServer(t, reg, &Options{DataDir: dir})
+	assert.Equal(t, 1.0, testutil.ToFloat64(l.metrics.damaged))
+	for i, run := range runs {
+		want := 200
+		if i == bad {
+			want = 404
+		}
+		assert.Equal(t, want, getJSON(t, c, l.url+"/v1/runs/"+run+"/receipt", "", nil), "run %d", i)
+	}
+}

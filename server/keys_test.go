@@ -133,6 +133,7 @@ func TestDataDirKeepsTheSigningKey(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, os.FileMode(0o600), info.Mode().Perm())
 
+	stopServer(t, first) // a directory is one server's
 	second := startServer(t, testRegistry(t), &Options{DataDir: dir})
 	after := getKeys(t, second.url)
 	require.Len(t, after.Keys, 1)

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -89,9 +90,11 @@ type frameLoc struct {
 func segmentName(seq uint64) string { return fmt.Sprintf("%020d%s", seq, segmentExt) }
 
 // openReceiptLog opens (creating if needed) the log in dir: it reads every
-// segment back, indexing each record that checks, up to the first frame
-// that does not (torn by a crash, or damaged): the active segment is cut
-// there, a sealed one is read no further, and the damage is reported.
+// segment back, indexing each record that checks. A frame that does not
+// check (damaged) is reported and skipped to the next frame that does
+// (resync): it is never a reason to drop the good records after it. When
+// no frame after it checks, it is a tail torn by a crash: the active
+// segment is cut there, a sealed one is read no further.
 func openReceiptLog(dir string, segmentBytes int64, segments int, log *slog.Logger, damaged func()) (*receiptLog, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("server: receipt log: %w", err)
@@ -141,7 +144,8 @@ func openReceiptLog(dir string, segmentBytes int64, segments int, log *slog.Logg
 }
 
 // load reads segment seq, indexing its records, and returns the size of
-// its good prefix. The active segment is truncated to it.
+// what it holds up to the end of its last record that checks. The active
+// segment is truncated to it (a torn tail).
 func (l *receiptLog) load(seq uint64, active bool) (int64, error) {
 	path := filepath.Join(l.dir, segmentName(seq))
 	b, err := os.ReadFile(path)
@@ -155,7 +159,14 @@ func (l *receiptLog) load(seq uint64, active bool) (int64, error) {
 		rec, n, ok := decodeFrame(b[off:])
 		if !ok {
 			l.damaged()
-			l.log.Warn("sandbank: receipt log: a record does not check; the records from it on are not served",
+			next := resync(b, off+1)
+			if next >= 0 {
+				l.log.Warn("sandbank: receipt log: a record does not check; it is skipped, and the records after it are served",
+					slog.String("segment", path), slog.Int64("offset", off), slog.Int64("bytes", next-off))
+				off = next
+				continue
+			}
+			l.log.Warn("sandbank: receipt log: a record does not check, nor does any after it (a torn tail); they are not served",
 				slog.String("segment", path), slog.Int64("offset", off), slog.Int64("bytes", int64(len(b))-off))
 			if active {
 				if err := os.Truncate(path, off); err != nil {
@@ -171,6 +182,31 @@ func (l *receiptLog) load(seq uint64, active bool) (int64, error) {
 		off += int64(n)
 	}
 	return off, nil
+}
+
+// payloadStart is how every record's payload starts: the JSON of a
+// loggedReceipt, whose first field is the run's id (encodeFrame).
+var payloadStart = []byte(`{"run":"`)
+
+// resync returns the offset of the first frame that checks at or after
+// from in b, or -1. It tries only the offsets whose payload would start
+// as a record's does, so it reads a damaged region once rather than
+// checksumming a frame at every byte. No frame hides inside a payload:
+// a payload is JSON text, which holds no byte below 0x20, and every
+// frame's length, at most maxReceiptRecord, starts with a zero byte.
+func resync(b []byte, from int64) int64 {
+	for at := from + frameHeader; at < int64(len(b)); {
+		i := bytes.Index(b[at:], payloadStart)
+		if i < 0 {
+			return -1
+		}
+		start := at + int64(i) - frameHeader
+		if _, _, ok := decodeFrame(b[start:]); ok {
+			return start
+		}
+		at += int64(i) + 1
+	}
+	return -1
 }
 
 // decodeFrame decodes the frame at the start of b: the record and the

@@ -139,8 +139,8 @@ func TestReceiptLogRotation(t *testing.T) {
 }
 
 // TestReceiptLogDamagedSealedSegment: a record damaged in a sealed segment
-// is reported on start; it and the records after it in that segment are
-// not served, every other segment is, and the sealed segment is left as
+// is reported on start and not served; every other record is, the ones
+// after it in that segment included, and the sealed segment is left as
 // it is.
 func TestReceiptLogDamagedSealedSegment(t *testing.T) {
 	dir := t.TempDir()
@@ -162,11 +162,70 @@ func TestReceiptLogDamagedSealedSegment(t *testing.T) {
 	for i := range 8 {
 		_, ok, err := l.get(runID(i))
 		require.NoError(t, err)
-		assert.Equal(t, i == 0 || i >= 4, ok, "record %d", i)
+		assert.Equal(t, i != 1, ok, "record %d", i)
 	}
 	after, err := os.ReadFile(seg)
 	require.NoError(t, err)
 	assert.Equal(t, b, after, "a sealed segment is not cut")
+}
+
+// TestReceiptLogDamagedInTheMiddle: one record damaged in the middle of
+// the active segment (a flipped byte in its payload, or in its header's
+// length) is reported on start and not served, and every record after it
+// is: a damaged frame is skipped to the next frame that checks, and the
+// segment is not cut. Appends go on after the last record.
+func TestReceiptLogDamagedInTheMiddle(t *testing.T) {
+	const n, bad = 20, 5
+	for name, damage := range map[string]func(frame []byte){
+		"a payload byte":            func(f []byte) { flipDigest(f) },
+		"a length byte":             func(f []byte) { f[3] ^= 0x40 },
+		"a length past the segment": func(f []byte) { f[1] = 0x0f },
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			l, _ := openTestLog(t, dir, DefaultReceiptSegmentBytes, DefaultReceiptSegments)
+			var offs []int
+			size := 0
+			for i := range n {
+				offs = append(offs, size)
+				require.NoError(t, l.append(runID(i), testReceipt(i)))
+				frame, err := encodeFrame(loggedReceipt{Run: runID(i), Receipt: testReceipt(i)})
+				require.NoError(t, err)
+				size += len(frame)
+			}
+			require.NoError(t, l.close())
+			seg := filepath.Join(dir, segmentName(1))
+			b, err := os.ReadFile(seg)
+			require.NoError(t, err)
+			require.Len(t, b, size)
+			damage(b[offs[bad]:offs[bad+1]])
+			require.NoError(t, os.WriteFile(seg, b, 0o600))
+
+			l, damaged := openTestLog(t, dir, DefaultReceiptSegmentBytes, DefaultReceiptSegments)
+			assert.Equal(t, int64(1), damaged.Load())
+			for i := range n {
+				r, ok, err := l.get(runID(i))
+				require.NoError(t, err)
+				require.Equal(t, i != bad, ok, "record %d", i)
+				if ok {
+					assert.Equal(t, testReceipt(i), r)
+				}
+			}
+			after, err := os.ReadFile(seg)
+			require.NoError(t, err)
+			assert.Equal(t, b, after, "a segment is not cut before records that check")
+
+			require.NoError(t, l.append(runID(n), testReceipt(n)))
+			require.NoError(t, l.close())
+			l, damaged = openTestLog(t, dir, DefaultReceiptSegmentBytes, DefaultReceiptSegments)
+			assert.Equal(t, int64(1), damaged.Load(), "the damaged record, still there, is reported again")
+			for i := range n + 1 {
+				_, ok, err := l.get(runID(i))
+				require.NoError(t, err)
+				assert.Equal(t, i != bad, ok, "record %d", i)
+			}
+		})
+	}
 }
 
 // TestReceiptLogDamagedAfterStart: a record damaged after it was indexed
@@ -196,33 +255,64 @@ func flipDigest(b []byte) {
 }
 
 // FuzzReceiptLogOpen: whatever bytes the active segment holds, opening
-// the log neither fails nor panics, cuts the segment to a prefix of whole
-// frames that check, serves only the records of that prefix, and appends
-// after it.
+// the log neither fails nor panics; it serves every record a plain reader
+// finds (reading frame after frame, and past a frame that does not check,
+// from the next offset where one does), cuts the segment only after the
+// last of them (a torn tail), and appends after it.
 func FuzzReceiptLogOpen(f *testing.F) {
 	one, err := encodeFrame(loggedReceipt{Run: runID(1), Receipt: testReceipt(1)})
 	require.NoError(f, err)
+	two, err := encodeFrame(loggedReceipt{Run: runID(2), Receipt: testReceipt(2)})
+	require.NoError(f, err)
+	damaged := append([]byte{}, one...)
+	flipDigest(damaged)
 	f.Add([]byte{})
 	f.Add(one)
 	f.Add(append(append([]byte{}, one...), one[:11]...))
 	f.Add(mustFrame([]byte(`{"run":"x"}`)))
+	f.Add(append(append(append([]byte{}, one...), damaged...), two...))
+	f.Add(append(append([]byte{}, damaged[:20]...), two...))
 	f.Fuzz(func(t *testing.T, b []byte) {
+		// The plain reader: every frame that checks, in order, and the
+		// end of the last.
+		var found []loggedReceipt
+		end := 0
+		for off := 0; off < len(b); {
+			if rec, n, ok := decodeFrame(b[off:]); ok {
+				found = append(found, rec)
+				off += n
+				end = off
+				continue
+			}
+			next := -1
+			for o := off + 1; o+frameHeader < len(b) && next < 0; o++ {
+				if _, _, ok := decodeFrame(b[o:]); ok && bytes.HasPrefix(b[o+frameHeader:], []byte(`{"run":"`)) {
+					next = o
+				}
+			}
+			if next < 0 {
+				break
+			}
+			off = next
+		}
+
 		dir := t.TempDir()
 		seg := filepath.Join(dir, segmentName(1))
 		require.NoError(t, os.WriteFile(seg, b, 0o600))
 		l, _ := openTestLog(t, dir, DefaultReceiptSegmentBytes, DefaultReceiptSegments)
 		kept, err := os.ReadFile(seg)
 		require.NoError(t, err)
-		require.True(t, bytes.HasPrefix(b, kept))
-		for off := 0; off < len(kept); {
-			rec, n, ok := decodeFrame(kept[off:])
-			require.True(t, ok, "a frame at %d of the kept prefix does not check", off)
-			if validRunID(rec.Run) {
-				_, ok, err := l.get(rec.Run)
-				require.NoError(t, err)
-				assert.True(t, ok)
+		require.Equal(t, b[:end], kept, "the segment is cut after its last record that checks, and only there")
+		served := map[string]bool{}
+		for _, rec := range found {
+			if !validRunID(rec.Run) || served[rec.Run] {
+				continue // the first record of a run is the one served
 			}
-			off += n
+			served[rec.Run] = true
+			r, ok, err := l.get(rec.Run)
+			require.NoError(t, err)
+			require.True(t, ok, "run %s is not served", rec.Run)
+			assert.Equal(t, rec.Receipt, r)
 		}
 		require.NoError(t, l.append(runID(99), testReceipt(99)))
 		r, ok, err := l.get(runID(99))

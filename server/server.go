@@ -170,8 +170,10 @@ var ErrInvalidOptions = fmt.Errorf("server: invalid options: %w", effect.ErrInva
 // New returns a Server running the engines of reg. It validates opts: an
 // error matches ErrInvalidOptions. With Options.DataDir it also reads
 // every tenant's scripts and receipt log back and checks them (a cost in
-// proportion to what is stored); an error opening or reading the
-// directory is returned as it is.
+// proportion to what is stored), after taking the directory's lock: a
+// directory another server holds is refused with an error matching
+// ErrDataDirInUse, which names the process holding it. Another error
+// opening or reading the directory is returned as it is.
 func New(reg *registry.Registry, opts *Options) (*Server, error) {
 	if reg == nil {
 		return nil, fmt.Errorf("%w: nil registry", ErrInvalidOptions)
@@ -252,10 +254,13 @@ func New(reg *registry.Registry, opts *Options) (*Server, error) {
 	}
 	s.hard, s.cancelHard = context.WithCancel(context.Background())
 	var err error
-	if s.signing, err = newSigning(&o, log); err != nil {
+	// The data directory first: its lock keeps a second server from
+	// its signing key as well as from its logs.
+	if s.data, err = openData(s.hard, &s.opts, log, s.metrics); err != nil {
 		return nil, err
 	}
-	if s.data, err = openData(s.hard, &s.opts, log, s.metrics); err != nil {
+	if s.signing, err = newSigning(&o, log); err != nil {
+		_ = s.data.close()
 		return nil, err
 	}
 	s.pool, err = pool.New(reg, &pool.Options{Effect: effect.Options{

@@ -75,8 +75,9 @@ type itemAnswer struct {
 const upstreamNote = "x\n{\"i\":1,\"ok\":true}\n"
 
 // testUpstream is a real MCP server, built with the SDK: item answers,
-// note answers upstreamNote, die exits the process, hang never answers, big answers 5 MiB, whoami
-// answers the Authorization header it was sent.
+// note answers upstreamNote, die exits the process, hang never answers,
+// big answers 5 MiB, huge answers past mcpserver.MaxUpstreamMessageBytes,
+// whoami answers the Authorization header it was sent.
 func testUpstream() *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "test-upstream", Version: "1"}, nil)
 	mcp.AddTool(s, &mcp.Tool{Name: "item", Description: "An item by id."}, func(_ context.Context, _ *mcp.CallToolRequest, in itemArgs) (*mcp.CallToolResult, itemAnswer, error) {
@@ -98,6 +99,9 @@ func testUpstream() *mcp.Server {
 	})
 	raw("big", func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Repeat("x", 5<<20)}}}, nil
+	})
+	raw("huge", func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Repeat("x", mcpserver.MaxUpstreamMessageBytes)}}}, nil
 	})
 	raw("whoami", func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		var auth string
@@ -224,6 +228,13 @@ func TestMCPUpstreamStdio(t *testing.T) {
 		r := runScript(t, cs, caughtMessage("store__big({})"))
 		assert.Equal(t, `"effect: host function result is 5242882 bytes, over the limit of 4194304 (MaxHostResultBytes)"`, string(r.Value))
 	})
+	t.Run("over the bound", func(t *testing.T) {
+		r := runScript(t, cs, caughtMessage("store__huge({})"))
+		assert.Equal(t, `"mcpserver: upstreamTooLarge: store.huge: the upstream's answer is over the bound on an upstream message (MaxUpstreamMessageBytes)"`, string(r.Value))
+		r = runScript(t, cs, `(await host.store__item({ id: 6 })).title`)
+		require.True(t, r.OK, "%+v", r)
+		assert.Equal(t, `"item 6"`, string(r.Value))
+	})
 	t.Run("dies and is started again", func(t *testing.T) {
 		// The process exits on the call: that call fails typed, and the
 		// next run's call starts the upstream again.
@@ -274,7 +285,8 @@ m`)
 
 // TestMCPUpstreamHTTP: --upstream NAME=URL reaches a real MCP server over
 // streamable HTTP with the operator's header, which never reaches the
-// script; an answer that is not MCP is a typed error.
+// script; an answer that is not MCP, or one past the bound, is a typed
+// error.
 func TestMCPUpstreamHTTP(t *testing.T) {
 	const secret = "ghp_0123456789secret"
 	t.Setenv("SANDBANK_TEST_UPSTREAM_TOKEN", secret)
@@ -317,6 +329,14 @@ func TestMCPUpstreamHTTP(t *testing.T) {
 	r = runScript(t, cs, `(await host.web__item({ id: 2 })).title`)
 	require.True(t, r.OK, "%+v", r)
 	assert.Equal(t, `"item 2"`, string(r.Value))
+
+	// An answer past mcpserver.MaxUpstreamMessageBytes is not read past
+	// it: a typed failure, and the next call gets a new session.
+	r = runScript(t, cs, caughtMessage("web__huge({})"))
+	assert.Equal(t, `"mcpserver: upstreamTooLarge: web.huge: the upstream's answer is over the bound on an upstream message (MaxUpstreamMessageBytes)"`, string(r.Value))
+	r = runScript(t, cs, `(await host.web__item({ id: 5 })).title`)
+	require.True(t, r.OK, "%+v", r)
+	assert.Equal(t, `"item 5"`, string(r.Value))
 
 	// The test server answers a call whose arguments say "garbage" with
 	// something that is not JSON-RPC.

@@ -2,13 +2,18 @@ package main
 
 import (
 	"bytes"
+	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sandbank/sandbank/registry"
+	"github.com/sandbank/sandbank/server"
 	"github.com/sandbank/sandbank/tenant"
 )
 
@@ -70,4 +75,29 @@ func TestServeDataDir(t *testing.T) {
 	d, err = serveDataDir(&serveOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, filepath.Join(state, ".local", "state", "sandbank"), d)
+}
+
+// TestServeDataDirInUse: 'sandbank serve' refuses a data directory
+// another server holds (here, a server of this process), names the
+// process that holds it, and exits as infrastructure (retryable: the
+// directory is free once that server ends) before it listens.
+func TestServeDataDirInUse(t *testing.T) {
+	dir := t.TempDir()
+	holder, err := server.New(registry.New(), &server.Options{DataDir: dir})
+	require.NoError(t, err)
+	defer holder.Close()
+	var stdout bytes.Buffer
+	stderr := &syncBuffer{}
+	done := make(chan int, 1)
+	go func() {
+		done <- run([]string{"serve", "--dev", "--addr", "127.0.0.1:0", "--data-dir", dir}, strings.NewReader(""), &stdout, stderr)
+	}()
+	select {
+	case code := <-done:
+		assert.Equal(t, exitUntyped, code, stderr.String())
+	case <-time.After(upstreamBound): // far above a refusal's time: only a server that serves reaches it
+		t.Fatalf("serve did not refuse the directory; it said: %s", stderr.String())
+	}
+	assert.Contains(t, stderr.String(), fmt.Sprintf("process %d holds", os.Getpid()))
+	assert.NotContains(t, stderr.String(), "serving on")
 }
