@@ -128,10 +128,12 @@
 //	                calls reach its own functions with its own arguments
 //	                and its result is its own second answer
 //	host_clock      (HostCalls, WallClock hard) host.probe, then a loop:
-//	                the call is held until StopGrace + 250 ms after the
-//	                start, the wall clock is that + 250 ms; the run ends
-//	                in limitExceeded wallClock (or cpu) and the backend's
-//	                own Evaluate returns within the wall clock + StopGrace
+//	                the call is held StopGrace/2 from its entry, the wall
+//	                clock is that + StopGrace/10 (×4, up to twice, when
+//	                start-up spent it); the run ends in limitExceeded
+//	                wallClock (or cpu) and the backend's own Evaluate
+//	                returns within the wall clock + StopGrace/4 of the
+//	                call's entry
 //	host_exact      (HostCalls; declarable) host_calls with integers past
 //	                2^53 and 2^64 in the input and every answer: exact
 //	                both ways
