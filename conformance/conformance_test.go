@@ -936,7 +936,7 @@ func TestBrokenBackends(t *testing.T) {
 			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
 				c.override["logs_order"] = logsOrderBehavior(orderStreamsApart)
 			},
-			cases: []string{"logs_order"}, failed: "logs_order", reason: `line 2 of 2000 must be "order 1 LEVEL"`,
+			cases: []string{"logs_order"}, failed: "logs_order", reason: `line 2 of 1500 must be "order 1 LEVEL"`,
 		},
 		// Class 7: large inputs at once.
 		{

@@ -96,7 +96,7 @@
 //	logs            (Logs) three lines in order, levels and streams
 //	                agreeing, bounded and storable, on a finishing and a
 //	                failing run; a full log is cut with the marker
-//	logs_order      (Logs) 2,000 lines naming their call's level, the
+//	logs_order      (Logs) 1,500 lines naming their call's level, the
 //	                streams alternating: every one in the record, in
 //	                order, with its call's level on that level's stream
 //	host_calls      (HostCalls) host.probe(input) then host.probe(answer):
@@ -129,7 +129,7 @@
 //	                and its result is its own second answer
 //	host_clock      (HostCalls, WallClock hard) host.probe, then a loop:
 //	                the call is held StopGrace/2 from its entry, the wall
-//	                clock is that + StopGrace/10 (×4, up to twice, when
+//	                clock is that + StopGrace/4 (×4, up to twice, when
 //	                start-up spent it); the run ends in limitExceeded
 //	                wallClock (or cpu) and the backend's own Evaluate
 //	                returns within the wall clock + StopGrace/4 of the

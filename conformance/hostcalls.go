@@ -669,8 +669,8 @@ func caseHostIsolation(ctx context.Context, e *env) {
 // caseHostClock: the wall clock runs while a host call is out. The script
 // calls the host once, then loops without end. The host function holds
 // the call for half the stop grace from when it is entered, then answers;
-// the wall clock is that hold plus room for the script's start (a tenth
-// of the stop grace). An honest backend's deadline is at most the wall
+// the wall clock is that hold plus room for the script's start (a
+// quarter of the stop grace). An honest backend's deadline is at most the wall
 // clock after the call was entered (the script started before it), so
 // its own Evaluate returns within the wall clock plus a quarter of the
 // stop grace of the call's entry; a backend whose clock stood still
@@ -692,7 +692,7 @@ func caseHostClock(ctx context.Context, e *env) {
 	}
 	sp := newSpy(b)
 	s := &hostSpy{Backend: sp}
-	room := e.k.grace / 10
+	room := e.k.grace / 4
 	ev, ok := e.effectFor(s, spi.Limits{WallClock: hold + 16*room, MemoryBytes: e.k.limits.MemoryBytes}, nil)
 	if !ok {
 		return

@@ -156,7 +156,7 @@ func checkLogLines(e *env, run string, r *effect.Record) bool {
 // logsOrderLines is how many lines logs_order logs: past a ring of a
 // thousand lines, and the effect's default MaxLogLines, which the case
 // raises to hold them all.
-const logsOrderLines = 2000
+const logsOrderLines = 1500
 
 // caseLogsOrder runs logs_order: many lines, each naming the level of
 // the call that logged it, cycling through the language's levels and
