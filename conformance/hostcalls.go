@@ -670,12 +670,12 @@ func caseHostIsolation(ctx context.Context, e *env) {
 // calls the host once, then loops without end. The host function holds
 // the call for half the stop grace from when it is entered, then answers;
 // the wall clock is that hold plus room for the script's start (a
-// quarter of the stop grace). An honest backend's deadline is at most the wall
-// clock after the call was entered (the script started before it), so
-// its own Evaluate returns within the wall clock plus a quarter of the
-// stop grace of the call's entry; a backend whose clock stood still
-// during the call runs on for the whole hold past its deadline, twice
-// that tolerance.
+// quarter of the stop grace). An honest backend's deadline is at most
+// the wall clock after the call was entered (the script started before
+// it), so its own Evaluate returns within the wall clock plus a quarter
+// of the stop grace of the call's entry; a backend whose clock stood
+// still during the call runs on for the whole hold past its deadline,
+// twice that tolerance.
 //
 // The bounds count from the call's entry, not from the backend's call,
 // so an engine's start-up (what the stop grace mostly covers elsewhere:
@@ -703,7 +703,7 @@ func caseHostClock(ctx context.Context, e *env) {
 		done, retry := e.hostClockRun(ctx, ev, sp, attempt, wall, hold, tolerance)
 		if done || !retry || attempt == 3 {
 			if !done {
-				e.failf("the script calls host.probe before its loop; within a wall clock of %v the host function was never called, or not before the deadline less %v (a backend must relay every call to the broker, and not charge its start-up to the wall clock)", wall, hold)
+				e.failf("the script calls host.probe before its loop; under a wall clock of %v the call never reached the host function %v before the deadline (a backend must relay every call to the broker, and not charge its start-up to the wall clock)", wall, hold)
 			}
 			return
 		}

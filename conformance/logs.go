@@ -218,6 +218,6 @@ func caseLogsOrder(ctx context.Context, e *env) {
 	e.figure("levels", float64(len(levels)), "levels", "", 0)
 	e.figure("streamSwitches", float64(switches), "switches", "", 0)
 	if len(r.Logs) != logsOrderLines {
-		e.failf("the record must hold all %d lines, in order, got %d (the first %d arrived)", logsOrderLines, len(r.Logs), len(r.Logs))
+		e.failf("the record must hold all %d lines, in order, got the first %d: the lines after them were lost", logsOrderLines, len(r.Logs))
 	}
 }
