@@ -644,6 +644,7 @@ func caseHostIsolation(ctx context.Context, e *env) {
 	}
 	wg.Wait()
 	e.figure("runsAtOnce", float64(most.Load()), "runs", "", 0)
+	own := 0
 	for i, r := range runs {
 		args, answers := r.p.snapshot()
 		if r.err != nil {
@@ -654,16 +655,22 @@ func caseHostIsolation(ctx context.Context, e *env) {
 			e.failf("run %d of %d at once: its own host function was called %d time(s), not 2: a run's calls must reach its own host functions, not another run's", i+1, hostIsoRuns, len(args))
 			continue
 		}
-		if d := jsonDiff(r.in, args[0]); d != "" {
-			e.failf("run %d of %d at once: its first call's argument must be its own input: %s", i+1, hostIsoRuns, d)
+		ok := true
+		for _, c := range []struct{ what, diff string }{
+			{"its first call's argument must be its own input", jsonDiff(r.in, args[0])},
+			{"its second call's argument must be its own first answer", jsonDiff(answers[0], args[1])},
+			{"the result must be its own second answer", jsonDiff(answers[1], r.got)},
+		} {
+			if c.diff != "" {
+				e.failf("run %d of %d at once: %s: %s", i+1, hostIsoRuns, c.what, c.diff)
+				ok = false
+			}
 		}
-		if d := jsonDiff(answers[0], args[1]); d != "" {
-			e.failf("run %d of %d at once: its second call's argument must be its own first answer: %s", i+1, hostIsoRuns, d)
-		}
-		if d := jsonDiff(answers[1], r.got); d != "" {
-			e.failf("run %d of %d at once: the result must be its own second answer: %s", i+1, hostIsoRuns, d)
+		if ok {
+			own++
 		}
 	}
+	e.figure("runsOwnAnswers", float64(own), "runs", "==", hostIsoRuns)
 }
 
 // caseHostClock: the wall clock runs while a host call is out. The script
