@@ -87,6 +87,7 @@ func needHardClockOrMemory(c spi.Capabilities) string {
 var allCases = []*caseDef{
 	{name: "echo", gate: always, scripts: []string{"echo"}, run: caseEcho},
 	{name: "throw", gate: always, scripts: []string{"throw"}, run: caseThrow},
+	{name: "throw_named", gate: always, scripts: []string{"throw_named"}, run: caseThrowNamed, declarable: true},
 	{name: "syntax_error", gate: always, scripts: []string{"syntax_error"}, run: caseSyntaxError},
 	{name: "runaway_loop", gate: always, scripts: []string{"runaway_loop", "echo"}, run: caseRunawayLoop, proves: []string{"wallClock=hard"}},
 	{name: "runaway_native", gate: needHardClockOrMemory, scripts: []string{"runaway_native", "echo"}, run: caseRunawayNative, proves: []string{"wallClock=hard"}},
@@ -107,6 +108,7 @@ var allCases = []*caseDef{
 	{name: "abort_mid_run", gate: needHardClock, scripts: []string{"abort_mid_run"}, run: caseAbortMidRun, proves: []string{"wallClock=hard"}},
 	{name: "composition", gate: always, scripts: []string{"composition_throw", "composition_output"}, run: caseComposition},
 	{name: "logs", gate: needLogs, scripts: []string{"logs"}, run: caseLogs},
+	{name: "logs_order", gate: needLogs, scripts: []string{"logs_order"}, run: caseLogsOrder},
 }
 
 // echoInput is the input of echo (and of the echo runs other cases make).
@@ -148,7 +150,37 @@ func caseEcho(ctx context.Context, e *env) {
 		wg.Go(func() { one("concurrent", i) })
 	}
 	wg.Wait()
-	e.figure("distinctRuns", echoSequential+echoConcurrent, "runs", "", 0)
+	// Large inputs at once, each past echoLargeBytes and of its own size:
+	// a backend that hands large inputs through one slot (a shared buffer,
+	// a file, a region of memory) gives one run another's input.
+	for i := 1; i <= echoConcurrent; i++ {
+		wg.Go(func() {
+			in := echoLarge(newNonce(), i)
+			got, err := e.eval(ctx, ev, "echo", in, e.k.limits)
+			if err != nil {
+				e.failf("large concurrent run %d (%d bytes): the result must be the input, got %s", i, len(in), describe(nil, err))
+				return
+			}
+			if diff := jsonDiff(in, got); diff != "" {
+				e.failf("large concurrent run %d (%d bytes): the result must equal the run's own input: %s", i, len(in), diff)
+			}
+		})
+	}
+	wg.Wait()
+	e.figure("distinctRuns", echoSequential+2*echoConcurrent, "runs", "", 0)
+	e.figure("largeInputBytes", float64(len(echoLarge(newNonce(), 1))), "bytes", ">=", echoLargeBytes)
+}
+
+// echoLargeBytes is the size past which echo's large runs go: 64 KiB, a
+// common size for an inline buffer or a pipe.
+const echoLargeBytes = 64 << 10
+
+// echoLarge is the input of echo's large run i: echoWith(nonce) with a
+// "pad" of the nonce repeated, echoLargeBytes + i KiB long.
+func echoLarge(nonce string, i int) []byte {
+	n := echoLargeBytes + i<<10
+	pad := strings.Repeat(nonce, n/len(nonce)+1)[:n]
+	return append([]byte(`{"pad":"`+pad+`",`), echoWith(nonce)[1:]...)
 }
 
 // throwText is the message throw's script raises.
@@ -168,6 +200,52 @@ func caseThrow(ctx context.Context, e *env) {
 	case !strings.Contains(f.Message, throwText):
 		e.failf("the scriptError message must contain the thrown text %q, got %q", throwText, clip(f.Message))
 	}
+}
+
+// throwNamedRuns are throw_named's runs: the error's name (a built-in
+// class every language with named errors has, or the script's own
+// class), and whether it is raised through the language's asynchrony (a
+// promise's rejection).
+var throwNamedRuns = []struct {
+	name  string
+	async bool
+}{
+	{"TypeError", false},
+	{"ConformanceError", false},
+	{"ReferenceError", true},
+	{"ConformanceError", true},
+}
+
+// caseThrowNamed: a thrown error, and a rejection, arrive as a scriptError
+// carrying the error's own name (declarable: a language whose errors have
+// no names declares it inapplicable).
+func caseThrowNamed(ctx context.Context, e *env) {
+	ev, ok := e.setup(e.k.limits, nil)
+	if !ok {
+		return
+	}
+	named := 0
+	for _, r := range throwNamedRuns {
+		text := throwText + " " + newNonce()
+		input, _ := json.Marshal(map[string]any{"name": r.name, "message": text, "async": r.async})
+		how := "thrown"
+		if r.async {
+			how = "rejected"
+		}
+		got, err := e.eval(ctx, ev, "throw_named", input, e.k.limits)
+		f, typed := asFailure(err)
+		switch {
+		case !typed || f.Code != effect.CodeScriptError:
+			e.failf("a %s %s must end in a typed scriptError, got %s", how, r.name, describe(got, err))
+		case f.Name != r.name:
+			e.failf("a %s %s must arrive named %q (the error's own name, not a fixed one), got %q", how, r.name, r.name, clip(f.Name))
+		case !strings.Contains(f.Message, text):
+			e.failf("a %s %s's message must contain the text %q, got %q", how, r.name, text, clip(f.Message))
+		default:
+			named++
+		}
+	}
+	e.figure("namesKept", float64(named), "errors", "==", float64(len(throwNamedRuns)))
 }
 
 func caseSyntaxError(ctx context.Context, e *env) {
@@ -230,6 +308,7 @@ func caseRunawayLoop(ctx context.Context, e *env) {
 	if !ok || !e.warmUp(ctx, ev, limits) {
 		return
 	}
+	deadline := time.Now().Add(runawayWallClock)
 	got, err, took, returned := e.backendTook(ctx, ev, sp, 1, "runaway_loop", []byte(`{}`), limits, runawayWallClock)
 	if !isLimit(err, effect.LimitCPU, effect.LimitWallClock) {
 		e.failf("a loop that never ends must end in a typed limitExceeded cpu or wallClock, got %s", describe(got, err))
@@ -242,6 +321,8 @@ func caseRunawayLoop(ctx context.Context, e *env) {
 		if !e.stopBound("stopAfter", took, runawayWallClock, "a loop under a hard wall clock") {
 			return
 		}
+		e.waitIdleFrom(ctx, "the loop's limit", deadline)
+		return
 	}
 	e.waitIdle(ctx, "the loop's limit")
 }
@@ -256,6 +337,7 @@ func caseRunawayNative(ctx context.Context, e *env) {
 	if e.k.caps.CPU {
 		kinds = append(kinds, effect.LimitCPU)
 	}
+	deadline := time.Now().Add(runawayWallClock)
 	got, err, took, returned := e.backendTook(ctx, ev, sp, 1, "runaway_native", []byte(`{}`), limits, runawayWallClock)
 	if !isLimit(err, kinds...) {
 		e.failf("one long native operation must end in a typed limit (%s), got %s", kindNames(kinds), describe(got, err))
@@ -270,7 +352,11 @@ func caseRunawayNative(ctx context.Context, e *env) {
 	if !e.stopBound("stopAfter", took, runawayWallClock, "one long native operation") {
 		return
 	}
-	e.waitIdle(ctx, "the native operation's limit")
+	if e.k.caps.WallClock == spi.WallClockHard {
+		e.waitIdleFrom(ctx, "the native operation's limit", deadline)
+	} else {
+		e.waitIdle(ctx, "the native operation's limit")
+	}
 	e.passf("stopped after %v", took.Round(time.Millisecond))
 }
 
@@ -753,6 +839,34 @@ func caseHostObjects(ctx context.Context, e *env) {
 	if len(extra) > 0 {
 		e.failf("the script reaches %d name(s) outside the language's standard set: %s", len(extra), clip(groupPaths(extra)))
 	}
+	// A declaration is a claim the kit measures both ways: every name
+	// declared as provided is one the script reaches.
+	missing := e.missingHostObjects(r.Names)
+	e.figure("declaredNotSeen", float64(len(missing)), "names", "==", 0)
+	if len(missing) > 0 {
+		e.failf("%d declared host object(s) are not there for the script to reach: %s (a backend declares what it installs, no more)", len(missing), clip(strings.Join(missing, ", ")))
+	}
+}
+
+// missingHostObjects returns the declared host objects (the backend's
+// and Options.HostObjects) that are not among seen: a path, cut to
+// hostObjectsDepth segments, or a prefix's name itself.
+func (e *env) missingHostObjects(seen []string) []string {
+	have := make(map[string]bool, len(seen))
+	for _, n := range seen {
+		have[n] = true
+	}
+	var missing []string
+	for _, d := range e.k.opts.HostObjects {
+		p := strings.TrimSuffix(d, ".*")
+		if parts := strings.Split(p, "."); len(parts) > hostObjectsDepth {
+			p = strings.Join(parts[:hostObjectsDepth], ".")
+		}
+		if !have[p] && !slices.Contains(missing, d) {
+			missing = append(missing, d)
+		}
+	}
+	return missing
 }
 
 // groupPaths renders paths grouped by their first segment, sorted:
@@ -963,7 +1077,7 @@ func caseAbortMidRun(ctx context.Context, e *env) {
 		e.failf("the backend's own Evaluate had not returned %v (the stop grace) after the cancellation: a WallClock hard backend must stop when ctx is done", e.k.grace)
 		return
 	}
-	e.waitIdle(ctx, "the cancellation")
+	e.waitIdleFrom(ctx, "the cancellation", cancelled)
 }
 
 func caseComposition(ctx context.Context, e *env) {

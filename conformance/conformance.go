@@ -92,6 +92,11 @@ const (
 	idleWindow = 100 * time.Millisecond
 	idleSpan   = 3
 	idleShare  = 0.05
+	// hardIdleSettle is how long past a hard deadline plus the stop grace
+	// an engine may take to wind down (its clean-up, a garbage
+	// collection) before the process must be idle. A native operation
+	// that runs on for seconds after its deadline cannot hide in it.
+	hardIdleSettle = time.Second
 	// defaultWarmTimeout bounds a backend's Warm (Options.WarmTimeout); the
 	// warm case also calls Warm with a context that ends after warmDeadline
 	// and requires it to return within warmDeadline plus the stop grace.

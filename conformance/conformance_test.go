@@ -43,10 +43,28 @@ func result(t *testing.T, rep *Report, name string) CaseResult {
 	return CaseResult{}
 }
 
+// withoutSkips is set without the files that declare cases inapplicable,
+// so that the fake, which answers every case, is asked every one.
+func withoutSkips(set fixtures.Set) fixtures.Set {
+	files := fstest.MapFS{}
+	_ = fs.WalkDir(set.FS, ".", func(name string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || strings.HasSuffix(name, ".skip") {
+			return err
+		}
+		b, err := fs.ReadFile(set.FS, name)
+		files[name] = &fstest.MapFile{Data: b}
+		return err
+	})
+	set.FS = files
+	return set
+}
+
 func TestGoodFakePassesEveryCase(t *testing.T) {
 	cfg := newFakeConfig()
+	set := withoutSkips(cfg.set)
+	cfg.set = set
 	var progress []string
-	rep := check(t, cfg, &Options{CPUBudget: smallBudget(), Progress: func(name string, i, n int) {
+	rep := check(t, cfg, &Options{Fixtures: &set, CPUBudget: smallBudget(), Progress: func(name string, i, n int) {
 		assert.Equal(t, len(CaseNames()), n)
 		assert.Equal(t, len(progress)+1, i)
 		progress = append(progress, name)
@@ -106,7 +124,7 @@ func TestReportJSON(t *testing.T) {
 	assert.Contains(t, cpu["reason"], "gated by CPU")
 	ev := echo["evidence"].([]any)[0].(map[string]any)
 	assert.Equal(t, "distinctRuns", ev["name"])
-	assert.InDelta(t, echoSequential+echoConcurrent, ev["value"], 0)
+	assert.InDelta(t, echoSequential+2*echoConcurrent, ev["value"], 0)
 	proofs := back["proofs"].([]any)
 	require.Len(t, proofs, 5, "network=none, wallClock=hard, memory, freshPerRun, hostCalls (CPU is not declared)")
 	assert.Equal(t, false, proofs[0].(map[string]any)["proven"], "its cases did not run")
@@ -161,7 +179,11 @@ func TestGates(t *testing.T) {
 		"host_stop":       "HostCalls",
 		"host_stuck":      "HostCalls",
 		"host_concurrent": "HostCalls",
+		"host_isolation":  "HostCalls",
+		"host_clock":      "HostCalls",
+		"host_exact":      "HostCalls",
 		"logs":            "Logs",
+		"logs_order":      "Logs",
 	}
 	for _, c := range rep.Cases {
 		if gate, ok := want[c.Name]; ok {
@@ -217,6 +239,9 @@ func TestBrokenBackends(t *testing.T) {
 		cases  []string
 		failed string // the case that must fail
 		reason string // a substring of its reason
+		// alsoPass are cases that must still pass: the fake breaks one
+		// rule, and only the case that checks it fails.
+		alsoPass []string
 	}{
 		{
 			name: "echo alters the input",
@@ -557,7 +582,7 @@ func TestBrokenBackends(t *testing.T) {
 				o.IdleWait = 3 * time.Second // it burns until closed: no need to wait the default
 				c.override["runaway_loop"] = burnAfter(spi.Limited(spi.LimitWallClock))
 			},
-			cases: []string{"runaway_loop"}, failed: "runaway_loop", reason: "the engine kept running after Evaluate returned",
+			cases: []string{"runaway_loop"}, failed: "runaway_loop", reason: "the engine kept running after its deadline",
 		},
 		{
 			name: "the memory limit is reported while the engine keeps burning CPU",
@@ -849,6 +874,101 @@ func TestBrokenBackends(t *testing.T) {
 			},
 			cases: []string{"echo"}, failed: "echo", reason: "got typed scriptError",
 		},
+		// Issue 40, class 1: a broker shared between runs.
+		{
+			name: "host calls: one broker shared by the instance's runs",
+			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
+				c.override["host_calls"] = sharedBroker()
+			},
+			cases: []string{"host_isolation", "host_calls"}, failed: "host_isolation", reason: fmt.Sprintf("of %d at once: ", hostIsoRuns), alsoPass: []string{"host_calls"},
+		},
+		// Class 2: the wall clock stands still during host calls.
+		{
+			name: "host calls: the clock pauses while a host call is out",
+			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
+				c.override["host_clock"] = hostClockBehavior(true)
+			},
+			cases: []string{"host_clock"}, failed: "host_clock", reason: "past the wall clock plus 250ms (a quarter of the stop grace): the wall clock runs while a host call is out",
+		},
+		// Class 3: Evaluate waits for a host function that never returns.
+		{
+			name: "host calls: Evaluate waits for every answer after its stop",
+			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
+				c.override["host_calls"] = awaitsEveryAnswer
+			},
+			cases: []string{"host_stuck", "host_calls"}, failed: "host_stuck", reason: "while stuck in a host call, the backend's own Evaluate returned", alsoPass: []string{"host_calls"},
+		},
+		// Class 4: integers past 2^53 in host answers.
+		{
+			name: "host calls: answers pass through float64",
+			setup: func(_ *testing.T, c *fakeConfig, o *Options) {
+				c.override["host_calls"] = roundedHost
+				set := withoutSkips(c.set)
+				c.set, o.Fixtures = set, &set
+			},
+			cases: []string{"host_exact", "host_calls"}, failed: "host_exact", reason: "host_exact: the second call's argument must be the first answer exactly", alsoPass: []string{"host_calls"},
+		},
+		// Class 5: error names.
+		{
+			name: "every rejection named Error",
+			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
+				c.override["throw_named"] = throwNamed(true)
+			},
+			cases: []string{"throw_named"}, failed: "throw_named", reason: `a rejected ReferenceError must arrive named "ReferenceError"`,
+		},
+		// Class 6: logs.
+		{
+			name: "logs: the level taken from the stream",
+			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
+				c.override["logs_order"] = logsOrderBehavior(orderLevelStream)
+			},
+			cases: []string{"logs_order"}, failed: "logs_order", reason: "a line's level is its call's, not its stream's",
+		},
+		{
+			name: "logs: a ring keeps the last thousand lines",
+			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
+				c.override["logs_order"] = logsOrderBehavior(orderRing)
+			},
+			cases: []string{"logs_order"}, failed: "logs_order", reason: `line 1 of 1000 must be "order 0 LEVEL"`,
+		},
+		{
+			name: "logs: stdout's lines, then stderr's",
+			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
+				c.override["logs_order"] = logsOrderBehavior(orderStreamsApart)
+			},
+			cases: []string{"logs_order"}, failed: "logs_order", reason: `line 2 of 1500 must be "order 1 LEVEL"`,
+		},
+		// Class 7: large inputs at once.
+		{
+			name: "inputs over 64 KiB share one slot",
+			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
+				c.override["echo"] = sharedLargeSlot()
+			},
+			cases: []string{"echo", "input_contract"}, failed: "echo", reason: "the result must equal the run's own input: at $.", alsoPass: []string{"input_contract"},
+		},
+		// Class 8: a declared host object that is not there.
+		{
+			name: "declares a host object it never installs",
+			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
+				c.wrap = func(f *fake) spi.Backend { return declaringFake{fake: f, names: []string{"sandbankTimer.*"}} }
+			},
+			cases: []string{"host_objects"}, failed: "host_objects", reason: "1 declared host object(s) are not there for the script to reach: sandbankTimer.*",
+		},
+		// Class 9: a hard clock's idle check counts from the deadline.
+		{
+			name: "hard wall clock: returns at the deadline, the native operation runs on for 3 s",
+			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
+				c.override["runaway_native"] = zombieFor(3*time.Second, spi.Limited(spi.LimitWallClock))
+			},
+			cases: []string{"runaway_native"}, failed: "runaway_native", reason: "the engine kept running after its deadline",
+		},
+		{
+			name: "hard wall clock: returns at the deadline, the loop runs on for 3 s",
+			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
+				c.override["runaway_loop"] = zombieFor(3*time.Second, spi.Limited(spi.LimitWallClock))
+			},
+			cases: []string{"runaway_loop"}, failed: "runaway_loop", reason: "the engine kept running after its deadline",
+		},
 		{
 			name: "backend hangs: the watchdog fires",
 			setup: func(t *testing.T, c *fakeConfig, o *Options) {
@@ -870,6 +990,10 @@ func TestBrokenBackends(t *testing.T) {
 			assert.Equal(t, StatusFail, got.Status, got.Reason)
 			assert.Contains(t, got.Reason, tc.reason)
 			assert.True(t, strings.HasPrefix(got.Reason, tc.failed+": "), "the reason names the case: %s", got.Reason)
+			for _, name := range tc.alsoPass {
+				r := result(t, rep, name)
+				assert.Equal(t, StatusPass, r.Status, "%s: %s", name, r.Reason)
+			}
 		})
 	}
 }
@@ -1235,10 +1359,10 @@ func TestCheckStopsWhenCancelled(t *testing.T) {
 func TestCaseNames(t *testing.T) {
 	names := CaseNames()
 	assert.Equal(t, []string{
-		"echo", "throw", "syntax_error", "runaway_loop", "runaway_native", "allocation_bomb", "memory_limit",
+		"echo", "throw", "throw_named", "syntax_error", "runaway_loop", "runaway_native", "allocation_bomb", "memory_limit",
 		"deep_recursion", "rich_value", "async_value", "input_contract", "no_network", "no_escape", "host_objects",
-		"fresh_per_run", "warm", "cpu_budget", "input_too_big", "abort", "abort_mid_run", "composition", "logs",
-		"host_calls", "host_errors", "host_limits", "host_stop", "host_stuck", "host_concurrent",
+		"fresh_per_run", "warm", "cpu_budget", "input_too_big", "abort", "abort_mid_run", "composition", "logs", "logs_order",
+		"host_calls", "host_errors", "host_limits", "host_stop", "host_stuck", "host_isolation", "host_clock", "host_exact", "host_concurrent",
 	}, names)
 	names[0] = "changed"
 	assert.Equal(t, "echo", CaseNames()[0], "CaseNames returns a copy")

@@ -21,17 +21,26 @@
 // backend makes it; otherwise it is skipped with the capability named.
 //
 //	echo            3 runs in sequence and 4 at once, each its own input
-//	                (with its own nonce), come back exactly
+//	                (with its own nonce), come back exactly; then 4 at
+//	                once, each input over 64 KiB and of its own size
 //	throw           typed scriptError whose message holds the thrown text
+//	throw_named     (declarable) a thrown TypeError and ConformanceError
+//	                (the script's own class), a rejected ReferenceError
+//	                and ConformanceError: each a scriptError with the
+//	                error's own name
 //	syntax_error    typed scriptError
 //	runaway_loop    typed limitExceeded cpu or wallClock (wall clock
 //	                250 ms); with WallClock hard the backend's own
-//	                Evaluate returns within it + StopGrace; CPU falls to idle
+//	                Evaluate returns within it + StopGrace, and CPU falls
+//	                to idle by the deadline + StopGrace + 1 s + the idle
+//	                span; otherwise CPU falls to idle
 //	runaway_native  (WallClock hard or Memory) one long native operation
 //	                ends in a typed limit (wallClock, memory, or cpu when
 //	                CPU is declared) and Evaluate returns within
 //	                250 ms + StopGrace, timed after a warm-up
-//	                echo on the same instance; CPU falls to idle
+//	                echo on the same instance; CPU falls to idle (with
+//	                WallClock hard, by the deadline + StopGrace + 1 s +
+//	                the idle span)
 //	allocation_bomb (Memory) typed limitExceeded memory, the host's memory
 //	                grows by at most 4 × the memory limit + 64 MiB; CPU
 //	                falls to idle
@@ -54,9 +63,10 @@
 //	                clock (fixtures.Set.Clock or Options.FakeClock, within
 //	                fixtures.ClockSlack), or null when there is none
 //	host_objects    every name the script reaches, two levels deep, is in
-//	                the set's standard list or Options.HostObjects (skipped
-//	                with the set's reason where the language cannot
-//	                enumerate)
+//	                the set's standard list or declared (HostObjects,
+//	                Options.HostObjects), and every declared name is one
+//	                it reaches (skipped with the set's reason where the
+//	                language cannot enumerate)
 //	fresh_per_run   (FreshPerRun) 16 runs of one script text in sequence,
 //	                then 8 distinct texts at once, all answer {"runs":1}
 //	                with their own nonce
@@ -76,12 +86,19 @@
 //	                cancelled 100 ms after the backend was called (it
 //	                must still be running then): the effect yields
 //	                context.Canceled AND the backend's own Evaluate returns
-//	                within StopGrace; CPU falls to idle
+//	                within StopGrace; CPU falls to idle by the
+//	                cancellation + StopGrace + 1 s + the idle span
 //	composition     an over-100,000-character thrown message with a lone
 //	                surrogate arrives as a scriptError of at most
 //	                effect.MaxTextUnits UTF-16 units (plus 32
 //	                for the marker), valid UTF-8; a 2 MB output under a
 //	                1 MiB MaxOutputBytes ends in limitExceeded output
+//	logs            (Logs) three lines in order, levels and streams
+//	                agreeing, bounded and storable, on a finishing and a
+//	                failing run; a full log is cut with the marker
+//	logs_order      (Logs) 1,500 lines naming their call's level, the
+//	                streams alternating: every one in the record, in
+//	                order, with its call's level on that level's stream
 //	host_calls      (HostCalls) host.probe(input) then host.probe(answer):
 //	                both calls arrive in order with their exact arguments,
 //	                and the second answer (a fresh nonce, text beyond the
@@ -102,7 +119,24 @@
 //	                stopped (wall clock, caller) inside a host function
 //	                that ignores its context fill the cap: the next call
 //	                is ErrOverloaded (retryable) until the kit releases
-//	                the functions, and admitted again afterwards
+//	                the functions, and admitted again afterwards; the
+//	                backend's own Evaluate returns within the wall clock
+//	                + StopGrace, and within StopGrace of the cancellation
+//	host_isolation  (HostCalls) 4 runs of host_calls at once on one
+//	                backend, each with host functions of its own (first
+//	                calls held until all are in one, or 2 s): each run's
+//	                calls reach its own functions with its own arguments
+//	                and its result is its own second answer
+//	host_clock      (HostCalls, WallClock hard) host.probe, then a loop:
+//	                the call is held StopGrace/2 from its entry, the wall
+//	                clock is that + StopGrace/4 (×4, up to twice, when
+//	                start-up spent it); the run ends in limitExceeded
+//	                wallClock (or cpu) and the backend's own Evaluate
+//	                returns within the wall clock + StopGrace/4 of the
+//	                call's entry
+//	host_exact      (HostCalls; declarable) host_calls with integers past
+//	                2^53 and 2^64 in the input and every answer: exact
+//	                both ways
 //	host_concurrent (HostCalls; declarable) with MaxConcurrentHostCalls 3,
 //	                a script issuing 7 calls at once: 3 are inside the
 //	                host function before any is released, never more,

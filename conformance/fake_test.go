@@ -261,6 +261,7 @@ var goodBehaviors = map[string]behavior{
 		}
 		return spi.OK(append(json.RawMessage(nil), req.Input...)), nil
 	},
+	"throw_named":        throwNamed(false),
 	"composition_throw":  outcome(spi.Threw("Error", "composition: "+strings.Repeat("y", 50000)+"\xed\xa0\x80"+strings.Repeat("z", 50000))),
 	"composition_output": returns(`"` + strings.Repeat("x", 2_000_000) + `"`),
 }
@@ -287,7 +288,72 @@ func asyncBehavior(ctx context.Context, f *fake, req spi.Request) (spi.Outcome, 
 	return spi.OK(json.RawMessage(fmt.Sprintf(`{"n":%d,"text":%s,"list":%s}`, in.N+1, text, in.List))), nil
 }
 
+// throwNamed acts out throw_named: the error under its own name, or
+// (renameRejections) every rejection named Error, as a backend that
+// reports a promise's rejection without its error's name.
+func throwNamed(renameRejections bool) behavior {
+	return func(_ context.Context, _ *fake, req spi.Request) (spi.Outcome, error) {
+		var in struct {
+			Name, Message string
+			Async         bool
+		}
+		if err := json.Unmarshal(req.Input, &in); err != nil {
+			return spi.Threw("TypeError", "fake: bad input"), nil
+		}
+		if in.Async && renameRejections {
+			return spi.Threw("Error", in.Message), nil
+		}
+		return spi.Threw(in.Name, in.Message), nil
+	}
+}
+
 // Broken behaviours, one per rule they break.
+
+// sharedLargeSlot echoes, handing every input over 64 KiB through one
+// slot the instance's runs share, read once another large run is in.
+func sharedLargeSlot() behavior {
+	var mu sync.Mutex
+	var slot json.RawMessage
+	var inside atomic.Int64
+	return func(ctx context.Context, f *fake, req spi.Request) (spi.Outcome, error) {
+		if len(req.Input) <= echoLargeBytes {
+			return echoBehavior(ctx, f, req)
+		}
+		mu.Lock()
+		slot = append(json.RawMessage(nil), req.Input...)
+		mu.Unlock()
+		inside.Add(1)
+		defer inside.Add(-1)
+		for end := time.Now().Add(time.Second); inside.Load() < 2 && time.Now().Before(end); {
+			time.Sleep(time.Millisecond)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		return spi.OK(slot), nil
+	}
+}
+
+// zombieFor acts out o at once and leaves a goroutine burning CPU for d:
+// an engine that returns at its deadline while the script's operation
+// runs on.
+func zombieFor(d time.Duration, o spi.Outcome) behavior {
+	return func(ctx context.Context, f *fake, req spi.Request) (spi.Outcome, error) {
+		out, err := wallClockBehavior(ctx, f, req)
+		if err != nil {
+			return out, err
+		}
+		go func() {
+			x := 0
+			for end := time.Now().Add(d); time.Now().Before(end) && !f.closed.Load(); {
+				for i := 0; i < 1_000_000; i++ {
+					x += i
+				}
+			}
+			_ = x
+		}()
+		return o, nil
+	}
+}
 
 // statefulRuns counts runs on the instance, as a reused environment would.
 func statefulRuns(_ context.Context, f *fake, _ spi.Request) (spi.Outcome, error) {

@@ -14,6 +14,7 @@ package conformance
 // kit releases it.
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -35,6 +36,12 @@ func init() {
 		&caseDef{name: "host_limits", gate: needHostCalls, scripts: []string{"host_loop", "host_calls"}, run: caseHostLimits, proves: []string{"hostCalls"}},
 		&caseDef{name: "host_stop", gate: needHostCalls, scripts: []string{"host_calls"}, run: caseHostStop, proves: []string{"hostCalls"}},
 		&caseDef{name: "host_stuck", gate: needHostCalls, scripts: []string{"host_calls"}, run: caseHostStuck, proves: []string{"hostCalls"}},
+		&caseDef{name: "host_isolation", gate: needHostCalls, scripts: []string{"host_calls"}, run: caseHostIsolation, proves: []string{"hostCalls"}},
+		// host_clock and host_exact prove no single capability: the
+		// first's gate is two (a skip would leave either unproven), the
+		// second's set may declare it inapplicable.
+		&caseDef{name: "host_clock", gate: needHostCallsHardClock, scripts: []string{"host_clock"}, run: caseHostClock},
+		&caseDef{name: "host_exact", gate: needHostCalls, scripts: []string{"host_calls"}, run: caseHostExact, declarable: true},
 	)
 }
 
@@ -43,6 +50,13 @@ func needHostCalls(c spi.Capabilities) string {
 		return ""
 	}
 	return "gated by HostCalls: the backend does not declare host calls"
+}
+
+func needHostCallsHardClock(c spi.Capabilities) string {
+	if r := needHostCalls(c); r != "" {
+		return r
+	}
+	return needHardClock(c)
 }
 
 // The host cases' figures.
@@ -157,6 +171,7 @@ type probeLog struct {
 	mu      sync.Mutex
 	args    [][]byte
 	answers [][]byte
+	rich    string // what every answer carries; "": hostRich
 }
 
 // probe returns a host function answering {"step", "nonce", "got", "rich"}
@@ -166,7 +181,8 @@ func (p *probeLog) probe() effect.HostFunc {
 	return func(_ context.Context, args json.RawMessage) (any, error) {
 		p.mu.Lock()
 		defer p.mu.Unlock()
-		ans := fmt.Appendf(nil, `{"step":%d,"nonce":%q,"got":%s,"rich":%s}`, len(p.args)+1, newNonce(), args, hostRich)
+		rich := cmp.Or(p.rich, hostRich)
+		ans := fmt.Appendf(nil, `{"step":%d,"nonce":%q,"got":%s,"rich":%s}`, len(p.args)+1, newNonce(), args, rich)
 		p.args = append(p.args, append([]byte(nil), args...))
 		p.answers = append(p.answers, ans)
 		return json.RawMessage(ans), nil
@@ -186,14 +202,28 @@ func hostInput() []byte {
 
 // caseHostCalls: two calls arrive in order with exact arguments, and the
 // second answer comes back as the result exactly.
-func caseHostCalls(ctx context.Context, e *env) {
+func caseHostCalls(ctx context.Context, e *env) { hostRoundTrip(ctx, e, hostRich) }
+
+// hostExact is what host_exact's probe adds to every answer, and its
+// input holds: integers past 2^53, which a double rounds, and one past
+// 2^64, which no machine integer holds.
+const hostExact = `{"pastSafe":9007199254740993,"negPastSafe":-9007199254740995,"past64":18446744073709551617,"huge":-123456789012345678901234567890,"nested":[{"n":9007199254740993}]}`
+
+// caseHostExact: host_calls with integers past 2^53 in the input and in
+// every answer: they reach the host function, and come back, exactly
+// (declarable: a language whose numbers are doubles cannot hold them).
+func caseHostExact(ctx context.Context, e *env) { hostRoundTrip(ctx, e, hostExact) }
+
+// hostRoundTrip runs host_calls with rich in the input and in every
+// answer.
+func hostRoundTrip(ctx context.Context, e *env, rich string) {
 	ev, s, ok := e.hostSetup(e.k.limits, nil)
 	if !ok {
 		return
 	}
 	defer e.checkLate(s)
-	var p probeLog
-	in := hostInput()
+	p := probeLog{rich: rich}
+	in := fmt.Appendf(nil, `{"nonce":%q,"rich":%s}`, newNonce(), rich)
 	got, err := e.hostEval(ctx, ev, "host_calls", in, e.k.limits, effect.HostFuncs{"probe": p.probe()})
 	args, answers := p.snapshot()
 	e.figure("hostCalls", float64(len(args)), "calls", "==", 2)
@@ -416,11 +446,35 @@ func caseHostStop(ctx context.Context, e *env) {
 // (ErrOverloaded, retryable) until the kit releases the functions; then
 // calls are admitted again.
 func caseHostStuck(ctx context.Context, e *env) {
-	ev, s, ok := e.hostSetup(e.k.limits, func(o *effect.Options) { o.MaxAbandoned = hostStuckRuns })
+	b, ok := e.mainBackend()
+	if !ok {
+		return
+	}
+	// The spy times the backend's own return: the effect returns at the
+	// stop whatever the backend does.
+	sp := newSpy(b)
+	s := &hostSpy{Backend: sp}
+	ev, ok := e.effectFor(s, e.k.limits, func(o *effect.Options) { o.MaxAbandoned = hostStuckRuns })
 	if !ok {
 		return
 	}
 	defer e.checkLate(s)
+	calls := 0 // the backend calls made so far
+	// returnedWithin fails the case unless the backend's own Evaluate of
+	// call number calls returned within bound of from.
+	returnedWithin := func(figure, what string, from time.Time, bound time.Duration) bool {
+		end, returned := sp.waitReturned(calls, bound+e.k.grace)
+		took := end.Sub(from)
+		if !returned {
+			took = time.Since(from)
+		}
+		e.figure(figure, ms(took), "ms", "<=", ms(bound))
+		if !returned || took > bound {
+			e.failf("%s, the backend's own Evaluate returned %v later (bound %v): a backend must stop when its run ends, without waiting for a host function that ignores its context", what, took.Round(time.Millisecond), bound)
+			return false
+		}
+		return true
+	}
 	release := make(chan struct{})
 	var freeOnce sync.Once
 	free := func() { freeOnce.Do(func() { close(release) }) }
@@ -449,10 +503,15 @@ func caseHostStuck(ctx context.Context, e *env) {
 	for attempt := 0; ; attempt++ {
 		limits := spi.Limits{WallClock: wall, MemoryBytes: e.k.limits.MemoryBytes}
 		entered := make(chan struct{})
+		start := time.Now()
 		got, err := e.hostEval(ctx, ev, "host_calls", hostInput(), limits, effect.HostFuncs{"probe": stuck(entered)})
+		calls++
 		if wasEntered(entered) {
 			if !isLimit(err, effect.LimitWallClock) {
 				e.failf("a run stuck in a host call past its wall clock must end in limitExceeded wallClock, got %s", describe(got, err))
+			}
+			if !returnedWithin("wallClockReturnMs", fmt.Sprintf("stopped by its wall clock %v while stuck in a host call", wall), start, wall+e.k.grace) {
+				return
 			}
 			break
 		}
@@ -468,20 +527,32 @@ func caseHostStuck(ctx context.Context, e *env) {
 	entered := make(chan struct{})
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	cancelled := make(chan time.Time, 1)
 	go func() {
 		select {
 		case <-entered:
+			cancelled <- time.Now()
 			cancel()
 		case <-cctx.Done():
 		}
 	}()
 	got, err := e.hostEval(cctx, ev, "host_calls", hostInput(), e.k.limits, effect.HostFuncs{"probe": stuck(entered)})
+	calls++
 	if !wasEntered(entered) {
 		e.failf("the host function was never called (a backend must relay every call to the broker), got %s", describe(got, err))
 		return
 	}
 	if !errors.Is(err, context.Canceled) {
 		e.failf("a run cancelled while stuck in a host call must return context.Canceled, got %s", describe(got, err))
+	}
+	var at time.Time
+	select {
+	case at = <-cancelled:
+	case <-ctx.Done():
+		return
+	}
+	if !returnedWithin("cancelReturnMs", "cancelled while stuck in a host call", at, e.k.grace) {
+		return
 	}
 
 	// Both runs are still inside their host functions: the next call is
@@ -509,4 +580,189 @@ func caseHostStuck(ctx context.Context, e *env) {
 	if err != nil {
 		e.failf("once the stuck host functions returned, calls must be admitted again (within %v), got %s", hostStuckWait, describe(got, err))
 	}
+}
+
+// host_isolation's figures: hostIsoRuns runs at once on one backend, each
+// first call held until all of them are in a host call, or until
+// hostIsoWait passed (a backend may run its runs one at a time).
+const (
+	hostIsoRuns = 4
+	hostIsoWait = 2 * time.Second
+)
+
+// caseHostIsolation: runs at once on one backend, each with host
+// functions of its own, each get their own answers: every call reaches
+// the run's own function with the run's own arguments, and each result is
+// the run's own second answer. The first calls are held until every run
+// is inside one, so the runs overlap where the backend lets them.
+func caseHostIsolation(ctx context.Context, e *env) {
+	ev, s, ok := e.hostSetup(e.k.limits, nil)
+	if !ok {
+		return
+	}
+	defer e.checkLate(s)
+	var (
+		arrived atomic.Int64
+		most    atomic.Int64
+		all     = make(chan struct{})
+		allOnce sync.Once
+	)
+	open := func() { allOnce.Do(func() { close(all) }) }
+	timer := time.AfterFunc(hostIsoWait, open)
+	defer timer.Stop()
+	type run struct {
+		p     probeLog
+		in    []byte
+		first atomic.Bool
+		got   []byte
+		err   error
+	}
+	runs := make([]*run, hostIsoRuns)
+	var wg sync.WaitGroup
+	for i := range runs {
+		r := &run{in: hostInput()}
+		runs[i] = r
+		probe := r.p.probe()
+		held := func(hctx context.Context, args json.RawMessage) (any, error) {
+			if r.first.CompareAndSwap(false, true) {
+				n := arrived.Add(1)
+				for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+				}
+				if n == hostIsoRuns {
+					open()
+				}
+				select {
+				case <-all:
+				case <-hctx.Done():
+				}
+			}
+			return probe(hctx, args)
+		}
+		wg.Go(func() {
+			r.got, r.err = e.hostEval(ctx, ev, "host_calls", r.in, e.k.limits, effect.HostFuncs{"probe": held})
+		})
+	}
+	wg.Wait()
+	e.figure("runsAtOnce", float64(most.Load()), "runs", "", 0)
+	own := 0
+	for i, r := range runs {
+		args, answers := r.p.snapshot()
+		if r.err != nil {
+			e.failf("run %d of %d at once: two host calls must give the run's own second answer, got %s", i+1, hostIsoRuns, describe(r.got, r.err))
+			continue
+		}
+		if len(args) != 2 {
+			e.failf("run %d of %d at once: its own host function was called %d time(s), not 2: a run's calls must reach its own host functions, not another run's", i+1, hostIsoRuns, len(args))
+			continue
+		}
+		ok := true
+		for _, c := range []struct{ what, diff string }{
+			{"its first call's argument must be its own input", jsonDiff(r.in, args[0])},
+			{"its second call's argument must be its own first answer", jsonDiff(answers[0], args[1])},
+			{"the result must be its own second answer", jsonDiff(answers[1], r.got)},
+		} {
+			if c.diff != "" {
+				e.failf("run %d of %d at once: %s: %s", i+1, hostIsoRuns, c.what, c.diff)
+				ok = false
+			}
+		}
+		if ok {
+			own++
+		}
+	}
+	e.figure("runsOwnAnswers", float64(own), "runs", "==", hostIsoRuns)
+}
+
+// caseHostClock: the wall clock runs while a host call is out. The script
+// calls the host once, then loops without end. The host function holds
+// the call for half the stop grace from when it is entered, then answers;
+// the wall clock is that hold plus room for the script's start (a
+// quarter of the stop grace). An honest backend's deadline is at most
+// the wall clock after the call was entered (the script started before
+// it), so its own Evaluate returns within the wall clock plus a quarter
+// of the stop grace of the call's entry; a backend whose clock stood
+// still during the call runs on for the whole hold past its deadline,
+// twice that tolerance.
+//
+// The bounds count from the call's entry, not from the backend's call,
+// so an engine's start-up (what the stop grace mostly covers elsewhere:
+// a fresh instance, under load) is not charged, and the tolerance can be
+// a quarter of the stop grace, still ten times a loaded machine's
+// scheduling delay; that keeps the case short. An engine that boots
+// inside the run may spend the room before the call: then the kit tries
+// again with four times the room, up to twice (as host_stop does).
+func caseHostClock(ctx context.Context, e *env) {
+	hold, tolerance := e.k.grace/2, e.k.grace/4
+	b, ok := e.mainBackend()
+	if !ok {
+		return
+	}
+	sp := newSpy(b)
+	s := &hostSpy{Backend: sp}
+	room := e.k.grace / 4
+	ev, ok := e.effectFor(s, spi.Limits{WallClock: hold + 16*room, MemoryBytes: e.k.limits.MemoryBytes}, nil)
+	if !ok {
+		return
+	}
+	defer e.checkLate(s)
+	for attempt := 1; ; attempt++ {
+		wall := hold + room
+		done, retry := e.hostClockRun(ctx, ev, sp, attempt, wall, hold, tolerance)
+		if done || !retry || attempt == 3 {
+			if !done {
+				e.failf("the script calls host.probe before its loop; under a wall clock of %v the call never reached the host function %v before the deadline (a backend must relay every call to the broker, and not charge its start-up to the wall clock)", wall, hold)
+			}
+			return
+		}
+		room *= 4
+	}
+}
+
+// hostClockRun is one attempt of host_clock, the attempt-th call to the
+// backend: done once the call was held for the whole hold and the run's
+// stop was checked; retry when the deadline came before the hold ended.
+func (e *env) hostClockRun(ctx context.Context, ev evaluator, sp *spy, attempt int, wall, hold, tolerance time.Duration) (done, retry bool) {
+	limits := spi.Limits{WallClock: wall, MemoryBytes: e.k.limits.MemoryBytes}
+	var (
+		p         probeLog
+		enteredAt time.Time
+		held      atomic.Bool
+		once      sync.Once
+	)
+	probe := p.probe()
+	hostFn := func(hctx context.Context, args json.RawMessage) (any, error) {
+		once.Do(func() { enteredAt = time.Now() })
+		t := time.NewTimer(hold)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-hctx.Done():
+			return nil, hctx.Err()
+		}
+		held.Store(true)
+		return probe(hctx, args)
+	}
+	got, err := e.hostEval(ctx, ev, "host_clock", hostInput(), limits, effect.HostFuncs{"probe": hostFn})
+	end, returned := sp.waitReturned(attempt, wall+e.k.grace+e.k.idleWait)
+	kinds := []effect.LimitKind{effect.LimitWallClock}
+	if e.k.caps.CPU {
+		kinds = append(kinds, effect.LimitCPU)
+	}
+	if !held.Load() {
+		return false, isLimit(err, effect.LimitWallClock)
+	}
+	if !isLimit(err, kinds...) {
+		e.failf("a loop after a host call held %v of a %v wall clock must end in a typed limitExceeded %s (the wall clock runs while a host call is out), got %s", hold, wall, kindNames(kinds), describe(got, err))
+	}
+	took := end.Sub(enteredAt)
+	if !returned {
+		took = time.Since(enteredAt)
+	}
+	bound := wall + tolerance
+	e.figure("wallClockMs", ms(wall), "ms", "", 0)
+	e.figure("stopAfterCall", ms(took), "ms", "<=", ms(bound))
+	if !returned || took > bound {
+		e.failf("a loop after a host call held %v of a %v wall clock: the backend's own Evaluate returned %v after the call was entered, past the wall clock plus %v (a quarter of the stop grace): the wall clock runs while a host call is out", hold, wall, took.Round(time.Millisecond), tolerance)
+	}
+	return true, false
 }

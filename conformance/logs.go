@@ -152,3 +152,72 @@ func checkLogLines(e *env, run string, r *effect.Record) bool {
 	}
 	return ok
 }
+
+// logsOrderLines is how many lines logs_order logs: past a ring of a
+// thousand lines, and the effect's default MaxLogLines, which the case
+// raises to hold them all.
+const logsOrderLines = 1500
+
+// caseLogsOrder runs logs_order: many lines, each naming the level of
+// the call that logged it, cycling through the language's levels and
+// alternating its streams. The record must hold every line, in order (no
+// early line dropped, stdout and stderr not reordered), each with the
+// level of its call (not one taken from its stream) on that level's
+// stream.
+func caseLogsOrder(ctx context.Context, e *env) {
+	ev, ok := e.setup(e.k.limits, func(o *effect.Options) {
+		o.MaxLogLines = logsOrderLines
+		o.MaxLogBytes = max(o.MaxLogBytes, effect.DefaultMaxLogBytes)
+	})
+	if !ok {
+		return
+	}
+	rec, isRecorder := ev.(recorder)
+	if !isRecorder {
+		e.failf("the effect in front of the backend returns no run record")
+		return
+	}
+	addr, _, err := e.script("logs_order")
+	if err != nil {
+		e.failf("preparing fixture logs_order%s: %v", e.k.set.Ext, err)
+		return
+	}
+	r, err := rec.Run(ctx, effect.Call{Script: addr, Input: rawJSON(fmt.Appendf(nil, `{"n":%d}`, logsOrderLines)), Limits: e.k.limits})
+	if err != nil || r == nil {
+		e.failf("the logs_order script must finish, got %s", describe(nil, err))
+		return
+	}
+	e.figure("lines", float64(len(r.Logs)), "lines", "==", logsOrderLines)
+	levels := map[spi.LogLevel]bool{}
+	switches := 0
+	for i, l := range r.Logs {
+		var n int
+		var name string
+		if _, err := fmt.Sscanf(l.Text, "order %d %s", &n, &name); err != nil || n != i {
+			e.failf("line %d of %d must be %q: got %q (a line lost, or out of order)", i+1, len(r.Logs), fmt.Sprintf("order %d LEVEL", i), clip(l.Text))
+			return
+		}
+		var want spi.LogLevel
+		if err := want.UnmarshalText([]byte(name)); err != nil {
+			e.failf("line %d names no level: %q", i+1, clip(l.Text))
+			return
+		}
+		if l.Level != want {
+			e.failf("line %d was logged at level %s, the record says %s: a line's level is its call's, not its stream's", i+1, want, l.Level)
+			return
+		}
+		if onStdout := want == spi.LevelDebug || want == spi.LevelInfo; onStdout != (l.Stream == spi.StreamStdout) {
+			e.failf("line %d: level %s on stream %s: debug and info go to stdout, warn and error to stderr", i+1, l.Level, l.Stream)
+			return
+		}
+		levels[l.Level] = true
+		if i > 0 && l.Stream != r.Logs[i-1].Stream {
+			switches++
+		}
+	}
+	e.figure("levels", float64(len(levels)), "levels", "", 0)
+	e.figure("streamSwitches", float64(switches), "switches", "", 0)
+	if len(r.Logs) != logsOrderLines {
+		e.failf("the record must hold all %d lines, in order, got the first %d: the lines after them were lost", logsOrderLines, len(r.Logs))
+	}
+}

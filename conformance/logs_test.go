@@ -3,6 +3,7 @@ package conformance
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -38,6 +39,52 @@ func logsBehavior(lines []logsLine) behavior {
 			return spi.Threw("Error", logsFailure), nil
 		}
 		return spi.OK(json.RawMessage(`3`)), nil
+	}
+}
+
+func init() { goodBehaviors["logs_order"] = logsOrderBehavior(orderHonest) }
+
+// logsOrder says how a fake delivers logs_order's lines.
+type logsOrder int
+
+const (
+	orderHonest       logsOrder = iota
+	orderLevelStream            // the level taken from the stream
+	orderRing                   // only the last thousand lines kept
+	orderStreamsApart           // stdout's lines, then stderr's
+)
+
+// logsOrderBehavior acts out logs_order: n lines cycling info, error,
+// debug and warn, delivered as how says.
+func logsOrderBehavior(how logsOrder) behavior {
+	return func(_ context.Context, _ *fake, req spi.Request) (spi.Outcome, error) {
+		var in struct{ N int }
+		_ = json.Unmarshal(req.Input, &in)
+		cycle := []logsLine{{spi.LevelInfo, spi.StreamStdout, "info"}, {spi.LevelError, spi.StreamStderr, "error"},
+			{spi.LevelDebug, spi.StreamStdout, "debug"}, {spi.LevelWarn, spi.StreamStderr, "warn"}}
+		var lines, stderr []logsLine
+		for i := range in.N {
+			l := cycle[i%len(cycle)]
+			l.text = fmt.Sprintf("order %d %s", i, l.text)
+			switch {
+			case how == orderLevelStream && l.stream == spi.StreamStdout:
+				l.level = spi.LevelInfo
+			case how == orderLevelStream:
+				l.level = spi.LevelError
+			case how == orderStreamsApart && l.stream == spi.StreamStderr:
+				stderr = append(stderr, l)
+				continue
+			}
+			lines = append(lines, l)
+		}
+		lines = append(lines, stderr...)
+		if how == orderRing && len(lines) > 1000 {
+			lines = lines[len(lines)-1000:]
+		}
+		for _, l := range lines {
+			req.Log(l.level, l.stream, l.text)
+		}
+		return spi.OK(json.RawMessage(fmt.Sprint(in.N))), nil
 	}
 }
 

@@ -275,18 +275,20 @@ func (c *hostCall) ended(bytesOut int64, err error, o HostCallOutcome) {
 }
 
 // Call implements spi.Host: it issues the call and waits for its answer,
-// or for the run to stop. When a slot is free the host function runs on
-// the caller's goroutine (no hand-off: a call costs microseconds); if it
-// outlives the wall clock, the watch (see exec) decides the run's outcome
-// and cancels the backend's context, so the effect stops waiting for the
-// backend at once, even when the host function ignores its own context.
+// or for the run to stop. The host function runs on a goroutine of its
+// own, never the caller's: when the run stops (the wall clock, the
+// caller's cancellation) Call returns at once, even when the host
+// function ignores its own context, so a backend blocked in Call returns
+// from Evaluate in time (the function is counted in Abandoned until it
+// returns). If it outlives the wall clock, the watch (see exec) decides
+// the run's outcome and cancels the backend's context.
 func (b *broker) Call(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error) {
 	type answer struct {
 		text json.RawMessage
 		err  error
 	}
 	ch := make(chan answer, 1)
-	b.issue(ctx, name, args, func(text json.RawMessage, err error) { ch <- answer{text, err} }, true)
+	b.issue(ctx, name, args, func(text json.RawMessage, err error) { ch <- answer{text, err} })
 	b.mu.Lock()
 	hctx := b.ctx
 	b.mu.Unlock()
@@ -316,12 +318,11 @@ func (b *broker) Call(ctx context.Context, name string, args json.RawMessage) (j
 // host function under the run's context on a goroutine of its own (or
 // queues it while MaxConcurrentHostCalls run) and bounds its result.
 func (b *broker) Start(ctx context.Context, name string, args json.RawMessage, done func(json.RawMessage, error)) {
-	b.issue(ctx, name, args, done, false)
+	b.issue(ctx, name, args, done)
 }
 
-// issue is Start, running the host function on the caller's goroutine
-// when inline is set and a slot is free.
-func (b *broker) issue(ctx context.Context, name string, args json.RawMessage, done func(json.RawMessage, error), inline bool) {
+// issue is Start: it runs the host function on a goroutine of its own.
+func (b *broker) issue(ctx context.Context, name string, args json.RawMessage, done func(json.RawMessage, error)) {
 	b.mu.Lock()
 	if b.ended || b.ctx == nil || b.verdict != nil {
 		b.mu.Unlock()
@@ -396,19 +397,14 @@ func (b *broker) issue(ctx context.Context, name string, args json.RawMessage, d
 	b.running++
 	b.job.hold()
 	b.mu.Unlock()
-	if inline {
-		b.serve(c, true)
-		return
-	}
-	go b.serve(c, false)
+	go b.serve(c)
 }
 
 // serve runs c's host function, then each call that waited for the slot
-// it frees, in the order they were issued (inline: c only, on the
-// caller's goroutine, and the next one on a goroutine of its own). The
-// slot passes from call to call without being released, so a call issued
-// meanwhile cannot overtake one that waited.
-func (b *broker) serve(c *hostCall, inline bool) {
+// it frees, in the order they were issued. The slot passes from call to
+// call without being released, so a call issued meanwhile cannot overtake
+// one that waited.
+func (b *broker) serve(c *hostCall) {
 	for c != nil {
 		text, err := b.exec(c)
 		b.mu.Lock()
@@ -425,12 +421,6 @@ func (b *broker) serve(c *hostCall, inline bool) {
 		b.mu.Unlock()
 		b.job.finish()
 		c.done(text, err)
-		if inline {
-			if next != nil {
-				go b.serve(next, false)
-			}
-			return
-		}
 		c = next
 	}
 }

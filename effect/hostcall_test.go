@@ -334,6 +334,36 @@ func TestHostCallIgnoringContextIsAbandoned(t *testing.T) {
 	require.Eventually(t, func() bool { return e.Abandoned() == 0 }, watchdog, time.Millisecond)
 }
 
+// A backend blocked in Call on a host function that ignores its context
+// is released when the run stops (the wall clock, the caller), before the
+// function returns: the function runs off the backend's goroutine, so a
+// backend that stops on its context returns from Evaluate in time.
+func TestCallReturnsWhileHostFunctionStuck(t *testing.T) {
+	for _, byCaller := range []bool{false, true} {
+		release := make(chan struct{})
+		entered := make(chan struct{}, 1)
+		e, r := hostFixture(t, &Options{Host: HostFuncs{"stuck": func(context.Context, json.RawMessage) (any, error) {
+			entered <- struct{}{}
+			<-release
+			return 1, nil
+		}}})
+		ctx, cancel := context.WithCancel(context.Background())
+		limits := spi.Limits{}
+		if byCaller {
+			go func() { <-entered; cancel() }()
+		} else {
+			limits.WallClock = 20 * time.Millisecond
+		}
+		_, err := e.Evaluate(ctx, Call{Source: hostScript, Limits: limits, Input: relayInput(false, relayCall{"stuck", nil})})
+		require.Error(t, err)
+		r.waitExit(t) // fails (the watchdog) while the function holds the backend's goroutine
+		assert.Equal(t, 1, e.Abandoned(), "the stuck function still counts")
+		close(release)
+		cancel()
+		require.Eventually(t, func() bool { return e.Abandoned() == 0 }, watchdog, time.Millisecond)
+	}
+}
+
 // A backend that returns on its stop and leaves a host function running
 // on a goroutine of its own still counts in Abandoned until the function
 // returns, so MaxAbandoned holds: the call past it is refused (retryable)

@@ -21,9 +21,11 @@ const smallBudget = 100_000
 // honestly lacks, which must be skipped:
 //
 //   - allocation_bomb, memory_limit and input_too_big: gated by Memory.
-//   - host_objects and async_value: the Starlark fixture set declares them
-//     inapplicable (a script cannot enumerate its predeclared names, and
-//     has no asynchrony).
+//   - host_objects, async_value, host_concurrent and throw_named: the
+//     Starlark fixture set declares them inapplicable (a script cannot
+//     enumerate its predeclared names, has no asynchrony, and its errors
+//     have no names).
+//   - host_clock: gated by HostCalls and WallClock hard.
 //   - runaway_native: gated by WallClock hard or Memory.
 //   - abort_mid_run: gated by WallClock hard.
 func TestConformance(t *testing.T) {
@@ -33,7 +35,7 @@ func TestConformance(t *testing.T) {
 	rep, err := conformance.Check(context.Background(), factory, &conformance.Options{Fixtures: &set, CPUBudget: small})
 	require.NoError(t, err)
 	require.Equal(t, conformance.CaseNames(), caseNames(rep))
-	skipped := map[string]bool{"allocation_bomb": true, "memory_limit": true, "host_objects": true, "async_value": true, "host_concurrent": true, "input_too_big": true, "runaway_native": true, "abort_mid_run": true}
+	skipped := map[string]bool{"allocation_bomb": true, "memory_limit": true, "host_objects": true, "async_value": true, "host_concurrent": true, "input_too_big": true, "runaway_native": true, "abort_mid_run": true, "throw_named": true, "host_clock": true}
 	for _, c := range rep.Cases {
 		t.Run(c.Name, func(t *testing.T) {
 			want := conformance.StatusPass
