@@ -127,7 +127,8 @@ func stdoutLimit(memoryBytes, maxResult int64) int {
 // goMemoryLimit is the guest Go runtime's soft memory limit
 // (debug.SetMemoryLimit) under a linear memory of memoryBytes: seven
 // eighths of it, so that the collector works harder before the hard cap
-// is reached and a script that holds half the limit still fits.
+// is reached and a script that holds half the limit still fits. It is the
+// collector's only trigger: the guest turns GOGC off (guest/main.go).
 func goMemoryLimit(memoryBytes int64) int64 { return max(memoryBytes/8*7, 1) }
 
 // countingReader counts what the guest read of its stdin.

@@ -22,5 +22,6 @@
 //
 // Arguments: the step budget, the result bound in bytes, and the soft
 // memory limit of the Go runtime in bytes (debug.SetMemoryLimit), each a
-// decimal integer, then 1 when the run has a log sink, else 0.
+// decimal integer, then 1 when the run has a log sink, else 0. The
+// collector is driven by that limit alone (debug.SetGCPercent(-1)).
 package main

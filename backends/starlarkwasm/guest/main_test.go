@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"runtime/debug"
 	"strings"
 	"testing"
 
@@ -71,4 +72,19 @@ func TestGuestScriptLine(t *testing.T) {
 	s := wasmguest.NewStdout(testNonce, 1<<20, nil)
 	_, _ = s.Write(stdout.Bytes())
 	assert.Equal(t, byte(wasmguest.RecProtocol), s.Record().Kind)
+}
+
+// TestGuestCollectsOnlyNearItsLimit: once run has read its arguments, the
+// collector's only trigger is the soft memory limit (GOGC off) at the
+// value of the third argument (issue 43).
+func TestGuestCollectsOnlyNearItsLimit(t *testing.T) {
+	before := debug.SetGCPercent(100)
+	limit := debug.SetMemoryLimit(-1)
+	t.Cleanup(func() {
+		debug.SetGCPercent(before)
+		debug.SetMemoryLimit(limit)
+	})
+	guest(t, "1000000", "def main(input):\n    return input", `1`)
+	assert.Equal(t, -1, debug.SetGCPercent(100), "GOGC after run")
+	assert.Equal(t, int64(1073741824), debug.SetMemoryLimit(-1), "the soft memory limit after run")
 }
