@@ -72,11 +72,7 @@ func (b *Backend) startInGroup(cmd *exec.Cmd, limits spi.Limits) (*cgroup.Group,
 	if m == nil {
 		return nil, cmd.Start()
 	}
-	l := cgroup.Limits{Tasks: runTasks}
-	if limits.MemoryBytes > 0 {
-		l.MemoryBytes = limits.MemoryBytes + groupOverhead
-	}
-	g, err := m.New(l)
+	g, err := m.New(groupLimits(limits))
 	if err != nil {
 		return nil, err
 	}
@@ -85,6 +81,15 @@ func (b *Backend) startInGroup(cmd *exec.Cmd, limits spi.Limits) (*cgroup.Group,
 		return nil, err
 	}
 	return g, nil
+}
+
+// groupLimits are the bounds of a run's group.
+func groupLimits(limits spi.Limits) cgroup.Limits {
+	l := cgroup.Limits{Tasks: runTasks}
+	if limits.MemoryBytes > 0 {
+		l.MemoryBytes = limits.MemoryBytes + groupOverhead
+	}
+	return l
 }
 
 // addressSpace is the run's RLIMIT_AS, -1 for none. With a group, the

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -62,6 +63,12 @@ type Options struct {
 	// Seed seeds random and os.urandom in every run. Zero is a valid seed
 	// (and the default).
 	Seed int64
+	// NoZygote makes every run start a sandbox of its own (bubblewrap and
+	// a new interpreter, 50 ms or more), as the backend did before the
+	// zygote. False (the default) means runs are forked from the
+	// backend's zygote (zygote.go) where the machine allows one, which
+	// [ZygoteStatus] reports.
+	NoZygote bool
 }
 
 // The defaults.
@@ -85,8 +92,9 @@ const (
 )
 
 // Backend runs each script in a new CPython process inside a bubblewrap
-// sandbox. It holds no mutable state: build one with [New] and use it from
-// any number of goroutines.
+// sandbox: a fork of its zygote, or a sandbox of its own. Build one with
+// [New], use it from any number of goroutines, and Close it to end its
+// zygote.
 type Backend struct {
 	bwrap     string
 	lay       *layout
@@ -106,6 +114,10 @@ type Backend struct {
 	// tag is in every run's command line (the runner's argument), so
 	// that tests can find this backend's processes.
 	tag string
+	// useZygote: runs are forked from the zygote (zygote.go) while the
+	// machine allows one.
+	useZygote bool
+	zygotes   *zygotes
 }
 
 var (
@@ -144,6 +156,7 @@ func New(opts *Options) (*Backend, error) {
 		startup:   o.StartupAllowance,
 		seed:      o.Seed,
 		tag:       newTag(),
+		zygotes:   &zygotes{},
 	}
 	if b.scratch == 0 {
 		b.scratch = DefaultScratchBytes
@@ -164,6 +177,12 @@ func New(opts *Options) (*Backend, error) {
 	}
 	if b.lay, err = b.checkMachine(python, o.SitePackages); err != nil {
 		return nil, err
+	}
+	if !o.NoZygote {
+		b.useZygote = true
+		b.checkZygote(python, o.SitePackages) // zygote.go
+		// A backend dropped without Close ends its zygote when collected.
+		runtime.AddCleanup(b, (*zygotes).close, b.zygotes)
 	}
 	return b, nil
 }
@@ -282,13 +301,25 @@ func (b *Backend) selfTestRootOK(v json.RawMessage) bool {
 // Version is the interpreter's version ("3.11.2").
 func (b *Backend) Version() string { return b.lay.version }
 
-// Warm implements spi.Warmer. Every run starts a new process, so there is
-// nothing to prepare; it reports ctx's error, if any.
-func (b *Backend) Warm(ctx context.Context) error { return ctx.Err() }
+// Warm implements spi.Warmer: it starts the backend's zygote, if it has
+// none in service, so that the first run does not wait for it. It
+// reports ctx's error, if any.
+func (b *Backend) Warm(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if b.useZygote {
+		_, _ = b.zygote()
+	}
+	return ctx.Err()
+}
 
-// Close releases nothing (each run's process ends with its run) and is
-// idempotent.
-func (b *Backend) Close() error { return nil }
+// Close ends the backend's zygote and every run in flight on it. It is
+// idempotent; runs after Close start a sandbox of their own.
+func (b *Backend) Close() error {
+	b.closeZygotes()
+	return nil
+}
 
 // errNoOutcome is wrapped by the errors a run returns when the sandbox
 // could not be started.
