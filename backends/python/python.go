@@ -156,7 +156,7 @@ func New(opts *Options) (*Backend, error) {
 		startup:   o.StartupAllowance,
 		seed:      o.Seed,
 		tag:       newTag(),
-		zygotes:   &zygotes{},
+		zygotes:   &zygotes{maxRuns: zygoteRuns},
 	}
 	if b.scratch == 0 {
 		b.scratch = DefaultScratchBytes

@@ -55,6 +55,7 @@ type zygotes struct {
 	closed  bool
 	number  uint64 // runs sent, across zygotes
 	only    bool   // the zygote's self-test: no run starts a sandbox of its own
+	maxRuns int    // runs per zygote: zygoteRuns (tests: fewer)
 }
 
 // zygote is one zygote process and the runs it has forked.
@@ -65,6 +66,7 @@ type zygote struct {
 	base   int64 // its address space: a run's starts from it
 	stderr *boundedBuffer
 	exited chan struct{} // closed once bubblewrap has been waited for
+	maxRuns int          // zygoteRuns (tests: fewer)
 
 	mu       sync.Mutex
 	runs     map[uint64]*zrun
@@ -142,7 +144,8 @@ func (b *Backend) startZygote() (*zygote, error) {
 		conn.Close()
 		return nil, werr
 	}
-	z := &zygote{conn: conn, stderr: &boundedBuffer{max: 4 << 10}, exited: make(chan struct{}), runs: map[uint64]*zrun{}}
+	z := &zygote{conn: conn, stderr: &boundedBuffer{max: 4 << 10}, exited: make(chan struct{}), runs: map[uint64]*zrun{},
+		maxRuns: b.zygotes.maxRuns}
 	z.cmd = exec.Command(b.bwrap, b.zygoteArgv()...)
 	z.cmd.Env = []string{}
 	z.cmd.Stderr = z.stderr
@@ -295,7 +298,7 @@ func (z *zygote) fork(number uint64, limits string, files []*os.File) (*zrun, er
 	z.runs[number] = r
 	z.served++
 	z.inflight++
-	if z.served >= zygoteRuns {
+	if z.served >= z.maxRuns {
 		z.retired = true
 	}
 	z.mu.Unlock()

@@ -4,9 +4,18 @@ package python
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
 	"os"
 	"strconv"
+	"syscall"
 	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sandbank/sandbank/spi"
 )
 
 // clone is a copy of b with a zygote of its own (started when first
@@ -16,7 +25,7 @@ func clone(t *testing.T, b *Backend) *Backend {
 	c := *b
 	lay := *b.lay
 	c.lay = &lay
-	c.zygotes = &zygotes{refused: b.zygotes.refused}
+	c.zygotes = &zygotes{refused: b.zygotes.refused, maxRuns: b.zygotes.maxRuns}
 	if t != nil {
 		t.Cleanup(func() { _ = c.Close() })
 	}
@@ -52,4 +61,92 @@ func parentOf(pid int) int {
 		return 0
 	}
 	return ppid
+}
+
+// zygoteOrSkip is a backend whose runs are forked from its zygote, with
+// a zygote of its own.
+func zygoteOrSkip(t *testing.T) *Backend {
+	b := clone(t, backendOrSkip(t))
+	if err := b.ZygoteStatus(); err != nil {
+		t.Skipf("no zygote here: %v", err)
+	}
+	return b
+}
+
+// zygotePid is the pid of b's zygote in service, 0 without one.
+func zygotePid(b *Backend) int {
+	b.zygotes.mu.Lock()
+	defer b.zygotes.mu.Unlock()
+	if z := b.zygotes.cur; z != nil && z.usable() {
+		return z.pid
+	}
+	return 0
+}
+
+// evalOK runs script and requires its value to be want.
+func evalOK(t *testing.T, b *Backend, script, want string) {
+	t.Helper()
+	out, err := b.Evaluate(context.Background(), spi.Request{Script: []byte(script), Input: json.RawMessage("null"),
+		Limits: spi.Limits{WallClock: time.Minute, MemoryBytes: 64 << 20}})
+	require.NoError(t, err)
+	require.Equal(t, spi.KindOK, out.Kind, "%+v", out)
+	require.Equal(t, want, string(out.Value))
+}
+
+// TestZygoteServesRuns: runs that end with their value or their error
+// are forked from the same zygote, each pid 1 of its namespace.
+func TestZygoteServesRuns(t *testing.T) {
+	b := zygoteOrSkip(t)
+	evalOK(t, b, "import os\nos.getpid()", "1")
+	first := zygotePid(b)
+	require.Positive(t, first)
+	out, err := b.Evaluate(context.Background(), spi.Request{Script: []byte("raise ValueError('x')"), Input: json.RawMessage("null"),
+		Limits: spi.Limits{WallClock: time.Minute}})
+	require.NoError(t, err)
+	require.Equal(t, spi.KindThrew, out.Kind, "%+v", out)
+	evalOK(t, b, "6 * 7", "42")
+	assert.Equal(t, first, zygotePid(b), "a run that ends of its own accord keeps the zygote")
+}
+
+// TestZygoteReplacedAfterItsRuns: a zygote forks a bounded number of
+// runs, then another takes over.
+func TestZygoteReplacedAfterItsRuns(t *testing.T) {
+	b := zygoteOrSkip(t)
+	b.zygotes.maxRuns = 2
+	evalOK(t, b, "1", "1")
+	first := zygotePid(b)
+	require.Positive(t, first)
+	evalOK(t, b, "2", "2")
+	evalOK(t, b, "3", "3")
+	second := zygotePid(b)
+	assert.NotEqual(t, first, second, "the third run is on another zygote")
+	assert.True(t, waitExited([]int{first}), "the zygote that served its runs has ended")
+}
+
+// TestZygoteReplacedWhenARunMisbehaves: a run the host had to kill (its
+// wall clock), one the kernel killed (its memory) and one that ends the
+// interpreter each retire the zygote that forked it.
+func TestZygoteReplacedWhenARunMisbehaves(t *testing.T) {
+	b := zygoteOrSkip(t)
+	for _, script := range []string{"while True:\n    pass", "import os\nos._exit(3)", "x = 'y' * 10**10"} {
+		evalOK(t, b, "1", "1")
+		before := zygotePid(b)
+		_, err := b.Evaluate(context.Background(), spi.Request{Script: []byte(script), Input: json.RawMessage("null"),
+			Limits: spi.Limits{WallClock: 300 * time.Millisecond, MemoryBytes: 32 << 20}})
+		require.NoError(t, err)
+		evalOK(t, b, "2", "2")
+		assert.NotEqual(t, before, zygotePid(b), "%q: the next run is on another zygote", script)
+	}
+}
+
+// TestZygoteDeathIsRecovered: a run asked of a zygote that has died is
+// forked from a new one.
+func TestZygoteDeathIsRecovered(t *testing.T) {
+	b := zygoteOrSkip(t)
+	evalOK(t, b, "1", "1")
+	pid := zygotePid(b)
+	require.NoError(t, syscall.Kill(pid, syscall.SIGKILL))
+	require.True(t, waitExited([]int{pid}))
+	evalOK(t, b, "2", "2")
+	assert.NotEqual(t, pid, zygotePid(b))
 }
