@@ -60,13 +60,13 @@ type zygotes struct {
 
 // zygote is one zygote process and the runs it has forked.
 type zygote struct {
-	cmd    *exec.Cmd
-	conn   *net.UnixConn
-	pid    int   // the zygote's pid, from its first message's credentials
-	base   int64 // its address space: a run's starts from it
-	stderr *boundedBuffer
-	exited chan struct{} // closed once bubblewrap has been waited for
-	maxRuns int          // zygoteRuns (tests: fewer)
+	cmd     *exec.Cmd
+	conn    *net.UnixConn
+	pid     int   // the zygote's pid, from its first message's credentials
+	base    int64 // its address space: a run's starts from it
+	stderr  *boundedBuffer
+	exited  chan struct{} // closed once bubblewrap has been waited for
+	maxRuns int           // zygoteRuns (tests: fewer)
 
 	mu       sync.Mutex
 	runs     map[uint64]*zrun
