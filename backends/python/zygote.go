@@ -19,6 +19,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/sandbank/sandbank/internal/cgroup"
 	"github.com/sandbank/sandbank/spi"
 )
 
@@ -253,9 +254,6 @@ func (z *zygote) listen() {
 			r.exitCode = int(int32(binary.BigEndian.Uint32(body)))
 			r.cpu = time.Duration(binary.BigEndian.Uint64(body[4:])+binary.BigEndian.Uint64(body[12:])) * time.Microsecond
 			r.maxRSS = int64(binary.BigEndian.Uint64(body[20:])) << 10
-			if r.exitCode != 0 {
-				z.retire() // a run that did not end of its own accord
-			}
 			z.end(number, r)
 		case 'F':
 			r.failed = strings.ToValidUTF8(string(body), "?")
@@ -438,11 +436,23 @@ func (b *Backend) spawnFromZygote(z *zygote, req spi.Request) (*proc, error) {
 		closeAll(ours)
 		return nil, err
 	}
+	// The run's group is made while the zygote hands the run over.
+	var group *cgroup.Group
 	fail := func(err error) (*proc, error) {
-		closeAll(ours) // the keeper reads no go, and ends
+		closeAll(ours) // the run reads no go, and ends
+		if group != nil {
+			_ = group.Remove()
+		}
 		z.end(number, zr)
 		z.release(false)
 		return nil, err
+	}
+	if m := b.cgroups(); m != nil {
+		g, err := m.New(groupLimits(req.Limits)) // cgroup.go
+		if err != nil {
+			return fail(fmt.Errorf("%w: %v", errNoOutcome, err))
+		}
+		group = g
 	}
 	var pid int
 	wait := time.NewTimer(b.startup)
@@ -458,6 +468,12 @@ func (b *Backend) spawnFromZygote(z *zygote, req spi.Request) (*proc, error) {
 	if err != nil {
 		return fail(fmt.Errorf("%w: %v", errNoOutcome, err))
 	}
+	if group != nil {
+		if err := group.Place(pid); err != nil {
+			unix.Close(pidfd)
+			return fail(fmt.Errorf("%w: %v", errNoOutcome, err))
+		}
+	}
 	p := &proc{
 		b: b, in: inW, out: outR,
 		stderr:   &boundedBuffer{max: 4 << 10},
@@ -466,21 +482,9 @@ func (b *Backend) spawnFromZygote(z *zygote, req spi.Request) (*proc, error) {
 		ended:    make(chan ending, 1),
 		waited:   zr.done,
 		frameMax: b.maxResult,
+		group:    group,
 		zr:       zr, z: z, pidfd: pidfd,
 		killed: make(chan struct{}),
-	}
-	if m := b.cgroups(); m != nil {
-		g, err := m.New(groupLimits(req.Limits)) // cgroup.go
-		if err == nil {
-			if err = g.Place(pid); err != nil {
-				_ = g.Remove()
-			}
-		}
-		if err != nil {
-			unix.Close(pidfd)
-			return fail(fmt.Errorf("%w: %v", errNoOutcome, err))
-		}
-		p.group = g
 	}
 	if _, err := goW.Write([]byte("g")); err != nil {
 		unix.Close(pidfd)

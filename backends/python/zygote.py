@@ -85,11 +85,16 @@ class _SockFprog(ctypes.Structure):
     _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
 
 
-def _run(fds, limits, filt):
-    # The run's process: pid 1 of its namespace, in the keeper's new
-    # mount, network, IPC and UTS namespaces.
+def _spare(ctrl, req, tell, alive_r, filt):
+    # The run's process: pid 1 of the keeper's new pid namespace, in its
+    # new mount, network, IPC and UTS namespaces. As a spare it prepares
+    # what does not depend on the run, then waits for the run's request.
     if _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
         _fail("prctl")
+    if _dead(alive_r):
+        # The keeper died before the death signal was set.
+        os._exit(1)
+    os.close(alive_r)
     if _libc.mount(None, b"/", None, _MS_REC | _MS_PRIVATE, None) != 0:
         _fail("making / private")
     if _SCRATCH > 0:
@@ -99,6 +104,18 @@ def _run(fds, limits, filt):
         os.chdir("/tmp")
     else:
         os.chdir("/")
+    # The run: its number, its limits and its descriptors.
+    msg, fds, _, _ = socket.recv_fds(req, 1 << 16, 4)
+    if len(fds) != 4 or len(msg) < 8:
+        os._exit(1)
+    req.close()
+    number, limits = msg[:8], msg[8:].decode()
+    os.write(tell, number)
+    os.close(tell)
+    ctrl.send(b"R" + number)  # the host reads this process's pid from it
+    go = os.read(fds[3], 1)
+    if go != b"g":
+        os._exit(1)
     for i in range(3):
         os.dup2(fds[i], i)
     os.closerange(3, resource.getrlimit(resource.RLIMIT_NOFILE)[0])
@@ -118,33 +135,36 @@ def _run(fds, limits, filt):
     os._exit(0)
 
 
-def _keep(ctrl, number, fds, limits, filt):
+def _keep(ctrl, req, filt):
     # The keeper: in the zygote's namespaces, never running the script.
+    # It holds nothing of the zygote but its channel to the host.
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-    ctrl.send(b"R" + number)
-    go = os.read(fds[3], 1)
-    os.close(fds[3])
-    if go != b"g":
-        os._exit(0)
+    _close_all_but(ctrl.fileno(), req.fileno())
     if _libc.unshare(_CLONE_NEWPID | _CLONE_NEWNS | _CLONE_NEWNET | _CLONE_NEWIPC | _CLONE_NEWUTS) != 0:
         _fail("unshare")
     alive_r, alive_w = os.pipe()
+    tell_r, tell_w = os.pipe()
     pid = os.fork()
     if pid == 0:
         try:
-            ctrl.close()
             os.close(alive_w)
-            # The keeper may have died before the death signal was set:
-            # its end of the pipe is then closed.
-            _run(fds, limits, filt) if not _dead(alive_r) else os._exit(1)
+            os.close(tell_r)
+            _spare(ctrl, req, tell_w, alive_r, filt)
         except BaseException as e:
             try:
                 os.write(2, ("python: the run did not start: %s\n" % e).encode())
             finally:
                 os._exit(1)
     os.close(alive_r)
-    for fd in fds[:3]:
-        os.close(fd)
+    os.close(tell_w)
+    req.close()
+    number = b""
+    while len(number) < 8:
+        chunk = os.read(tell_r, 8 - len(number))
+        if not chunk:
+            os._exit(0)  # a spare that never ran
+        number += chunk
+    os.close(tell_r)
     _, status, ru = os.wait4(pid, 0)
     code = os.waitstatus_to_exitcode(status)
     if code < 0:
@@ -156,11 +176,38 @@ def _keep(ctrl, number, fds, limits, filt):
     os._exit(0)
 
 
-def _dead(fd):
-    import select
+def _close_all_but(*keep):
+    lo = 3
+    for fd in sorted(keep):
+        os.closerange(lo, fd)
+        lo = fd + 1
+    os.closerange(lo, resource.getrlimit(resource.RLIMIT_NOFILE)[0])
 
+
+def _dead(fd):
     r, _, _ = select.select([fd], [], [], 0)
     return bool(r)
+
+
+# _SPARES runs are prepared ahead (forked, their namespaces and /tmp
+# made), each waiting for its request on a socket of its own.
+_SPARES = 2
+
+
+def _prepare(ctrl, filt):
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    pid = os.fork()
+    if pid == 0:
+        try:
+            ours.close()
+            _keep(ctrl, theirs, filt)
+        except BaseException as e:
+            try:
+                os.write(2, ("python: a run could not be prepared: %s\n" % e).encode())
+            finally:
+                os._exit(1)
+    theirs.close()
+    return ours
 
 
 def _serve():
@@ -175,6 +222,7 @@ def _serve():
     os.close(4)
     # Keepers are reaped by the kernel: the zygote waits for none.
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+    spares = [_prepare(ctrl, filt) for _ in range(_SPARES)]
     ctrl.send(b"Z")
     while True:
         msg, fds, _, _ = socket.recv_fds(ctrl, 1 << 16, 4)
@@ -182,18 +230,22 @@ def _serve():
             os._exit(0)
         if len(fds) != 4 or len(msg) < 8:
             os._exit(1)
-        number, limits = msg[:8], msg[8:].decode()
-        pid = os.fork()
-        if pid == 0:
+        for _ in range(2):
+            spare = spares.pop(0) if spares else _prepare(ctrl, filt)
             try:
-                _keep(ctrl, number, fds, limits, filt)
-            except BaseException as e:
-                try:
-                    ctrl.send(b"F" + number + str(e).encode()[:200])
-                finally:
-                    os._exit(1)
+                socket.send_fds(spare, [msg], fds)
+                sent = True
+            except OSError:
+                sent = False  # a spare that has died: another
+            spare.close()
+            if sent:
+                break
+        else:
+            ctrl.send(b"F" + msg[:8] + b"no run could be prepared")
         for fd in fds:
             os.close(fd)
+        while len(spares) < _SPARES:
+            spares.append(_prepare(ctrl, filt))
 
 
 _serve()
