@@ -448,7 +448,7 @@ func (b *Backend) spawnFromZygote(z *zygote, req spi.Request) (*proc, error) {
 		return nil, err
 	}
 	if m := b.cgroups(); m != nil {
-		g, err := m.New(groupLimits(req.Limits)) // cgroup.go
+		g, err := m.New(groupLimits(req.Limits, zygoteGroupOverhead, zygoteRunTasks)) // cgroup.go
 		if err != nil {
 			return fail(fmt.Errorf("%w: %v", errNoOutcome, err))
 		}
