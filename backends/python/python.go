@@ -175,12 +175,12 @@ func New(opts *Options) (*Backend, error) {
 	if b.filter, err = filterProgram(); err != nil {
 		return nil, err
 	}
-	if b.lay, err = b.checkMachine(python, o.SitePackages); err != nil {
+	if b.lay, err = b.checkMachine(python, o.SitePackages, !o.NoZygote); err != nil {
+		b.zygotes.close()
 		return nil, err
 	}
 	if !o.NoZygote {
 		b.useZygote = true
-		b.checkZygote(python, o.SitePackages) // zygote.go
 		// A backend dropped without Close ends its zygote when collected.
 		runtime.AddCleanup(b, (*zygotes).close, b.zygotes)
 	}
@@ -191,11 +191,15 @@ func New(opts *Options) (*Backend, error) {
 // interpreter and the packages directory, as the options give them.
 type machineKey struct{ bwrap, python, sitePackages string }
 
-// machineCheck is one key's check: the layout, once the probe and the
-// self-test have passed with it.
+// machineCheck is one key's check: the layout, once the probe and a
+// self-test have passed with it; whether the zygote passed its
+// self-test (zygote.go), and whether a sandbox of a run's own did.
 type machineCheck struct {
-	mu  sync.Mutex
-	lay *layout
+	mu            sync.Mutex
+	lay           *layout
+	zygoteChecked bool
+	zygoteErr     error // why runs cannot be forked from a zygote here
+	sandboxOK     bool
 }
 
 // machines holds the checks of this process, by key (*machineCheck).
@@ -207,29 +211,55 @@ var machineRuns atomic.Int64
 // checkMachine probes the interpreter and runs the self-test, once per
 // process for each bubblewrap, interpreter and packages directory: a
 // check that passed is not run again (one that failed is, next time).
-func (b *Backend) checkMachine(python, sitePackages string) (*layout, error) {
+// With zygote, the self-test runs on a zygote first (which b then keeps),
+// and on a sandbox of its own only where the zygote fails it.
+func (b *Backend) checkMachine(python, sitePackages string, zygote bool) (*layout, error) {
 	v, _ := machines.LoadOrStore(machineKey{b.bwrap, python, sitePackages}, &machineCheck{})
 	c := v.(*machineCheck)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.lay != nil {
 		lay := *c.lay // each backend its own
-		return &lay, nil
+		b.lay = &lay
+	} else {
+		machineRuns.Add(1)
+		p, err := probeInterpreter(python)
+		if err != nil {
+			return nil, err
+		}
+		if b.lay, err = newLayout(p, sitePackages); err != nil {
+			return nil, err
+		}
 	}
-	machineRuns.Add(1)
-	p, err := probeInterpreter(python)
-	if err != nil {
-		return nil, err
+	if zygote {
+		if !c.zygoteChecked {
+			machineRuns.Add(1)
+			c.zygoteChecked = true
+			c.zygoteErr = b.zygoteSelfTest() // zygote.go
+		}
+		b.zygotes.refused = c.zygoteErr
+		if c.zygoteErr == nil {
+			return b.keepLayout(c), nil
+		}
 	}
-	if b.lay, err = newLayout(p, sitePackages); err != nil {
-		return nil, err
+	if !c.sandboxOK {
+		machineRuns.Add(1)
+		if err := b.selfTest(); err != nil {
+			return nil, err
+		}
+		c.sandboxOK = true
 	}
-	if err := b.selfTest(); err != nil {
-		return nil, err
+	return b.keepLayout(c), nil
+}
+
+// keepLayout stores b's layout as the key's, once a self-test has passed
+// with it.
+func (b *Backend) keepLayout(c *machineCheck) *layout {
+	if c.lay == nil {
+		lay := *b.lay
+		c.lay = &lay
 	}
-	lay := *b.lay
-	c.lay = &lay
-	return b.lay, nil
+	return b.lay
 }
 
 // tools finds bubblewrap and the interpreter.

@@ -43,6 +43,10 @@ var zygoteSource string
 // zygoteRuns bounds the runs one zygote forks before it is replaced.
 const zygoteRuns = 256
 
+// zygoteSpares is how many runs a zygote keeps prepared (zygote.py's
+// _SPARES, which the zygote's argument sets).
+const zygoteSpares = 2
+
 // zygoteStartTimeout bounds the zygote's start (bubblewrap, the
 // interpreter, the standard library's imports).
 const zygoteStartTimeout = 30 * time.Second
@@ -68,6 +72,10 @@ type zygote struct {
 	stderr  *boundedBuffer
 	exited  chan struct{} // closed once bubblewrap has been waited for
 	maxRuns int           // zygoteRuns (tests: fewer)
+	// replaced starts the zygote's successor, off the request path, once
+	// it is retired or dead (once; nil in tests that start one alone).
+	replaced  sync.Once
+	successor func()
 
 	mu       sync.Mutex
 	runs     map[uint64]*zrun
@@ -109,7 +117,7 @@ func (b *Backend) zygoteArgv() []string {
 	}
 	scratch := max(b.scratch, 0)
 	return append(args, "--remount-ro", "/", "--chdir", "/", "--", b.lay.python, "-S", "-s", "-B", "-c", zygoteSource,
-		b.program(), strconv.FormatInt(scratch, 10), b.tag)
+		b.program(), strconv.FormatInt(scratch, 10), strconv.Itoa(zygoteSpares), b.tag)
 }
 
 // startZygote starts a zygote and waits for it to say it is ready.
@@ -266,6 +274,7 @@ func (z *zygote) listen() {
 	left := z.runs
 	z.runs = map[uint64]*zrun{}
 	z.mu.Unlock()
+	z.replace()
 	for _, r := range left {
 		close(r.done)
 	}
@@ -296,10 +305,14 @@ func (z *zygote) fork(number uint64, limits string, files []*os.File) (*zrun, er
 	z.runs[number] = r
 	z.served++
 	z.inflight++
-	if z.served >= z.maxRuns {
+	full := z.served >= z.maxRuns
+	if full {
 		z.retired = true
 	}
 	z.mu.Unlock()
+	if full {
+		z.replace()
+	}
 	msg := binary.BigEndian.AppendUint64(nil, number)
 	msg = append(msg, limits...)
 	fds := make([]int, len(files))
@@ -324,6 +337,7 @@ func (z *zygote) retire() {
 	z.retired = true
 	idle := z.inflight == 0
 	z.mu.Unlock()
+	z.replace()
 	if idle {
 		z.kill()
 	}
@@ -339,8 +353,18 @@ func (z *zygote) release(clean bool) {
 	}
 	idle := z.retired && z.inflight == 0
 	z.mu.Unlock()
+	if !clean {
+		z.replace()
+	}
 	if idle {
 		z.kill()
+	}
+}
+
+// replace starts the zygote's successor in the background, once.
+func (z *zygote) replace() {
+	if z.successor != nil {
+		z.replaced.Do(func() { go z.successor() })
 	}
 }
 
@@ -374,12 +398,34 @@ func (b *Backend) zygote() (*zygote, error) {
 	if zs.cur != nil && zs.cur.usable() {
 		return zs.cur, nil
 	}
-	z, err := b.startZygote()
+	// The successors are started from a copy of the backend as it is
+	// now: a zygote holds nothing that keeps the backend from being
+	// collected (and so its zygote from being closed).
+	c := *b
+	return zs.start(c.startZygote)
+}
+
+// start starts a zygote with start and puts it in service; its successor
+// is started the same way. zs.mu must be held.
+func (zs *zygotes) start(start func() (*zygote, error)) (*zygote, error) {
+	z, err := start()
 	if err != nil {
 		return nil, err
 	}
+	z.successor = func() { zs.succeed(z, start) }
 	zs.cur = z
 	return z, nil
+}
+
+// succeed starts old's successor, unless another has taken its place or
+// the backend is closed. Runs asked for meanwhile wait for it.
+func (zs *zygotes) succeed(old *zygote, start func() (*zygote, error)) {
+	zs.mu.Lock()
+	defer zs.mu.Unlock()
+	if zs.closed || zs.cur != old {
+		return
+	}
+	_, _ = zs.start(start) // on failure, the next run starts one (or its own sandbox)
 }
 
 // closeZygotes ends the backend's zygote.
@@ -538,37 +584,21 @@ func (p *proc) observeKeeper(o *observation) {
 	}
 }
 
-// zygoteChecks holds, per machine key, whether a zygote's runs pass the
-// self-test here: nil if so, else why not (*zygoteCheck).
-var zygoteChecks sync.Map
-
-type zygoteCheck struct {
-	mu   sync.Mutex
-	done bool
-	err  error
-}
-
-// checkZygote runs the self-test on a zygote, once per process for each
-// bubblewrap, interpreter and packages directory. Where it fails (the
-// kernel refuses CAP_SYS_ADMIN in the sandbox's user namespace, or a
-// run's namespaces or mount), the backend's runs start a sandbox each,
-// and [Backend.ZygoteStatus] says why.
-func (b *Backend) checkZygote(python, sitePackages string) {
-	v, _ := zygoteChecks.LoadOrStore(machineKey{b.bwrap, python, sitePackages}, &zygoteCheck{})
-	c := v.(*zygoteCheck)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !c.done {
-		c.done = true
-		b.zygotes.only = true
-		c.err = b.selfTest()
-		b.zygotes.only = false
-		if c.err != nil {
-			b.closeZygotes()
-			b.zygotes.closed = false
-		}
+// zygoteSelfTest runs New's self-test on a zygote, which b keeps when
+// it passes. It fails where bubblewrap may not grant CAP_SYS_ADMIN in
+// the sandbox's user namespace, or the kernel refuses a run's namespaces
+// or its /tmp: the backend's runs then start a sandbox each.
+func (b *Backend) zygoteSelfTest() error {
+	b.useZygote, b.zygotes.only = true, true
+	err := b.selfTest()
+	b.useZygote, b.zygotes.only = false, false
+	if err != nil {
+		b.zygotes.close()
+		b.zygotes.mu.Lock()
+		b.zygotes.closed = false
+		b.zygotes.mu.Unlock()
 	}
-	b.zygotes.refused = c.err
+	return err
 }
 
 // ZygoteStatus reports whether this backend's runs are forked from its

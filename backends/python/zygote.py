@@ -1,10 +1,10 @@
 # zygote.py: the zygote of backends/python, embedded in the Go package
-# and run as `python3 -S -s -B -c ZYGOTE PROGRAM SCRATCH` in one
-# bubblewrap sandbox per backend (zygote.go), with CAP_SYS_ADMIN in the
-# sandbox's user namespace only. PROGRAM is what a run executes
+# and run as `python3 -S -s -B -c ZYGOTE PROGRAM SCRATCH SPARES TAG` in
+# one bubblewrap sandbox per backend (zygote.go), with CAP_SYS_ADMIN in
+# the sandbox's user namespace only. PROGRAM is what a run executes
 # (confine.py and runner.py: landlock.go); SCRATCH the size of a run's
-# /tmp in bytes (0: none); TAG names the backend's processes for its
-# tests.
+# /tmp in bytes (0: none); SPARES how many runs to keep prepared; TAG
+# names the backend's processes for its tests.
 #
 # The zygote imports the standard library's common modules once, then
 # serves the host on fd 3, a SOCK_SEQPACKET socket:
@@ -13,26 +13,32 @@
 #                    big-endian), then the runner's limits (JSON text);
 #                    with it, four descriptors: the run's stdin, stdout,
 #                    stderr and its go pipe (read end).
-#   zygote -> host   "Z" once, ready. Then, from each run's keeper (the
-#                    first fork): "R" + number once it exists (the host
-#                    reads its pid from the message's credentials, places
-#                    it in the run's cgroup, and writes one byte "g" to
-#                    the go pipe); "E" + number + the exit code (4 bytes,
-#                    signed: the code, or 128 plus the signal), the user
-#                    and system CPU time in microseconds and the peak
-#                    resident memory in KiB (8 bytes each) of the run's
-#                    process, from wait4; or "F" + number + a reason, when
-#                    the run's namespaces could not be made.
+#   zygote -> host   "Z" once, ready (the host reads the zygote's pid
+#                    from the message's credentials). From each run's
+#                    process: "R" + number once it has its request (the
+#                    host reads its pid from the credentials, places it
+#                    in the run's cgroup, and writes one byte "g" to the
+#                    go pipe). From each run's keeper: "E" + number + the
+#                    exit code (4 bytes, signed: the code, or 128 plus the
+#                    signal), the user and system CPU time in
+#                    microseconds and the peak resident memory in KiB (8
+#                    bytes each) of the run's process, from wait4. From
+#                    the zygote: "F" + number + a reason, when no run
+#                    could be prepared.
 #
-# A run is two forks. The keeper (in the zygote's namespaces) waits for
-# the host's go, makes new pid, mount, network, IPC and UTS namespaces,
-# forks the run's process (pid 1 of the new pid namespace), waits for it
-# and reports what the kernel says of it. The run's process dies with
-# the keeper, mounts a fresh tmpfs on /tmp, takes the run's descriptors
-# as 0, 1 and 2 and closes every other, drops every capability, installs
-# the seccomp filter and runs PROGRAM, which sets the rlimits, applies
-# Landlock and reads the script. Nothing of a run is in the zygote: it
-# only forks, and never reads what a run writes.
+# A run is two forks, made ahead (SPARES of them wait for a request).
+# The keeper (in the zygote's namespaces, holding nothing of the zygote
+# but its channel to the host) makes new pid, mount, network, IPC and
+# UTS namespaces, forks the run's process (pid 1 of the new pid
+# namespace), waits for it and reports what the kernel says of it. The
+# run's process dies with the keeper, mounts a fresh tmpfs on /tmp, and
+# waits for its request (on a socket only it and the zygote hold). Then
+# it tells the keeper its number, the host its pid, waits for the go,
+# takes the run's descriptors as 0, 1 and 2 and closes every other,
+# drops every capability, installs the seccomp filter and runs PROGRAM,
+# which sets the rlimits, applies Landlock and reads the script. Nothing
+# of a run is in the zygote: it only forks and hands requests over, and
+# never reads what a run writes.
 import sys
 import os
 
@@ -60,6 +66,9 @@ for _name in ("logging", "asyncio", "random", "uuid", "datetime", "_datetime", "
 
 _PROGRAM = compile(sys.argv[1], "<runner>", "exec")
 _SCRATCH = int(sys.argv[2])
+# _SPARES runs are prepared ahead (forked, their namespaces and /tmp
+# made), each waiting for its request on a socket of its own.
+_SPARES = int(sys.argv[3])
 del sys.argv[1:]
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -189,11 +198,6 @@ def _dead(fd):
     return bool(r)
 
 
-# _SPARES runs are prepared ahead (forked, their namespaces and /tmp
-# made), each waiting for its request on a socket of its own.
-_SPARES = 2
-
-
 def _prepare(ctrl, filt):
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     pid = os.fork()
@@ -222,8 +226,8 @@ def _serve():
     os.close(4)
     # Keepers are reaped by the kernel: the zygote waits for none.
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)
-    spares = [_prepare(ctrl, filt) for _ in range(_SPARES)]
     ctrl.send(b"Z")
+    spares = [_prepare(ctrl, filt) for _ in range(_SPARES)]
     while True:
         msg, fds, _, _ = socket.recv_fds(ctrl, 1 << 16, 4)
         if not msg:

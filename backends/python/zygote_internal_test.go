@@ -33,7 +33,9 @@ func clone(t *testing.T, b *Backend) *Backend {
 }
 
 // zygoteProcesses are the processes of b's zygote in service, if it has
-// one: its bubblewrap, bubblewrap's init and the zygote.
+// one and no run in flight: its bubblewrap, bubblewrap's init, the
+// zygote, and its prepared runs (a keeper and the run's process each).
+// It is nil when the zygote has more descendants than that.
 func zygoteProcesses(b *Backend) []int {
 	b.zygotes.mu.Lock()
 	z := b.zygotes.cur
@@ -41,7 +43,11 @@ func zygoteProcesses(b *Backend) []int {
 	if z == nil || !z.usable() {
 		return nil
 	}
-	out := []int{z.cmd.Process.Pid, z.pid}
+	prepared := descendants(z.pid)
+	if len(prepared) > 2*zygoteSpares {
+		return nil
+	}
+	out := append([]int{z.cmd.Process.Pid, z.pid}, prepared...)
 	if init := parentOf(z.pid); init > 0 {
 		out = append(out, init)
 	}
