@@ -61,6 +61,10 @@ type zygotes struct {
 	number  uint64 // runs sent, across zygotes
 	only    bool   // the zygote's self-test: no run starts a sandbox of its own
 	maxRuns int    // runs per zygote: zygoteRuns (tests: fewer)
+	// standby takes over from a replaced zygote at once; started after
+	// the first replacement, in the background.
+	standby  *zygote
+	starting bool // a standby is being started
 }
 
 // zygote is one zygote process and the runs it has forked.
@@ -402,6 +406,11 @@ func (b *Backend) zygote() (*zygote, error) {
 	// now: a zygote holds nothing that keeps the backend from being
 	// collected (and so its zygote from being closed).
 	c := *b
+	if s := zs.standby; s != nil && s.usable() {
+		zs.standby = nil
+		zs.install(s, c.startZygote)
+		return s, nil
+	}
 	return zs.start(c.startZygote)
 }
 
@@ -412,20 +421,59 @@ func (zs *zygotes) start(start func() (*zygote, error)) (*zygote, error) {
 	if err != nil {
 		return nil, err
 	}
+	zs.install(z, start)
+	return z, nil
+}
+
+// install puts z in service, its successor started with start. zs.mu
+// must be held.
+func (zs *zygotes) install(z *zygote, start func() (*zygote, error)) {
 	z.successor = func() { zs.succeed(z, start) }
 	zs.cur = z
-	return z, nil
 }
 
 // succeed starts old's successor, unless another has taken its place or
 // the backend is closed. Runs asked for meanwhile wait for it.
 func (zs *zygotes) succeed(old *zygote, start func() (*zygote, error)) {
 	zs.mu.Lock()
-	defer zs.mu.Unlock()
 	if zs.closed || zs.cur != old {
+		zs.mu.Unlock()
 		return
 	}
-	_, _ = zs.start(start) // on failure, the next run starts one (or its own sandbox)
+	if s := zs.standby; s != nil && s.usable() {
+		zs.standby = nil
+		zs.install(s, start)
+	} else {
+		if s != nil {
+			s.kill()
+			zs.standby = nil
+		}
+		_, _ = zs.start(start) // on failure, the next run starts one (or its own sandbox)
+	}
+	prepare := !zs.starting && !zs.closed
+	if prepare {
+		zs.starting = true
+	}
+	zs.mu.Unlock()
+	if prepare {
+		zs.prepareStandby(start)
+	}
+}
+
+// prepareStandby starts a standby zygote.
+func (zs *zygotes) prepareStandby(start func() (*zygote, error)) {
+	z, err := start()
+	zs.mu.Lock()
+	defer zs.mu.Unlock()
+	zs.starting = false
+	if err != nil {
+		return
+	}
+	if zs.closed || zs.standby != nil {
+		z.kill()
+		return
+	}
+	zs.standby = z
 }
 
 // closeZygotes ends the backend's zygote.
@@ -436,10 +484,12 @@ func (zs *zygotes) close() {
 	zs.mu.Lock()
 	defer zs.mu.Unlock()
 	zs.closed = true
-	if zs.cur != nil {
-		zs.cur.kill()
-		zs.cur = nil
+	for _, z := range []*zygote{zs.cur, zs.standby} {
+		if z != nil {
+			z.kill()
+		}
 	}
+	zs.cur, zs.standby = nil, nil
 }
 
 // nextNumber numbers a run on the backend's zygotes.

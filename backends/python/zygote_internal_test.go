@@ -32,24 +32,29 @@ func clone(t *testing.T, b *Backend) *Backend {
 	return &c
 }
 
-// zygoteProcesses are the processes of b's zygote in service, if it has
-// one and no run in flight: its bubblewrap, bubblewrap's init, the
-// zygote, and its prepared runs (a keeper and the run's process each).
-// It is nil when the zygote has more descendants than that.
+// zygoteProcesses are the processes of b's zygotes (in service and on
+// standby) while no run is in flight: each one's bubblewrap,
+// bubblewrap's init, the zygote, and its prepared runs (a keeper and the
+// run's process each). A zygote with more descendants than that counts
+// for none.
 func zygoteProcesses(b *Backend) []int {
 	b.zygotes.mu.Lock()
-	z := b.zygotes.cur
+	zs := []*zygote{b.zygotes.cur, b.zygotes.standby}
 	b.zygotes.mu.Unlock()
-	if z == nil || !z.usable() {
-		return nil
-	}
-	prepared := descendants(z.pid)
-	if len(prepared) > 2*zygoteSpares {
-		return nil
-	}
-	out := append([]int{z.cmd.Process.Pid, z.pid}, prepared...)
-	if init := parentOf(z.pid); init > 0 {
-		out = append(out, init)
+	var out []int
+	for _, z := range zs {
+		if z == nil || !z.usable() {
+			continue
+		}
+		prepared := descendants(z.pid)
+		if len(prepared) > 2*zygoteSpares {
+			continue
+		}
+		out = append(out, z.cmd.Process.Pid, z.pid)
+		out = append(out, prepared...)
+		if init := parentOf(z.pid); init > 0 {
+			out = append(out, init)
+		}
 	}
 	return out
 }
