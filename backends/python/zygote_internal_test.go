@@ -7,6 +7,8 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"syscall"
 	"testing"
@@ -160,4 +162,29 @@ func TestZygoteDeathIsRecovered(t *testing.T) {
 	require.True(t, waitExited([]int{pid}))
 	evalOK(t, b, "2", "2")
 	assert.NotEqual(t, pid, zygotePid(b))
+}
+
+// TestWithoutAZygoteEachRunHasItsSandbox: where bubblewrap may not grant
+// the zygote CAP_SYS_ADMIN (here a stand-in that refuses --cap-add, as a
+// setuid bubblewrap does for a user), New still succeeds, says why there
+// is no zygote, and each run starts a sandbox of its own.
+func TestWithoutAZygoteEachRunHasItsSandbox(t *testing.T) {
+	backendOrSkip(t)
+	real, err := exec.LookPath("bwrap")
+	require.NoError(t, err)
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no sh for the stand-in")
+	}
+	fake := filepath.Join(t.TempDir(), "bwrap")
+	script := "#!" + sh + "\nfor a in \"$@\"; do [ \"$a\" = --cap-add ] && { echo 'bwrap: --cap-add refused' >&2; exit 1; }; done\nexec " + real + " \"$@\"\n"
+	require.NoError(t, os.WriteFile(fake, []byte(script), 0o755))
+	b, err := New(&Options{Bubblewrap: fake})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = b.Close() })
+	status := b.ZygoteStatus()
+	require.Error(t, status)
+	assert.Contains(t, status.Error(), "--cap-add refused")
+	evalOK(t, b, "import os\nos.getpid()", "1")
+	assert.Zero(t, zygotePid(b), "no zygote")
 }
