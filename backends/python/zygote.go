@@ -560,6 +560,9 @@ func (b *Backend) spawnFromZygote(z *zygote, req spi.Request) (*proc, error) {
 	case <-wait.C:
 		return fail(&spi.StartupError{Backend: "python", Phase: "boot", Allowance: b.startup})
 	}
+	// The process waits for its go until the host writes it: it cannot
+	// have ended by itself, only with its zygote (its parent-death
+	// signal), and the kernel hands out pids in turn, so pid is still it.
 	pidfd, err := unix.PidfdOpen(pid, 0)
 	if err != nil {
 		return fail(fmt.Errorf("%w: %v", errNoOutcome, err))
