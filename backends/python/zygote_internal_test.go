@@ -188,3 +188,28 @@ func TestWithoutAZygoteEachRunHasItsSandbox(t *testing.T) {
 	evalOK(t, b, "import os\nos.getpid()", "1")
 	assert.Zero(t, zygotePid(b), "no zygote")
 }
+
+// TestZygoteDeathDuringARun: a run whose zygote dies under it (here
+// killed from the host, while the script waits in a host call) ends as
+// retryable infrastructure, never as the script's outcome, and the next
+// run is forked from a new zygote.
+func TestZygoteDeathDuringARun(t *testing.T) {
+	b := zygoteOrSkip(t)
+	evalOK(t, b, "1", "1")
+	pid := zygotePid(b)
+	require.Positive(t, pid)
+	out, err := b.Evaluate(context.Background(), spi.Request{Script: []byte("host.kill()\nwhile True:\n    pass"), Input: json.RawMessage("null"),
+		Limits: spi.Limits{WallClock: time.Hour}, Host: killHost{pid}})
+	require.NoError(t, err)
+	assert.Equal(t, spi.KindInfrastructure, out.Kind, "%+v", out)
+	evalOK(t, b, "2", "2")
+	assert.NotEqual(t, pid, zygotePid(b))
+}
+
+// killHost kills the process pid when called.
+type killHost struct{ pid int }
+
+func (h killHost) Call(context.Context, string, json.RawMessage) (json.RawMessage, error) {
+	_ = syscall.Kill(h.pid, syscall.SIGKILL)
+	return json.RawMessage("null"), nil
+}
