@@ -50,7 +50,7 @@ func machineEngines() []engine {
 // a run here, and why the memory limit is not declared where runs get no
 // cgroup.
 func pythonDescription() string {
-	const d = "CPython (the system's python3), a new process per run in a Linux sandbox (bubblewrap: namespaces, seccomp allow-list, Landlock, rlimits"
+	const d = "CPython (the system's python3), a new process per run in a Linux sandbox, forked from a pre-started interpreter (a zygote) where bubblewrap may grant CAP_SYS_ADMIN inside the sandbox's user namespace, else started by bubblewrap for the run (namespaces, seccomp allow-list, Landlock, rlimits"
 	if err := python.KernelBounds(); err != nil {
 		return d + "); memory limit not declared: " + strings.TrimPrefix(err.Error(), "python: ")
 	}

@@ -31,10 +31,10 @@ func groupsOrSkip(t *testing.T) *Backend {
 
 // withoutGroups is b with its runs outside any cgroup: what a run holds
 // with the rlimits alone.
-func withoutGroups(b *Backend) *Backend {
-	c := *b
+func withoutGroups(t *testing.T, b *Backend) *Backend {
+	c := clone(t, b)
 	c.noGroups = true
-	return &c
+	return c
 }
 
 // kernelLimit is the memory limit of the kernel-held memory tests.
@@ -78,7 +78,7 @@ func TestKernelHeldMemoryIsTheMemoryLimit(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			input := json.RawMessage("256")
 			limits := spi.Limits{WallClock: 5 * time.Minute, MemoryBytes: kernelLimit}
-			out, err := withoutGroups(b).Evaluate(context.Background(), spi.Request{Script: []byte(script), Input: input, Limits: limits})
+			out, err := withoutGroups(t, b).Evaluate(context.Background(), spi.Request{Script: []byte(script), Input: input, Limits: limits})
 			require.NoError(t, err)
 			require.Equal(t, spi.KindOK, out.Kind, "without a group the path is not bounded: %+v", out)
 			held, _ := strconv.Atoi(string(out.Value))
@@ -101,7 +101,7 @@ func TestMmapPastTheLimitIsTheMemoryLimit(t *testing.T) {
 	b := groupsOrSkip(t)
 	script := []byte("import mmap\nm = mmap.mmap(-1, 1 << 30)\nfor i in range(0, 1 << 30, 4096):\n    m[i] = 1\n")
 	limits := spi.Limits{WallClock: 5 * time.Minute, MemoryBytes: kernelLimit}
-	out, err := withoutGroups(b).Evaluate(context.Background(), spi.Request{Script: script, Input: json.RawMessage("null"), Limits: limits})
+	out, err := withoutGroups(t, b).Evaluate(context.Background(), spi.Request{Script: script, Input: json.RawMessage("null"), Limits: limits})
 	require.NoError(t, err)
 	assert.Equal(t, spi.KindThrew, out.Kind, "without a group: %+v", out)
 	out, err = b.Evaluate(context.Background(), spi.Request{Script: script, Input: json.RawMessage("null"), Limits: limits})
@@ -128,7 +128,7 @@ ev.set()
 n`)
 	limits := spi.Limits{WallClock: 5 * time.Minute, MemoryBytes: kernelLimit}
 	if os.Geteuid() == 0 {
-		out, err := withoutGroups(b).Evaluate(context.Background(), spi.Request{Script: script, Input: json.RawMessage("null"), Limits: limits})
+		out, err := withoutGroups(t, b).Evaluate(context.Background(), spi.Request{Script: script, Input: json.RawMessage("null"), Limits: limits})
 		require.NoError(t, err)
 		n, _ := strconv.Atoi(string(out.Value))
 		t.Logf("without a group, root's run started %d threads (RLIMIT_NPROC does not bind root)", n)
@@ -148,7 +148,7 @@ n`)
 func TestValueThatFitsIsReturned(t *testing.T) {
 	b := groupsOrSkip(t)
 	script := []byte(`"x" * (16 << 20)`)
-	out, err := withoutGroups(b).Evaluate(context.Background(), spi.Request{Script: script, Input: json.RawMessage("null"),
+	out, err := withoutGroups(t, b).Evaluate(context.Background(), spi.Request{Script: script, Input: json.RawMessage("null"),
 		Limits: spi.Limits{WallClock: 5 * time.Minute, MemoryBytes: kernelLimit}})
 	require.NoError(t, err)
 	t.Logf("without a group: %v", out.Kind)

@@ -1,7 +1,7 @@
 // Package python is a Sandbank backend that runs Python scripts on the real
 // CPython interpreter (the system's python3, 3.10 or later, with its whole
-// standard library), one new process per run, in a Linux sandbox built by
-// bubblewrap. Applications use it through package effect:
+// standard library), one new process per run, in a Linux sandbox: a fork
+// of the backend's zygote, or one built by bubblewrap for the run. Applications use it through package effect:
 //
 //	backend, err := python.New(nil) // fails, saying what is missing, where the sandbox cannot run
 //	eff, err := effect.New(store, backend, nil)
@@ -40,22 +40,42 @@
 //
 // # The sandbox
 //
-// Each run is `bwrap … python3 -S -s -B -c RUNNER`, the interpreter pid 1
-// of its namespace: new user, pid,
-// network, mount, ipc and uts namespaces (and cgroup where the kernel has
-// it); uid and gid 65534 inside, no capabilities, no further user
-// namespaces; a read-only root holding only the interpreter, its standard
-// library, the shared libraries it maps (found by running it once in New)
-// and the optional Options.SitePackages; a private tmpfs /tmp of
-// Options.ScratchBytes; no /proc, /dev, /etc or home; no network interface
-// up; an environment holding only PYTHONHASHSEED=0, cleared before the
-// script runs.
+// Each backend keeps a zygote (zygote.go, zygote.py): one bubblewrap
+// sandbox holding an interpreter with the standard library's common
+// modules imported, which forks each run and runs none of a run's code.
+// Each run's process is pid 1 of its own pid namespace, with its own
+// mount, network, ipc and uts namespaces and a fresh tmpfs /tmp of
+// Options.ScratchBytes (two runs are kept prepared so, off the request
+// path); it holds no descriptor but its three pipes and no capability,
+// and installs the seccomp filter itself before the runner starts. The
+// host reads the run's pid from the kernel (the credentials of the
+// message its process sends before the script exists) and its exit
+// status and resource usage from the run's keeper (the fork that waits
+// for it, which never runs the script). The zygote is replaced after 256
+// runs, as soon as one of its runs ends other than with its value or its
+// thrown error, and when it dies; Close ends it. Where the zygote cannot
+// be had (bubblewrap may not grant CAP_SYS_ADMIN in the sandbox's user
+// namespace, or the kernel refuses a run's namespaces: New's self-test
+// runs on a zygote first), or with Options.NoZygote, each run is
+// `bwrap … python3 -S -s -B -c RUNNER`, the interpreter pid 1 of its
+// namespace ([Backend.ZygoteStatus] says which).
+//
+// Either way a run has: new user (the zygote's), pid, network, mount,
+// ipc and uts namespaces (and cgroup where the kernel has it); uid and
+// gid 65534 inside, no capabilities, no further user namespaces; a
+// read-only root holding only the interpreter, its standard library,
+// the shared libraries it maps (found by running it once in New) and
+// the optional Options.SitePackages; a private tmpfs /tmp of
+// Options.ScratchBytes; no /proc, /dev, /etc or home; no network
+// interface up; an environment holding only PYTHONHASHSEED=0, cleared
+// before the script runs.
 //
 // Where the host may create cgroups (as root, or inside a delegated
 // subtree: [KernelBounds] says), each run has its own, holding the whole
-// sandbox from its first instruction: memory.max (v2) or
+// sandbox from its first instruction (a forked run's process is placed
+// in it before it may go on): memory.max (v2) or
 // memory.limit_in_bytes (v1) at the memory limit plus the interpreter's
-// own start-up, kernel memory counted and no swap, so shared memory,
+// own start-up (10 MiB; 4 for a forked run), kernel memory counted and no swap, so shared memory,
 // memfd files, /tmp's files and inodes and thread stacks are the memory
 // limit like the heap; pids.max bounds threads for root too. The host
 // reads the group's events once the run has ended: a run the kernel
@@ -77,13 +97,16 @@
 // (ABI 6) no signal or abstract socket outside the run; a kernel with an
 // older ABI gets what it knows, one without Landlock nothing. The seccomp
 // filter is an allow-list of what CPython and its standard library call,
-// the architecture checked: anything else is ENOSYS; ptrace, mount,
+// the architecture checked (bubblewrap installs it, or the forked run's
+// process itself): anything else is ENOSYS; ptrace, mount,
 // unshare and setns, bpf, keyctl, perf_event_open, module, reboot and
 // clock calls, every new process (fork, vfork, clone without
 // CLONE_THREAD) and every socket family but AF_UNIX are EPERM. The
 // process group is killed with SIGKILL when the run ends, at the wall
 // clock, when ctx is done, and when the host process dies (Pdeathsig, and
-// bubblewrap's --die-with-parent).
+// bubblewrap's --die-with-parent); a forked run is killed through a
+// pidfd of its process, pid 1 of its namespace, which takes the
+// namespace with it.
 //
 // The declaration (network none, wall clock hard, memory where runs get
 // a cgroup, CPU, fresh per run, host calls, logs) holds by construction;
@@ -115,7 +138,9 @@
 //
 // # Notes
 //
-// A run costs a process start: bubblewrap and the interpreter, about
-// 50 ms on an idle machine (docs/performance.md). There is no pre-forked
-// interpreter yet.
+// A forked run costs a few milliseconds (docs/performance.md); a run
+// that starts a sandbox of its own costs bubblewrap and the interpreter,
+// 50 ms or more. The zygote is an idle interpreter and two prepared runs
+// per backend, for as long as the backend is open. Forked runs share the
+// zygote's address-space layout.
 package python

@@ -25,7 +25,7 @@ func TestEscapeProbeSeesABoundHostDirectory(t *testing.T) {
 	if _, err := os.Stat("/etc/passwd"); err != nil {
 		t.Skip("this machine has no /etc/passwd")
 	}
-	b := backendOrSkip(t)
+	b := clone(t, backendOrSkip(t))
 	b.lay.args = append(slices.Clone(b.lay.args), "--ro-bind", "/etc", "/etc")
 	script, err := pyfixtures.Set().Script("no_escape")
 	require.NoError(t, err)

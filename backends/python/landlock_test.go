@@ -72,8 +72,8 @@ func TestLandlockConfinesTheRun(t *testing.T) {
 	assert.Equal(t, "PermissionError", got["exec"], "exec")
 	assert.Equal(t, "ok", got["tmp"], "/tmp is writable")
 
-	unconfined := *b
+	unconfined := clone(t, b)
 	unconfined.noLandlock = true
-	out = run(&unconfined)
+	out = run(unconfined)
 	assert.NotEqual(t, spi.KindOK, out.Kind, "without Landlock the exec replaces the runner: %+v", out)
 }

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -62,6 +63,12 @@ type Options struct {
 	// Seed seeds random and os.urandom in every run. Zero is a valid seed
 	// (and the default).
 	Seed int64
+	// NoZygote makes every run start a sandbox of its own (bubblewrap and
+	// a new interpreter, 50 ms or more), as the backend did before the
+	// zygote. False (the default) means runs are forked from the
+	// backend's zygote (zygote.go) where the machine allows one, which
+	// [ZygoteStatus] reports.
+	NoZygote bool
 }
 
 // The defaults.
@@ -85,8 +92,9 @@ const (
 )
 
 // Backend runs each script in a new CPython process inside a bubblewrap
-// sandbox. It holds no mutable state: build one with [New] and use it from
-// any number of goroutines.
+// sandbox: a fork of its zygote, or a sandbox of its own. Build one with
+// [New], use it from any number of goroutines, and Close it to end its
+// zygote.
 type Backend struct {
 	bwrap     string
 	lay       *layout
@@ -106,6 +114,10 @@ type Backend struct {
 	// tag is in every run's command line (the runner's argument), so
 	// that tests can find this backend's processes.
 	tag string
+	// useZygote: runs are forked from the zygote (zygote.go) while the
+	// machine allows one.
+	useZygote bool
+	zygotes   *zygotes
 }
 
 var (
@@ -144,6 +156,7 @@ func New(opts *Options) (*Backend, error) {
 		startup:   o.StartupAllowance,
 		seed:      o.Seed,
 		tag:       newTag(),
+		zygotes:   &zygotes{maxRuns: zygoteRuns},
 	}
 	if b.scratch == 0 {
 		b.scratch = DefaultScratchBytes
@@ -162,8 +175,14 @@ func New(opts *Options) (*Backend, error) {
 	if b.filter, err = filterProgram(); err != nil {
 		return nil, err
 	}
-	if b.lay, err = b.checkMachine(python, o.SitePackages); err != nil {
+	if b.lay, err = b.checkMachine(python, o.SitePackages, !o.NoZygote); err != nil {
+		b.zygotes.close()
 		return nil, err
+	}
+	if !o.NoZygote {
+		b.useZygote = true
+		// A backend dropped without Close ends its zygote when collected.
+		runtime.AddCleanup(b, (*zygotes).close, b.zygotes)
 	}
 	return b, nil
 }
@@ -172,11 +191,15 @@ func New(opts *Options) (*Backend, error) {
 // interpreter and the packages directory, as the options give them.
 type machineKey struct{ bwrap, python, sitePackages string }
 
-// machineCheck is one key's check: the layout, once the probe and the
-// self-test have passed with it.
+// machineCheck is one key's check: the layout, once the probe and a
+// self-test have passed with it; whether the zygote passed its
+// self-test (zygote.go), and whether a sandbox of a run's own did.
 type machineCheck struct {
-	mu  sync.Mutex
-	lay *layout
+	mu            sync.Mutex
+	lay           *layout
+	zygoteChecked bool
+	zygoteErr     error // why runs cannot be forked from a zygote here
+	sandboxOK     bool
 }
 
 // machines holds the checks of this process, by key (*machineCheck).
@@ -188,29 +211,55 @@ var machineRuns atomic.Int64
 // checkMachine probes the interpreter and runs the self-test, once per
 // process for each bubblewrap, interpreter and packages directory: a
 // check that passed is not run again (one that failed is, next time).
-func (b *Backend) checkMachine(python, sitePackages string) (*layout, error) {
+// With zygote, the self-test runs on a zygote first (which b then keeps),
+// and on a sandbox of its own only where the zygote fails it.
+func (b *Backend) checkMachine(python, sitePackages string, zygote bool) (*layout, error) {
 	v, _ := machines.LoadOrStore(machineKey{b.bwrap, python, sitePackages}, &machineCheck{})
 	c := v.(*machineCheck)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.lay != nil {
 		lay := *c.lay // each backend its own
-		return &lay, nil
+		b.lay = &lay
+	} else {
+		machineRuns.Add(1)
+		p, err := probeInterpreter(python)
+		if err != nil {
+			return nil, err
+		}
+		if b.lay, err = newLayout(p, sitePackages); err != nil {
+			return nil, err
+		}
 	}
-	machineRuns.Add(1)
-	p, err := probeInterpreter(python)
-	if err != nil {
-		return nil, err
+	if zygote {
+		if !c.zygoteChecked {
+			machineRuns.Add(1)
+			c.zygoteChecked = true
+			c.zygoteErr = b.zygoteSelfTest() // zygote.go
+		}
+		b.zygotes.refused = c.zygoteErr
+		if c.zygoteErr == nil {
+			return b.keepLayout(c), nil
+		}
 	}
-	if b.lay, err = newLayout(p, sitePackages); err != nil {
-		return nil, err
+	if !c.sandboxOK {
+		machineRuns.Add(1)
+		if err := b.selfTest(); err != nil {
+			return nil, err
+		}
+		c.sandboxOK = true
 	}
-	if err := b.selfTest(); err != nil {
-		return nil, err
+	return b.keepLayout(c), nil
+}
+
+// keepLayout stores b's layout as the key's, once a self-test has passed
+// with it.
+func (b *Backend) keepLayout(c *machineCheck) *layout {
+	if c.lay == nil {
+		lay := *b.lay
+		c.lay = &lay
 	}
-	lay := *b.lay
-	c.lay = &lay
-	return b.lay, nil
+	return b.lay
 }
 
 // tools finds bubblewrap and the interpreter.
@@ -282,13 +331,25 @@ func (b *Backend) selfTestRootOK(v json.RawMessage) bool {
 // Version is the interpreter's version ("3.11.2").
 func (b *Backend) Version() string { return b.lay.version }
 
-// Warm implements spi.Warmer. Every run starts a new process, so there is
-// nothing to prepare; it reports ctx's error, if any.
-func (b *Backend) Warm(ctx context.Context) error { return ctx.Err() }
+// Warm implements spi.Warmer: it starts the backend's zygote, if it has
+// none in service, so that the first run does not wait for it. It
+// reports ctx's error, if any.
+func (b *Backend) Warm(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if b.useZygote {
+		_, _ = b.zygote()
+	}
+	return ctx.Err()
+}
 
-// Close releases nothing (each run's process ends with its run) and is
-// idempotent.
-func (b *Backend) Close() error { return nil }
+// Close ends the backend's zygote and every run in flight on it. It is
+// idempotent; runs after Close start a sandbox of their own.
+func (b *Backend) Close() error {
+	b.closeZygotes()
+	return nil
+}
 
 // errNoOutcome is wrapped by the errors a run returns when the sandbox
 // could not be started.

@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -88,6 +89,7 @@ func (b *Backend) Evaluate(ctx context.Context, req spi.Request) (spi.Outcome, e
 				return stats(spi.Limited(spi.LimitWallClock)), nil
 			}
 			if !e.needsExit() {
+				p.clean.Store(e.kind == endValue || e.kind == endThrew)
 				return stats(b.conclude(e, observation{memoryLimited: b.addressSpace(req.Limits) > 0})), nil
 			}
 			end, exited = &e, p.waited
@@ -138,11 +140,45 @@ type proc struct {
 	// run may hold (its memory limit), or MaxResultBytes.
 	frameMax int64
 	group    *cgroup.Group // the run's cgroup, nil without one (cgroup.go)
+	// A run forked by the zygote (zygote.go; cmd is nil): what its
+	// keeper reports, the keeper's pidfd, and whether the run ended with
+	// its own value or thrown error (else the zygote is replaced).
+	zr     *zrun
+	z      *zygote
+	pidfd  int
+	killed chan struct{}
+	clean  atomic.Bool
 }
 
-// spawn starts bubblewrap with the runner, which then waits for its
-// request.
+// spawn starts the run's process, which then waits for its request: a
+// fork of the backend's zygote (zygote.go) where it has one, else a
+// sandbox of its own.
 func (b *Backend) spawn(req spi.Request) (*proc, error) {
+	if b.useZygote {
+		for range 2 {
+			z, err := b.zygote()
+			if err != nil {
+				if b.zygotes.only {
+					return nil, fmt.Errorf("%w: %v", errNoOutcome, err)
+				}
+				break
+			}
+			p, err := b.spawnFromZygote(z, req)
+			if errors.Is(err, errZygoteGone) {
+				continue // nothing of the run started: another zygote
+			}
+			return p, err
+		}
+		if b.zygotes.only {
+			return nil, fmt.Errorf("%w: no zygote", errNoOutcome)
+		}
+	}
+	return b.spawnSandbox(req)
+}
+
+// spawnSandbox starts bubblewrap with the runner, which then waits for
+// its request.
+func (b *Backend) spawnSandbox(req spi.Request) (*proc, error) {
 	filterR, filterW, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", errNoOutcome, err)
@@ -176,6 +212,7 @@ func (b *Backend) spawn(req spi.Request) (*proc, error) {
 	cmd.Env = []string{}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
 	cmd.ExtraFiles = []*os.File{filterR} // fd 3: --seccomp 3
+	// fds 4 and up: the sandbox inherits no other descriptor
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	group, err := b.startInGroup(cmd, req.Limits) // cgroup.go
 	inR.Close()
@@ -234,13 +271,18 @@ func (b *Backend) argv(limits spi.Limits) []string {
 	} else {
 		args = append(args, "--chdir", "/")
 	}
-	args = append(args, "--remount-ro", "/", "--", b.lay.python, "-S", "-s", "-B", "-c", b.program(), b.runnerLimits(limits)) // landlock.go
+	args = append(args, "--remount-ro", "/", "--", b.lay.python, "-S", "-s", "-B", "-c", b.program(), b.runnerLimits(limits, b.lay.base)) // landlock.go
 	return args
 }
 
-// runnerLimits is the runner's argument: the run's bounds.
-func (b *Backend) runnerLimits(limits spi.Limits) string {
+// runnerLimits is the runner's argument: the run's bounds, its address
+// space counted from base (the interpreter's, as the run's process
+// starts).
+func (b *Backend) runnerLimits(limits spi.Limits, base int64) string {
 	as := b.addressSpace(limits) // cgroup.go
+	if as > 0 {
+		as += base - b.lay.base
+	}
 	fsize := b.scratch
 	if fsize <= 0 {
 		fsize = 0
@@ -271,7 +313,11 @@ func (p *proc) writeRequest(script, input []byte) {
 func (p *proc) kill() {
 	p.once.Do(func() {
 		p.answers.close()
-		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		if p.zr != nil {
+			p.killKeeper() // zygote.go
+		} else {
+			_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		}
 		p.in.Close()
 	})
 }
@@ -280,6 +326,10 @@ func (p *proc) kill() {
 // for, in the background.
 func (p *proc) stop() {
 	p.kill()
+	if p.zr != nil {
+		go p.stopKeeper() // zygote.go
+		return
+	}
 	go func() {
 		<-p.waited
 		p.out.Close()
@@ -519,6 +569,10 @@ func (p *proc) observe(limits spi.Limits) observation {
 	case <-p.started:
 		o.started = true
 	default:
+	}
+	if p.zr != nil {
+		p.observeKeeper(&o) // zygote.go
+		return o
 	}
 	st := p.cmd.ProcessState
 	if st == nil {

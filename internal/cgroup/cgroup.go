@@ -368,6 +368,18 @@ func (g *Group) Start(cmd *exec.Cmd) error {
 	return <-done
 }
 
+// Place moves the process pid (all its threads) into the group. A
+// caller that places a process it did not start here must keep it from
+// running anything the group should bound until Place returns.
+func (g *Group) Place(pid int) error {
+	for _, d := range g.dirs {
+		if err := os.WriteFile(filepath.Join(d, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0); err != nil {
+			return fmt.Errorf("cgroup: moving a process into %s: %w", d, err)
+		}
+	}
+	return nil
+}
+
 func moveTo(dirs []string, tid string) error {
 	var errs []error
 	for _, d := range dirs {

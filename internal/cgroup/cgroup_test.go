@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -180,6 +181,36 @@ func TestOpenSweepsWhatTheDeadLeft(t *testing.T) {
 		}
 		for _, k := range kept {
 			assert.DirExists(t, k)
+		}
+	})
+}
+
+// TestPlaceMovesAProcess: a process started elsewhere and placed in the
+// group is in it (its /proc/PID/cgroup names the group in each
+// hierarchy), what it starts after is too, and Remove kills it.
+func TestPlaceMovesAProcess(t *testing.T) {
+	eachVersion(t, func(t *testing.T, m *cgroup.Manager) {
+		g, err := m.New(cgroup.Limits{MemoryBytes: 64 << 20, Tasks: 8})
+		require.NoError(t, err)
+		cmd := exec.Command("/bin/sleep", "600")
+		require.NoError(t, cmd.Start())
+		t.Cleanup(func() { _ = cmd.Process.Kill() }) // when the test fails first
+		waited := make(chan error, 1)
+		go func() { waited <- cmd.Wait() }()
+		require.NoError(t, g.Place(cmd.Process.Pid))
+		own, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(cmd.Process.Pid), "cgroup"))
+		require.NoError(t, err)
+		for _, d := range g.Dirs() {
+			assert.Contains(t, string(own), filepath.Base(d))
+		}
+		require.NoError(t, g.Remove())
+		watchdog := time.NewTimer(time.Minute)
+		defer watchdog.Stop()
+		select {
+		case err := <-waited:
+			require.Error(t, err, "Remove killed the placed process")
+		case <-watchdog.C:
+			t.Fatal("the placed process outlived its group's Remove")
 		}
 	})
 }

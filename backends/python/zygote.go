@@ -1,0 +1,671 @@
+//go:build linux
+
+package python
+
+import (
+	_ "embed"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sandbank/sandbank/internal/cgroup"
+	"github.com/sandbank/sandbank/spi"
+)
+
+// This file is the zygote (zygote.py has its side): one bubblewrap
+// sandbox per backend holding an interpreter with the standard library
+// imported, which forks each run instead of starting bubblewrap and an
+// interpreter for it. The zygote runs none of a run's code and reads
+// nothing a run writes; each run's process (pid 1 of its own pid
+// namespace, with its own mount, network, IPC and UTS namespaces and
+// /tmp, no capability, no descriptor but its three pipes, Landlock and
+// the seccomp filter) cannot reach it. What the host believes of a run
+// comes from the run's keeper (the first fork, which never runs the
+// script): the keeper's pid, which the kernel writes in the credentials
+// of its message, and the run's exit status and resource usage from
+// wait4. The zygote is replaced after zygoteRuns runs, and as soon as a
+// run of it ends other than with its value or its thrown error.
+
+//go:embed zygote.py
+var zygoteSource string
+
+// zygoteRuns bounds the runs one zygote forks before it is replaced.
+const zygoteRuns = 256
+
+// zygoteSpares is how many runs a zygote keeps prepared (zygote.py's
+// _SPARES, which the zygote's argument sets).
+const zygoteSpares = 2
+
+// zygoteStartTimeout bounds the zygote's start (bubblewrap, the
+// interpreter, the standard library's imports).
+const zygoteStartTimeout = 30 * time.Second
+
+// zygotes is a backend's zygote: the current one, started when first
+// needed, and whether this machine can have one at all.
+type zygotes struct {
+	mu      sync.Mutex
+	cur     *zygote
+	refused error // the zygote cannot be had here: runs start their own sandbox
+	closed  bool
+	number  uint64 // runs sent, across zygotes
+	only    bool   // the zygote's self-test: no run starts a sandbox of its own
+	maxRuns int    // runs per zygote: zygoteRuns (tests: fewer)
+	// standby takes over from a replaced zygote at once; started after
+	// the first replacement, in the background.
+	standby  *zygote
+	starting bool // a standby is being started
+}
+
+// zygote is one zygote process and the runs it has forked.
+type zygote struct {
+	cmd     *exec.Cmd
+	conn    *net.UnixConn
+	pid     int   // the zygote's pid, from its first message's credentials
+	base    int64 // its address space: a run's starts from it
+	stderr  *boundedBuffer
+	exited  chan struct{} // closed once bubblewrap has been waited for
+	maxRuns int           // zygoteRuns (tests: fewer)
+	// replaced starts the zygote's successor, off the request path, once
+	// it is retired or dead (once; nil in tests that start one alone).
+	replaced  sync.Once
+	successor func()
+
+	mu       sync.Mutex
+	runs     map[uint64]*zrun
+	served   int
+	inflight int
+	retired  bool // no new runs: replaced
+	dead     bool // its channel has ended
+}
+
+// zrun is what the host hears of one run from its keeper.
+type zrun struct {
+	ready chan int      // the keeper's pid (one)
+	done  chan struct{} // closed when the run has ended (or the zygote has)
+	// Set before done is closed: the report, if one came.
+	reported bool
+	exitCode int
+	cpu      time.Duration
+	maxRSS   int64
+	failed   string // the keeper could not make the run's namespaces
+}
+
+// zygoteArgv is bubblewrap's command line for the zygote: the run's
+// sandbox (argv) but with CAP_SYS_ADMIN in the sandbox's user namespace,
+// which the keeper needs to make a run's namespaces and mount its /tmp
+// (each run drops it, and every other capability, before the runner),
+// and no filter: the zygote forks and mounts; each run installs the
+// filter itself.
+func (b *Backend) zygoteArgv() []string {
+	args := []string{
+		"--unshare-user", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+		"--uid", sandboxUID, "--gid", sandboxUID, "--hostname", "sandbank",
+		"--disable-userns", "--cap-drop", "ALL", "--cap-add", "CAP_SYS_ADMIN",
+		"--die-with-parent", "--new-session", "--clearenv",
+		"--setenv", "PYTHONHASHSEED", "0",
+	}
+	args = append(args, b.lay.args...)
+	if b.scratch > 0 {
+		args = append(args, "--dir", "/tmp")
+	}
+	scratch := max(b.scratch, 0)
+	return append(args, "--remount-ro", "/", "--chdir", "/", "--", b.lay.python, "-S", "-s", "-B", "-c", zygoteSource,
+		b.program(), strconv.FormatInt(scratch, 10), strconv.Itoa(zygoteSpares), b.tag)
+}
+
+// startZygote starts a zygote and waits for it to say it is ready.
+func (b *Backend) startZygote() (*zygote, error) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	if err := unix.SetsockoptInt(fds[0], unix.SOL_SOCKET, unix.SO_PASSCRED, 1); err != nil {
+		unix.Close(fds[0])
+		unix.Close(fds[1])
+		return nil, err
+	}
+	host, theirs := os.NewFile(uintptr(fds[0]), "zygote"), os.NewFile(uintptr(fds[1]), "zygote")
+	c, err := net.FileConn(host)
+	host.Close()
+	if err != nil {
+		theirs.Close()
+		return nil, err
+	}
+	conn := c.(*net.UnixConn)
+	filterR, filterW, err := os.Pipe()
+	if err != nil {
+		theirs.Close()
+		conn.Close()
+		return nil, err
+	}
+	defer filterR.Close()
+	_, werr := filterW.Write(b.filter)
+	filterW.Close()
+	if werr != nil {
+		theirs.Close()
+		conn.Close()
+		return nil, werr
+	}
+	z := &zygote{conn: conn, stderr: &boundedBuffer{max: 4 << 10}, exited: make(chan struct{}), runs: map[uint64]*zrun{},
+		maxRuns: b.zygotes.maxRuns}
+	z.cmd = exec.Command(b.bwrap, b.zygoteArgv()...)
+	z.cmd.Env = []string{}
+	z.cmd.Stderr = z.stderr
+	z.cmd.ExtraFiles = []*os.File{theirs, filterR} // fd 3: the channel; fd 4: the filter
+	z.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	err = z.cmd.Start()
+	theirs.Close() // the zygote's now: its channel ends when the zygote does
+	if err != nil {
+		conn.Close()
+		return nil, err
+	}
+	go func() {
+		_ = z.cmd.Wait()
+		close(z.exited)
+	}()
+	_ = conn.SetReadDeadline(time.Now().Add(zygoteStartTimeout))
+	kind, _, pid, err := z.read()
+	_ = conn.SetReadDeadline(time.Time{})
+	if err != nil || kind != 'Z' || pid <= 0 {
+		z.kill()
+		<-z.exited
+		return nil, fmt.Errorf("python: the zygote did not start: %s", firstLine(z.stderr.Bytes()))
+	}
+	z.pid = pid
+	if z.base, err = addressSpaceOf(pid); err != nil {
+		z.kill()
+		return nil, err
+	}
+	go z.listen()
+	return z, nil
+}
+
+// addressSpaceOf reads a process's address space, in bytes, from
+// /proc/PID/statm.
+func addressSpaceOf(pid int) (int64, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/statm")
+	if err != nil {
+		return 0, fmt.Errorf("python: reading the zygote's memory: %w", err)
+	}
+	pages, err := strconv.ParseInt(strings.Fields(string(b))[0], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("python: reading the zygote's memory: %w", err)
+	}
+	return pages * int64(os.Getpagesize()), nil
+}
+
+// zygoteMessageMax bounds a message from the zygote: the longest is a
+// keeper's failure (a kind byte, a number and 200 bytes of reason).
+const zygoteMessageMax = 512
+
+// read reads one message from the zygote and the pid of the process that
+// sent it, as the kernel reports it in the host's pid namespace.
+func (z *zygote) read() (kind byte, body []byte, pid int, err error) {
+	buf := make([]byte, zygoteMessageMax)
+	oob := make([]byte, unix.CmsgSpace(unix.SizeofUcred))
+	n, oobn, _, _, err := z.conn.ReadMsgUnix(buf, oob)
+	if err != nil {
+		return 0, nil, 0, err
+	}
+	if n == 0 {
+		return 0, nil, 0, errors.New("python: the zygote's channel ended")
+	}
+	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
+	if err != nil || len(msgs) != 1 {
+		return 0, nil, 0, errors.New("python: a zygote message without credentials")
+	}
+	cred, err := unix.ParseUnixCredentials(&msgs[0])
+	if err != nil {
+		return 0, nil, 0, err
+	}
+	return buf[0], buf[1:n], int(cred.Pid), nil
+}
+
+// listen reads the keepers' messages until the zygote's channel ends.
+func (z *zygote) listen() {
+	for {
+		kind, body, pid, err := z.read()
+		if err != nil {
+			break
+		}
+		if len(body) < 8 {
+			break
+		}
+		number := binary.BigEndian.Uint64(body)
+		body = body[8:]
+		z.mu.Lock()
+		r := z.runs[number]
+		z.mu.Unlock()
+		if r == nil {
+			continue // a run the host has given up on
+		}
+		switch kind {
+		case 'R':
+			select {
+			case r.ready <- pid:
+			default:
+			}
+		case 'E':
+			if len(body) != 28 {
+				z.retire()
+				z.end(number, r)
+				continue
+			}
+			r.reported = true
+			r.exitCode = int(int32(binary.BigEndian.Uint32(body)))
+			r.cpu = time.Duration(binary.BigEndian.Uint64(body[4:])+binary.BigEndian.Uint64(body[12:])) * time.Microsecond
+			r.maxRSS = int64(binary.BigEndian.Uint64(body[20:])) << 10
+			z.end(number, r)
+		case 'F':
+			r.failed = strings.ToValidUTF8(string(body), "?")
+			z.retire()
+			z.end(number, r)
+		}
+	}
+	z.mu.Lock()
+	z.dead = true
+	left := z.runs
+	z.runs = map[uint64]*zrun{}
+	z.mu.Unlock()
+	z.replace()
+	for _, r := range left {
+		close(r.done)
+	}
+	z.kill()
+}
+
+// end closes a run's done once.
+func (z *zygote) end(number uint64, r *zrun) {
+	z.mu.Lock()
+	_, ok := z.runs[number]
+	delete(z.runs, number)
+	z.mu.Unlock()
+	if ok {
+		close(r.done)
+	}
+}
+
+// fork asks the zygote for a run: it sends the run's limits and its
+// descriptors (stdin, stdout, stderr and the go pipe). It fails when the
+// zygote is retired or dead.
+func (z *zygote) fork(number uint64, limits string, files []*os.File) (*zrun, error) {
+	r := &zrun{ready: make(chan int, 1), done: make(chan struct{})}
+	z.mu.Lock()
+	if z.dead || z.retired {
+		z.mu.Unlock()
+		return nil, errZygoteGone
+	}
+	z.runs[number] = r
+	z.served++
+	z.inflight++
+	full := z.served >= z.maxRuns
+	if full {
+		z.retired = true
+	}
+	z.mu.Unlock()
+	if full {
+		z.replace()
+	}
+	msg := binary.BigEndian.AppendUint64(nil, number)
+	msg = append(msg, limits...)
+	fds := make([]int, len(files))
+	for i, f := range files {
+		fds[i] = int(f.Fd())
+	}
+	if _, _, err := z.conn.WriteMsgUnix(msg, unix.UnixRights(fds...), nil); err != nil {
+		z.end(number, r)
+		z.release(false)
+		return nil, errZygoteGone
+	}
+	return r, nil
+}
+
+// errZygoteGone: the zygote ended or was replaced before it forked the
+// run; nothing of the run has started, so it is tried on another.
+var errZygoteGone = errors.New("python: the zygote is gone")
+
+// retire takes the zygote out of service: its runs in flight go on.
+func (z *zygote) retire() {
+	z.mu.Lock()
+	z.retired = true
+	idle := z.inflight == 0
+	z.mu.Unlock()
+	z.replace()
+	if idle {
+		z.kill()
+	}
+}
+
+// release ends a run of the zygote; clean says it ended with its own
+// value or thrown error. A retired zygote ends with its last run.
+func (z *zygote) release(clean bool) {
+	z.mu.Lock()
+	z.inflight--
+	if !clean {
+		z.retired = true
+	}
+	idle := z.retired && z.inflight == 0
+	z.mu.Unlock()
+	if !clean {
+		z.replace()
+	}
+	if idle {
+		z.kill()
+	}
+}
+
+// replace starts the zygote's successor in the background, once.
+func (z *zygote) replace() {
+	if z.successor != nil {
+		z.replaced.Do(func() { go z.successor() })
+	}
+}
+
+// kill ends the zygote's sandbox and every run in it.
+func (z *zygote) kill() {
+	if z.cmd.Process != nil {
+		_ = syscall.Kill(-z.cmd.Process.Pid, syscall.SIGKILL)
+	}
+	_ = z.conn.Close()
+}
+
+// usable reports whether the zygote takes new runs.
+func (z *zygote) usable() bool {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	return !z.dead && !z.retired
+}
+
+// zygote returns the backend's zygote, starting one if there is none in
+// service; nil with the reason when this machine cannot have one.
+func (b *Backend) zygote() (*zygote, error) {
+	zs := b.zygotes
+	zs.mu.Lock()
+	defer zs.mu.Unlock()
+	if zs.closed {
+		return nil, errors.New("python: the backend is closed")
+	}
+	if zs.refused != nil {
+		return nil, zs.refused
+	}
+	if zs.cur != nil && zs.cur.usable() {
+		return zs.cur, nil
+	}
+	// The successors are started from a copy of the backend as it is
+	// now: a zygote holds nothing that keeps the backend from being
+	// collected (and so its zygote from being closed).
+	c := *b
+	if s := zs.standby; s != nil && s.usable() {
+		zs.standby = nil
+		zs.install(s, c.startZygote)
+		return s, nil
+	}
+	return zs.start(c.startZygote)
+}
+
+// start starts a zygote with start and puts it in service; its successor
+// is started the same way. zs.mu must be held.
+func (zs *zygotes) start(start func() (*zygote, error)) (*zygote, error) {
+	z, err := start()
+	if err != nil {
+		return nil, err
+	}
+	zs.install(z, start)
+	return z, nil
+}
+
+// install puts z in service, its successor started with start. zs.mu
+// must be held.
+func (zs *zygotes) install(z *zygote, start func() (*zygote, error)) {
+	z.successor = func() { zs.succeed(z, start) }
+	zs.cur = z
+}
+
+// succeed starts old's successor, unless another has taken its place or
+// the backend is closed. Runs asked for meanwhile wait for it.
+func (zs *zygotes) succeed(old *zygote, start func() (*zygote, error)) {
+	zs.mu.Lock()
+	if zs.closed || zs.cur != old {
+		zs.mu.Unlock()
+		return
+	}
+	if s := zs.standby; s != nil && s.usable() {
+		zs.standby = nil
+		zs.install(s, start)
+	} else {
+		if s != nil {
+			s.kill()
+			zs.standby = nil
+		}
+		_, _ = zs.start(start) // on failure, the next run starts one (or its own sandbox)
+	}
+	prepare := !zs.starting && !zs.closed
+	if prepare {
+		zs.starting = true
+	}
+	zs.mu.Unlock()
+	if prepare {
+		zs.prepareStandby(start)
+	}
+}
+
+// prepareStandby starts a standby zygote.
+func (zs *zygotes) prepareStandby(start func() (*zygote, error)) {
+	z, err := start()
+	zs.mu.Lock()
+	defer zs.mu.Unlock()
+	zs.starting = false
+	if err != nil {
+		return
+	}
+	if zs.closed || zs.standby != nil {
+		z.kill()
+		return
+	}
+	zs.standby = z
+}
+
+// closeZygotes ends the backend's zygote.
+func (b *Backend) closeZygotes() { b.zygotes.close() }
+
+// close ends the zygote in service; later runs start a sandbox each.
+func (zs *zygotes) close() {
+	zs.mu.Lock()
+	defer zs.mu.Unlock()
+	zs.closed = true
+	for _, z := range []*zygote{zs.cur, zs.standby} {
+		if z != nil {
+			z.kill()
+		}
+	}
+	zs.cur, zs.standby = nil, nil
+}
+
+// nextNumber numbers a run on the backend's zygotes.
+func (b *Backend) nextNumber() uint64 {
+	b.zygotes.mu.Lock()
+	defer b.zygotes.mu.Unlock()
+	b.zygotes.number++
+	return b.zygotes.number
+}
+
+// spawnFromZygote has the zygote fork the run's process and places it
+// in the run's cgroup before it may go on: the keeper waits for the
+// host's byte on the go pipe before it makes the run's namespaces and
+// forks the run's process, which is so in the group from its first
+// instruction.
+func (b *Backend) spawnFromZygote(z *zygote, req spi.Request) (*proc, error) {
+	var ours, theirs []*os.File // in (write end ours), out, err, go (write end ours)
+	closeAll := func(fs []*os.File) {
+		for _, f := range fs {
+			f.Close()
+		}
+	}
+	for i := range 4 {
+		r, w, err := os.Pipe()
+		if err != nil {
+			closeAll(ours)
+			closeAll(theirs)
+			return nil, fmt.Errorf("%w: %v", errNoOutcome, err)
+		}
+		if i == 1 || i == 2 { // out, err: the run writes
+			r, w = w, r
+		}
+		theirs, ours = append(theirs, r), append(ours, w)
+	}
+	inW, outR, errR, goW := ours[0], ours[1], ours[2], ours[3]
+	number := b.nextNumber()
+	zr, err := z.fork(number, b.runnerLimits(req.Limits, z.base), theirs)
+	closeAll(theirs)
+	if err != nil {
+		closeAll(ours)
+		return nil, err
+	}
+	// The run's group is made while the zygote hands the run over.
+	var group *cgroup.Group
+	fail := func(err error) (*proc, error) {
+		closeAll(ours) // the run reads no go, and ends
+		if group != nil {
+			_ = group.Remove()
+		}
+		z.end(number, zr)
+		z.release(false)
+		return nil, err
+	}
+	if m := b.cgroups(); m != nil {
+		g, err := m.New(groupLimits(req.Limits, zygoteGroupOverhead, zygoteRunTasks)) // cgroup.go
+		if err != nil {
+			return fail(fmt.Errorf("%w: %v", errNoOutcome, err))
+		}
+		group = g
+	}
+	var pid int
+	wait := time.NewTimer(b.startup)
+	defer wait.Stop()
+	select {
+	case pid = <-zr.ready:
+	case <-zr.done:
+		return fail(errZygoteGone)
+	case <-wait.C:
+		return fail(&spi.StartupError{Backend: "python", Phase: "boot", Allowance: b.startup})
+	}
+	// The process waits for its go until the host writes it: it cannot
+	// have ended by itself, only with its zygote (its parent-death
+	// signal), and the kernel hands out pids in turn, so pid is still it.
+	pidfd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return fail(fmt.Errorf("%w: %v", errNoOutcome, err))
+	}
+	if group != nil {
+		if err := group.Place(pid); err != nil {
+			unix.Close(pidfd)
+			return fail(fmt.Errorf("%w: %v", errNoOutcome, err))
+		}
+	}
+	p := &proc{
+		b: b, in: inW, out: outR,
+		stderr:   &boundedBuffer{max: 4 << 10},
+		errDone:  make(chan struct{}),
+		started:  make(chan struct{}),
+		ended:    make(chan ending, 1),
+		waited:   zr.done,
+		frameMax: b.maxResult,
+		group:    group,
+		zr:       zr, z: z, pidfd: pidfd,
+		killed: make(chan struct{}),
+	}
+	if _, err := goW.Write([]byte("g")); err != nil {
+		unix.Close(pidfd)
+		p.removeGroup()
+		return fail(fmt.Errorf("%w: %v", errNoOutcome, err))
+	}
+	goW.Close()
+	if req.Limits.MemoryBytes > 0 {
+		p.frameMax = min(p.frameMax, b.lay.base+req.Limits.MemoryBytes)
+	}
+	p.answers = newAnswers(p.frameMax)
+	go func() {
+		_, _ = io.Copy(p.stderr, errR)
+		errR.Close()
+		close(p.errDone)
+	}()
+	go p.writeAnswers()
+	return p, nil
+}
+
+// killKeeper ends the run: SIGKILL to its keeper, through the pidfd
+// taken while the keeper waited for its go (so never to another
+// process), and the run's process dies with its keeper (its parent-death
+// signal) and takes its pid namespace with it.
+func (p *proc) killKeeper() {
+	_ = unix.PidfdSendSignal(p.pidfd, unix.SIGKILL, nil, 0)
+	close(p.killed)
+}
+
+// stopKeeper releases a zygote run once it has ended or been killed.
+func (p *proc) stopKeeper() {
+	select {
+	case <-p.zr.done:
+	case <-p.killed:
+	}
+	p.out.Close()
+	p.removeGroup() // cgroup.go: anything left in it killed
+	unix.Close(p.pidfd)
+	p.z.release(p.clean.Load())
+}
+
+// observeKeeper fills in what the keeper reported of the run's process.
+func (p *proc) observeKeeper(o *observation) {
+	switch {
+	case p.zr.failed != "":
+		o.exitCode, o.stderr = 1, []byte(p.zr.failed)
+	case p.zr.reported:
+		o.exitCode, o.cpu, o.maxRSS = p.zr.exitCode, p.zr.cpu, p.zr.maxRSS
+	default:
+		o.exited = false // the zygote ended first
+	}
+}
+
+// zygoteSelfTest runs New's self-test on a zygote, which b keeps when
+// it passes. It fails where bubblewrap may not grant CAP_SYS_ADMIN in
+// the sandbox's user namespace, or the kernel refuses a run's namespaces
+// or its /tmp: the backend's runs then start a sandbox each.
+func (b *Backend) zygoteSelfTest() error {
+	b.useZygote, b.zygotes.only = true, true
+	err := b.selfTest()
+	b.useZygote, b.zygotes.only = false, false
+	if err != nil {
+		b.zygotes.close()
+		b.zygotes.mu.Lock()
+		b.zygotes.closed = false
+		b.zygotes.mu.Unlock()
+	}
+	return err
+}
+
+// ZygoteStatus reports whether this backend's runs are forked from its
+// zygote: nil if so, else why not (Options.NoZygote, or what the machine
+// refused, in which case each run starts a sandbox of its own, 50 ms or
+// more).
+func (b *Backend) ZygoteStatus() error {
+	if !b.useZygote {
+		return errors.New("python: the zygote is off (Options.NoZygote): each run starts a sandbox of its own")
+	}
+	b.zygotes.mu.Lock()
+	defer b.zygotes.mu.Unlock()
+	if b.zygotes.refused != nil {
+		return fmt.Errorf("python: no zygote on this machine, so each run starts a sandbox of its own: %w", b.zygotes.refused)
+	}
+	return nil
+}

@@ -1,0 +1,255 @@
+# zygote.py: the zygote of backends/python, embedded in the Go package
+# and run as `python3 -S -s -B -c ZYGOTE PROGRAM SCRATCH SPARES TAG` in
+# one bubblewrap sandbox per backend (zygote.go), with CAP_SYS_ADMIN in
+# the sandbox's user namespace only. PROGRAM is what a run executes
+# (confine.py and runner.py: landlock.go); SCRATCH the size of a run's
+# /tmp in bytes (0: none); SPARES how many runs to keep prepared; TAG
+# names the backend's processes for its tests.
+#
+# The zygote imports the standard library's common modules once, then
+# serves the host on fd 3, a SOCK_SEQPACKET socket:
+#
+#   host -> zygote   one message per run: the run's number (8 bytes,
+#                    big-endian), then the runner's limits (JSON text);
+#                    with it, four descriptors: the run's stdin, stdout,
+#                    stderr and its go pipe (read end).
+#   zygote -> host   "Z" once, ready (the host reads the zygote's pid
+#                    from the message's credentials). From each run's
+#                    process: "R" + number once it has its request (the
+#                    host reads its pid from the credentials, places it
+#                    in the run's cgroup, and writes one byte "g" to the
+#                    go pipe). From each run's keeper: "E" + number + the
+#                    exit code (4 bytes, signed: the code, or 128 plus the
+#                    signal), the user and system CPU time in
+#                    microseconds and the peak resident memory in KiB (8
+#                    bytes each) of the run's process, from wait4. From
+#                    the zygote: "F" + number + a reason, when no run
+#                    could be prepared.
+#
+# A run is two forks, made ahead (SPARES of them wait for a request).
+# The keeper (in the zygote's namespaces, holding nothing of the zygote
+# but its channel to the host) makes new pid, mount, network, IPC and
+# UTS namespaces, forks the run's process (pid 1 of the new pid
+# namespace), waits for it and reports what the kernel says of it. The
+# run's process dies with the keeper, mounts a fresh tmpfs on /tmp, and
+# waits for its request (on a socket only it and the zygote hold). Then
+# it tells the keeper its number, the host its pid, waits for the go,
+# takes the run's descriptors as 0, 1 and 2 and closes every other,
+# drops every capability, installs the seccomp filter and runs PROGRAM,
+# which sets the rlimits, applies Landlock and reads the script. Nothing
+# of a run is in the zygote: it only forks and hands requests over, and
+# never reads what a run writes.
+import sys
+import os
+
+import ctypes
+import json
+import resource
+import signal
+import socket
+import _thread
+import _ast
+import builtins
+import io
+import time
+
+# The standard library's common modules, imported once here so that a
+# run does not. Not these: the runner configures logging, asyncio,
+# random and uuid as they are imported, and makes datetime the pure-Python
+# module reading its fake clock (checked below).
+import abc, array, base64, binascii, bisect, collections, collections.abc, contextlib, copy, csv, dataclasses, decimal, difflib, enum, fnmatch, fractions, functools, hashlib, heapq, hmac, html, inspect, itertools, keyword, math, numbers, operator, pathlib, pprint, re, select, string, struct, textwrap, types, typing, unicodedata, warnings, zlib  # noqa: E401
+
+for _name in ("logging", "asyncio", "random", "uuid", "datetime", "_datetime", "tempfile"):
+    if _name in sys.modules:
+        os.write(2, ("python: the zygote imported %s\n" % _name).encode())
+        os._exit(1)
+
+_PROGRAM = compile(sys.argv[1], "<runner>", "exec")
+_SCRATCH = int(sys.argv[2])
+# _SPARES runs are prepared ahead (forked, their namespaces and /tmp
+# made), each waiting for its request on a socket of its own.
+_SPARES = int(sys.argv[3])
+del sys.argv[1:]
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_CLONE_NEWNS, _CLONE_NEWUTS, _CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
+_CLONE_NEWPID, _CLONE_NEWNET = 0x20000000, 0x40000000
+_MS_NOSUID, _MS_NODEV, _MS_REC, _MS_PRIVATE = 2, 4, 1 << 14, 1 << 18
+_PR_SET_PDEATHSIG, _PR_SET_NO_NEW_PRIVS, _PR_CAP_AMBIENT, _PR_SET_SECCOMP = 1, 38, 47, 22
+
+
+def _fail(what):
+    raise OSError(ctypes.get_errno(), what + ": " + os.strerror(ctypes.get_errno()))
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+
+def _spare(ctrl, req, tell, alive_r, filt):
+    # The run's process: pid 1 of the keeper's new pid namespace, in its
+    # new mount, network, IPC and UTS namespaces. As a spare it prepares
+    # what does not depend on the run, then waits for the run's request.
+    if _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
+        _fail("prctl")
+    if _dead(alive_r):
+        # The keeper died before the death signal was set.
+        os._exit(1)
+    os.close(alive_r)
+    if _libc.mount(None, b"/", None, _MS_REC | _MS_PRIVATE, None) != 0:
+        _fail("making / private")
+    if _SCRATCH > 0:
+        opts = ("size=%d,mode=1777" % _SCRATCH).encode()
+        if _libc.mount(b"tmpfs", b"/tmp", b"tmpfs", _MS_NOSUID | _MS_NODEV, opts) != 0:
+            _fail("mounting /tmp")
+        os.chdir("/tmp")
+    else:
+        os.chdir("/")
+    # The run: its number, its limits and its descriptors.
+    msg, fds, _, _ = socket.recv_fds(req, 1 << 16, 4)
+    if len(fds) != 4 or len(msg) < 8:
+        os._exit(1)
+    req.close()
+    number, limits = msg[:8], msg[8:].decode()
+    os.write(tell, number)
+    os.close(tell)
+    ctrl.send(b"R" + number)  # the host reads this process's pid from it
+    go = os.read(fds[3], 1)
+    if go != b"g":
+        os._exit(1)
+    for i in range(3):
+        os.dup2(fds[i], i)
+    os.closerange(3, resource.getrlimit(resource.RLIMIT_NOFILE)[0])
+    if _libc.prctl(_PR_CAP_AMBIENT, 4, 0, 0, 0) != 0:  # PR_CAP_AMBIENT_CLEAR_ALL
+        _fail("clearing ambient capabilities")
+    hdr, data = _CapHeader(0x20080522, 0), (_CapData * 2)()  # _LINUX_CAPABILITY_VERSION_3
+    if _libc.capset(ctypes.byref(hdr), data) != 0:
+        _fail("dropping capabilities")
+    if _libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        _fail("no_new_privs")
+    buf = ctypes.create_string_buffer(filt, len(filt))
+    prog = _SockFprog(len(filt) // 8, ctypes.cast(buf, ctypes.c_void_p))
+    if _libc.prctl(_PR_SET_SECCOMP, 2, ctypes.byref(prog), 0, 0) != 0:
+        _fail("installing the seccomp filter")
+    sys.argv[:] = ["-c", limits]
+    exec(_PROGRAM, {"__name__": "__main__", "__builtins__": builtins})
+    os._exit(0)
+
+
+def _keep(ctrl, req, filt):
+    # The keeper: in the zygote's namespaces, never running the script.
+    # It holds nothing of the zygote but its channel to the host.
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    _close_all_but(ctrl.fileno(), req.fileno())
+    if _libc.unshare(_CLONE_NEWPID | _CLONE_NEWNS | _CLONE_NEWNET | _CLONE_NEWIPC | _CLONE_NEWUTS) != 0:
+        _fail("unshare")
+    alive_r, alive_w = os.pipe()
+    tell_r, tell_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(alive_w)
+            os.close(tell_r)
+            _spare(ctrl, req, tell_w, alive_r, filt)
+        except BaseException as e:
+            try:
+                os.write(2, ("python: the run did not start: %s\n" % e).encode())
+            finally:
+                os._exit(1)
+    os.close(alive_r)
+    os.close(tell_w)
+    req.close()
+    number = b""
+    while len(number) < 8:
+        chunk = os.read(tell_r, 8 - len(number))
+        if not chunk:
+            os._exit(0)  # a spare that never ran
+        number += chunk
+    os.close(tell_r)
+    _, status, ru = os.wait4(pid, 0)
+    code = os.waitstatus_to_exitcode(status)
+    if code < 0:
+        code = 128 - code
+    report = code.to_bytes(4, "big", signed=True)
+    for v in (int(ru.ru_utime * 1e6), int(ru.ru_stime * 1e6), ru.ru_maxrss):
+        report += v.to_bytes(8, "big")
+    ctrl.send(b"E" + number + report)
+    os._exit(0)
+
+
+def _close_all_but(*keep):
+    lo = 3
+    for fd in sorted(keep):
+        os.closerange(lo, fd)
+        lo = fd + 1
+    os.closerange(lo, resource.getrlimit(resource.RLIMIT_NOFILE)[0])
+
+
+def _dead(fd):
+    r, _, _ = select.select([fd], [], [], 0)
+    return bool(r)
+
+
+def _prepare(ctrl, filt):
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    pid = os.fork()
+    if pid == 0:
+        try:
+            ours.close()
+            _keep(ctrl, theirs, filt)
+        except BaseException as e:
+            try:
+                os.write(2, ("python: a run could not be prepared: %s\n" % e).encode())
+            finally:
+                os._exit(1)
+    theirs.close()
+    return ours
+
+
+def _serve():
+    ctrl = socket.socket(fileno=3)
+    # The filter bubblewrap would install, read once from fd 4.
+    filt = b""
+    while True:
+        chunk = os.read(4, 65536)
+        if not chunk:
+            break
+        filt += chunk
+    os.close(4)
+    # Keepers are reaped by the kernel: the zygote waits for none.
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+    ctrl.send(b"Z")
+    spares = [_prepare(ctrl, filt) for _ in range(_SPARES)]
+    while True:
+        msg, fds, _, _ = socket.recv_fds(ctrl, 1 << 16, 4)
+        if not msg:
+            os._exit(0)
+        if len(fds) != 4 or len(msg) < 8:
+            os._exit(1)
+        for _ in range(2):
+            spare = spares.pop(0) if spares else _prepare(ctrl, filt)
+            try:
+                socket.send_fds(spare, [msg], fds)
+                sent = True
+            except OSError:
+                sent = False  # a spare that has died: another
+            spare.close()
+            if sent:
+                break
+        else:
+            ctrl.send(b"F" + msg[:8] + b"no run could be prepared")
+        for fd in fds:
+            os.close(fd)
+        while len(spares) < _SPARES:
+            spares.append(_prepare(ctrl, filt))
+
+
+_serve()

@@ -1,0 +1,215 @@
+//go:build linux
+
+package python
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sandbank/sandbank/spi"
+)
+
+// clone is a copy of b with a zygote of its own (started when first
+// needed, from the copy's layout, program and filter), ended with t's
+// cleanup (t may be nil).
+func clone(t *testing.T, b *Backend) *Backend {
+	c := *b
+	lay := *b.lay
+	c.lay = &lay
+	c.zygotes = &zygotes{refused: b.zygotes.refused, maxRuns: b.zygotes.maxRuns}
+	if t != nil {
+		t.Cleanup(func() { _ = c.Close() })
+	}
+	return &c
+}
+
+// zygoteProcesses are the processes of b's zygotes (in service and on
+// standby) while no run is in flight: each one's bubblewrap,
+// bubblewrap's init, the zygote, and its prepared runs (a keeper and the
+// run's process each). A zygote with more descendants than that counts
+// for none.
+func zygoteProcesses(b *Backend) []int {
+	b.zygotes.mu.Lock()
+	zs := []*zygote{b.zygotes.cur, b.zygotes.standby}
+	b.zygotes.mu.Unlock()
+	var out []int
+	for _, z := range zs {
+		if z == nil || !z.usable() {
+			continue
+		}
+		prepared := descendants(z.pid)
+		if len(prepared) > 2*zygoteSpares {
+			continue
+		}
+		out = append(out, z.cmd.Process.Pid, z.pid)
+		out = append(out, prepared...)
+		if init := parentOf(z.pid); init > 0 {
+			out = append(out, init)
+		}
+	}
+	return out
+}
+
+// parentOf reads pid's parent from /proc, 0 if it cannot.
+func parentOf(pid int) int {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	i := bytes.LastIndexByte(b, ')')
+	var state string
+	var ppid int
+	if i < 0 || sscan(b[i+1:], &state, &ppid) != nil {
+		return 0
+	}
+	return ppid
+}
+
+// zygoteOrSkip is a backend whose runs are forked from its zygote, with
+// a zygote of its own.
+func zygoteOrSkip(t *testing.T) *Backend {
+	b := clone(t, backendOrSkip(t))
+	if err := b.ZygoteStatus(); err != nil {
+		t.Skipf("no zygote here: %v", err)
+	}
+	return b
+}
+
+// zygotePid is the pid of b's zygote in service, 0 without one.
+func zygotePid(b *Backend) int {
+	b.zygotes.mu.Lock()
+	defer b.zygotes.mu.Unlock()
+	if z := b.zygotes.cur; z != nil && z.usable() {
+		return z.pid
+	}
+	return 0
+}
+
+// evalOK runs script and requires its value to be want.
+func evalOK(t *testing.T, b *Backend, script, want string) {
+	t.Helper()
+	out, err := b.Evaluate(context.Background(), spi.Request{Script: []byte(script), Input: json.RawMessage("null"),
+		Limits: spi.Limits{WallClock: time.Minute, MemoryBytes: 64 << 20}})
+	require.NoError(t, err)
+	require.Equal(t, spi.KindOK, out.Kind, "%+v", out)
+	require.Equal(t, want, string(out.Value))
+}
+
+// TestZygoteServesRuns: runs that end with their value or their error
+// are forked from the same zygote, each pid 1 of its namespace.
+func TestZygoteServesRuns(t *testing.T) {
+	b := zygoteOrSkip(t)
+	evalOK(t, b, "import os\nos.getpid()", "1")
+	first := zygotePid(b)
+	require.Positive(t, first)
+	out, err := b.Evaluate(context.Background(), spi.Request{Script: []byte("raise ValueError('x')"), Input: json.RawMessage("null"),
+		Limits: spi.Limits{WallClock: time.Minute}})
+	require.NoError(t, err)
+	require.Equal(t, spi.KindThrew, out.Kind, "%+v", out)
+	evalOK(t, b, "6 * 7", "42")
+	assert.Equal(t, first, zygotePid(b), "a run that ends of its own accord keeps the zygote")
+}
+
+// TestZygoteReplacedAfterItsRuns: a zygote forks a bounded number of
+// runs, then another takes over.
+func TestZygoteReplacedAfterItsRuns(t *testing.T) {
+	b := zygoteOrSkip(t)
+	b.zygotes.maxRuns = 2
+	evalOK(t, b, "1", "1")
+	first := zygotePid(b)
+	require.Positive(t, first)
+	evalOK(t, b, "2", "2")
+	evalOK(t, b, "3", "3")
+	second := zygotePid(b)
+	assert.NotEqual(t, first, second, "the third run is on another zygote")
+	assert.True(t, waitExited([]int{first}), "the zygote that served its runs has ended")
+}
+
+// TestZygoteReplacedWhenARunMisbehaves: a run the host had to kill (its
+// wall clock), one the kernel killed (its memory) and one that ends the
+// interpreter each retire the zygote that forked it.
+func TestZygoteReplacedWhenARunMisbehaves(t *testing.T) {
+	b := zygoteOrSkip(t)
+	for _, script := range []string{"while True:\n    pass", "import os\nos._exit(3)", "x = 'y' * 10**10"} {
+		evalOK(t, b, "1", "1")
+		before := zygotePid(b)
+		_, err := b.Evaluate(context.Background(), spi.Request{Script: []byte(script), Input: json.RawMessage("null"),
+			Limits: spi.Limits{WallClock: 300 * time.Millisecond, MemoryBytes: 32 << 20}})
+		require.NoError(t, err)
+		evalOK(t, b, "2", "2")
+		assert.NotEqual(t, before, zygotePid(b), "%q: the next run is on another zygote", script)
+	}
+}
+
+// TestZygoteDeathIsRecovered: a run asked of a zygote that has died is
+// forked from a new one.
+func TestZygoteDeathIsRecovered(t *testing.T) {
+	b := zygoteOrSkip(t)
+	evalOK(t, b, "1", "1")
+	pid := zygotePid(b)
+	require.NoError(t, syscall.Kill(pid, syscall.SIGKILL))
+	require.True(t, waitExited([]int{pid}))
+	evalOK(t, b, "2", "2")
+	assert.NotEqual(t, pid, zygotePid(b))
+}
+
+// TestWithoutAZygoteEachRunHasItsSandbox: where bubblewrap may not grant
+// the zygote CAP_SYS_ADMIN (here a stand-in that refuses --cap-add, as a
+// setuid bubblewrap does for a user), New still succeeds, says why there
+// is no zygote, and each run starts a sandbox of its own.
+func TestWithoutAZygoteEachRunHasItsSandbox(t *testing.T) {
+	backendOrSkip(t)
+	real, err := exec.LookPath("bwrap")
+	require.NoError(t, err)
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no sh for the stand-in")
+	}
+	fake := filepath.Join(t.TempDir(), "bwrap")
+	script := "#!" + sh + "\nfor a in \"$@\"; do [ \"$a\" = --cap-add ] && { echo 'bwrap: --cap-add refused' >&2; exit 1; }; done\nexec " + real + " \"$@\"\n"
+	require.NoError(t, os.WriteFile(fake, []byte(script), 0o755))
+	b, err := New(&Options{Bubblewrap: fake})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = b.Close() })
+	status := b.ZygoteStatus()
+	require.Error(t, status)
+	assert.Contains(t, status.Error(), "--cap-add refused")
+	evalOK(t, b, "import os\nos.getpid()", "1")
+	assert.Zero(t, zygotePid(b), "no zygote")
+}
+
+// TestZygoteDeathDuringARun: a run whose zygote dies under it (here
+// killed from the host, while the script waits in a host call) ends as
+// retryable infrastructure, never as the script's outcome, and the next
+// run is forked from a new zygote.
+func TestZygoteDeathDuringARun(t *testing.T) {
+	b := zygoteOrSkip(t)
+	evalOK(t, b, "1", "1")
+	pid := zygotePid(b)
+	require.Positive(t, pid)
+	out, err := b.Evaluate(context.Background(), spi.Request{Script: []byte("host.kill()\nwhile True:\n    pass"), Input: json.RawMessage("null"),
+		Limits: spi.Limits{WallClock: time.Hour}, Host: killHost{pid}})
+	require.NoError(t, err)
+	assert.Equal(t, spi.KindInfrastructure, out.Kind, "%+v", out)
+	evalOK(t, b, "2", "2")
+	assert.NotEqual(t, pid, zygotePid(b))
+}
+
+// killHost kills the process pid when called.
+type killHost struct{ pid int }
+
+func (h killHost) Call(context.Context, string, json.RawMessage) (json.RawMessage, error) {
+	_ = syscall.Kill(h.pid, syscall.SIGKILL)
+	return json.RawMessage("null"), nil
+}
