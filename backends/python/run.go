@@ -327,6 +327,12 @@ func (p *proc) kill() {
 func (p *proc) stop() {
 	p.kill()
 	if p.zr != nil {
+		if !p.clean.Load() {
+			// A run that ended other than with its own value or error
+			// takes its zygote out of service now, before the caller can
+			// ask for another run (zygote.go).
+			p.z.retire()
+		}
 		go p.stopKeeper() // zygote.go
 		return
 	}
