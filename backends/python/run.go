@@ -234,15 +234,7 @@ func (b *Backend) spawnSandbox(req spi.Request) (*proc, error) {
 		frameMax: b.maxResult,
 		group:    group,
 	}
-	if req.Limits.MemoryBytes > 0 {
-		p.frameMax = min(p.frameMax, b.lay.base+req.Limits.MemoryBytes)
-	}
-	p.answers = newAnswers(p.frameMax)
-	go func() {
-		_, _ = io.Copy(p.stderr, errR)
-		errR.Close()
-		close(p.errDone)
-	}()
+	p.begin(req.Limits, errR)
 	go func() {
 		_ = cmd.Wait()
 		close(p.waited)
@@ -273,6 +265,21 @@ func (b *Backend) argv(limits spi.Limits) []string {
 	}
 	args = append(args, "--remount-ro", "/", "--", b.lay.python, "-S", "-s", "-B", "-c", b.program(), b.runnerLimits(limits, b.lay.base)) // landlock.go
 	return args
+}
+
+// begin bounds the run's value and host-call frames by what the run may
+// hold (its memory limit), sets up its answers, and drains its stderr
+// (errR) into p.stderr.
+func (p *proc) begin(limits spi.Limits, errR *os.File) {
+	if limits.MemoryBytes > 0 {
+		p.frameMax = min(p.frameMax, p.b.lay.base+limits.MemoryBytes)
+	}
+	p.answers = newAnswers(p.frameMax)
+	go func() {
+		_, _ = io.Copy(p.stderr, errR)
+		errR.Close()
+		close(p.errDone)
+	}()
 }
 
 // runnerLimits is the runner's argument: the run's bounds, its address

@@ -7,7 +7,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -591,15 +590,7 @@ func (b *Backend) spawnFromZygote(z *zygote, req spi.Request) (*proc, error) {
 		return fail(fmt.Errorf("%w: %v", errNoOutcome, err))
 	}
 	goW.Close()
-	if req.Limits.MemoryBytes > 0 {
-		p.frameMax = min(p.frameMax, b.lay.base+req.Limits.MemoryBytes)
-	}
-	p.answers = newAnswers(p.frameMax)
-	go func() {
-		_, _ = io.Copy(p.stderr, errR)
-		errR.Close()
-		close(p.errDone)
-	}()
+	p.begin(req.Limits, errR)
 	go p.writeAnswers()
 	return p, nil
 }
