@@ -50,18 +50,8 @@ func (a effectEvaluator) Run(ctx context.Context, call effect.Call) (*effect.Rec
 // surrogate made storable; a failing run's lines are delivered too, and a
 // full log cuts with the marker without changing the result.
 func caseLogs(ctx context.Context, e *env) {
-	ev, ok := e.setup(e.k.limits, nil)
+	rec, addr, ok := e.recorded("logs", nil)
 	if !ok {
-		return
-	}
-	rec, isRecorder := ev.(recorder)
-	if !isRecorder {
-		e.failf("the effect in front of the backend returns no run record")
-		return
-	}
-	addr, _, err := e.script("logs")
-	if err != nil {
-		e.failf("preparing fixture logs%s: %v", e.k.set.Ext, err)
 		return
 	}
 
@@ -94,7 +84,7 @@ func caseLogs(ctx context.Context, e *env) {
 
 	// Under a bound of two lines: the third is cut, and the run is the
 	// same.
-	ev, ok = e.setup(e.k.limits, func(o *effect.Options) { o.MaxLogLines = 2 })
+	ev, ok := e.setup(e.k.limits, func(o *effect.Options) { o.MaxLogLines = 2 })
 	if !ok {
 		return
 	}
@@ -165,21 +155,11 @@ const logsOrderLines = 1500
 // level of its call (not one taken from its stream) on that level's
 // stream.
 func caseLogsOrder(ctx context.Context, e *env) {
-	ev, ok := e.setup(e.k.limits, func(o *effect.Options) {
+	rec, addr, ok := e.recorded("logs_order", func(o *effect.Options) {
 		o.MaxLogLines = logsOrderLines
 		o.MaxLogBytes = max(o.MaxLogBytes, effect.DefaultMaxLogBytes)
 	})
 	if !ok {
-		return
-	}
-	rec, isRecorder := ev.(recorder)
-	if !isRecorder {
-		e.failf("the effect in front of the backend returns no run record")
-		return
-	}
-	addr, _, err := e.script("logs_order")
-	if err != nil {
-		e.failf("preparing fixture logs_order%s: %v", e.k.set.Ext, err)
 		return
 	}
 	r, err := rec.Run(ctx, effect.Call{Script: addr, Input: rawJSON(fmt.Appendf(nil, `{"n":%d}`, logsOrderLines)), Limits: e.k.limits})
@@ -220,4 +200,25 @@ func caseLogsOrder(ctx context.Context, e *env) {
 	if len(r.Logs) != logsOrderLines {
 		e.failf("the record must hold all %d lines, in order, got the first %d: the lines after them were lost", logsOrderLines, len(r.Logs))
 	}
+}
+
+// recorded sets up an effect (tweaked by tweak) that returns run records,
+// and the fixture stem's script in it; ok is false, the failure
+// reported, when either cannot be had.
+func (e *env) recorded(stem string, tweak func(*effect.Options)) (rec recorder, addr effect.Address, ok bool) {
+	ev, ok := e.setup(e.k.limits, tweak)
+	if !ok {
+		return nil, addr, false
+	}
+	rec, isRecorder := ev.(recorder)
+	if !isRecorder {
+		e.failf("the effect in front of the backend returns no run record")
+		return nil, addr, false
+	}
+	addr, _, err := e.script(stem)
+	if err != nil {
+		e.failf("preparing fixture %s%s: %v", stem, e.k.set.Ext, err)
+		return nil, addr, false
+	}
+	return rec, addr, true
 }
