@@ -63,11 +63,12 @@
 // engine, the backend module's version, the SPI version, the declared
 // capabilities, the effective limits, the outcome, the start time and the
 // duration. A record is present for failed runs too, with their logs, and
-// stores as JSON; [Verify] checks a stored record against its script and
-// input, and against itself field by field (docs/record.md). With
-// [Options].Signer every receipt is signed by the host's key (Ed25519; an
-// HSM or a KMS implements [Signer]), and Verify with [WithKeys] checks
-// who vouches for the run. Evaluate is Run without the record.
+// stores as JSON; package receipt's Verify checks a stored record against
+// its script and input, and against itself field by field
+// (docs/record.md). With [Options].Signer every receipt is signed by the
+// host's key (Ed25519: receipt.Ed25519Signer holds one in memory, an HSM
+// or a KMS implements [Signer]), and receipt.Verify with trusted keys
+// checks who vouches for the run. Evaluate is Run without the record.
 //
 // A call may carry an events sink ([Call].Events): started, each log line,
 // host calls begun and ended, finished, delivered in order on a goroutine

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sandbank/sandbank/internal/canon"
 	"github.com/sandbank/sandbank/spi"
 )
 
@@ -626,18 +627,18 @@ func (e *Effect) mapOutcome(out spi.Outcome, input []byte, limits spi.Limits) ([
 func (e *Effect) finish(value []byte, shape *compiledShape) (json.RawMessage, error) {
 	// Refuse a plainly oversized value before decoding it: its compact
 	// size is computed without allocating.
-	if int64(len(value)) > e.maxOutput && compactLen(value) > e.maxOutput {
+	if int64(len(value)) > e.maxOutput && canon.CompactLen(value) > e.maxOutput {
 		return nil, &Failure{Code: CodeLimitExceeded, Kind: LimitOutput}
 	}
-	canon, err := canonicalize(value)
+	text, err := canon.Canonical(value)
 	if err != nil {
 		return nil, err
 	}
-	if int64(len(canon)) > e.maxOutput {
+	if int64(len(text)) > e.maxOutput {
 		return nil, &Failure{Code: CodeLimitExceeded, Kind: LimitOutput}
 	}
 	if shape != nil {
-		v, err := decodeValue(canon)
+		v, err := canon.Decode(text)
 		if err != nil {
 			return nil, err
 		}
@@ -645,7 +646,7 @@ func (e *Effect) finish(value []byte, shape *compiledShape) (json.RawMessage, er
 			return nil, err
 		}
 	}
-	return canon, nil
+	return text, nil
 }
 
 // Warm asks the backend to prepare, when it implements spi.Warmer; it

@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/sandbank/sandbank/effect"
+	"github.com/sandbank/sandbank/receipt"
 	"github.com/sandbank/sandbank/spi"
 )
 
@@ -61,8 +62,8 @@ func ExampleEffect_Run() {
 	stored, _ := json.Marshal(rec)
 	var back effect.Record
 	_ = json.Unmarshal(stored, &back)
-	fmt.Println("verify:", effect.Verify(&back, script, input))
-	fmt.Println("verify other input:", effect.Verify(&back, script, map[string]bool{"fail": false}) != nil)
+	fmt.Println("verify:", receipt.Verify(&back, script, input))
+	fmt.Println("verify other input:", receipt.Verify(&back, script, map[string]bool{"fail": false}) != nil)
 	// Output:
 	// error: effect: scriptError: Error: it failed
 	// info stdout "starting"

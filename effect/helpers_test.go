@@ -13,6 +13,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/sandbank/sandbank/internal/fakebackend"
+	"github.com/sandbank/sandbank/internal/textbound"
 	"github.com/sandbank/sandbank/spi"
 )
 
@@ -183,3 +184,5 @@ func (f *fixture) callWithin(t *testing.T, ctx context.Context, input any) (json
 
 // timeAfterWatchdog fires once the watchdog has passed.
 func timeAfterWatchdog() <-chan time.Time { return time.After(watchdog) }
+
+var isControl = textbound.IsControl

@@ -1,11 +1,9 @@
 package effect
 
 import (
-	"crypto/sha256"
-	"encoding/json"
-	"strings"
 	"time"
 
+	"github.com/sandbank/sandbank/internal/canon"
 	"github.com/sandbank/sandbank/spi"
 )
 
@@ -87,11 +85,7 @@ type ReceiptLimits struct {
 // keys sorted, no trailing newline. Equal receipts give equal bytes. The
 // signature, when there is one, is part of it.
 func (r Receipt) Canonical() ([]byte, error) {
-	b, err := json.Marshal(r)
-	if err != nil {
-		return nil, err
-	}
-	return canonicalize(b)
+	return canon.JSON(r)
 }
 
 // Digest returns "sha256:<hex>" of the receipt's canonical JSON text.
@@ -100,11 +94,8 @@ func (r Receipt) Digest() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return digestOf(b), nil
+	return canon.Digest(b), nil
 }
-
-// digestOf returns "sha256:<hex>" of b.
-func digestOf(b []byte) string { return string(addressOfSum(sha256.Sum256(b))) }
 
 // outcomeOf returns the receipt's outcome and limit kind for a run's
 // error.
@@ -148,33 +139,15 @@ func limitKindNamed(s string) (LimitKind, bool) {
 	return 0, false
 }
 
-// outcomeNames lists the outcome vocabulary, for a reason.
-func outcomeNames() string {
-	names := []string{OutcomeOK}
-	for c := Code(1); c.Valid(); c++ {
-		names = append(names, c.String())
-	}
-	return strings.Join(append(names, OutcomeInfrastructure, OutcomeCanceled), ", ")
-}
-
-// limitKindNames lists the limit-kind vocabulary, for a reason.
-func limitKindNames() string {
-	var names []string
-	for k := LimitKind(1); k.Valid(); k++ {
-		names = append(names, k.String())
-	}
-	return strings.Join(names, ", ")
-}
-
-// failureDigest returns the digest of f's canonical JSON.
-func failureDigest(f *Failure) (string, error) {
-	b, err := json.Marshal(f)
+// InputDigest returns the digest a receipt records for a call's input
+// (Receipt.InputDigest): "sha256:<hex>" of the input's canonical JSON
+// text, input being what Call.Input holds (a Go value or a
+// json.RawMessage). An input that cannot be serialised is the typed
+// failure Run returns for it (CodeInputNotSerializable).
+func InputDigest(input any) (string, error) {
+	in, err := encodeInput(input)
 	if err != nil {
 		return "", err
 	}
-	canon, err := canonicalize(b)
-	if err != nil {
-		return "", err
-	}
-	return digestOf(canon), nil
+	return inputDigest(in), nil
 }

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/sandbank/sandbank/internal/canon"
 	"github.com/sandbank/sandbank/spi"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -212,11 +213,11 @@ func (st *runState) receipt() Receipt {
 // inputDigest returns the digest of the canonical form of input, valid
 // JSON text, or "" when it cannot be put in canonical form.
 func inputDigest(input []byte) string {
-	canon, err := canonicalize(input)
+	text, err := canon.Canonical(input)
 	if err != nil {
 		return ""
 	}
-	return digestOf(canon)
+	return canon.Digest(text)
 }
 
 // finish builds the run's record, or returns nil when the run has none
@@ -246,9 +247,9 @@ func (st *runState) finish(ctx context.Context, value []byte, err error, cancele
 	r.Outcome, r.LimitKind = outcomeOf(err, f, canceled)
 	switch {
 	case err == nil:
-		r.OutputDigest = digestOf(value)
+		r.OutputDigest = canon.Digest(value)
 	case f != nil:
-		r.OutputDigest, _ = failureDigest(f)
+		r.OutputDigest, _ = canon.DigestJSON(f)
 	}
 	r.Duration = time.Since(st.start)
 	serr := st.e.rc.signer.sign(ctx, &r)

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/sandbank/sandbank/internal/canon"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
@@ -658,7 +659,7 @@ func anchorPointers(doc any) []string {
 				out = append(out, ptr)
 			}
 			for _, k := range sortedKeys(v) {
-				walk(v[k], ptr+"/"+pointerEscaper.Replace(k))
+				walk(v[k], ptr+"/"+canon.PointerToken(k))
 			}
 		case []any:
 			for i, item := range v {

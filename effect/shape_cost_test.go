@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sandbank/sandbank/internal/canon"
 	"github.com/sandbank/sandbank/internal/fakebackend"
 )
 
@@ -151,7 +152,7 @@ func TestShapeCostBombIsRefusedNotRun(t *testing.T) {
 	go func() {
 		s, err := compileShape([]byte(schema))
 		if err == nil {
-			v, _ := decodeValue([]byte(`"x"`))
+			v, _ := canon.Decode([]byte(`"x"`))
 			err = s.validate(v)
 		}
 		done <- err
@@ -215,7 +216,7 @@ func TestShapeCostPassesOrdinarySchemas(t *testing.T) {
 	} {
 		s, err := compileShape([]byte(tc.schema))
 		require.NoError(t, err)
-		v, err := decodeValue([]byte(tc.value))
+		v, err := canon.Decode([]byte(tc.value))
 		require.NoError(t, err)
 		assert.True(t, s.cost.work(v), "%.60s", tc.schema)
 	}
@@ -275,7 +276,7 @@ func TestShapeValidatorPanicIsAMismatch(t *testing.T) {
 	s, err := compileShape([]byte(`{"multipleOf":3}`))
 	require.NoError(t, err)
 	s.cost = &shapeCost{states: []shapeState{{other: noState, rest: noState}}}
-	v, err := decodeValue([]byte(`1e100000000`))
+	v, err := canon.Decode([]byte(`1e100000000`))
 	require.NoError(t, err)
 	err = s.validate(v)
 	var fail *Failure
@@ -328,7 +329,7 @@ func FuzzShapeCost(f *testing.F) {
 				t.Fatal("a transition to no state")
 			}
 		}
-		v, err := decodeValue(value)
+		v, err := canon.Decode(value)
 		if err != nil || len(value) > 1<<10 {
 			return
 		}
@@ -444,7 +445,7 @@ func BenchmarkShapeFormatRegex(b *testing.B) {
 		b.Run(fmt.Sprintf("%d worst 1KiB", n), func(b *testing.B) {
 			s, err := compileShape([]byte(draft7(`"items":{"format":"regex"}`)))
 			require.NoError(b, err)
-			v, err := decodeValue([]byte(jsonArray(n, `"`+worstRegex(1008)+`"`)))
+			v, err := canon.Decode([]byte(jsonArray(n, `"`+worstRegex(1008)+`"`)))
 			require.NoError(b, err)
 			b.ReportAllocs()
 			for b.Loop() {

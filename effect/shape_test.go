@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sandbank/sandbank/internal/canon"
 	"github.com/sandbank/sandbank/internal/fakebackend"
 )
 
@@ -18,7 +19,7 @@ func shapeCheck(t *testing.T, schema, value string) error {
 	t.Helper()
 	s, err := compileShape([]byte(schema))
 	require.NoError(t, err)
-	v, err := decodeValue([]byte(value))
+	v, err := canon.Decode([]byte(value))
 	require.NoError(t, err)
 	return s.validate(v)
 }

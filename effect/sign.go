@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"time"
 )
 
@@ -28,8 +27,8 @@ type Signature struct {
 }
 
 // Signer signs receipts. An Ed25519 key held in memory is
-// [NewEd25519Signer]; a key held in an HSM or a KMS implements Signer
-// itself. Sign is called once per run that has a record, after the run,
+// receipt.NewEd25519Signer; a key held in an HSM or a KMS implements
+// Signer itself. Sign is called once per run that has a record, after the run,
 // and must honour ctx (a signer that does not return holds the run).
 type Signer interface {
 	// PublicKey returns the signing key's public half; it names the key
@@ -39,46 +38,6 @@ type Signer interface {
 	// receipt unsigned and makes the run's error infrastructure (see
 	// Options.Signer).
 	Sign(ctx context.Context, message []byte) ([]byte, error)
-}
-
-// Ed25519Signer is a Signer over an Ed25519 private key held in memory.
-type Ed25519Signer struct {
-	key ed25519.PrivateKey
-}
-
-var _ Signer = (*Ed25519Signer)(nil)
-
-// NewEd25519Signer returns a Signer over key, which must be an Ed25519
-// private key (ed25519.PrivateKeySize bytes); the key is copied.
-func NewEd25519Signer(key ed25519.PrivateKey) (*Ed25519Signer, error) {
-	if len(key) != ed25519.PrivateKeySize {
-		return nil, invalid(ErrInvalidKey, "effect: an Ed25519 private key is 64 bytes")
-	}
-	return &Ed25519Signer{key: append(ed25519.PrivateKey(nil), key...)}, nil
-}
-
-// GenerateEd25519Signer returns a Signer over a new random key.
-func GenerateEd25519Signer() (*Ed25519Signer, error) {
-	_, key, err := ed25519.GenerateKey(nil)
-	if err != nil {
-		return nil, fmt.Errorf("effect: generating a key: %w", err)
-	}
-	return &Ed25519Signer{key: key}, nil
-}
-
-// PublicKey returns the key's public half.
-func (s *Ed25519Signer) PublicKey() ed25519.PublicKey {
-	return s.key.Public().(ed25519.PublicKey)
-}
-
-// PrivateKey returns a copy of the private key, to write it to a file.
-func (s *Ed25519Signer) PrivateKey() ed25519.PrivateKey {
-	return append(ed25519.PrivateKey(nil), s.key...)
-}
-
-// Sign returns the Ed25519 signature of message; it never fails.
-func (s *Ed25519Signer) Sign(_ context.Context, message []byte) ([]byte, error) {
-	return ed25519.Sign(s.key, message), nil
 }
 
 // ErrInvalidKey is matched by the error for a key that is not an Ed25519

@@ -1,10 +1,13 @@
-package effect
+package canon
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"slices"
+	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
 
@@ -23,30 +26,30 @@ import (
 // value: it is the effect's per-call hot path. FuzzCanonical checks it
 // against the encoding/json round trip it replaces.
 
-// errCanonical reports a value appendCanonical cannot handle; it is only
+// ErrInvalid reports a value appendCanonical cannot handle; it is only
 // reachable with text that json.Valid refused.
-var errCanonical = errors.New("effect: backend value could not be canonicalised")
+var ErrInvalid = errors.New("effect: backend value could not be canonicalised")
 
-// canonicalize returns the canonical form of the valid JSON text value in
+// Canonical returns the canonical form of the valid JSON text value in
 // a fresh slice.
-func canonicalize(value []byte) ([]byte, error) {
+func Canonical(value []byte) ([]byte, error) {
 	c := canonWriter{src: value}
 	return c.all()
 }
 
-// errDuplicateKey reports an object with a key twice (by its decoded
+// ErrDuplicateKey reports an object with a key twice (by its decoded
 // text) in text that must read one way only.
-var errDuplicateKey = errors.New("effect: an object has a key twice")
+var ErrDuplicateKey = errors.New("effect: an object has a key twice")
 
-// canonicalizeStrict is canonicalize for text that must read one way
-// only: an object with a key twice, at any depth, is errDuplicateKey
-// (canonicalize keeps the last, as encoding/json does; other readers keep
+// Strict is Canonical for text that must read one way
+// only: an object with a key twice, at any depth, is ErrDuplicateKey
+// (Canonical keeps the last, as encoding/json does; other readers keep
 // the first).
-func canonicalizeStrict(value []byte) ([]byte, error) {
+func Strict(value []byte) ([]byte, error) {
 	c := canonWriter{src: value, strict: true}
 	out, err := c.all()
 	if c.dup {
-		return nil, errDuplicateKey
+		return nil, ErrDuplicateKey
 	}
 	return out, err
 }
@@ -56,19 +59,19 @@ func (c *canonWriter) all() ([]byte, error) {
 	i := c.skipSpace(0)
 	out, i, ok := c.value(make([]byte, 0, len(c.src)), i)
 	if !ok || c.skipSpace(i) != len(c.src) {
-		return nil, errCanonical
+		return nil, ErrInvalid
 	}
 	return out, nil
 }
 
-// decodeValue decodes canonical JSON text into the any a JSON Schema is
+// Decode decodes canonical JSON text into the any a JSON Schema is
 // checked against (objects as map[string]any, numbers as json.Number).
-func decodeValue(canon []byte) (any, error) {
+func Decode(canon []byte) (any, error) {
 	dec := json.NewDecoder(bytes.NewReader(canon))
 	dec.UseNumber()
 	var v any
 	if err := dec.Decode(&v); err != nil {
-		return nil, errCanonical
+		return nil, ErrInvalid
 	}
 	return v, nil
 }
@@ -402,9 +405,9 @@ func hex4u(s []byte) rune {
 	return hex4(s[2:])
 }
 
-// compactLen returns the length of the valid JSON text value without its
+// CompactLen returns the length of the valid JSON text value without its
 // insignificant white space, without allocating.
-func compactLen(value []byte) int64 {
+func CompactLen(value []byte) int64 {
 	var n int64
 	inString, escaped := false, false
 	for _, c := range value {
@@ -428,4 +431,34 @@ func compactLen(value []byte) int64 {
 		}
 	}
 	return n
+}
+
+// PointerToken escapes s as a JSON Pointer reference token (RFC 6901).
+func PointerToken(s string) string { return pointerEscaper.Replace(s) }
+
+var pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")
+
+// JSON returns the canonical form of v as encoding/json writes it.
+func JSON(v any) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return Canonical(b)
+}
+
+// Digest returns "sha256:<hex>" of b, the form of every digest a receipt
+// records.
+func Digest(b []byte) string {
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// DigestJSON returns the Digest of v's canonical JSON (JSON).
+func DigestJSON(v any) (string, error) {
+	text, err := JSON(v)
+	if err != nil {
+		return "", err
+	}
+	return Digest(text), nil
 }

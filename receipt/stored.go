@@ -1,11 +1,17 @@
-package effect
+package receipt
 
 import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 	"strings"
+
+	"github.com/sandbank/sandbank/effect"
+	"github.com/sandbank/sandbank/internal/canon"
+	"github.com/sandbank/sandbank/internal/textbound"
 )
 
 // This file reads a stored record or receipt from its JSON text so that
@@ -38,10 +44,10 @@ func ambiguous(format string, args ...any) error {
 // readers. What it returns is what every reader of the text sees; check it
 // with [VerifyReceipt]. Text that is not a JSON object of a receipt is
 // another error.
-func DecodeReceipt(b []byte) (Receipt, error) {
-	var r Receipt
+func DecodeReceipt(b []byte) (effect.Receipt, error) {
+	var r effect.Receipt
 	if err := decodeExact(b, &r); err != nil {
-		return Receipt{}, err
+		return effect.Receipt{}, err
 	}
 	return r, nil
 }
@@ -54,13 +60,13 @@ func DecodeReceipt(b []byte) (Receipt, error) {
 // "hostCalls" list (not part of the record, and not checked), with a
 // typed failure's members in the object itself rather than under
 // "failure". Check what it returns with [Verify].
-func DecodeRecord(b []byte) (*Record, error) {
-	canon, err := strictCanonical(b)
+func DecodeRecord(b []byte) (*effect.Record, error) {
+	text, err := strictCanonical(b)
 	if err != nil {
 		return nil, err
 	}
 	var top map[string]json.RawMessage
-	if json.Unmarshal(canon, &top) != nil || top == nil {
+	if json.Unmarshal(text, &top) != nil || top == nil {
 		return nil, errNotStored
 	}
 	okRaw, printed := top["ok"]
@@ -92,22 +98,22 @@ func DecodeRecord(b []byte) (*Record, error) {
 				return nil, errNotStored
 			}
 		}
-		if canon, err = json.Marshal(top); err != nil {
+		if text, err = json.Marshal(top); err != nil {
 			return nil, errNotStored
 		}
 	}
-	rec := &Record{}
-	if err := decodeExact(canon, rec); err != nil {
+	rec := &effect.Record{}
+	if err := decodeExact(text, rec); err != nil {
 		return nil, err
 	}
-	if printed && ok != (rec.Receipt.Outcome == OutcomeOK) {
+	if printed && ok != (rec.Receipt.Outcome == effect.OutcomeOK) {
 		return nil, ambiguous(`"ok" is %t, the receipt's outcome is %q`, ok, boundText(rec.Receipt.Outcome))
 	}
 	return rec, nil
 }
 
 // recordNames are the names of a Record's members, from its fields.
-var recordNames = jsonNames(reflect.TypeFor[Record]())
+var recordNames = jsonNames(reflect.TypeFor[effect.Record]())
 
 // jsonNames lists the JSON names of the fields of struct type t.
 func jsonNames(t reflect.Type) map[string]bool {
@@ -128,14 +134,14 @@ func strictCanonical(b []byte) ([]byte, error) {
 	if !json.Valid(b) {
 		return nil, errNotStored
 	}
-	canon, err := canonicalizeStrict(b)
+	text, err := canon.Strict(b)
 	switch {
-	case errors.Is(err, errDuplicateKey):
+	case errors.Is(err, canon.ErrDuplicateKey):
 		return nil, ambiguous("an object has a key twice")
-	case err != nil || len(canon) == 0 || canon[0] != '{':
+	case err != nil || len(text) == 0 || text[0] != '{':
 		return nil, errNotStored
 	}
-	return canon, nil
+	return text, nil
 }
 
 // decodeExact decodes the JSON object text b into v (a pointer to a
@@ -144,30 +150,30 @@ func strictCanonical(b []byte) ([]byte, error) {
 // encodes back, with the same value (members v would add, absent from b,
 // are zero, as every reader sees them).
 func decodeExact(b []byte, v any) error {
-	canon, err := strictCanonical(b)
+	text, err := strictCanonical(b)
 	if err != nil {
 		return err
 	}
-	if json.Unmarshal(canon, v) != nil {
+	if json.Unmarshal(text, v) != nil {
 		return errNotStored
 	}
 	back, err := json.Marshal(v)
 	if err != nil {
 		return errNotStored
 	}
-	if back, err = canonicalize(back); err != nil {
+	if back, err = canon.Canonical(back); err != nil {
 		return errNotStored
 	}
-	read, err := decodeValue(canon)
+	read, err := canon.Decode(text)
 	if err != nil {
 		return errNotStored
 	}
-	written, err := decodeValue(back)
+	written, err := canon.Decode(back)
 	if err != nil {
 		return errNotStored
 	}
 	if path, ok := covered(read, written, ""); !ok {
-		return ambiguous("%q is not one of the format's names, or does not read back as written", boundTextTo(path, 120))
+		return ambiguous("%q is not one of the format's names, or does not read back as written", textbound.Bound(path, 120))
 	}
 	return nil
 }
@@ -182,8 +188,8 @@ func covered(read, written any, path string) (string, bool) {
 		if !ok {
 			return path, false
 		}
-		for _, k := range sortedKeys(r) {
-			at := path + "/" + pointerEscaper.Replace(k)
+		for _, k := range slices.Sorted(maps.Keys(r)) {
+			at := path + "/" + canon.PointerToken(k)
 			wv, ok := w[k]
 			if !ok {
 				return at, false

@@ -1,4 +1,4 @@
-package effect
+package receipt
 
 import (
 	"context"
@@ -14,6 +14,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sandbank/sandbank/effect"
+	"github.com/sandbank/sandbank/internal/canon"
 	"github.com/sandbank/sandbank/internal/fakebackend"
 	"github.com/sandbank/sandbank/spi"
 )
@@ -27,11 +29,11 @@ func testSigner(t testing.TB) *Ed25519Signer {
 }
 
 // signedRun runs the ok script through an effect that signs with s.
-func signedRun(t testing.TB, s Signer) verifyRun {
+func signedRun(t testing.TB, s effect.Signer) verifyRun {
 	t.Helper()
-	f := newFixture(t, okOutcomeBehavior(`{"b":1,"a":[1,2]}`), &Options{Engine: "fake", Signer: s})
+	f := newFixture(t, okOutcomeBehavior(`{"b":1,"a":[1,2]}`), &effect.Options{Engine: "fake", Signer: s})
 	input := json.RawMessage(`{"n":1}`)
-	rec, err := f.e.Run(context.Background(), Call{Script: f.addr, Input: input})
+	rec, err := f.e.Run(context.Background(), effect.Call{Script: f.addr, Input: input})
 	require.NoError(t, err)
 	return verifyRun{name: "ok", rec: rec, script: testScript, input: input}
 }
@@ -40,7 +42,7 @@ func okOutcomeBehavior(v string) fakebackend.Behavior { return fakebackend.Retur
 
 // copyRecord returns a copy of rec whose receipt, signature and failure
 // can be changed without changing rec.
-func copyRecord(rec *Record) *Record {
+func copyRecord(rec *effect.Record) *effect.Record {
 	c := *rec
 	if rec.Failure != nil {
 		f := *rec.Failure
@@ -61,15 +63,15 @@ func TestRunSignsTheReceipt(t *testing.T) {
 	run := signedRun(t, s)
 	sig := run.rec.Receipt.Signature
 	require.NotNil(t, sig)
-	assert.Equal(t, SignatureEd25519, sig.Algorithm)
-	assert.Equal(t, KeyIDOf(s.PublicKey()), sig.KeyID)
+	assert.Equal(t, effect.SignatureEd25519, sig.Algorithm)
+	assert.Equal(t, effect.KeyIDOf(s.PublicKey()), sig.KeyID)
 	assert.Len(t, sig.Value, ed25519.SignatureSize)
 	require.NoError(t, Verify(run.rec, run.script, run.input, WithKey(s.PublicKey()), RequireSignature()))
 
 	// Stored as JSON and read back, it still verifies.
 	b, err := json.Marshal(run.rec)
 	require.NoError(t, err)
-	var back Record
+	var back effect.Record
 	require.NoError(t, json.Unmarshal(b, &back))
 	require.NoError(t, Verify(&back, run.script, run.input, WithKey(s.PublicKey()), RequireSignature()))
 	require.NoError(t, VerifyReceipt(back.Receipt, run.script, run.input, WithKey(s.PublicKey()), RequireSignature()))
@@ -101,46 +103,46 @@ func TestVerifyRefusesForgedSignedReceipts(t *testing.T) {
 
 	tests := []struct {
 		name       string
-		forge      func(t *testing.T, r *Record)
+		forge      func(t *testing.T, r *effect.Record)
 		want       error
 		consistent bool // Verify without a key passes: only the signature catches it
 	}{
-		{"value changed and digest recomputed", func(t *testing.T, r *Record) {
+		{"value changed and digest recomputed", func(t *testing.T, r *effect.Record) {
 			r.Value = json.RawMessage(`{"a":[1,2],"b":2}`)
-			r.Receipt.OutputDigest = digestOf(r.Value)
+			r.Receipt.OutputDigest = canon.Digest(r.Value)
 		}, ErrBadSignature, true},
-		{"outcome changed", func(t *testing.T, r *Record) {
+		{"outcome changed", func(t *testing.T, r *effect.Record) {
 			r.Value = nil
-			r.Failure = &Failure{Code: CodeScriptError, Name: "Error", Message: "made up"}
+			r.Failure = &effect.Failure{Code: effect.CodeScriptError, Name: "Error", Message: "made up"}
 			r.Receipt.Outcome = "scriptError"
-			d, err := failureDigest(r.Failure)
+			d, err := canon.DigestJSON(r.Failure)
 			require.NoError(t, err)
 			r.Receipt.OutputDigest = d
 		}, ErrBadSignature, true},
-		{"limits changed", func(t *testing.T, r *Record) { r.Receipt.Limits.MemoryBytes *= 2 }, ErrBadSignature, true},
-		{"wall clock changed", func(t *testing.T, r *Record) { r.Receipt.Limits.WallClock = time.Hour }, ErrBadSignature, true},
-		{"capabilities changed", func(t *testing.T, r *Record) { r.Receipt.Capabilities.Network = spi.NetworkOpen }, ErrBadSignature, true},
-		{"engine changed", func(t *testing.T, r *Record) { r.Receipt.Engine = "quickjs" }, ErrBadSignature, true},
-		{"start changed", func(t *testing.T, r *Record) { r.Receipt.Started = r.Receipt.Started.Add(-time.Hour) }, ErrBadSignature, true},
-		{"algorithm changed", func(t *testing.T, r *Record) { r.Receipt.Signature.Algorithm = "rsa" }, ErrBadSignature, true},
-		{"key swapped: re-signed by an untrusted key", func(t *testing.T, r *Record) {
+		{"limits changed", func(t *testing.T, r *effect.Record) { r.Receipt.Limits.MemoryBytes *= 2 }, ErrBadSignature, true},
+		{"wall clock changed", func(t *testing.T, r *effect.Record) { r.Receipt.Limits.WallClock = time.Hour }, ErrBadSignature, true},
+		{"capabilities changed", func(t *testing.T, r *effect.Record) { r.Receipt.Capabilities.Network = spi.NetworkOpen }, ErrBadSignature, true},
+		{"engine changed", func(t *testing.T, r *effect.Record) { r.Receipt.Engine = "quickjs" }, ErrBadSignature, true},
+		{"start changed", func(t *testing.T, r *effect.Record) { r.Receipt.Started = r.Receipt.Started.Add(-time.Hour) }, ErrBadSignature, true},
+		{"algorithm changed", func(t *testing.T, r *effect.Record) { r.Receipt.Signature.Algorithm = "rsa" }, ErrBadSignature, true},
+		{"key swapped: re-signed by an untrusted key", func(t *testing.T, r *effect.Record) {
 			r.Receipt.Limits.MemoryBytes *= 2
 			require.NoError(t, attackerSC.sign(context.Background(), &r.Receipt))
 		}, ErrUnknownKey, true},
-		{"key id swapped for another trusted key's", func(t *testing.T, r *Record) {
-			r.Receipt.Signature.KeyID = KeyIDOf(other.PublicKey())
+		{"key id swapped for another trusted key's", func(t *testing.T, r *effect.Record) {
+			r.Receipt.Signature.KeyID = effect.KeyIDOf(other.PublicKey())
 		}, ErrBadSignature, true},
-		{"signature of another trusted key over another receipt", func(t *testing.T, r *Record) {
+		{"signature of another trusted key over another receipt", func(t *testing.T, r *effect.Record) {
 			forged := r.Receipt
 			forged.Engine = "other"
 			require.NoError(t, otherSC.sign(context.Background(), &forged))
 			r.Receipt.Signature = forged.Signature
 		}, ErrBadSignature, true},
-		{"signature truncated", func(t *testing.T, r *Record) {
+		{"signature truncated", func(t *testing.T, r *effect.Record) {
 			r.Receipt.Signature.Value = r.Receipt.Signature.Value[:32]
 		}, ErrBadSignature, true},
-		{"signature bit flipped", func(t *testing.T, r *Record) { r.Receipt.Signature.Value[0] ^= 1 }, ErrBadSignature, true},
-		{"signature removed", func(t *testing.T, r *Record) { r.Receipt.Signature = nil }, ErrUnsigned, true},
+		{"signature bit flipped", func(t *testing.T, r *effect.Record) { r.Receipt.Signature.Value[0] ^= 1 }, ErrBadSignature, true},
+		{"signature removed", func(t *testing.T, r *effect.Record) { r.Receipt.Signature = nil }, ErrUnsigned, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -204,8 +206,8 @@ func TestVerifyUnsignedReceipt(t *testing.T) {
 	assert.NotContains(t, string(b), "signature")
 
 	err = Verify(run.rec, run.script, run.input, WithKey(ed25519.PublicKey("short")))
-	require.ErrorIs(t, err, ErrInvalidKey)
-	require.ErrorIs(t, err, ErrInvalidCall)
+	require.ErrorIs(t, err, effect.ErrInvalidKey)
+	require.ErrorIs(t, err, effect.ErrInvalidCall)
 }
 
 // brokenSigner fails, or has a public key that is not one.
@@ -223,17 +225,17 @@ func (b brokenSigner) Sign(context.Context, []byte) ([]byte, error) {
 // unsigned; a signer whose key is not an Ed25519 key is refused by New.
 func TestSignerFailures(t *testing.T) {
 	pub := testSigner(t).PublicKey()
-	f := newFixture(t, okOutcomeBehavior(`1`), &Options{Signer: brokenSigner{pub: pub, err: errors.New("kms down")}})
-	rec, err := f.e.Run(context.Background(), Call{Script: f.addr, Input: 1})
+	f := newFixture(t, okOutcomeBehavior(`1`), &effect.Options{Signer: brokenSigner{pub: pub, err: errors.New("kms down")}})
+	rec, err := f.e.Run(context.Background(), effect.Call{Script: f.addr, Input: 1})
 	require.Error(t, err)
-	assert.Equal(t, KindInfrastructure, KindOf(err))
+	assert.Equal(t, effect.KindInfrastructure, effect.KindOf(err))
 	assert.ErrorContains(t, err, "effect: signing the receipt: kms down")
 	require.NotNil(t, rec)
 	assert.Nil(t, rec.Receipt.Signature)
 
-	_, err = New(NewMemoryStore(), fakebackend.New(fakebackend.Capabilities(), okOutcomeBehavior(`1`)),
-		&Options{Signer: brokenSigner{pub: pub[:5]}})
-	require.ErrorIs(t, err, ErrInvalidKey)
+	_, err = effect.New(effect.NewMemoryStore(), fakebackend.New(fakebackend.Capabilities(), okOutcomeBehavior(`1`)),
+		&effect.Options{Signer: brokenSigner{pub: pub[:5]}})
+	require.ErrorIs(t, err, effect.ErrInvalidKey)
 }
 
 // Key files: written and read back; a private key file others may read
@@ -254,17 +256,17 @@ func TestKeyFiles(t *testing.T) {
 	k, err := ReadPublicKeyFile(pub)
 	require.NoError(t, err)
 	assert.Equal(t, s.PublicKey(), k.PublicKey)
-	assert.Equal(t, KeyIDOf(s.PublicKey()), k.KeyID)
+	assert.Equal(t, effect.KeyIDOf(s.PublicKey()), k.KeyID)
 	require.Error(t, WriteKeyFiles(s, priv, pub), "an existing key file is never overwritten")
 
 	if runtime.GOOS != "windows" {
 		require.NoError(t, os.Chmod(priv, 0o640))
 		_, err = ReadSignerFile(priv)
 		require.ErrorIs(t, err, ErrKeyFileMode)
-		require.ErrorIs(t, err, ErrInvalidKey)
+		require.ErrorIs(t, err, effect.ErrInvalidKey)
 	}
 	_, err = ReadSignerFile(pub)
-	require.ErrorIs(t, err, ErrInvalidKey, "a public key file is not a private key")
+	require.ErrorIs(t, err, effect.ErrInvalidKey, "a public key file is not a private key")
 
 	retired := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	old := testSigner(t)
@@ -277,10 +279,10 @@ func TestKeyFiles(t *testing.T) {
 	for _, k := range ks.Keys() {
 		got[k.KeyID] = k.Retired
 	}
-	assert.Equal(t, map[string]time.Time{KeyIDOf(s.PublicKey()): {}, KeyIDOf(old.PublicKey()): retired}, got)
+	assert.Equal(t, map[string]time.Time{effect.KeyIDOf(s.PublicKey()): {}, effect.KeyIDOf(old.PublicKey()): retired}, got)
 
 	_, err = ReadKeyDir(t.TempDir())
-	require.ErrorIs(t, err, ErrInvalidKey, "an empty key directory")
+	require.ErrorIs(t, err, effect.ErrInvalidKey, "an empty key directory")
 
 	// ReadKeys: a directory, one public key file, or the published JSON.
 	for _, path := range []string{dir, pub} {
@@ -297,7 +299,7 @@ func TestKeyFiles(t *testing.T) {
 	assert.Equal(t, ks.Keys(), fromDoc.Keys())
 	require.NoError(t, os.WriteFile(docPath, []byte(`{"keys":[{"publicKey":"AAAA"}]}`), 0o644))
 	_, err = ReadKeys(docPath)
-	require.ErrorIs(t, err, ErrInvalidKey)
+	require.ErrorIs(t, err, effect.ErrInvalidKey)
 }
 
 // NewKeySet refuses what is not a trusted key.
@@ -310,7 +312,7 @@ func TestNewKeySetRefuses(t *testing.T) {
 		"listed twice":    {{PublicKey: pub}, {PublicKey: pub}},
 	} {
 		_, err := NewKeySet(k...)
-		require.ErrorIs(t, err, ErrInvalidKey, name)
+		require.ErrorIs(t, err, effect.ErrInvalidKey, name)
 	}
 	// The published form round-trips through JSON.
 	ks, err := NewKeySet(TrustedKey{PublicKey: pub, Retired: time.Unix(0, 0).UTC()})

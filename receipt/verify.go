@@ -1,10 +1,13 @@
-package effect
+package receipt
 
 import (
 	"bytes"
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/sandbank/sandbank/effect"
+	"github.com/sandbank/sandbank/internal/canon"
 )
 
 // ErrRecordMismatch is matched (with errors.Is) by every error of Verify
@@ -38,7 +41,7 @@ var ErrRecordMismatch = errors.New("effect: record does not verify")
 // without a signature (Receipt.Signature nil) still verifies, for
 // consistency only, unless RequireSignature is given (ErrUnsigned).
 // Without options the signature is not checked.
-func Verify(rec *Record, script []byte, input any, opts ...VerifyOption) error {
+func Verify(rec *effect.Record, script []byte, input any, opts ...VerifyOption) error {
 	if rec == nil {
 		return fmt.Errorf("%w: no record", ErrRecordMismatch)
 	}
@@ -66,7 +69,7 @@ func Verify(rec *Record, script []byte, input any, opts ...VerifyOption) error {
 // Without the value, the output digest cannot be recomputed: use Verify
 // with the record for that. The options check the signature, as
 // Verify's do.
-func VerifyReceipt(r Receipt, script []byte, input any, opts ...VerifyOption) error {
+func VerifyReceipt(r effect.Receipt, script []byte, input any, opts ...VerifyOption) error {
 	c := verifyOptions(opts)
 	if c.err != nil {
 		return c.err
@@ -79,8 +82,8 @@ func VerifyReceipt(r Receipt, script []byte, input any, opts ...VerifyOption) er
 // verifier collects the disagreements of one verification. Every reason
 // has fixed wording; text from the record is bounded.
 type verifier struct {
-	r    Receipt
-	code Code // the outcome's failure code, or 0
+	r    effect.Receipt
+	code effect.Code // the outcome's failure code, or 0
 	errs []error
 }
 
@@ -88,15 +91,15 @@ func (v *verifier) bad(format string, args ...any) {
 	v.errs = append(v.errs, fmt.Errorf("%w: "+format, append([]any{ErrRecordMismatch}, args...)...))
 }
 
-func verifyReceipt(r Receipt, script []byte, input any) *verifier {
+func verifyReceipt(r effect.Receipt, script []byte, input any) *verifier {
 	v := &verifier{r: r}
-	if r.Format != ReceiptFormat {
-		v.bad("receipt format %q, want %q", boundText(r.Format), ReceiptFormat)
+	if r.Format != effect.ReceiptFormat {
+		v.bad("receipt format %q, want %q", boundText(r.Format), effect.ReceiptFormat)
 	}
 	v.outcome()
-	if _, err := ParseAddress(string(r.Script)); err != nil {
+	if _, err := effect.ParseAddress(string(r.Script)); err != nil {
 		v.bad("the receipt's script %q is not a content address", boundText(string(r.Script)))
-	} else if got := AddressOf(script); r.Script != got {
+	} else if got := effect.AddressOf(script); r.Script != got {
 		v.bad("the script's address is %s, the receipt says %q", got, boundText(string(r.Script)))
 	}
 	v.input(input)
@@ -131,29 +134,29 @@ func verifyReceipt(r Receipt, script []byte, input any) *verifier {
 // the closed vocabulary and against each other.
 func (v *verifier) outcome() {
 	r := v.r
-	code, isCode := codeNamed(r.Outcome)
+	code, isCode := named[effect.Code](r.Outcome)
 	switch {
 	case isCode:
 		v.code = code
-	case r.Outcome == OutcomeOK, r.Outcome == OutcomeInfrastructure, r.Outcome == OutcomeCanceled:
+	case r.Outcome == effect.OutcomeOK, r.Outcome == effect.OutcomeInfrastructure, r.Outcome == effect.OutcomeCanceled:
 	default:
 		v.bad("the receipt's outcome %q is not one of %s", boundText(r.Outcome), outcomeNames())
 		return
 	}
-	hasOutput := isCode || r.Outcome == OutcomeOK
+	hasOutput := isCode || r.Outcome == effect.OutcomeOK
 	switch {
 	case hasOutput && r.OutputDigest == "":
 		v.bad("the receipt's outcome %s has an output, but it has no outputDigest", r.Outcome)
 	case hasOutput:
-		if _, err := ParseAddress(r.OutputDigest); err != nil {
+		if _, err := effect.ParseAddress(r.OutputDigest); err != nil {
 			v.bad("the receipt's outputDigest %q is not a sha256 digest", boundText(r.OutputDigest))
 		}
 	case r.OutputDigest != "":
 		v.bad("the receipt's outcome %s has no output, but it has an outputDigest", r.Outcome)
 	}
-	kind, known := LimitKind(0), r.LimitKind == ""
+	kind, known := effect.LimitKind(0), r.LimitKind == ""
 	if !known {
-		if kind, known = limitKindNamed(r.LimitKind); !known {
+		if kind, known = named[effect.LimitKind](r.LimitKind); !known {
 			v.bad("the receipt's limitKind %q is not one of %s", boundText(r.LimitKind), limitKindNames())
 		}
 	}
@@ -170,12 +173,12 @@ func (v *verifier) outcome() {
 // limit kind k (0: none): limitExceeded has one, any but the input
 // ceiling; inputTooLarge may name what the input did not fit in, the input
 // ceiling or the engine's memory; nothing else has one.
-func kindFits(c Code, k LimitKind) bool {
+func kindFits(c effect.Code, k effect.LimitKind) bool {
 	switch c {
-	case CodeLimitExceeded:
-		return k.Valid() && k != LimitInput
-	case CodeInputTooLarge:
-		return k == 0 || k == LimitInput || k == LimitMemory
+	case effect.CodeLimitExceeded:
+		return k.Valid() && k != effect.LimitInput
+	case effect.CodeInputTooLarge:
+		return k == 0 || k == effect.LimitInput || k == effect.LimitMemory
 	default:
 		return k == 0
 	}
@@ -185,19 +188,19 @@ func kindFits(c Code, k LimitKind) bool {
 // input that cannot be serialised, which is then the outcome.
 func (v *verifier) input(input any) {
 	r := v.r
-	in, err := encodeInput(input)
+	digest, err := effect.InputDigest(input)
 	switch {
 	case err != nil:
-		if v.code != CodeInputNotSerializable {
+		if v.code != effect.CodeInputNotSerializable {
 			v.bad("the input cannot be serialised: %v", err)
 		}
 		if r.InputDigest != "" {
 			v.bad("the input cannot be serialised, but the receipt has an inputDigest")
 		}
-	case v.code == CodeInputNotSerializable:
+	case v.code == effect.CodeInputNotSerializable:
 		v.bad("the receipt's outcome is inputNotSerializable, but the input serialises")
-	case inputDigest(in) != r.InputDigest:
-		v.bad("the input's digest is %s, the receipt says %q", inputDigest(in), boundText(r.InputDigest))
+	case digest != r.InputDigest:
+		v.bad("the input's digest is %s, the receipt says %q", digest, boundText(r.InputDigest))
 	}
 }
 
@@ -224,19 +227,19 @@ func (v *verifier) limits() {
 
 // record checks the record's value, failure and error against the
 // receipt.
-func (v *verifier) record(rec *Record, script []byte) {
+func (v *verifier) record(rec *effect.Record, script []byte) {
 	r := v.r
-	if rec.Value != nil && r.Outcome != OutcomeOK {
+	if rec.Value != nil && r.Outcome != effect.OutcomeOK {
 		v.bad("outcome %q with a value", boundText(r.Outcome))
 	}
 	if rec.Failure != nil && v.code == 0 {
 		v.bad("outcome %q with a failure", boundText(r.Outcome))
 	}
-	if rec.Error != "" && (r.Outcome == OutcomeOK || v.code != 0) {
+	if rec.Error != "" && (r.Outcome == effect.OutcomeOK || v.code != 0) {
 		v.bad("outcome %s with an error text", r.Outcome)
 	}
 	switch {
-	case r.Outcome == OutcomeOK:
+	case r.Outcome == effect.OutcomeOK:
 		v.value(rec)
 	case v.code != 0:
 		if rec.Failure == nil {
@@ -249,20 +252,20 @@ func (v *verifier) record(rec *Record, script []byte) {
 
 // value checks an ok record's value: canonical, within the output limit,
 // and with the receipt's digest.
-func (v *verifier) value(rec *Record) {
+func (v *verifier) value(rec *effect.Record) {
 	r := v.r
 	if rec.Value == nil {
 		v.bad("outcome ok without a value")
 		return
 	}
-	canon, err := canonicalize(rec.Value)
-	if err != nil || !bytes.Equal(canon, rec.Value) {
+	text, err := canon.Canonical(rec.Value)
+	if err != nil || !bytes.Equal(text, rec.Value) {
 		v.bad("the value is not canonical JSON text")
 	}
 	if n := int64(len(rec.Value)); n > r.Limits.MaxOutputBytes {
 		v.bad("the value is %d bytes, over the receipt's maxOutputBytes %d", n, r.Limits.MaxOutputBytes)
 	}
-	if got := digestOf(rec.Value); got != r.OutputDigest {
+	if got := canon.Digest(rec.Value); got != r.OutputDigest {
 		v.bad("the value's digest is %s, the receipt says %q", got, boundText(r.OutputDigest))
 	}
 }
@@ -271,7 +274,7 @@ func (v *verifier) value(rec *Record) {
 // receipt's limit kind, only the fields its code carries, sizes that
 // agree with the receipt's limits and the script, and the receipt's
 // digest.
-func (v *verifier) failure(f *Failure, script []byte) {
+func (v *verifier) failure(f *effect.Failure, script []byte) {
 	r := v.r
 	if f.Code != v.code {
 		v.bad("outcome %s, the failure's code is %s", r.Outcome, f.Code)
@@ -289,7 +292,7 @@ func (v *verifier) failure(f *Failure, script []byte) {
 	}
 	// The fields each code carries, as Failure documents them; any other
 	// set field is one the failure's digest does not cover.
-	carries := func(field string, set bool, codes ...Code) {
+	carries := func(field string, set bool, codes ...effect.Code) {
 		for _, c := range codes {
 			if c == f.Code {
 				return
@@ -299,46 +302,46 @@ func (v *verifier) failure(f *Failure, script []byte) {
 			v.bad("the failure's %s does not go with code %s", field, f.Code)
 		}
 	}
-	carries("kind", f.Kind != 0, CodeLimitExceeded, CodeInputTooLarge)
-	carries("name", f.Name != "", CodeScriptError)
-	carries("message", f.Message != "", CodeScriptError)
-	carries("reason", f.Reason != "", CodeInputNotSerializable, CodeShapeMismatch, CodeLimitExceeded)
-	carries("bytes", f.Bytes != 0, CodeInputTooLarge, CodeScriptTooLarge)
-	if f.Code != CodeLimitExceeded || f.Kind != LimitHostCalls {
-		carries("limit", f.Limit != 0, CodeInputTooLarge, CodeScriptTooLarge)
+	carries("kind", f.Kind != 0, effect.CodeLimitExceeded, effect.CodeInputTooLarge)
+	carries("name", f.Name != "", effect.CodeScriptError)
+	carries("message", f.Message != "", effect.CodeScriptError)
+	carries("reason", f.Reason != "", effect.CodeInputNotSerializable, effect.CodeShapeMismatch, effect.CodeLimitExceeded)
+	carries("bytes", f.Bytes != 0, effect.CodeInputTooLarge, effect.CodeScriptTooLarge)
+	if f.Code != effect.CodeLimitExceeded || f.Kind != effect.LimitHostCalls {
+		carries("limit", f.Limit != 0, effect.CodeInputTooLarge, effect.CodeScriptTooLarge)
 	}
-	carries("script", f.Script != "", CodeScriptMissing)
+	carries("script", f.Script != "", effect.CodeScriptMissing)
 	v.sizes(f, script)
-	if got, err := failureDigest(f); err != nil || got != r.OutputDigest {
+	if got, err := canon.DigestJSON(f); err != nil || got != r.OutputDigest {
 		v.bad("the failure's digest is %s, the receipt says %q", got, boundText(r.OutputDigest))
 	}
 }
 
 // sizes checks a failure's sizes and address against the receipt's
 // limits and the script.
-func (v *verifier) sizes(f *Failure, script []byte) {
+func (v *verifier) sizes(f *effect.Failure, script []byte) {
 	l := v.r.Limits
 	if f.Bytes < 0 || f.Limit < 0 {
 		v.bad("the failure's bytes or limit is negative")
 		return
 	}
 	switch f.Code {
-	case CodeInputTooLarge:
+	case effect.CodeInputTooLarge:
 		switch f.Kind {
-		case LimitInput:
+		case effect.LimitInput:
 			if f.Limit != l.MaxInputBytes || f.Bytes <= f.Limit {
 				v.bad("the failure's input of %d bytes over a limit of %d does not agree with the receipt's maxInputBytes %d", f.Bytes, f.Limit, l.MaxInputBytes)
 			}
-		case LimitMemory:
+		case effect.LimitMemory:
 			if f.Limit != l.MemoryBytes {
 				v.bad("the failure's memory limit %d is not the receipt's memoryBytes %d", f.Limit, l.MemoryBytes)
 			}
 		}
-	case CodeScriptTooLarge:
+	case effect.CodeScriptTooLarge:
 		if f.Limit != l.MaxScriptBytes || f.Bytes != int64(len(script)) || f.Bytes <= f.Limit {
 			v.bad("the failure's script of %d bytes over a limit of %d does not agree with the script's %d bytes and the receipt's maxScriptBytes %d", f.Bytes, f.Limit, len(script), l.MaxScriptBytes)
 		}
-	case CodeScriptMissing:
+	case effect.CodeScriptMissing:
 		if f.Script != v.r.Script {
 			v.bad("the failure's script %q is not the receipt's", boundText(string(f.Script)))
 		}

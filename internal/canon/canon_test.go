@@ -1,4 +1,4 @@
-package effect
+package canon
 
 import (
 	"bytes"
@@ -47,7 +47,7 @@ func TestCanonicalMatchesEncodingJSON(t *testing.T) {
 		require.True(t, json.Valid([]byte(s)), s)
 		want, err := referenceCanonical([]byte(s))
 		require.NoError(t, err, s)
-		got, err := canonicalize([]byte(s))
+		got, err := Canonical([]byte(s))
 		require.NoError(t, err, s)
 		assert.Equal(t, string(want), string(got), "input %q", s)
 	}
@@ -55,7 +55,7 @@ func TestCanonicalMatchesEncodingJSON(t *testing.T) {
 
 func TestCanonicalDeep(t *testing.T) {
 	deep := strings.Repeat(`{"a":[`, 4000) + `1` + strings.Repeat(`]}`, 4000)
-	got, err := canonicalize([]byte(deep))
+	got, err := Canonical([]byte(deep))
 	require.NoError(t, err)
 	assert.Equal(t, deep, string(got))
 }
@@ -72,12 +72,12 @@ func FuzzCanonical(f *testing.F) {
 		if err != nil {
 			return // beyond encoding/json's nesting limit
 		}
-		got, err := canonicalize(b)
+		got, err := Canonical(b)
 		if err != nil {
-			t.Fatalf("canonicalize(%q): %v", b, err)
+			t.Fatalf("Canonical(%q): %v", b, err)
 		}
 		if !bytes.Equal(want, got) {
-			t.Fatalf("canonicalize(%q)\n got %q\nwant %q", b, got, want)
+			t.Fatalf("Canonical(%q)\n got %q\nwant %q", b, got, want)
 		}
 	})
 }
@@ -138,7 +138,7 @@ func TestCanonicalRandom(t *testing.T) {
 		require.True(t, json.Valid(s), "%q", s)
 		want, err := referenceCanonical(s)
 		require.NoError(t, err)
-		got, err := canonicalize(s)
+		got, err := Canonical(s)
 		require.NoError(t, err)
 		require.Equal(t, string(want), string(got), "input %q", s)
 	}

@@ -1,16 +1,20 @@
-package effect
+package receipt
 
 import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/sandbank/sandbank/effect"
+	"github.com/sandbank/sandbank/internal/canon"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -40,7 +44,7 @@ func TestDecodeReadsWhatTheEffectWrites(t *testing.T) {
 		require.NoError(t, err)
 		rec, err := DecodeRecord(b)
 		require.NoError(t, err, "%s: %s", run.name, b)
-		var lenient Record
+		var lenient effect.Record
 		require.NoError(t, json.Unmarshal(b, &lenient))
 		assert.Equal(t, &lenient, rec, "%s: what encoding/json reads of genuine text", run.name)
 		assert.NoError(t, Verify(rec, run.script, run.input, key, RequireSignature()), run.name)
@@ -71,8 +75,8 @@ func rewrite(v any, at, target string, mode int) string {
 	switch v := v.(type) {
 	case map[string]any:
 		var parts []string
-		for _, k := range sortedKeys(v) {
-			p := at + "/" + pointerEscaper.Replace(k)
+		for _, k := range slices.Sorted(maps.Keys(v)) {
+			p := at + "/" + canon.PointerToken(k)
 			member := quote(k) + ":" + rewrite(v[k], p, target, mode)
 			if p == target {
 				switch mode {
@@ -115,8 +119,8 @@ func pointers(v any, at string) []string {
 	var out []string
 	switch v := v.(type) {
 	case map[string]any:
-		for _, k := range sortedKeys(v) {
-			p := at + "/" + pointerEscaper.Replace(k)
+		for _, k := range slices.Sorted(maps.Keys(v)) {
+			p := at + "/" + canon.PointerToken(k)
 			out = append(out, p)
 			out = append(out, pointers(v[k], p)...)
 		}
@@ -140,11 +144,11 @@ func TestDecodeRefusesTextThatReadsTwoWays(t *testing.T) {
 	for _, run := range signedRuns(t) {
 		b, err := json.Marshal(run.rec)
 		require.NoError(t, err)
-		recDoc, err := decodeValue(b)
+		recDoc, err := canon.Decode(b)
 		require.NoError(t, err)
-		canon, err := run.rec.Receipt.Canonical()
+		text, err := run.rec.Receipt.Canonical()
 		require.NoError(t, err)
-		rcptDoc, err := decodeValue(canon)
+		rcptDoc, err := canon.Decode(text)
 		require.NoError(t, err)
 		for _, target := range pointers(rcptDoc, "") {
 			for mode, name := range []string{"twice", "in another case", "beside a name of no format"} {
@@ -170,7 +174,7 @@ func TestDecodeRefusesTextThatReadsTwoWays(t *testing.T) {
 	// signed outcome under "Outcome".
 	run := signedRuns(t)[0]
 	for _, r := range signedRuns(t) {
-		if r.rec.Receipt.Outcome == CodeScriptError.String() {
+		if r.rec.Receipt.Outcome == effect.CodeScriptError.String() {
 			run = r
 		}
 	}
@@ -178,7 +182,7 @@ func TestDecodeRefusesTextThatReadsTwoWays(t *testing.T) {
 	canon, err := run.rec.Receipt.Canonical()
 	require.NoError(t, err)
 	forged := strings.Replace(string(canon), `"outcome":"scriptError"`, `"outcome":"ok","Outcome":"scriptError"`, 1)
-	var lenient Receipt
+	var lenient effect.Receipt
 	require.NoError(t, json.Unmarshal([]byte(forged), &lenient))
 	require.NoError(t, VerifyReceipt(lenient, run.script, run.input, key, RequireSignature()), "encoding/json reads the genuine receipt")
 	var other map[string]any
@@ -205,7 +209,7 @@ func TestDecodeRefusesTextThatReadsTwoWays(t *testing.T) {
 		"padding bits":    strings.Replace(string(canon), value, value[:len(value)-3]+string(base64Alphabet[last+1])+"==", 1),
 	} {
 		require.NotEqual(t, string(canon), spelled, name)
-		var lenient Receipt
+		var lenient effect.Receipt
 		require.NoError(t, json.Unmarshal([]byte(spelled), &lenient), name)
 		require.NoError(t, VerifyReceipt(lenient, run.script, run.input, key, RequireSignature()), name)
 		_, err = DecodeReceipt([]byte(spelled))
@@ -222,7 +226,7 @@ const base64Alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123
 func TestDecodeRecordAsRunPrintsIt(t *testing.T) {
 	var run verifyRun
 	for _, r := range signedRuns(t) {
-		if r.rec.Receipt.Outcome == CodeScriptError.String() {
+		if r.rec.Receipt.Outcome == effect.CodeScriptError.String() {
 			run = r
 		}
 	}

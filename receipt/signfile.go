@@ -1,4 +1,4 @@
-package effect
+package receipt
 
 import (
 	"bytes"
@@ -16,6 +16,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/sandbank/sandbank/effect"
 )
 
 // Key files are PEM: the private key a PKCS #8 "PRIVATE KEY" block, the
@@ -77,7 +79,7 @@ func writeNew(path string, b []byte, perm fs.FileMode) error {
 // with a "Retired" header when k is retired.
 func MarshalPublicKey(k TrustedKey) ([]byte, error) {
 	if len(k.PublicKey) != ed25519.PublicKeySize {
-		return nil, invalid(ErrInvalidKey, "effect: not an Ed25519 public key")
+		return nil, invalidKey("effect: not an Ed25519 public key")
 	}
 	der, err := x509.MarshalPKIXPublicKey(k.PublicKey)
 	if err != nil {
@@ -93,12 +95,7 @@ func MarshalPublicKey(k TrustedKey) ([]byte, error) {
 // ErrKeyFileMode is matched by the error of ReadSignerFile for a private
 // key file that others may read or write (mode more open than 0600). It
 // matches ErrInvalidKey.
-var ErrKeyFileMode error = &keySentinel{"effect: private key file mode is more open than 0600"}
-
-type keySentinel struct{ msg string }
-
-func (s *keySentinel) Error() string { return s.msg }
-func (s *keySentinel) Unwrap() error { return ErrInvalidKey }
+var ErrKeyFileMode error = &keyError{"effect: private key file mode is more open than 0600"}
 
 // ReadSignerFile reads an Ed25519 private key file (PEM PKCS #8, as
 // WriteKeyFiles writes it). On Unix it refuses a file whose mode lets
@@ -123,15 +120,15 @@ func ReadSignerFile(path string) (*Ed25519Signer, error) {
 	}
 	block, _ := pem.Decode(b)
 	if block == nil || block.Type != "PRIVATE KEY" {
-		return nil, invalid(ErrInvalidKey, "effect: the key file holds no PEM PRIVATE KEY block")
+		return nil, invalidKey("effect: the key file holds no PEM PRIVATE KEY block")
 	}
 	key, err := x509.ParsePKCS8PrivateKey(block.Bytes)
 	if err != nil {
-		return nil, invalid(ErrInvalidKey, "effect: the key file's private key cannot be parsed")
+		return nil, invalidKey("effect: the key file's private key cannot be parsed")
 	}
 	ek, ok := key.(ed25519.PrivateKey)
 	if !ok {
-		return nil, invalid(ErrInvalidKey, "effect: the key file's private key is not an Ed25519 key")
+		return nil, invalidKey("effect: the key file's private key is not an Ed25519 key")
 	}
 	return NewEd25519Signer(ek)
 }
@@ -155,21 +152,21 @@ func ReadPublicKeyFile(path string) (TrustedKey, error) {
 func ParsePublicKey(b []byte) (TrustedKey, error) {
 	block, _ := pem.Decode(b)
 	if block == nil || block.Type != "PUBLIC KEY" {
-		return TrustedKey{}, invalid(ErrInvalidKey, "effect: no PEM PUBLIC KEY block")
+		return TrustedKey{}, invalidKey("effect: no PEM PUBLIC KEY block")
 	}
 	key, err := x509.ParsePKIXPublicKey(block.Bytes)
 	if err != nil {
-		return TrustedKey{}, invalid(ErrInvalidKey, "effect: the public key cannot be parsed")
+		return TrustedKey{}, invalidKey("effect: the public key cannot be parsed")
 	}
 	ek, ok := key.(ed25519.PublicKey)
 	if !ok {
-		return TrustedKey{}, invalid(ErrInvalidKey, "effect: the public key is not an Ed25519 key")
+		return TrustedKey{}, invalidKey("effect: the public key is not an Ed25519 key")
 	}
-	k := TrustedKey{KeyID: KeyIDOf(ek), Algorithm: SignatureEd25519, PublicKey: ek}
+	k := TrustedKey{KeyID: effect.KeyIDOf(ek), Algorithm: effect.SignatureEd25519, PublicKey: ek}
 	if s, ok := block.Headers[retiredHeader]; ok {
 		t, err := time.Parse(time.RFC3339, strings.TrimSpace(s))
 		if err != nil {
-			return TrustedKey{}, invalid(ErrInvalidKey, "effect: the public key's Retired header is not an RFC 3339 time")
+			return TrustedKey{}, invalidKey("effect: the public key's Retired header is not an RFC 3339 time")
 		}
 		k.Retired = t
 	}
@@ -200,7 +197,7 @@ func ReadKeys(path string) (*KeySet, error) {
 	if t := bytes.TrimSpace(b); len(t) > 0 && t[0] == '{' {
 		var doc PublishedKeys
 		if err := json.Unmarshal(t, &doc); err != nil {
-			return nil, invalid(ErrInvalidKey, "effect: the keys document is not JSON of published keys")
+			return nil, invalidKey("effect: the keys document is not JSON of published keys")
 		}
 		return NewKeySet(doc.Keys...)
 	}
@@ -226,12 +223,12 @@ func ReadKeyDir(dir string) (*KeySet, error) {
 	for _, name := range names {
 		k, err := ReadPublicKeyFile(name)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", Excerpt(filepath.Base(name)), err)
+			return nil, fmt.Errorf("%s: %w", effect.Excerpt(filepath.Base(name)), err)
 		}
 		keys = append(keys, k)
 	}
 	if len(keys) == 0 {
-		return nil, invalid(ErrInvalidKey, "effect: the key directory holds no *.pub file")
+		return nil, invalidKey("effect: the key directory holds no *.pub file")
 	}
 	return NewKeySet(keys...)
 }
@@ -243,7 +240,7 @@ func readKeyFile(r io.Reader) ([]byte, error) {
 		return nil, err
 	}
 	if len(b) > maxKeyFileBytes {
-		return nil, invalid(ErrInvalidKey, "effect: the key file is larger than 64 KiB")
+		return nil, invalidKey("effect: the key file is larger than 64 KiB")
 	}
 	return b, nil
 }

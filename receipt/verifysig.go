@@ -1,4 +1,4 @@
-package effect
+package receipt
 
 import (
 	"crypto/ed25519"
@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/sandbank/sandbank/effect"
+	"github.com/sandbank/sandbank/internal/textbound"
 )
 
 // The reasons a receipt's signature does not verify. Each
@@ -88,19 +91,19 @@ func NewKeySet(keys ...TrustedKey) (*KeySet, error) {
 	ks := &KeySet{byID: make(map[string]TrustedKey, len(keys))}
 	for _, k := range keys {
 		if len(k.PublicKey) != ed25519.PublicKeySize {
-			return nil, invalid(ErrInvalidKey, "effect: a trusted key is not an Ed25519 public key")
+			return nil, invalidKey("effect: a trusted key is not an Ed25519 public key")
 		}
-		id := KeyIDOf(k.PublicKey)
+		id := effect.KeyIDOf(k.PublicKey)
 		switch {
 		case k.KeyID != "" && k.KeyID != id:
-			return nil, invalid(ErrInvalidKey, "effect: a trusted key's keyId is not the id of its public key")
-		case k.Algorithm != "" && k.Algorithm != SignatureEd25519:
-			return nil, invalid(ErrInvalidKey, "effect: a trusted key's algorithm is not ed25519")
+			return nil, invalidKey("effect: a trusted key's keyId is not the id of its public key")
+		case k.Algorithm != "" && k.Algorithm != effect.SignatureEd25519:
+			return nil, invalidKey("effect: a trusted key's algorithm is not ed25519")
 		}
 		if _, dup := ks.byID[id]; dup {
-			return nil, invalid(ErrInvalidKey, "effect: a trusted key is listed twice")
+			return nil, invalidKey("effect: a trusted key is listed twice")
 		}
-		k.KeyID, k.Algorithm = id, SignatureEd25519
+		k.KeyID, k.Algorithm = id, effect.SignatureEd25519
 		k.PublicKey = slices.Clone(k.PublicKey)
 		ks.byID[id] = k
 	}
@@ -177,7 +180,7 @@ func (v *verifier) signature(c *verifyConfig) {
 		}
 		return
 	}
-	id := boundTextTo(sig.KeyID, 64)
+	id := textbound.Bound(sig.KeyID, 64)
 	key, ok := TrustedKey{}, false
 	if c.keys != nil {
 		key, ok = c.keys.byID[sig.KeyID]
@@ -187,7 +190,7 @@ func (v *verifier) signature(c *verifyConfig) {
 		return
 	}
 	msg, err := v.r.SignedBytes()
-	if err != nil || sig.Algorithm != SignatureEd25519 || len(sig.Value) != ed25519.SignatureSize ||
+	if err != nil || sig.Algorithm != effect.SignatureEd25519 || len(sig.Value) != ed25519.SignatureSize ||
 		!ed25519.Verify(key.PublicKey, msg, sig.Value) {
 		v.errs = append(v.errs, &SignatureError{Reason: ErrBadSignature, KeyID: id})
 		return

@@ -1,4 +1,4 @@
-package effect_test
+package receipt_test
 
 import (
 	"bytes"
@@ -11,13 +11,15 @@ import (
 	"time"
 
 	"github.com/sandbank/sandbank/effect"
+	"github.com/sandbank/sandbank/receipt"
+	"github.com/sandbank/sandbank/spi"
 )
 
 // A host signs its receipts with its key; anyone holding the public key
 // checks who vouches for the run, and a receipt changed after signing
 // (here, a made-up value with its digest recomputed) no longer verifies.
-func ExampleOptions_signer() {
-	signer, err := effect.GenerateEd25519Signer() // or effect.ReadSignerFile("host.key")
+func Example_signer() {
+	signer, err := receipt.GenerateEd25519Signer() // or receipt.ReadSignerFile("host.key")
 	if err != nil {
 		panic(err)
 	}
@@ -33,16 +35,16 @@ func ExampleOptions_signer() {
 	rec, _ := e.Run(context.Background(), effect.Call{Script: addr, Input: input})
 	fmt.Println("signed by the host's key:", rec.Receipt.Signature.KeyID == effect.KeyIDOf(signer.PublicKey()))
 
-	key := effect.WithKey(signer.PublicKey())
-	fmt.Println("verify:", effect.Verify(rec, script, input, key, effect.RequireSignature()))
+	key := receipt.WithKey(signer.PublicKey())
+	fmt.Println("verify:", receipt.Verify(rec, script, input, key, receipt.RequireSignature()))
 
 	forged := *rec
 	forged.Value = json.RawMessage(`{"done":false}`)
 	sum := sha256.Sum256(forged.Value)
 	forged.Receipt.OutputDigest = "sha256:" + hex.EncodeToString(sum[:])
-	fmt.Println("forged, consistent:", effect.Verify(&forged, script, input))
-	err = effect.Verify(&forged, script, input, key)
-	fmt.Println("forged, with the key:", errors.Is(err, effect.ErrBadSignature))
+	fmt.Println("forged, consistent:", receipt.Verify(&forged, script, input))
+	err = receipt.Verify(&forged, script, input, key)
+	fmt.Println("forged, with the key:", errors.Is(err, receipt.ErrBadSignature))
 	// Output:
 	// signed by the host's key: true
 	// verify: <nil>
@@ -53,7 +55,7 @@ func ExampleOptions_signer() {
 // Keys are trusted with their retirement dates: a receipt signed by a key
 // retired before its run started is stale.
 func ExampleWithKeys() {
-	signer, _ := effect.GenerateEd25519Signer()
+	signer, _ := receipt.GenerateEd25519Signer()
 	scripts := effect.NewMemoryStore()
 	script := []byte("script")
 	addr, _ := scripts.Put(script)
@@ -62,19 +64,19 @@ func ExampleWithKeys() {
 	rec, _ := e.Run(context.Background(), effect.Call{Script: addr})
 
 	retired := rec.Receipt.Started.Add(-time.Hour)
-	keys, err := effect.NewKeySet(effect.TrustedKey{PublicKey: signer.PublicKey(), Retired: retired})
+	keys, err := receipt.NewKeySet(receipt.TrustedKey{PublicKey: signer.PublicKey(), Retired: retired})
 	if err != nil {
 		panic(err)
 	}
-	err = effect.Verify(rec, script, nil, effect.WithKeys(keys))
-	var se *effect.SignatureError
+	err = receipt.Verify(rec, script, nil, receipt.WithKeys(keys))
+	var se *receipt.SignatureError
 	fmt.Println(errors.As(err, &se), se.Reason)
 
 	// An unsigned receipt verifies for consistency only, unless a
 	// signature is required.
 	rec.Receipt.Signature = nil
-	fmt.Println(effect.Verify(rec, script, nil, effect.WithKeys(keys)))
-	fmt.Println(effect.Verify(rec, script, nil, effect.WithKeys(keys), effect.RequireSignature()))
+	fmt.Println(receipt.Verify(rec, script, nil, receipt.WithKeys(keys)))
+	fmt.Println(receipt.Verify(rec, script, nil, receipt.WithKeys(keys), receipt.RequireSignature()))
 	// Output:
 	// true effect: the receipt is signed by a retired key
 	// <nil>
@@ -85,7 +87,7 @@ func ExampleWithKeys() {
 // reads two ways: here a forged "outcome" before the genuine one under
 // another case, which encoding/json would read as the signed receipt.
 func ExampleDecodeReceipt() {
-	signer, _ := effect.GenerateEd25519Signer()
+	signer, _ := receipt.GenerateEd25519Signer()
 	scripts := effect.NewMemoryStore()
 	script := []byte("log; log; maybe fail")
 	addr, _ := scripts.Put(script)
@@ -95,13 +97,31 @@ func ExampleDecodeReceipt() {
 	rec, _ := e.Run(context.Background(), effect.Call{Script: addr, Input: input})
 	stored, _ := rec.Receipt.Canonical()
 
-	r, err := effect.DecodeReceipt(stored)
-	fmt.Println(err, effect.VerifyReceipt(r, script, input, effect.WithKey(signer.PublicKey())))
+	r, err := receipt.DecodeReceipt(stored)
+	fmt.Println(err, receipt.VerifyReceipt(r, script, input, receipt.WithKey(signer.PublicKey())))
 
 	forged := bytes.Replace(stored, []byte(`"outcome":"ok"`), []byte(`"outcome":"scriptError","Outcome":"ok"`), 1)
-	_, err = effect.DecodeReceipt(forged)
-	fmt.Println(errors.Is(err, effect.ErrRecordMismatch))
+	_, err = receipt.DecodeReceipt(forged)
+	fmt.Println(errors.Is(err, receipt.ErrRecordMismatch))
 	// Output:
 	// <nil> <nil>
 	// true
+}
+
+// chatty is an example backend that logs a line, then fails when
+// input.fail is true.
+type chatty struct{}
+
+func (chatty) Capabilities() spi.Capabilities {
+	return spi.Capabilities{Language: "example", Network: spi.NetworkNone, WallClock: spi.WallClockHard, FreshPerRun: true, Logs: true}
+}
+
+func (chatty) Evaluate(ctx context.Context, req spi.Request) (spi.Outcome, error) {
+	var in struct{ Fail bool }
+	_ = json.Unmarshal(req.Input, &in)
+	req.Log(spi.LevelInfo, spi.StreamStdout, "starting")
+	if in.Fail {
+		return spi.Threw("Error", "it failed"), nil
+	}
+	return spi.OK(json.RawMessage(`{"done":true}`)), nil
 }

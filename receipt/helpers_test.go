@@ -1,0 +1,94 @@
+package receipt
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sandbank/sandbank/effect"
+	"github.com/sandbank/sandbank/internal/fakebackend"
+	"github.com/sandbank/sandbank/spi"
+)
+
+// testScript is the script the fixtures store and run.
+var testScript = []byte("input")
+
+// fixture is an effect over a fake backend and a memory store holding
+// testScript.
+type fixture struct {
+	e    *effect.Effect
+	addr effect.Address
+}
+
+func newFixture(t testing.TB, b fakebackend.Behavior, opts *effect.Options) *fixture {
+	t.Helper()
+	store := effect.NewMemoryStore()
+	addr, err := store.Put(testScript)
+	require.NoError(t, err)
+	e, err := effect.New(store, fakebackend.New(fakebackend.Capabilities(), b), opts)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = e.Close() })
+	return &fixture{e: e, addr: addr}
+}
+
+func okOutcome(v string) spi.Outcome { return spi.OK(json.RawMessage(v)) }
+
+// logThen logs lines, then returns out.
+func logThen(out spi.Outcome, lines ...string) fakebackend.Behavior {
+	return func(ctx context.Context, req spi.Request) (spi.Outcome, error) {
+		for _, l := range lines {
+			req.Log(spi.LevelInfo, spi.StreamStdout, l)
+		}
+		return out, nil
+	}
+}
+
+// callHostTwice calls the host function "f" twice, then returns ok.
+func callHostTwice(ctx context.Context, req spi.Request) (spi.Outcome, error) {
+	for range 2 {
+		_, _ = req.Host.Call(ctx, "f", nil)
+	}
+	return okOutcome(`1`), nil
+}
+
+func echoHost(_ context.Context, args json.RawMessage) (any, error) { return args, nil }
+
+func sha(b string) string {
+	s := sha256.Sum256([]byte(b))
+	return "sha256:" + hex.EncodeToString(s[:])
+}
+
+// signerConfig signs a receipt after its run as the effect signs one at
+// the end of a run (effect/sign.go): the signature's algorithm and key id
+// first, then the signer's signature of the signed bytes.
+type signerConfig struct {
+	signer effect.Signer
+	keyID  string
+}
+
+func (sc *signerConfig) init(s effect.Signer) error {
+	if len(s.PublicKey()) != ed25519.PublicKeySize {
+		return effect.ErrInvalidKey
+	}
+	sc.signer, sc.keyID = s, effect.KeyIDOf(s.PublicKey())
+	return nil
+}
+
+func (sc *signerConfig) sign(ctx context.Context, r *effect.Receipt) error {
+	r.Signature = &effect.Signature{Algorithm: effect.SignatureEd25519, KeyID: sc.keyID}
+	msg, err := r.SignedBytes()
+	if err != nil {
+		return err
+	}
+	sig, err := sc.signer.Sign(ctx, msg)
+	if err != nil {
+		return err
+	}
+	r.Signature.Value = sig
+	return nil
+}
