@@ -12,7 +12,8 @@
 // language or required capability. The effect is the only way to run a
 // backend: it holds every guarantee (bounds, content-addressed scripts, the
 // race against the context and the wall clock, the closed set of typed
-// failures). The engines: backends/quickjs (JavaScript in QuickJS compiled
+// failures); [github.com/sandbank/sandbank/receipt] signs its receipts and
+// verifies stored records. The engines: backends/quickjs (JavaScript in QuickJS compiled
 // to WebAssembly on wazero, the JavaScript default),
 // backends/quickjs/wasmtime (the same module on wasmtime, cgo),
 // backends/goja, backends/typescript (esbuild in front of a JavaScript

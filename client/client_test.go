@@ -17,6 +17,7 @@ import (
 	"github.com/sandbank/sandbank/backends/starlark"
 	"github.com/sandbank/sandbank/client"
 	"github.com/sandbank/sandbank/effect"
+	"github.com/sandbank/sandbank/receipt"
 	"github.com/sandbank/sandbank/registry"
 	"github.com/sandbank/sandbank/server"
 	"github.com/sandbank/sandbank/spi"
@@ -82,7 +83,7 @@ func TestTheThreeKindsCrossTheWire(t *testing.T) {
 	require.NoError(t, err)
 	assert.JSONEq(t, "42", string(rec.Value))
 	assert.Equal(t, "goja", rec.Receipt.Engine)
-	require.NoError(t, effect.Verify(rec, []byte("input.n * 2"), map[string]int{"n": 21}), "the record verifies on this side of the wire")
+	require.NoError(t, receipt.Verify(rec, []byte("input.n * 2"), map[string]int{"n": 21}), "the record verifies on this side of the wire")
 
 	// Bytes travel in base64 (sourceBase64): the receipt names the same
 	// script.

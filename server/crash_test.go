@@ -23,6 +23,7 @@ import (
 
 	"github.com/sandbank/sandbank/backends/goja"
 	"github.com/sandbank/sandbank/effect"
+	"github.com/sandbank/sandbank/receipt"
 	"github.com/sandbank/sandbank/registry"
 	"github.com/sandbank/sandbank/spi"
 )
@@ -233,7 +234,7 @@ func TestCrashKeepsWhatWasAnswered(t *testing.T) {
 		kept, err := json.Marshal(got.Receipt)
 		require.NoError(t, err)
 		assert.JSONEq(t, string(r.receipt), string(kept), "run %s: the kept receipt is the answered one", r.run)
-		assert.NoError(t, effect.VerifyReceipt(got.Receipt, r.script, r.input), "run %s", r.run)
+		assert.NoError(t, receipt.VerifyReceipt(got.Receipt, r.script, r.input), "run %s", r.run)
 	}
 	store, err := effect.NewDirStore(filepath.Join(dir, "tenants", "dev", "scripts"))
 	require.NoError(t, err)

@@ -21,7 +21,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sandbank/sandbank/effect"
+	"github.com/sandbank/sandbank/receipt"
 	"github.com/sandbank/sandbank/tenant"
 )
 
@@ -75,7 +75,7 @@ func TestDataDirKeepsAcrossRestart(t *testing.T) {
 	var got StoredReceipt
 	require.Equal(t, 200, getJSON(t, c, l.url+"/v1/runs/"+run+"/receipt", "", &got))
 	assert.Equal(t, run, got.Run)
-	assert.NoError(t, effect.VerifyReceipt(got.Receipt, []byte(src), json.RawMessage(`{"n":21}`)))
+	assert.NoError(t, receipt.VerifyReceipt(got.Receipt, []byte(src), json.RawMessage(`{"n":21}`)))
 	answered, err := json.Marshal(rec["receipt"])
 	require.NoError(t, err)
 	kept, err := json.Marshal(got.Receipt)

@@ -19,8 +19,8 @@
 // or the typed failure under "failure", with logs, stats and a receipt.
 // Every receipt is signed by the server's key (Options.Signer; without
 // one, a key generated for the process), so anyone can check with the
-// published keys who vouches for a run (effect.Verify with
-// effect.WithKeys; docs/record.md).
+// published keys who vouches for a run (receipt.Verify with
+// receipt.WithKeys; docs/record.md).
 //
 // # What the server keeps
 //

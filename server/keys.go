@@ -10,16 +10,17 @@ import (
 	"github.com/danielgtaylor/huma/v2"
 
 	"github.com/sandbank/sandbank/effect"
+	"github.com/sandbank/sandbank/receipt"
 )
 
 // KeysPath is where the server publishes the public keys its receipts
-// are signed with: GET, no API key, JSON (effect.PublishedKeys).
+// are signed with: GET, no API key, JSON (receipt.PublishedKeys).
 const KeysPath = "/.well-known/sandbank-keys"
 
 // signing is the server's receipt signer and the keys it publishes.
 type signing struct {
 	signer    effect.Signer
-	published effect.PublishedKeys
+	published receipt.PublishedKeys
 }
 
 // SigningKeyFile is where a server with a data directory keeps its
@@ -37,7 +38,7 @@ func SigningKeyFile(dataDir string) string {
 func newSigning(o *Options, log *slog.Logger) (*signing, error) {
 	sg := &signing{signer: o.Signer}
 	if sg.signer == nil && o.DataDir != "" {
-		s, created, err := effect.ReadOrCreateSignerFile(SigningKeyFile(o.DataDir))
+		s, created, err := receipt.ReadOrCreateSignerFile(SigningKeyFile(o.DataDir))
 		if err != nil {
 			return nil, fmt.Errorf("server: the data directory's signing key: %w", err)
 		}
@@ -48,7 +49,7 @@ func newSigning(o *Options, log *slog.Logger) (*signing, error) {
 		}
 	}
 	if sg.signer == nil {
-		s, err := effect.GenerateEd25519Signer()
+		s, err := receipt.GenerateEd25519Signer()
 		if err != nil {
 			return nil, err
 		}
@@ -57,9 +58,9 @@ func newSigning(o *Options, log *slog.Logger) (*signing, error) {
 			slog.String("keyId", effect.KeyIDOf(s.PublicKey())))
 	}
 	pub := sg.signer.PublicKey()
-	current := effect.TrustedKey{PublicKey: pub}
-	keys := append([]effect.TrustedKey{current}, o.RetiredKeys...)
-	set, err := effect.NewKeySet(keys...)
+	current := receipt.TrustedKey{PublicKey: pub}
+	keys := append([]receipt.TrustedKey{current}, o.RetiredKeys...)
+	set, err := receipt.NewKeySet(keys...)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 	}
@@ -72,7 +73,7 @@ func newSigning(o *Options, log *slog.Logger) (*signing, error) {
 	currentID := effect.KeyIDOf(pub)
 	for _, k := range set.Keys() {
 		if k.KeyID == currentID {
-			sg.published.Keys = append([]effect.TrustedKey{k}, sg.published.Keys...)
+			sg.published.Keys = append([]receipt.TrustedKey{k}, sg.published.Keys...)
 		} else {
 			sg.published.Keys = append(sg.published.Keys, k)
 		}
@@ -82,7 +83,7 @@ func newSigning(o *Options, log *slog.Logger) (*signing, error) {
 
 type keysOutput struct {
 	CacheControl string `header:"Cache-Control"`
-	Body         effect.PublishedKeys
+	Body         receipt.PublishedKeys
 }
 
 // registerKeys declares GET KeysPath.
@@ -99,6 +100,6 @@ func (s *Server) registerKeys(api huma.API) {
 
 // Keys returns the keys the server publishes at KeysPath: the current
 // key first, then the retired ones.
-func (s *Server) Keys() effect.PublishedKeys {
-	return effect.PublishedKeys{Keys: append([]effect.TrustedKey(nil), s.signing.published.Keys...)}
+func (s *Server) Keys() receipt.PublishedKeys {
+	return receipt.PublishedKeys{Keys: append([]receipt.TrustedKey(nil), s.signing.published.Keys...)}
 }

@@ -14,11 +14,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sandbank/sandbank/effect"
+	"github.com/sandbank/sandbank/receipt"
 	"github.com/sandbank/sandbank/tenant"
 )
 
 // getKeys fetches the published keys, without an API key.
-func getKeys(t *testing.T, url string) effect.PublishedKeys {
+func getKeys(t *testing.T, url string) receipt.PublishedKeys {
 	t.Helper()
 	resp, err := http.Get(url + KeysPath)
 	require.NoError(t, err)
@@ -27,7 +28,7 @@ func getKeys(t *testing.T, url string) effect.PublishedKeys {
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", b)
 	assert.Equal(t, "application/json", resp.Header.Get("Content-Type"))
-	var doc effect.PublishedKeys
+	var doc receipt.PublishedKeys
 	require.NoError(t, json.Unmarshal(b, &doc), "%s", b)
 	return doc
 }
@@ -62,13 +63,13 @@ func TestServerSignsAndPublishesKeys(t *testing.T) {
 	require.NoError(t, err)
 	set, err := tenant.Parse(fmt.Appendf(nil, `{"tenants":[{"name":"a","keys":[%q]}]}`, digest))
 	require.NoError(t, err)
-	signer, err := effect.GenerateEd25519Signer()
+	signer, err := receipt.GenerateEd25519Signer()
 	require.NoError(t, err)
-	old, err := effect.GenerateEd25519Signer()
+	old, err := receipt.GenerateEd25519Signer()
 	require.NoError(t, err)
 	retired := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
 	l := startServer(t, testRegistry(t), &Options{Tenants: set, Signer: signer,
-		RetiredKeys: []effect.TrustedKey{{PublicKey: old.PublicKey(), Retired: retired}}})
+		RetiredKeys: []receipt.TrustedKey{{PublicKey: old.PublicKey(), Retired: retired}}})
 
 	doc := getKeys(t, l.url)
 	require.Len(t, doc.Keys, 2)
@@ -81,14 +82,14 @@ func TestServerSignsAndPublishesKeys(t *testing.T) {
 	rec := runRecord(t, l.url, key, "input.n * 2", map[string]int{"n": 21})
 	require.NotNil(t, rec.Receipt.Signature)
 	assert.Equal(t, doc.Keys[0].KeyID, rec.Receipt.Signature.KeyID)
-	ks, err := effect.NewKeySet(doc.Keys...)
+	ks, err := receipt.NewKeySet(doc.Keys...)
 	require.NoError(t, err)
-	require.NoError(t, effect.Verify(rec, []byte("input.n * 2"), map[string]int{"n": 21}, effect.WithKeys(ks), effect.RequireSignature()))
+	require.NoError(t, receipt.Verify(rec, []byte("input.n * 2"), map[string]int{"n": 21}, receipt.WithKeys(ks), receipt.RequireSignature()))
 
 	// A typed failure's receipt is signed too.
 	rec = runRecord(t, l.url, key, "throw new Error('x')", nil)
 	require.NotNil(t, rec.Failure)
-	require.NoError(t, effect.Verify(rec, []byte("throw new Error('x')"), nil, effect.WithKeys(ks), effect.RequireSignature()))
+	require.NoError(t, receipt.Verify(rec, []byte("throw new Error('x')"), nil, receipt.WithKeys(ks), receipt.RequireSignature()))
 }
 
 // Without a Signer the server signs with a key of its own, generated on
@@ -102,16 +103,16 @@ func TestServerGeneratesAKey(t *testing.T) {
 	require.NotNil(t, rec.Receipt.Signature)
 	assert.Equal(t, doc.Keys[0].KeyID, rec.Receipt.Signature.KeyID)
 
-	signer, err := effect.GenerateEd25519Signer()
+	signer, err := receipt.GenerateEd25519Signer()
 	require.NoError(t, err)
-	for name, retired := range map[string][]effect.TrustedKey{
+	for name, retired := range map[string][]receipt.TrustedKey{
 		"no date":     {{PublicKey: signer.PublicKey()}},
 		"the current": {{PublicKey: signer.PublicKey(), Retired: time.Now()}},
 		"not a key":   {{PublicKey: []byte("short"), Retired: time.Now()}},
 	} {
 		opts := &Options{Signer: signer, RetiredKeys: retired}
 		if name == "no date" {
-			other, err := effect.GenerateEd25519Signer()
+			other, err := receipt.GenerateEd25519Signer()
 			require.NoError(t, err)
 			opts.Signer = other
 		}

@@ -20,6 +20,7 @@ import (
 	"github.com/sandbank/sandbank/conformance/verdict"
 	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/pool"
+	"github.com/sandbank/sandbank/receipt"
 	"github.com/sandbank/sandbank/registry"
 	"github.com/sandbank/sandbank/spi"
 	"github.com/sandbank/sandbank/tenant"
@@ -127,7 +128,7 @@ type Options struct {
 	// RetiredKeys are keys that signed this server's receipts before the
 	// Signer's, each with its Retired date; they are published at
 	// KeysPath beside the current key. Nil means none.
-	RetiredKeys []effect.TrustedKey
+	RetiredKeys []receipt.TrustedKey
 }
 
 // Server is the HTTP API of Sandbank: an http.Handler, with Serve and

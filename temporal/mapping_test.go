@@ -13,6 +13,7 @@ import (
 
 	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/internal/fakebackend"
+	"github.com/sandbank/sandbank/receipt"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/activity"
@@ -419,17 +420,17 @@ func TestUnknownNamesAreQuotedAsAnExcerpt(t *testing.T) {
 // record and of a typed failure's, and RecordOf carries the signature
 // across Temporal: both verify with the key.
 func TestActivitySignsReceipts(t *testing.T) {
-	signer, err := effect.GenerateEd25519Signer()
+	signer, err := receipt.GenerateEd25519Signer()
 	require.NoError(t, err)
 	acts := newActs(t, &Options{Signer: signer}, nil)
-	key := effect.WithKey(signer.PublicKey())
+	key := receipt.WithKey(signer.PublicKey())
 
 	req := fakeRequest(t, "ok", map[string]int{"n": 1})
 	rec, err, _ := runCase(t, acts, oneRunInput{Request: req, MaximumAttempts: 1}, nil)
 	require.NoError(t, err)
 	require.NotNil(t, rec.Receipt.Signature)
 	assert.Equal(t, effect.KeyIDOf(signer.PublicKey()), rec.Receipt.Signature.KeyID)
-	require.NoError(t, effect.Verify(rec, req.Source, req.Input, key, effect.RequireSignature()))
+	require.NoError(t, receipt.Verify(rec, req.Source, req.Input, key, receipt.RequireSignature()))
 
 	req = fakeRequest(t, "throw", nil)
 	_, err, _ = runCase(t, acts, oneRunInput{Request: req, MaximumAttempts: 1}, nil)
@@ -437,7 +438,7 @@ func TestActivitySignsReceipts(t *testing.T) {
 	rec, ok := RecordOf(err)
 	require.True(t, ok)
 	require.NotNil(t, rec.Receipt.Signature, "RecordOf carries the signature")
-	require.NoError(t, effect.Verify(rec, req.Source, req.Input, key, effect.RequireSignature()))
+	require.NoError(t, receipt.Verify(rec, req.Source, req.Input, key, receipt.RequireSignature()))
 
 	// Without a key, receipts are unsigned.
 	rec, err, _ = runCase(t, newActs(t, nil, nil), oneRunInput{Request: fakeRequest(t, "ok", nil), MaximumAttempts: 1}, nil)

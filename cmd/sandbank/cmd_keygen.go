@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sandbank/sandbank/effect"
+	"github.com/sandbank/sandbank/receipt"
 )
 
 func (a *app) keygenCommand() *cobra.Command {
@@ -41,12 +42,12 @@ Exit codes: 0 written; 64 a file exists or cannot be written.`,
 }
 
 func (a *app) keygen(name string) error {
-	s, err := effect.GenerateEd25519Signer()
+	s, err := receipt.GenerateEd25519Signer()
 	if err != nil {
 		return untyped(err)
 	}
 	priv, pub := name+".key", name+".pub"
-	if err := effect.WriteKeyFiles(s, priv, pub); err != nil {
+	if err := receipt.WriteKeyFiles(s, priv, pub); err != nil {
 		if errors.Is(err, fs.ErrExist) {
 			return usagef("%s or %s exists; keygen never overwrites a key", quote(priv), quote(pub))
 		}
@@ -59,8 +60,8 @@ func (a *app) keygen(name string) error {
 
 // readSignKey reads a --sign-key private key file for flag; every failure
 // is a usage error (a mode more open than 0600 included).
-func readSignKey(flag, path string) (*effect.Ed25519Signer, error) {
-	s, err := effect.ReadSignerFile(path)
+func readSignKey(flag, path string) (*receipt.Ed25519Signer, error) {
+	s, err := receipt.ReadSignerFile(path)
 	if err != nil {
 		return nil, usagef("%s %s: %s", flag, effect.Excerpt(path), reason(err))
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sandbank/sandbank/effect"
+	"github.com/sandbank/sandbank/receipt"
 )
 
 type verifyOptions struct {
@@ -27,7 +28,7 @@ claims to have run, without running anything: the script's content
 address, the input's digest (sha256 of its canonical JSON), and, when the
 record holds the value, the value's canonical form and digest and that
 the outcome agrees with the value or the failure. It also checks the
-record against itself, field by field (effect.Verify): the outcome is ok,
+record against itself, field by field (receipt.Verify): the outcome is ok,
 a failure code, infrastructure or canceled; the output digest is present
 exactly when the outcome has an output; the limit kind is one of the
 limit kinds, present exactly when the outcome is limitExceeded (or
@@ -38,7 +39,7 @@ record that proves nothing does not verify.
 The record is what "sandbank run --json" printed (the whole object), an
 effect.Record stored as JSON, or a bare receipt ("sandbank run --receipt
 FILE"), for which only the script and the input are checked. It must read
-one way only (effect.DecodeRecord, effect.DecodeReceipt): a file with a
+one way only (receipt.DecodeRecord, receipt.DecodeReceipt): a file with a
 key twice, a name that is not exactly one of the format's (another case
 included) or a value written another way than the record writes it does
 not verify, since other JSON readers would see something else.
@@ -86,7 +87,7 @@ func (a *app) verify(o *verifyOptions, scriptFile string) error {
 	if o.record == "" {
 		return usagef("--record FILE is required")
 	}
-	var opts []effect.VerifyOption
+	var opts []receipt.VerifyOption
 	switch {
 	case o.key != "" && o.keys != "":
 		return usagef("--key and --keys cannot be used together")
@@ -95,11 +96,11 @@ func (a *app) verify(o *verifyOptions, scriptFile string) error {
 		if o.keys != "" {
 			flag, path = "--keys", o.keys
 		}
-		ks, err := effect.ReadKeys(path)
+		ks, err := receipt.ReadKeys(path)
 		if err != nil {
 			return usagef("%s %s: %s", flag, effect.Excerpt(path), reason(err))
 		}
-		opts = append(opts, effect.WithKeys(ks), effect.RequireSignature())
+		opts = append(opts, receipt.WithKeys(ks), receipt.RequireSignature())
 	}
 	input := json.RawMessage("null")
 	switch {
@@ -130,13 +131,13 @@ func (a *app) verify(o *verifyOptions, scriptFile string) error {
 	}
 	rec, receiptOnly, err := parseRecord(stored)
 	switch {
-	case errors.Is(err, effect.ErrRecordMismatch):
+	case errors.Is(err, receipt.ErrRecordMismatch):
 	case err != nil:
 		return usagef("--record %s: %v", o.record, err)
 	case receiptOnly:
-		err = effect.VerifyReceipt(rec.Receipt, script, input, opts...)
+		err = receipt.VerifyReceipt(rec.Receipt, script, input, opts...)
 	default:
-		err = effect.Verify(rec, script, input, opts...)
+		err = receipt.Verify(rec, script, input, opts...)
 	}
 	if err != nil {
 		for _, line := range bytes.Split([]byte(err.Error()), []byte("\n")) {
@@ -165,20 +166,20 @@ func (a *app) verify(o *verifyOptions, scriptFile string) error {
 // failure flattened into it), an effect.Record, or a bare receipt
 // (receiptOnly), through the effect's strict decoders (DecodeRecord,
 // DecodeReceipt): text that reads two ways is an error matching
-// effect.ErrRecordMismatch.
+// receipt.ErrRecordMismatch.
 func parseRecord(b []byte) (rec *effect.Record, receiptOnly bool, err error) {
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(b, &top); err != nil {
 		return nil, false, fmt.Errorf("not a JSON object: %v", err)
 	}
 	if _, ok := top["receipt"]; ok {
-		rec, err := effect.DecodeRecord(b)
+		rec, err := receipt.DecodeRecord(b)
 		return rec, false, err
 	}
 	if _, ok := top["format"]; !ok {
 		return nil, false, errors.New(`neither a record (no "receipt") nor a receipt (no "format")`)
 	}
-	r, err := effect.DecodeReceipt(b)
+	r, err := receipt.DecodeReceipt(b)
 	if err != nil {
 		return nil, true, err
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"github.com/sandbank/sandbank/effect"
+	"github.com/sandbank/sandbank/receipt"
 	"github.com/sandbank/sandbank/server"
 )
 
@@ -17,7 +18,7 @@ func serveSigning(o *serveOptions, opts *server.Options) error {
 		opts.Signer = s
 	}
 	if o.retiredKeys != "" {
-		ks, err := effect.ReadKeys(o.retiredKeys)
+		ks, err := receipt.ReadKeys(o.retiredKeys)
 		if err != nil {
 			return usagef("--retired-keys %s: %s", effect.Excerpt(o.retiredKeys), reason(err))
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sandbank/sandbank/effect"
+	"github.com/sandbank/sandbank/receipt"
 	"github.com/sandbank/sandbank/server"
 )
 
@@ -23,7 +24,7 @@ func TestKeygen(t *testing.T) {
 	name := filepath.Join(t.TempDir(), "host")
 	res := cli(a, "", "keygen", name)
 	require.Equal(t, exitOK, res.code, res.stderr)
-	pub, err := effect.ReadPublicKeyFile(name + ".pub")
+	pub, err := receipt.ReadPublicKeyFile(name + ".pub")
 	require.NoError(t, err)
 	assert.Contains(t, res.stdout, "key id:      "+pub.KeyID)
 	if runtime.GOOS != "windows" {
@@ -48,15 +49,15 @@ func TestSignAndVerifyThroughTheCLI(t *testing.T) {
 	require.Equal(t, exitOK, cli(a, "", "keygen", host).code)
 	require.Equal(t, exitOK, cli(a, "", "keygen", other).code)
 	p := script(t, "echo.js", "echo")
-	receipt := filepath.Join(dir, "receipt.json")
-	res := cli(a, "", "run", "--json", "--engine", "fake", "--sign-key", host+".key", "--receipt", receipt, "--input", `{"a":1}`, p)
+	receiptPath := filepath.Join(dir, "receipt.json")
+	res := cli(a, "", "run", "--json", "--engine", "fake", "--sign-key", host+".key", "--receipt", receiptPath, "--input", `{"a":1}`, p)
 	require.Equal(t, exitOK, res.code, res.stderr)
 	stored := filepath.Join(dir, "run.json")
 	require.NoError(t, os.WriteFile(stored, []byte(res.stdout), 0o600))
-	pub, err := effect.ReadPublicKeyFile(host + ".pub")
+	pub, err := receipt.ReadPublicKeyFile(host + ".pub")
 	require.NoError(t, err)
 
-	for _, rec := range []string{receipt, stored} {
+	for _, rec := range []string{receiptPath, stored} {
 		res = cli(a, "", "verify", "--key", host+".pub", "--record", rec, "--input", `{"a":1}`, p)
 		require.Equal(t, exitOK, res.code, res.stderr)
 		assert.Contains(t, res.stdout, "; signed by key "+pub.KeyID)
@@ -74,7 +75,7 @@ func TestSignAndVerifyThroughTheCLI(t *testing.T) {
 
 	// A forged limit: consistent, but the signature no longer holds.
 	forged := filepath.Join(dir, "forged.json")
-	doc := strings.Replace(readFile(t, receipt), `"memoryBytes":`, `"memoryBytes":1`, 1)
+	doc := strings.Replace(readFile(t, receiptPath), `"memoryBytes":`, `"memoryBytes":1`, 1)
 	require.NoError(t, os.WriteFile(forged, []byte(doc), 0o600))
 	res = cli(a, "", "verify", "--record", forged, "--input", `{"a":1}`, p)
 	require.Equal(t, exitOK, res.code, "consistent: %s", res.stderr)
@@ -83,11 +84,11 @@ func TestSignAndVerifyThroughTheCLI(t *testing.T) {
 	assert.Contains(t, res.stderr, "sandbank: effect: record does not verify: the receipt's signature by key")
 
 	// A retired key: stale for a run after its retirement.
-	retired, err := effect.MarshalPublicKey(effect.TrustedKey{PublicKey: pub.PublicKey, Retired: time.Now().Add(-time.Hour)})
+	retired, err := receipt.MarshalPublicKey(receipt.TrustedKey{PublicKey: pub.PublicKey, Retired: time.Now().Add(-time.Hour)})
 	require.NoError(t, err)
 	retiredDir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(retiredDir, "host.pub"), retired, 0o644))
-	res = cli(a, "", "verify", "--keys", retiredDir, "--record", receipt, "--input", `{"a":1}`, p)
+	res = cli(a, "", "verify", "--keys", retiredDir, "--record", receiptPath, "--input", `{"a":1}`, p)
 	assert.Equal(t, exitFailure, res.code)
 	assert.Contains(t, res.stderr, "retired at")
 
@@ -102,9 +103,9 @@ func TestSignAndVerifyThroughTheCLI(t *testing.T) {
 	assert.Equal(t, exitFailure, res.code)
 	assert.Contains(t, res.stderr, "the receipt is not signed")
 
-	res = cli(a, "", "verify", "--key", host+".key", "--record", receipt, "--input", `{"a":1}`, p)
+	res = cli(a, "", "verify", "--key", host+".key", "--record", receiptPath, "--input", `{"a":1}`, p)
 	assert.Equal(t, exitUsage, res.code, "a private key is not a public key")
-	res = cli(a, "", "verify", "--key", host+".pub", "--keys", dir, "--record", receipt, p)
+	res = cli(a, "", "verify", "--key", host+".pub", "--keys", dir, "--record", receiptPath, p)
 	assert.Equal(t, exitUsage, res.code)
 }
 
@@ -142,13 +143,13 @@ func TestServeSigning(t *testing.T) {
 	dir := t.TempDir()
 	host := filepath.Join(dir, "host")
 	require.Equal(t, exitOK, cli(a, "", "keygen", host).code)
-	signer, err := effect.ReadSignerFile(host + ".key")
+	signer, err := receipt.ReadSignerFile(host + ".key")
 	require.NoError(t, err)
-	old, err := effect.GenerateEd25519Signer()
+	old, err := receipt.GenerateEd25519Signer()
 	require.NoError(t, err)
 	retiredDir := t.TempDir()
 	when := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
-	b, err := effect.MarshalPublicKey(effect.TrustedKey{PublicKey: old.PublicKey(), Retired: when})
+	b, err := receipt.MarshalPublicKey(receipt.TrustedKey{PublicKey: old.PublicKey(), Retired: when})
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(retiredDir, "old.pub"), b, 0o644))
 
@@ -197,11 +198,11 @@ func TestVerifyRefusesTextThatReadsTwoWays(t *testing.T) {
 	host := filepath.Join(dir, "host")
 	require.Equal(t, exitOK, cli(a, "", "keygen", host).code)
 	p := script(t, "t.js", "throw TypeError boom")
-	receipt := filepath.Join(dir, "receipt.json")
-	res := cli(a, "", "run", "--json", "--engine", "fake", "--sign-key", host+".key", "--receipt", receipt, p)
+	receiptPath := filepath.Join(dir, "receipt.json")
+	res := cli(a, "", "run", "--json", "--engine", "fake", "--sign-key", host+".key", "--receipt", receiptPath, p)
 	require.Equal(t, exitFailure, res.code, res.stderr)
 	run := res.stdout
-	for _, doc := range []string{readFile(t, receipt), run} {
+	for _, doc := range []string{readFile(t, receiptPath), run} {
 		require.Contains(t, doc, `"outcome":"scriptError"`)
 		for name, forged := range map[string]string{
 			"a duplicate key":     strings.Replace(doc, `"outcome":"scriptError"`, `"outcome":"ok","outcome":"scriptError"`, 1),
@@ -228,6 +229,6 @@ func TestVerifyRefusesTextThatReadsTwoWays(t *testing.T) {
 		assert.Equal(t, exitFailure, res.code, "%s: %s", name, res.stdout)
 		assert.Contains(t, res.stderr, "reads two ways", name)
 	}
-	res = cli(a, "", "verify", "--key", host+".pub", "--record", receipt, p)
+	res = cli(a, "", "verify", "--key", host+".pub", "--record", receiptPath, p)
 	require.Equal(t, exitOK, res.code, "the genuine receipt verifies: %s", res.stderr)
 }
