@@ -143,10 +143,10 @@
 //     refused: a schema cannot make the effect read a file or reach the
 //     network. A shape larger than [MaxShapeBytes] or nested deeper than
 //     [MaxShapeDepth] is an invalid call, refused before it is compiled;
-//     one where a part of a value may meet more than [MaxShapeCost]
-//     subschema checks (every $ref unfolded, every applicator's branches
-//     counted) is an invalid call, refused once compiled. A value whose
-//     check would pass [MaxShapeWork] is limitExceeded (output), refused
+//     one where a part of a value may meet more than 8192 subschema
+//     checks (every $ref unfolded, every applicator's branches counted)
+//     is an invalid call, refused once compiled. A value whose check
+//     would pass 2^22 of them is limitExceeded (output), refused
 //     before the check: the validator cannot be cancelled, so its work is
 //     bounded before it starts.
 //   - The effect's own messages have fixed wording and never echo script

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/sandbank/sandbank/internal/shape"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
@@ -48,7 +49,7 @@ const shapeResource = "sandbank:///shape.json"
 // compiledShape is a compiled JSON Schema.
 type compiledShape struct {
 	schema *jsonschema.Schema
-	cost   *shapeCost
+	cost   *shape.Cost
 }
 
 // shapeCache compiles each distinct schema once, keyed by the SHA-256 of
@@ -151,16 +152,16 @@ func compileShape(schema []byte) (s *compiledShape, err error) {
 		return nil, invalid(ErrInvalidShape, "effect: invalid shape: "+shapeErrorText(err))
 	}
 	var anchors []*jsonschema.Schema
-	for _, ptr := range anchorPointers(doc) {
+	for _, ptr := range shape.AnchorPointers(doc) {
 		a, err := c.Compile(shapeResource + "#" + (&url.URL{Fragment: ptr}).EscapedFragment())
 		if err != nil {
 			return nil, invalid(ErrInvalidShape, "effect: invalid shape: "+shapeErrorText(err))
 		}
 		anchors = append(anchors, a)
 	}
-	cost, err := analyseShape(sch, anchors)
+	cost, err := shape.Analyse(sch, anchors)
 	if err != nil {
-		return nil, err
+		return nil, invalid(ErrInvalidShape, err.Error())
 	}
 	return &compiledShape{schema: sch, cost: cost}, nil
 }
@@ -203,12 +204,18 @@ const shapeUncheckableReason = "the value could not be checked against the shape
 
 // validate checks v (as decoded with json.Number) and returns a typed
 // shapeMismatch carrying the first violation, bounded. A value whose check
-// would pass MaxShapeWork is limitExceeded (output), refused before the
+// would pass shape.MaxWork is limitExceeded (output), refused before the
 // check; a panic of the validator is a mismatch.
-func (s *compiledShape) validate(v any) (err error) {
-	if !s.cost.work(v) {
-		return &Failure{Code: CodeLimitExceeded, Kind: LimitOutput, Reason: shapeWorkReason}
+func (s *compiledShape) validate(v any) error {
+	if !s.cost.Work(v) {
+		return &Failure{Code: CodeLimitExceeded, Kind: LimitOutput, Reason: shape.WorkReason}
 	}
+	return s.check(v)
+}
+
+// check is validate past the work bound: the check itself, a panic of the
+// validator a mismatch.
+func (s *compiledShape) check(v any) (err error) {
 	defer func() {
 		if recover() != nil {
 			err = &Failure{Code: CodeShapeMismatch, Reason: shapeUncheckableReason}

@@ -1,8 +1,9 @@
-package effect
+package shape
 
 import (
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"math/big"
 	"slices"
 	"strconv"
@@ -12,22 +13,22 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
-// MaxShapeCost bounds the schema checks one part of a value (the value
+// MaxCost bounds the schema checks one part of a value (the value
 // itself, an item, a property's value, at any depth) may meet under a
 // shape, with every $ref unfolded and every subschema an applicator
 // (allOf, anyOf, oneOf, not, if/then/else, dependentSchemas) may try
 // counted; an enum or a const value counts 4, a required name 1, a
 // pattern 1 per 64 bytes of its text, and a property name the patterns of
 // patternProperties it is matched against. A shape past it is an invalid call
-// (ErrInvalidShape), refused before any value meets it. Ordinary schemas,
+// (effect.ErrInvalidShape), refused before any value meets it. Ordinary schemas,
 // an OpenAPI-like object of dozens of properties with enums and nested
 // arrays among them, need tens; a schema that doubles through applicators
 // and $ref needs 2^depth (docs/RATIONALE.md, R29).
-const MaxShapeCost = 1 << 13
+const MaxCost = 1 << 13
 
-// MaxShapeWork bounds the schema checks of one value against its shape:
+// MaxWork bounds the schema checks of one value against its shape:
 // the sum, over the parts of the value, of what each part meets (as
-// MaxShapeCost counts it) times its weight (1, plus one per 64 bytes of a
+// MaxCost counts it) times its weight (1, plus one per 64 bytes of a
 // string or a property name; a number the square of its length and its
 // exponent over 64; an array under uniqueItems its length, and its length
 // squared over 64 when its items are arrays or objects), plus what the
@@ -38,7 +39,7 @@ const MaxShapeCost = 1 << 13
 // limitExceeded (output), refused before the check: a check of 2^22 visits
 // takes seconds (docs/RATIONALE.md, R29), and a 4 MiB array of two
 // million numbers under {"items":{"type":"number"}} needs half of it.
-const MaxShapeWork = 1 << 22
+const MaxWork = 1 << 22
 
 // formatByteWork and regexByteWork are what a format assertion costs per
 // byte of the string it meets, in 1/64 of a check: every format the
@@ -66,12 +67,17 @@ const (
 	maxShapeSteps   = 1 << 22
 )
 
+// The reasons Analyse refuses a shape. Their messages are the invalid
+// calls' that package effect returns (it wraps them as ErrInvalidShape).
 var (
-	errShapeTooCostly = invalid(ErrInvalidShape, "effect: invalid shape (a part of a value may need more than the cost limit of "+strconv.Itoa(MaxShapeCost)+" schema checks, with every $ref unfolded)")
-	errShapeTooVaried = invalid(ErrInvalidShape, "effect: invalid shape (bounding its cost needs more than the analysis limit of "+strconv.Itoa(maxShapeStates)+" sets of subschemas or "+strconv.Itoa(maxShapeSteps)+" steps)")
-	errShapeRefCycle  = invalid(ErrInvalidShape, "effect: invalid shape (a $ref cycle that never descends into the value)")
-	shapeWorkReason   = "the result needs more than the work limit of " + strconv.Itoa(MaxShapeWork) + " schema checks against the shape"
+	ErrTooCostly = errors.New("effect: invalid shape (a part of a value may need more than the cost limit of " + strconv.Itoa(MaxCost) + " schema checks, with every $ref unfolded)")
+	ErrTooVaried = errors.New("effect: invalid shape (bounding its cost needs more than the analysis limit of " + strconv.Itoa(maxShapeStates) + " sets of subschemas or " + strconv.Itoa(maxShapeSteps) + " steps)")
+	ErrRefCycle  = errors.New("effect: invalid shape (a $ref cycle that never descends into the value)")
 )
+
+// WorkReason is the reason of the limitExceeded (output) failure of a
+// value whose check would pass MaxWork.
+var WorkReason = "the result needs more than the work limit of " + strconv.Itoa(MaxWork) + " schema checks against the shape"
 
 // noState is the state of a part of a value no subschema applies to.
 const noState = -1
@@ -80,7 +86,7 @@ const noState = -1
 // checking a part against it costs, and the state each of its children
 // meets.
 type shapeState struct {
-	cost    int64 // schema checks, at most MaxShapeCost
+	cost    int64 // schema checks, at most MaxCost
 	keyCost int64 // pattern matches of a property name (patternProperties)
 	unique  bool  // one of them has uniqueItems
 	formats int64 // format assertions but "regex" a string meets
@@ -92,14 +98,14 @@ type shapeState struct {
 	rest   int32            // an item past prefix
 }
 
-// shapeCost is the cost of a compiled shape: its states, the root's
+// Cost is the cost of a compiled shape: its states, the root's
 // first.
-type shapeCost struct {
+type Cost struct {
 	states []shapeState
 }
 
-// analyseShape computes the cost of a compiled schema: the states the parts
-// of a value may meet, each within MaxShapeCost. It refuses a schema past
+// Analyse computes the cost of a compiled schema: the states the parts
+// of a value may meet, each within MaxCost. It refuses a schema past
 // the limit, one with an in-place $ref cycle and one with more than
 // maxShapeStates states. Its own work is bounded by those caps: closures
 // are memoised per subschema and multiplicities saturate.
@@ -108,7 +114,7 @@ type shapeCost struct {
 // $recursiveAnchor: a $dynamicRef or $recursiveRef may resolve to one that
 // nothing else reaches (an outer resource's $defs), so each is counted as
 // a target of every such reference.
-func analyseShape(root *jsonschema.Schema, anchors []*jsonschema.Schema) (*shapeCost, error) {
+func Analyse(root *jsonschema.Schema, anchors []*jsonschema.Schema) (*Cost, error) {
 	a := &analysis{index: map[*jsonschema.Schema]int32{}, seen: map[string]int32{}}
 	a.collect(root)
 	for _, s := range anchors {
@@ -121,7 +127,7 @@ func analyseShape(root *jsonschema.Schema, anchors []*jsonschema.Schema) (*shape
 	if _, err := a.closure(rootID); err != nil {
 		return nil, err
 	}
-	c := &shapeCost{}
+	c := &Cost{}
 	start := []entry{{rootID, 1}}
 	a.seen[stateKey(start)] = 0
 	queue := [][]entry{start}
@@ -141,7 +147,7 @@ type entry struct {
 	n  int64
 }
 
-// analysis is the state of analyseShape.
+// analysis is the state of Analyse.
 type analysis struct {
 	nodes []*jsonschema.Schema
 	index map[*jsonschema.Schema]int32
@@ -155,14 +161,14 @@ type analysis struct {
 	seen map[string]int32 // state key → state number
 }
 
-// satAdd and satMul saturate just past MaxShapeCost: any count past it
+// satAdd and satMul saturate just past MaxCost: any count past it
 // is refused, so no count needs to be larger.
-func satAdd(a, b int64) int64 { return min(a+b, MaxShapeCost+1) }
+func satAdd(a, b int64) int64 { return min(a+b, MaxCost+1) }
 func satMul(a, b int64) int64 {
-	if a > MaxShapeCost || b > MaxShapeCost {
-		return MaxShapeCost + 1
+	if a > MaxCost || b > MaxCost {
+		return MaxCost + 1
 	}
-	return min(a*b, MaxShapeCost+1)
+	return min(a*b, MaxCost+1)
 }
 
 // collect numbers every subschema reachable from s.
@@ -304,7 +310,7 @@ func weight(s *jsonschema.Schema) int64 {
 			w = satAdd(w, satAdd(1, satMul(size, size)))
 		}
 	}
-	return min(w, MaxShapeCost+1)
+	return min(w, MaxCost+1)
 }
 
 // schemaValueWeight is what comparing a value with v (an enum's or a
@@ -327,7 +333,7 @@ func schemaValueWeight(v any) int64 {
 	case string:
 		return satAdd(4, int64(len(v))/64)
 	case json.Number:
-		return satAdd(4, min(numberWeight(string(v)), MaxShapeCost))
+		return satAdd(4, min(numberWeight(string(v)), MaxCost))
 	}
 	return 4
 }
@@ -338,7 +344,7 @@ func schemaValueWeight(v any) int64 {
 func (a *analysis) closure(id int32) (map[int32]int64, error) {
 	switch a.mark[id] {
 	case 1:
-		return nil, errShapeRefCycle
+		return nil, ErrRefCycle
 	case 2:
 		return a.closures[id], nil
 	}
@@ -357,19 +363,19 @@ func (a *analysis) closure(id int32) (map[int32]int64, error) {
 			return nil, err
 		}
 		if a.steps += len(cm); a.steps > maxShapeSteps {
-			return nil, errShapeTooVaried
+			return nil, ErrTooVaried
 		}
 		for t, n := range cm {
 			m[t] = satAdd(m[t], n)
 		}
 		cost = satAdd(cost, a.costs[sid])
-		if cost > MaxShapeCost {
-			return nil, errShapeTooCostly
+		if cost > MaxCost {
+			return nil, ErrTooCostly
 		}
 	}
 	a.kept += len(m)
 	if a.kept > maxShapeClosure {
-		return nil, errShapeTooVaried
+		return nil, ErrTooVaried
 	}
 	a.closures[id], a.costs[id], a.mark[id] = m, cost, 2
 	return m, nil
@@ -387,15 +393,15 @@ func (a *analysis) expand(es []entry, queue *[][]entry) (shapeState, error) {
 			return shapeState{}, err
 		}
 		if a.steps += len(cm); a.steps > maxShapeSteps {
-			return shapeState{}, errShapeTooVaried
+			return shapeState{}, ErrTooVaried
 		}
 		for t, n := range cm {
 			met[t] = satAdd(met[t], satMul(n, e.n))
 		}
 		cost = satAdd(cost, satMul(a.costs[e.id], e.n))
 	}
-	if cost > MaxShapeCost {
-		return shapeState{}, errShapeTooCostly
+	if cost > MaxCost {
+		return shapeState{}, ErrTooCostly
 	}
 	ids := make([]int32, 0, len(met))
 	for t := range met {
@@ -427,8 +433,8 @@ func (a *analysis) expand(es []entry, queue *[][]entry) (shapeState, error) {
 			prefix = max(prefix, len(it))
 		}
 	}
-	if satAdd(st.cost, st.keyCost) > MaxShapeCost {
-		return shapeState{}, errShapeTooCostly
+	if satAdd(st.cost, st.keyCost) > MaxCost {
+		return shapeState{}, ErrTooCostly
 	}
 	var err error
 	next := func(child func(s *jsonschema.Schema, add func(*jsonschema.Schema))) int32 {
@@ -446,7 +452,7 @@ func (a *analysis) expand(es []entry, queue *[][]entry) (shapeState, error) {
 			})
 		}
 		if a.steps > maxShapeSteps {
-			err = errShapeTooVaried
+			err = ErrTooVaried
 			return noState
 		}
 		var id int32
@@ -522,7 +528,7 @@ func (a *analysis) state(m map[int32]int64, queue *[][]entry) (int32, error) {
 		return id, nil
 	}
 	if len(*queue) >= maxShapeStates {
-		return noState, errShapeTooVaried
+		return noState, ErrTooVaried
 	}
 	id := int32(len(*queue))
 	a.seen[key] = id
@@ -541,16 +547,16 @@ func stateKey(es []entry) string {
 }
 
 // work reports whether checking v against the shape stays within
-// MaxShapeWork: the sum over v's parts of their state's cost times their
+// MaxWork: the sum over v's parts of their state's cost times their
 // weight. It stops as soon as the sum passes the limit.
-func (c *shapeCost) work(v any) bool {
+func (c *Cost) Work(v any) bool {
 	total := int64(0)
 	return c.walk(0, v, 0, &total)
 }
 
 // walk adds the work of checking v (the value of a property named by key
 // bytes, 0 for an item or the root) against state id to total.
-func (c *shapeCost) walk(id int32, v any, key int64, total *int64) bool {
+func (c *Cost) walk(id int32, v any, key int64, total *int64) bool {
 	if id == noState {
 		return true
 	}
@@ -565,7 +571,7 @@ func (c *shapeCost) walk(id int32, v any, key int64, total *int64) bool {
 			return false
 		}
 		*total += (st.formats*formatByteWork + st.regexes*regexByteWork) * (n + key) / 64
-		if *total > MaxShapeWork {
+		if *total > MaxWork {
 			return false
 		}
 	}
@@ -583,12 +589,12 @@ func (c *shapeCost) walk(id int32, v any, key int64, total *int64) bool {
 			// part: about 1/64 of a visit.
 			w += int64(len(v))
 			if slices.ContainsFunc(v, isContainer) {
-				w += min(int64(len(v))*int64(len(v))/64, MaxShapeWork+1)
+				w += min(int64(len(v))*int64(len(v))/64, MaxWork+1)
 			}
 		}
 	}
-	*total += min(w, MaxShapeWork+1) * st.cost
-	if *total > MaxShapeWork {
+	*total += min(w, MaxWork+1) * st.cost
+	if *total > MaxWork {
 		return false
 	}
 	switch v := v.(type) {
@@ -604,8 +610,8 @@ func (c *shapeCost) walk(id int32, v any, key int64, total *int64) bool {
 		}
 	case map[string]any:
 		for k, item := range v {
-			*total += st.keyCost * (1 + min(int64(len(k))/64, MaxShapeWork))
-			if *total > MaxShapeWork {
+			*total += st.keyCost * (1 + min(int64(len(k))/64, MaxWork))
+			if *total > MaxWork {
 				return false
 			}
 			next, ok := st.props[k]
@@ -637,7 +643,7 @@ func numberWeight(n string) int64 {
 	if i := strings.IndexAny(n, "eE"); i >= 0 {
 		exp := strings.TrimLeft(n[i+1:], "+-")
 		if len(exp) > 9 {
-			return MaxShapeWork + 1
+			return MaxWork + 1
 		}
 		e, _ := strconv.ParseInt(exp, 10, 64)
 		size += e
@@ -645,9 +651,9 @@ func numberWeight(n string) int64 {
 	return (size / 64) * (size / 64)
 }
 
-// anchorPointers lists the JSON Pointers of the objects of doc (a decoded
+// AnchorPointers lists the JSON Pointers of the objects of doc (a decoded
 // shape) that declare a $dynamicAnchor or a $recursiveAnchor.
-func anchorPointers(doc any) []string {
+func AnchorPointers(doc any) []string {
 	var out []string
 	var walk func(v any, ptr string)
 	walk = func(v any, ptr string) {
