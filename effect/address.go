@@ -5,6 +5,10 @@ import (
 	"encoding/hex"
 )
 
+// Address is a script's content address, "sha256:" followed by 64
+// lower-case hex digits.
+type Address string
+
 // addressPrefix starts every content address.
 const addressPrefix = "sha256:"
 

@@ -2,6 +2,12 @@ package effect
 
 import "strconv"
 
+// MaxOutputDepth is the deepest nesting of arrays and objects a result may
+// have. A deeper result is limitExceeded (output), on every engine: the
+// effect checks the depth before anything parses the value (encoding/json
+// itself refuses text nested past this depth).
+const MaxOutputDepth = 10000
+
 // outputTooDeep returns the typed failure of a result nested deeper than
 // MaxOutputDepth (a fresh value: the caller may modify it).
 func outputTooDeep() error {

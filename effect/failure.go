@@ -6,6 +6,35 @@ import (
 	"strconv"
 )
 
+// Failure is a typed failure: the script's own outcome (or the size or
+// encoding of what the caller handed it), not retryable. Match it with errors.As, or a code's sentinel with
+// errors.Is.
+type Failure struct {
+	Code Code
+	// Kind is the limit hit (CodeLimitExceeded), or what the input did not
+	// fit in (CodeInputTooLarge): LimitInput, the input ceiling
+	// (MaxInputBytes), before the run; LimitMemory, the engine's memory
+	// while parsing the input.
+	Kind LimitKind
+	// Name and Message describe the error (CodeScriptError), bounded and
+	// storable.
+	Name    string
+	Message string
+	// Reason says why (CodeInputNotSerializable; CodeShapeMismatch: the
+	// first violation; CodeLimitExceeded, when the effect can say more
+	// than the kind: the output depth limit), bounded.
+	Reason string
+	// Bytes and Limit size the input (CodeInputTooLarge): Limit is
+	// MaxInputBytes when the input was refused before the run, or the
+	// memory limit when it did not fit while being parsed. For
+	// CodeScriptTooLarge they size the script against MaxScriptBytes. For
+	// CodeLimitExceeded with Kind LimitHostCalls, Limit is MaxHostCalls.
+	Bytes int64
+	Limit int64
+	// Script is the missing script's address (CodeScriptMissing).
+	Script Address
+}
+
 // Error implements error. The text starts with "effect:", has fixed
 // wording and never echoes script source: "effect: limitExceeded (memory)",
 // "effect: limitExceeded (output): <reason>", "effect: scriptError:

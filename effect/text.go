@@ -2,6 +2,11 @@ package effect
 
 import "github.com/sandbank/sandbank/internal/textbound"
 
+// MaxTextUnits bounds every text that comes from a script or a backend, in
+// UTF-16 code units. A text cut at the bound ends with the marker
+// "…[truncated]" (12 units), past the bound.
+const MaxTextUnits = 2048
+
 // truncationMarker is appended to a text that boundText cut short. It is
 // outside the MaxTextUnits budget, so a bounded text is at most
 // MaxTextUnits plus len(truncationMarker) UTF-16 units long.
