@@ -63,9 +63,9 @@ func TestAbandonedCallsAreCapped(t *testing.T) {
 
 func TestAbandonedDefault(t *testing.T) {
 	f := newFixture(t, nil, nil)
-	assert.Equal(t, DefaultMaxAbandoned, f.e.maxAbandoned)
-	assert.Equal(t, DefaultCloseTimeout, f.e.closeTimeout)
-	assert.Equal(t, DefaultWarmTimeout, f.e.warmTimeout)
+	assert.Equal(t, defaultMaxAbandoned, f.e.maxAbandoned)
+	assert.Equal(t, defaultCloseTimeout, f.e.closeTimeout)
+	assert.Equal(t, defaultWarmTimeout, f.e.warmTimeout)
 	assert.Zero(t, f.e.Abandoned())
 }
 

@@ -88,14 +88,14 @@
 // that declares HostCalls (else the call is refused with [ErrInvalidHost]
 // before the backend is touched). The backend sees only a per-run broker;
 // the effect checks names, bounds arguments ([Options].MaxHostArgBytes,
-// default [DefaultMaxHostArgBytes]) and answers (MaxHostResultBytes,
-// [DefaultMaxHostResultBytes]) with errors thrown into the script, ends
+// default 1 MiB) and answers (MaxHostResultBytes,
+// 4 MiB) with errors thrown into the script, ends
 // the run past [Options].MaxHostCalls (default [DefaultMaxHostCalls]) with
 // limitExceeded ([LimitHostCalls]), gives each host function the run's
 // context (host time counts toward the wall clock), recovers a panic into
 // an untyped error, runs the calls a script has in flight concurrently
 // (at most [Options].MaxConcurrentHostCalls, default
-// [DefaultMaxConcurrentHostCalls], started in the order issued, every one
+// 8, started in the order issued, every one
 // cancelled when the run ends), lists each in [Record].HostCalls, and
 // delivers none after the run
 // ended. See [HostFunc] and ExampleHostFunc.
@@ -123,7 +123,7 @@
 //     control characters other than newline and tab become U+FFFD. It is
 //     safe to log and to store, not to interpret as markup.
 //   - An error quotes what its caller sent (a name, a shape's parts) only
-//     as an [Excerpt]: scrubbed the same way and cut to [MaxExcerptUnits]
+//     as an [Excerpt]: scrubbed the same way and cut to 128
 //     units, so an error stays short whatever the caller sent.
 //   - A typed failure that a backend returns as a Go error is reported
 //     untyped: only the effect decides what the script did, so a backend

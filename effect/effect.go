@@ -105,13 +105,13 @@ func New(scripts ScriptReader, backend spi.Backend, opts *Options) (*Effect, err
 		return nil, invalid(ErrInvalidLimits, "effect: options: negative WarmTimeout")
 	}
 	if e.maxAbandoned == 0 {
-		e.maxAbandoned = DefaultMaxAbandoned
+		e.maxAbandoned = defaultMaxAbandoned
 	}
 	if e.closeTimeout == 0 {
-		e.closeTimeout = DefaultCloseTimeout
+		e.closeTimeout = defaultCloseTimeout
 	}
 	if e.warmTimeout == 0 {
-		e.warmTimeout = DefaultWarmTimeout
+		e.warmTimeout = defaultWarmTimeout
 	}
 	if e.limits.WallClock == 0 {
 		e.limits.WallClock = DefaultWallClock
@@ -651,7 +651,7 @@ func (e *Effect) finish(value []byte, shape *compiledShape) (json.RawMessage, er
 
 // Warm asks the backend to prepare, when it implements spi.Warmer; it
 // returns nil at once otherwise. Warm is raced against ctx and against its
-// own deadline, Options.WarmTimeout (default DefaultWarmTimeout): past it
+// own deadline, Options.WarmTimeout (default 60 s): past it
 // Warm returns a retryable error and leaves the backend's Warm running,
 // counted in Abandoned. A panic is recovered and error text is bounded.
 func (e *Effect) Warm(ctx context.Context) error {
@@ -698,7 +698,7 @@ func (e *Effect) Warm(ctx context.Context) error {
 // ErrClosed. Close does not wait for evaluations in flight (a backend that
 // never returns cannot be waited for): a backend must tolerate Close while
 // an Evaluate is running. Close waits for the backend's Close at most
-// Options.CloseTimeout (default DefaultCloseTimeout); past it, Close
+// Options.CloseTimeout (default 30 s); past it, Close
 // returns a retryable error and leaves the backend's Close running,
 // counted in Abandoned.
 func (e *Effect) Close() error {

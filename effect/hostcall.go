@@ -54,15 +54,15 @@ type HostFuncs map[string]HostFunc
 const (
 	// DefaultMaxHostCalls is the default bound on host calls per run.
 	DefaultMaxHostCalls = 1000
-	// DefaultMaxHostArgBytes is the default bound on one host call's
+	// defaultMaxHostArgBytes is the default bound on one host call's
 	// argument, 1 MiB of JSON text.
-	DefaultMaxHostArgBytes int64 = 1 << 20
-	// DefaultMaxHostResultBytes is the default bound on one host
+	defaultMaxHostArgBytes int64 = 1 << 20
+	// defaultMaxHostResultBytes is the default bound on one host
 	// function's result, 4 MiB of JSON text (the default output ceiling).
-	DefaultMaxHostResultBytes = DefaultMaxOutputBytes
-	// DefaultMaxConcurrentHostCalls is the default bound on the host
+	defaultMaxHostResultBytes = DefaultMaxOutputBytes
+	// defaultMaxConcurrentHostCalls is the default bound on the host
 	// functions of one run running at once.
-	DefaultMaxConcurrentHostCalls = 8
+	defaultMaxConcurrentHostCalls = 8
 	// MaxHostNameBytes is the longest name a host function may have.
 	MaxHostNameBytes = 64
 )
@@ -548,9 +548,9 @@ func (e *Effect) setHost(o *Options) error {
 		return invalid(ErrInvalidLimits, "effect: options: negative MaxConcurrentHostCalls")
 	}
 	e.maxHostCalls = cmp.Or(o.MaxHostCalls, DefaultMaxHostCalls)
-	e.maxHostArg = cmp.Or(o.MaxHostArgBytes, DefaultMaxHostArgBytes)
-	e.maxHostResult = cmp.Or(o.MaxHostResultBytes, DefaultMaxHostResultBytes)
-	e.maxHostConc = cmp.Or(o.MaxConcurrentHostCalls, DefaultMaxConcurrentHostCalls)
+	e.maxHostArg = cmp.Or(o.MaxHostArgBytes, defaultMaxHostArgBytes)
+	e.maxHostResult = cmp.Or(o.MaxHostResultBytes, defaultMaxHostResultBytes)
+	e.maxHostConc = cmp.Or(o.MaxConcurrentHostCalls, defaultMaxConcurrentHostCalls)
 	if len(o.Host) == 0 {
 		return nil
 	}

@@ -180,8 +180,8 @@ func TestHostCallsConcurrentIgnoringContextAbandoned(t *testing.T) {
 
 func TestMaxConcurrentHostCallsDefaultAndRefusal(t *testing.T) {
 	e, _ := hostFixture(t, nil)
-	assert.Equal(t, DefaultMaxConcurrentHostCalls, e.maxHostConc)
-	assert.Equal(t, 8, DefaultMaxConcurrentHostCalls)
+	assert.Equal(t, defaultMaxConcurrentHostCalls, e.maxHostConc)
+	assert.Equal(t, 8, defaultMaxConcurrentHostCalls)
 	_, err := New(NewMemoryStore(), newRelay(), &Options{MaxConcurrentHostCalls: -1})
 	requireInvalid(t, err, ErrInvalidLimits)
 }

@@ -33,17 +33,17 @@ const DefaultWallClock = 5 * time.Second
 // a backend before it gives up on it.
 const DefaultBackendGrace = 60 * time.Second
 
-// DefaultMaxAbandoned is the default cap on abandoned backend calls per
+// defaultMaxAbandoned is the default cap on abandoned backend calls per
 // Effect (see Options.MaxAbandoned).
-const DefaultMaxAbandoned = 64
+const defaultMaxAbandoned = 64
 
-// DefaultCloseTimeout is how long Close waits for the backend's Close by
+// defaultCloseTimeout is how long Close waits for the backend's Close by
 // default.
-const DefaultCloseTimeout = 30 * time.Second
+const defaultCloseTimeout = 30 * time.Second
 
-// DefaultWarmTimeout is the default deadline of Warm: long enough for a
+// defaultWarmTimeout is the default deadline of Warm: long enough for a
 // cold wasm compile on a loaded machine.
-const DefaultWarmTimeout = 60 * time.Second
+const defaultWarmTimeout = 60 * time.Second
 
 // Options configure an Effect. The zero value (or a nil *Options) means
 // defaults.
@@ -76,14 +76,14 @@ type Options struct {
 	// goroutine, which cannot be killed. While that many
 	// are outstanding, Evaluate and Warm refuse new work with an error
 	// matching ErrOverloaded (retryable); a late return frees its slot.
-	// Zero means DefaultMaxAbandoned; it must be >= 0.
+	// Zero means 64; it must be >= 0.
 	MaxAbandoned int
 	// CloseTimeout bounds how long Close waits for the backend's Close;
 	// past it Close returns a retryable error and leaves the backend's
-	// Close running. Zero means DefaultCloseTimeout; it must be >= 0.
+	// Close running. Zero means 30 s; it must be >= 0.
 	CloseTimeout time.Duration
 	// WarmTimeout is Warm's own deadline, on top of its context's; past it
-	// Warm returns a retryable error. Zero means DefaultWarmTimeout; it
+	// Warm returns a retryable error. Zero means 60 s; it
 	// must be >= 0.
 	WarmTimeout time.Duration
 	// AllowNetwork accepts a backend whose Network is not NetworkNone.
@@ -101,11 +101,11 @@ type Options struct {
 	MaxHostCalls int
 	// MaxHostArgBytes bounds a host call's argument as JSON text; a larger
 	// one is refused with an error thrown into the script. Zero means
-	// DefaultMaxHostArgBytes; it must be >= 0.
+	// 1 MiB; it must be >= 0.
 	MaxHostArgBytes int64
 	// MaxHostResultBytes bounds a host function's result as JSON text; a
 	// larger one is refused with an error thrown into the script. Zero
-	// means DefaultMaxHostResultBytes; it must be >= 0.
+	// means DefaultMaxOutputBytes (4 MiB); it must be >= 0.
 	MaxHostResultBytes int64
 	// MaxConcurrentHostCalls bounds the host functions of one run running
 	// at once, when the script has several calls in flight; a call past
@@ -113,7 +113,7 @@ type Options struct {
 	// issued. The calls waiting hold at most MaxHostArgBytes ×
 	// MaxConcurrentHostCalls bytes of arguments; a call past that is
 	// refused with an error thrown into the script. Zero means
-	// DefaultMaxConcurrentHostCalls; it must be >= 0.
+	// 8; it must be >= 0.
 	MaxConcurrentHostCalls int
 
 	// MaxLogBytes bounds the text a run's record keeps of what the script
@@ -127,7 +127,7 @@ type Options struct {
 	Engine string
 	// EventBuffer is how many events of one run may wait for a slow
 	// Call.Events sink before later ones are dropped (and counted). Zero
-	// means DefaultEventBuffer; it must be >= 0.
+	// means 256; it must be >= 0.
 	EventBuffer int
 	// Logger, when not nil, receives the effect's own diagnostics: one
 	// record per run (debug; warn for infrastructure), never the

@@ -122,9 +122,9 @@ const DefaultMaxLogLines = 1000
 // enough that a backend cutting at it never cuts text kept here.
 const MaxLogLineUnits = 4096
 
-// DefaultEventBuffer is the default number of events of one run that may
+// defaultEventBuffer is the default number of events of one run that may
 // wait for a slow Call.Events sink.
-const DefaultEventBuffer = 256
+const defaultEventBuffer = 256
 
 // recordConfig is what the run record needs from the options, fixed in
 // New.
@@ -156,7 +156,7 @@ func (rc *recordConfig) init(o *Options, backend spi.Backend) error {
 		rc.maxLogLines = DefaultMaxLogLines
 	}
 	if rc.eventBuffer == 0 {
-		rc.eventBuffer = DefaultEventBuffer
+		rc.eventBuffer = defaultEventBuffer
 	}
 	t := reflect.TypeOf(backend)
 	rc.engine = boundText(o.Engine)

@@ -26,17 +26,17 @@ func boundText(s string) string { return boundTextTo(s, MaxTextUnits) }
 // boundTextTo is boundText with a bound of maxUnits UTF-16 code units.
 func boundTextTo(s string, maxUnits int) string { return textbound.Bound(s, maxUnits) }
 
-// MaxExcerptUnits bounds the excerpt of a caller's text that an error
+// maxExcerptUnits bounds the excerpt of a caller's text that an error
 // message may quote (see Excerpt): 128 UTF-16 code units, plus the
 // truncation marker when the text was cut.
-const MaxExcerptUnits = 128
+const maxExcerptUnits = 128
 
 // Excerpt returns the part of a caller's text (an engine or language name,
 // a flag's value, a field's name) that an error message may quote: s
 // scrubbed as every text of a run is (invalid UTF-8, encoded surrogates
 // and control characters other than '\n' and '\t' become U+FFFD) and cut
-// to MaxExcerptUnits UTF-16 code units followed by "…[truncated]". Every
+// to maxExcerptUnits UTF-16 code units followed by "…[truncated]". Every
 // door (the effect, the registry, the HTTP server, the command line,
 // Temporal) quotes caller text through Excerpt, so an error stays short
 // whatever the caller sent, and still says what it was about.
-func Excerpt(s string) string { return boundTextTo(s, MaxExcerptUnits) }
+func Excerpt(s string) string { return boundTextTo(s, maxExcerptUnits) }

@@ -96,9 +96,9 @@ func FuzzBoundText(f *testing.F) {
 func TestExcerpt(t *testing.T) {
 	assert.Equal(t, "quickjs", Excerpt("quickjs"))
 	long := Excerpt(strings.Repeat("x", 1<<20))
-	assert.Equal(t, strings.Repeat("x", MaxExcerptUnits)+truncationMarker, long)
+	assert.Equal(t, strings.Repeat("x", maxExcerptUnits)+truncationMarker, long)
 	assert.Equal(t, "a\uFFFDb", Excerpt("a\x00b"))
-	assert.LessOrEqual(t, len(Excerpt(strings.Repeat("\U0001F600", 1<<18))), 4*MaxExcerptUnits/2+len(truncationMarker))
+	assert.LessOrEqual(t, len(Excerpt(strings.Repeat("\U0001F600", 1<<18))), 4*maxExcerptUnits/2+len(truncationMarker))
 }
 
 // TestInvalidShapeQuotesAnExcerpt: a shape whose compile error quotes
