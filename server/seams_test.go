@@ -24,12 +24,7 @@ import (
 // The kit reaches the server only as Options.Verify, wired by the
 // program.
 func TestProductionDoorsLinkNoKit(t *testing.T) {
-	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(goBin); err != nil {
-		if goBin, err = exec.LookPath("go"); err != nil {
-			t.Skip("no go tool to list the packages' dependencies")
-		}
-	}
+	goBin := goTool(t)
 	const module = "github.com/sandbank/sandbank/"
 	for _, pkg := range []string{"server", "mcpserver", "tenant", "conformance/verdict"} {
 		t.Run(pkg, func(t *testing.T) {
@@ -49,6 +44,108 @@ func TestProductionDoorsLinkNoKit(t *testing.T) {
 			}
 		})
 	}
+}
+
+// goTool returns the go command, or skips the test without one.
+func goTool(t *testing.T) string {
+	t.Helper()
+	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	if _, err := os.Stat(goBin); err != nil {
+		if goBin, err = exec.LookPath("go"); err != nil {
+			t.Skip("no go tool to list the packages' dependencies")
+		}
+	}
+	return goBin
+}
+
+// layers are the module's import layers, lowest first (docs/design.md,
+// "The layers"): a package imports only packages of its own layer or of
+// one below. A package is in the layer of the longest prefix that names
+// it; one that no prefix names fails TestLayering until it is placed. An
+// arrow that would run upward runs through an interface the lower package
+// owns instead: effect signs through its own Signer, which receipt's
+// Ed25519Signer implements; the server verifies the kit's report through
+// Options.Verify, which the program wires.
+var layers = []struct {
+	name     string
+	packages []string
+}{
+	{"the engine interface", []string{"spi"}},
+	{"helpers and data", []string{"internal/", "fixtures", "conformance/verdict", "tenant"}},
+	{"engines", []string{"backends/"}},
+	{"the run", []string{"effect"}},
+	{"receipts", []string{"receipt"}},
+	{"products", []string{"registry", "pool", "storage", "codemode"}},
+	{"kits and clients", []string{"conformance", "builtin", "client", "internal/doortest", "internal/hostbench"}},
+	{"doors", []string{"server", "mcpserver"}},
+	{"programs", []string{"cmd/", "bench/", "internal/apicount", ""}},
+}
+
+// layerOf returns the layer of the module package rel (its path inside
+// the module; "" for the root), or -1.
+func layerOf(rel string) int {
+	best, bestLen := -1, -1
+	for i, l := range layers {
+		for _, p := range l.packages {
+			match := rel == p || strings.HasSuffix(p, "/") && strings.HasPrefix(rel, p) ||
+				p != "" && strings.HasPrefix(rel, p+"/")
+			if (match || p == "" && rel == "") && len(p) > bestLen {
+				best, bestLen = i, len(p)
+			}
+		}
+	}
+	return best
+}
+
+// TestLayering: no package of the module imports a package of a layer
+// above its own (layers), so effect never imports receipt, a backend never
+// imports effect, and nothing below the doors imports a door. It reads
+// the imports of the module's non-test files with go list.
+func TestLayering(t *testing.T) {
+	goBin := goTool(t)
+	const module = "github.com/sandbank/sandbank"
+	cmd := exec.Command(goBin, "list", "-f", "{{.ImportPath}}{{range .Imports}} {{.}}{{end}}", module+"/...")
+	cmd.Dir = ".."
+	out, err := cmd.Output()
+	var stderr []byte
+	if ee, ok := err.(*exec.ExitError); ok {
+		stderr = ee.Stderr
+	}
+	require.NoError(t, err, "go list: %s", stderr)
+	rel := func(path string) (string, bool) {
+		if path == module {
+			return "", true
+		}
+		r, ok := strings.CutPrefix(path, module+"/")
+		return r, ok
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	require.NotEmpty(t, lines)
+	for _, line := range lines {
+		fields := strings.Fields(line)
+		pkg, _ := rel(fields[0])
+		from := layerOf(pkg)
+		if !assert.GreaterOrEqual(t, from, 0, "package %q is in no layer: place it in layers", pkg) {
+			continue
+		}
+		for _, imp := range fields[1:] {
+			dep, ok := rel(imp)
+			if !ok {
+				continue
+			}
+			to := layerOf(dep)
+			assert.True(t, to >= 0 && to <= from, "%s (%s) imports %s (%s), a layer above it",
+				pkg, layers[from].name, dep, layerName(to))
+		}
+	}
+}
+
+// layerName names layer i, or says it is none.
+func layerName(i int) string {
+	if i < 0 {
+		return "no layer"
+	}
+	return layers[i].name
 }
 
 // TestPublicAPINamesNoInternalType: no exported declaration of the
