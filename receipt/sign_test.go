@@ -56,7 +56,7 @@ func copyRecord(rec *effect.Record) *effect.Record {
 	return &c
 }
 
-// The effect signs every record's receipt with Options.Signer; the
+// The effect signs every record's receipt with effect.Options.Signer; the
 // signature names the key and verifies with it, for every outcome kind.
 func TestRunSignsTheReceipt(t *testing.T) {
 	s := testSigner(t)

@@ -94,13 +94,13 @@ func MarshalPublicKey(k TrustedKey) ([]byte, error) {
 
 // ErrKeyFileMode is matched by the error of ReadSignerFile for a private
 // key file that others may read or write (mode more open than 0600). It
-// matches ErrInvalidKey.
+// matches effect.ErrInvalidKey.
 var ErrKeyFileMode error = &keyError{"effect: private key file mode is more open than 0600"}
 
 // ReadSignerFile reads an Ed25519 private key file (PEM PKCS #8, as
 // WriteKeyFiles writes it). On Unix it refuses a file whose mode lets
 // anyone but its owner read or write it (ErrKeyFileMode), before reading
-// it. Other failures match ErrInvalidKey, or are the file system's.
+// it. Other failures match effect.ErrInvalidKey, or are the file system's.
 func ReadSignerFile(path string) (*Ed25519Signer, error) {
 	f, err := os.Open(path)
 	if err != nil {

@@ -35,7 +35,7 @@ func ambiguous(format string, args ...any) error {
 }
 
 // DecodeReceipt reads a stored receipt from its JSON text, as
-// [Receipt.Canonical] or encoding/json writes it, strictly: an object (at
+// [effect.Receipt.Canonical] or encoding/json writes it, strictly: an object (at
 // any depth) with a key twice, a key that is not exactly one of the
 // receipt's names (a different case is another name), or a value that does
 // not read back as written (a number where the receipt has a string, a

@@ -12,7 +12,7 @@ import (
 
 // ErrRecordMismatch is matched (with errors.Is) by every error of Verify
 // but one for an option that is invalid (WithKey of a key that is not
-// one: ErrInvalidKey): the record does not agree with the script, the
+// one: effect.ErrInvalidKey): the record does not agree with the script, the
 // input or itself, or its signature does not hold (SignatureError).
 var ErrRecordMismatch = errors.New("effect: record does not verify")
 

@@ -61,9 +61,9 @@ func (e *SignatureError) Unwrap() []error { return []error{ErrRecordMismatch, e.
 // TrustedKey is a public key a verifier trusts, as a host publishes it
 // (GET /.well-known/sandbank-keys): current, or retired from a date on.
 type TrustedKey struct {
-	// KeyID is KeyIDOf(PublicKey); empty means computed.
+	// KeyID is effect.KeyIDOf(PublicKey); empty means computed.
 	KeyID string `json:"keyId"`
-	// Algorithm is SignatureEd25519; empty means it.
+	// Algorithm is effect.SignatureEd25519; empty means it.
 	Algorithm string `json:"alg"`
 	// PublicKey is the Ed25519 public key (base64 in JSON).
 	PublicKey ed25519.PublicKey `json:"publicKey"`
@@ -86,7 +86,7 @@ type KeySet struct {
 
 // NewKeySet returns the set of keys. A key that is not an Ed25519 public
 // key, whose KeyID or Algorithm disagree with it, or that is listed twice
-// is refused with an error matching ErrInvalidKey.
+// is refused with an error matching effect.ErrInvalidKey.
 func NewKeySet(keys ...TrustedKey) (*KeySet, error) {
 	ks := &KeySet{byID: make(map[string]TrustedKey, len(keys))}
 	for _, k := range keys {
@@ -153,7 +153,7 @@ func WithKeys(ks *KeySet) VerifyOption {
 
 // WithKey is WithKeys with the one current key pub. A pub that is not an
 // Ed25519 public key makes Verify fail with an error matching
-// ErrInvalidKey.
+// effect.ErrInvalidKey.
 func WithKey(pub ed25519.PublicKey) VerifyOption {
 	return func(c *verifyConfig) {
 		c.keys, c.err = NewKeySet(TrustedKey{PublicKey: pub})
