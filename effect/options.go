@@ -140,8 +140,8 @@ type Options struct {
 	// Signer, when not nil, signs the receipt of every run that has a
 	// record (Run's; Evaluate's only when its events or the Logger or the
 	// TracerProvider make it build one), so that anyone holding its
-	// public key can check who vouches for the run (Verify with
-	// WithKeys). A Signer whose public key is not an Ed25519 key is
+	// public key can check who vouches for the run (receipt.Verify with
+	// receipt.WithKeys). A Signer whose public key is not an Ed25519 key is
 	// refused (ErrInvalidKey). When Sign fails, the record's receipt is
 	// unsigned and Run returns an infrastructure error (retryable) instead
 	// of the run's value or failure. Nil means receipts are not signed.

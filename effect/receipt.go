@@ -25,7 +25,7 @@ const (
 // Receipt ties a run's result to what produced it. It is stable: its
 // canonical JSON ([Receipt.Canonical]) has sorted keys and fixed field
 // meanings, so it can go into an append-only log and be checked later
-// ([Verify]). Running the same script with the same input on the same
+// (package receipt's Verify). Running the same script with the same input on the same
 // engine under the same limits gives the same OutputDigest (replay); only
 // Started and Duration differ between runs.
 type Receipt struct {
@@ -65,7 +65,7 @@ type Receipt struct {
 	Duration time.Duration `json:"durationNs"`
 	// Signature is the host's signature over the receipt's other fields
 	// (see Options.Signer and SignedBytes); nil when the effect has no
-	// signer. Verify checks it against trusted keys (WithKeys).
+	// signer. receipt.Verify checks it against trusted keys.
 	Signature *Signature `json:"signature,omitempty"`
 }
 

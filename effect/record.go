@@ -21,7 +21,7 @@ import (
 // failure, and for every run that reached the backend, whatever the
 // backend then did. A Record is plain data: it encodes to JSON with
 // encoding/json and decodes back to an equal Record, so it can be stored
-// and later checked with [Verify]. Fields are only ever added.
+// and later checked with receipt.Verify. Fields are only ever added.
 type Record struct {
 	// Value is the result as canonical JSON text, when the run succeeded.
 	Value json.RawMessage `json:"value,omitempty"`
