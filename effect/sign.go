@@ -42,7 +42,8 @@ type Signer interface {
 
 // ErrInvalidKey is matched by the error for a key that is not an Ed25519
 // key (a Signer's public key of the wrong size; in package receipt, a key
-// file or a trusted key that holds something else). It matches ErrInvalidCall: the caller's mistake.
+// file or a trusted key that holds something else). It matches
+// ErrInvalidCall: the caller's mistake.
 var ErrInvalidKey error = &invalidSentinel{"effect: invalid key"}
 
 // KeyIDOf returns the id that names pub in receipts and key sets: the
