@@ -2,7 +2,6 @@ package receipt
 
 import (
 	"context"
-	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -63,29 +62,20 @@ func sha(b string) string {
 	return "sha256:" + hex.EncodeToString(s[:])
 }
 
-// signerConfig signs a receipt after its run as the effect signs one at
-// the end of a run (effect/sign.go): the signature's algorithm and key id
-// first, then the signer's signature of the signed bytes.
-type signerConfig struct {
-	signer effect.Signer
-	keyID  string
+// resigner signs a receipt after its run, as someone holding another
+// key (a trusted one, or an attacker's) would: the signature's algorithm
+// and key id, then the key's signature of the signed bytes.
+type resigner struct {
+	signer *Ed25519Signer
 }
 
-func (sc *signerConfig) init(s effect.Signer) error {
-	if len(s.PublicKey()) != ed25519.PublicKeySize {
-		return effect.ErrInvalidKey
-	}
-	sc.signer, sc.keyID = s, effect.KeyIDOf(s.PublicKey())
-	return nil
-}
-
-func (sc *signerConfig) sign(ctx context.Context, r *effect.Receipt) error {
-	r.Signature = &effect.Signature{Algorithm: effect.SignatureEd25519, KeyID: sc.keyID}
+func (rs resigner) sign(ctx context.Context, r *effect.Receipt) error {
+	r.Signature = &effect.Signature{Algorithm: effect.SignatureEd25519, KeyID: effect.KeyIDOf(rs.signer.PublicKey())}
 	msg, err := r.SignedBytes()
 	if err != nil {
 		return err
 	}
-	sig, err := sc.signer.Sign(ctx, msg)
+	sig, err := rs.signer.Sign(ctx, msg)
 	if err != nil {
 		return err
 	}

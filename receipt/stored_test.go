@@ -1,7 +1,6 @@
 package receipt
 
 import (
-	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -19,16 +18,11 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// signedRuns are realRuns with their receipts signed by fuzzKey.
+// signedRuns are realRuns through effects that sign with fuzzKey.
 func signedRuns(t *testing.T) []verifyRun {
 	t.Helper()
-	sc := signerConfig{}
-	require.NoError(t, sc.init(fuzzKey))
 	var out []verifyRun
-	for _, run := range realRuns(t) {
-		signed := *run.rec
-		require.NoError(t, sc.sign(context.Background(), &signed.Receipt))
-		run.rec = &signed
+	for _, run := range realRunsSignedBy(t, fuzzKey) {
 		out = append(out, run)
 	}
 	return out

@@ -27,8 +27,20 @@ type verifyRun struct {
 // realRuns runs scripts through the effect over fake backends, one run
 // per outcome kind: ok, every failure code (limitExceeded with every
 // limit kind), infrastructure and canceled.
-func realRuns(t testing.TB) map[string]verifyRun {
+func realRuns(t testing.TB) map[string]verifyRun { return realRunsSignedBy(t, nil) }
+
+// realRunsSignedBy is realRuns through effects that sign with s (none
+// when s is nil).
+func realRunsSignedBy(t testing.TB, s effect.Signer) map[string]verifyRun {
 	t.Helper()
+	signing := func(o *effect.Options) *effect.Options {
+		c := effect.Options{}
+		if o != nil {
+			c = *o
+		}
+		c.Signer = s
+		return &c
+	}
 	runs := map[string]verifyRun{}
 	add := func(name string, e *effect.Effect, ctx context.Context, call effect.Call, script []byte) {
 		t.Helper()
@@ -38,7 +50,7 @@ func realRuns(t testing.TB) map[string]verifyRun {
 	}
 	run := func(name string, b fakebackend.Behavior, opts *effect.Options, call effect.Call) {
 		t.Helper()
-		f := newFixture(t, b, opts)
+		f := newFixture(t, b, signing(opts))
 		if call.Script == "" {
 			call.Script = f.addr
 		}
@@ -60,7 +72,7 @@ func realRuns(t testing.TB) map[string]verifyRun {
 	run("inputNotSerializable", fakebackend.Echo(), nil, effect.Call{Input: json.RawMessage(`{"n":`)})
 	run("infrastructure", logThen(spi.Infrastructure("engine fell over"), "last words"), nil, effect.Call{})
 
-	f := newFixture(t, fakebackend.Echo(), nil)
+	f := newFixture(t, fakebackend.Echo(), signing(nil))
 	elsewhere := []byte("elsewhere")
 	add("scriptMissing", f.e, context.Background(), effect.Call{Script: effect.AddressOf(elsewhere), Input: json.RawMessage(`1`)}, elsewhere)
 
@@ -69,14 +81,14 @@ func realRuns(t testing.TB) map[string]verifyRun {
 	f = newFixture(t, func(context.Context, spi.Request) (spi.Outcome, error) {
 		cancel()
 		return okOutcome(`1`), nil
-	}, nil)
+	}, signing(nil))
 	add("canceled", f.e, ctx, effect.Call{Script: f.addr, Input: json.RawMessage(`null`)}, testScript)
 
 	caps := fakebackend.Capabilities()
 	caps.HostCalls = true
 	hostScript := []byte("host script")
 	e, err := effect.New(effect.NewMemoryStore(), fakebackend.New(caps, callHostTwice),
-		&effect.Options{MaxHostCalls: 1, Host: effect.HostFuncs{"f": echoHost}})
+		signing(&effect.Options{MaxHostCalls: 1, Host: effect.HostFuncs{"f": echoHost}}))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = e.Close() })
 	add("limitExceeded hostCalls", e, context.Background(),
