@@ -74,7 +74,7 @@ func (t *runTool) handle(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Ca
 	stop := t.s.startProgress(ctx, req, args.limits.WallClock)
 	call := effect.Call{Source: []byte(args.script), Input: args.input, Limits: args.limits}
 	if hostCalls {
-		call.Host = t.s.hostFuncs() // the upstreams' tools (upstream_serve.go); nil without
+		call.Host = t.s.hostFuncs() // Options.Host's (host.go); nil without
 	}
 	rec, err := eff.Run(ctx, call)
 	stop()

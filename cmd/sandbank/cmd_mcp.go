@@ -239,12 +239,16 @@ func (a *app) serveMCP(ctx context.Context, o *mcpOptions) error {
 		opts.Admit = admitTenant
 	}
 	if len(specs) > 0 {
-		ups, closeUpstreams, err := a.connectUpstreams(ctx, specs, o, opts.Logger)
+		host, closeUpstreams, err := a.connectUpstreams(ctx, specs, o, opts.Logger)
 		if err != nil {
 			return err
 		}
-		defer closeUpstreams()
-		opts.Upstreams = ups
+		defer func() {
+			if cerr := closeUpstreams(); cerr != nil && opts.Logger != nil {
+				opts.Logger.Warn("sandbank: closing the upstreams", slog.String("error", oneLine(cerr.Error())))
+			}
+		}()
+		opts.Host = host
 	}
 	srv, err := mcpserver.New(reg, opts)
 	switch {

@@ -1,4 +1,4 @@
-package mcpserver
+package codemode
 
 import (
 	"context"
@@ -65,7 +65,7 @@ func (s *upstreamSession) ended() bool {
 // errDown is why a call found no session: the upstream is down and may
 // not be started yet, or is closed. A host function reports it as
 // UpstreamUnavailable.
-var errDown = errors.New("mcpserver: the upstream is not available")
+var errDown = errors.New("codemode: the upstream is not available")
 
 // ConnectUpstream starts the upstream MCP server that dial reaches (a new
 // transport for each start: a command's, an address's), under name,
@@ -82,7 +82,7 @@ var errDown = errors.New("mcpserver: the upstream is not available")
 // and a call in that wait fails with UpstreamUnavailable without
 // starting anything. A start lists the tools again. When the upstream
 // sends notifications/tools/list_changed, its tools are listed again,
-// and a [Server] serving it declares the new list in its run tools'
+// and a [Host] serving it has its server declare the new list in its run tools'
 // descriptions (and tells its clients the tools changed).
 func ConnectUpstream(ctx context.Context, name string, dial func() mcp.Transport, opts *UpstreamOptions) (*Upstream, error) {
 	return connectUpstream(ctx, name, dial, opts, time.Now)
@@ -123,7 +123,7 @@ func (u *Upstream) start(ctx context.Context) (*upstreamSession, []UpstreamTool,
 	t, exact := wireTransport(u.dial(), w)
 	cs, err := u.client.Connect(ctx, t, nil)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("mcpserver: upstream %s: connecting: %s", u.name, effect.Excerpt(err.Error()))
+		return nil, nil, nil, fmt.Errorf("codemode: upstream %s: connecting: %s", u.name, effect.Excerpt(err.Error()))
 	}
 	tools, skipped, err := u.listTools(ctx, cs)
 	if err != nil {

@@ -1,4 +1,4 @@
-package mcpserver
+package codemode
 
 import (
 	"bufio"
@@ -33,7 +33,7 @@ const MaxUpstreamMessageBytes = mcp.DefaultMaxLineLength
 
 // errUpstreamTooLarge is what reading an upstream's message past the
 // bound returns to the SDK.
-var errUpstreamTooLarge = errors.New("mcpserver: an upstream message is over MaxUpstreamMessageBytes")
+var errUpstreamTooLarge = errors.New("codemode: an upstream message is over MaxUpstreamMessageBytes")
 
 // sdkFrameTooLarge is the text of the SDK's error for a stdio line past
 // its bound (mcp.DefaultMaxLineLength), which it does not export; the

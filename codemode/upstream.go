@@ -1,4 +1,4 @@
-package mcpserver
+package codemode
 
 import (
 	"cmp"
@@ -48,7 +48,7 @@ const (
 // ErrInvalidUpstream is matched by every error NewUpstream returns for
 // arguments it refuses (a malformed name, a nil session, negative
 // options). It matches effect.ErrInvalidCall: not retryable.
-var ErrInvalidUpstream = fmt.Errorf("mcpserver: invalid upstream: %w", effect.ErrInvalidCall)
+var ErrInvalidUpstream = fmt.Errorf("codemode: invalid upstream: %w", effect.ErrInvalidCall)
 
 // UpstreamOptions configure an Upstream. A nil *UpstreamOptions means
 // defaults.
@@ -75,8 +75,8 @@ type UpstreamOptions struct {
 // functions: tool T of upstream N is the host function N__T (see
 // [UpstreamTool]). Build it with [ConnectUpstream], which starts the
 // upstream and starts it again when it dies, or [NewUpstream] from a
-// client session of your own; give it to a [Server] through
-// Options.Upstreams, or give its [Upstream.HostFuncs] to an effect.Call
+// client session of your own; serve it with others through a [Host]
+// (mcpserver.Options.Host), or give its [Upstream.HostFuncs] to an effect.Call
 // (or effect.Options.Host) of your own. It is safe for concurrent use:
 // calls may be in flight at once.
 type Upstream struct {
@@ -99,7 +99,7 @@ type Upstream struct {
 	closed    bool
 	tools     []UpstreamTool // sorted by HostName
 	skipped   []string       // the upstream's names of the tools left out
-	watchers  map[int]func() // called when the tools change (Server)
+	watchers  map[int]func() // called when the tools change (Host)
 	watcherID int
 	relistMu  sync.Mutex // one listing of the tools at a time
 }
@@ -195,7 +195,7 @@ func (u *Upstream) listTools(ctx context.Context, session *mcp.ClientSession) (t
 	seen := map[string]bool{}
 	for tool, err := range session.Tools(ctx, nil) {
 		if err != nil {
-			return nil, nil, fmt.Errorf("mcpserver: upstream %s: listing its tools: %s", u.name, effect.Excerpt(err.Error()))
+			return nil, nil, fmt.Errorf("codemode: upstream %s: listing its tools: %s", u.name, effect.Excerpt(err.Error()))
 		}
 		if len(tools)+len(skipped) >= u.maxTools {
 			break
@@ -370,7 +370,7 @@ func toolText(res *mcp.CallToolResult) string {
 func resultValue(res *mcp.CallToolResult, exact bool) (json.RawMessage, error) {
 	if s, ok := res.StructuredContent.(string); ok && exact {
 		if !json.Valid([]byte(s)) {
-			return nil, errors.New("mcpserver: structured content that is not JSON")
+			return nil, errors.New("codemode: structured content that is not JSON")
 		}
 		return json.RawMessage(s), nil
 	}
@@ -565,6 +565,12 @@ var upstreamCodeTexts = [...]string{
 	UpstreamTooLarge:         "the upstream's answer is over the bound on an upstream message (MaxUpstreamMessageBytes)",
 }
 
+// errorPrefix begins an UpstreamError's message. It is the name of the
+// package code mode was born in, not this one's: scripts and models
+// match "mcpserver: CODE:" (docs/code-mode.md), and the text a script
+// catches does not change when a package moves.
+const errorPrefix = "mcpserver: "
+
 // UpstreamError is a failed upstream call. The effect throws it into the
 // script as an Error whose message is
 //
@@ -606,7 +612,7 @@ func (e *UpstreamError) Error() string {
 	if e.Code >= UpstreamUnavailable && int(e.Code) < len(upstreamCodeTexts) {
 		what = upstreamCodeTexts[e.Code]
 	}
-	msg := "mcpserver: " + e.Code.String() + ": " + e.Upstream + "." + effect.Excerpt(e.Tool) + ": " + what
+	msg := errorPrefix + e.Code.String() + ": " + e.Upstream + "." + effect.Excerpt(e.Tool) + ": " + what
 	if e.Detail != "" {
 		msg += ": " + e.Detail
 	}
