@@ -91,12 +91,20 @@ type Upstream struct {
 	client *mcp.Client
 	now    func() time.Time // the clock of the restart backoff
 
+	// ctx ends when Close begins: it cancels a start or a listing in
+	// progress. wg counts the goroutines the upstream started (spawn) and
+	// the starts in progress; Close waits for them.
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
 	mu        sync.Mutex
 	sess      *upstreamSession // the session in use; nil while down
 	starting  chan struct{}    // closed when the start in progress ends; nil without one
 	failures  int              // sessions in a row that answered no call (upstream_session.go)
 	lastStart time.Time
 	closed    bool
+	closeErrs []error        // what closing sessions returned, for Close
 	tools     []UpstreamTool // sorted by HostName
 	skipped   []string       // the upstream's names of the tools left out
 	watchers  map[int]func() // called when the tools change (Host)
@@ -149,13 +157,18 @@ func NewUpstream(ctx context.Context, name string, session *mcp.ClientSession, o
 		return nil, err
 	}
 	u.tools, u.skipped = tools, skipped
-	u.sess, u.lastStart = watchSession(session), u.now()
+	// The session is the caller's: nothing watches for its end (a call
+	// that finds it ended fails with UpstreamUnavailable).
+	u.sess, u.lastStart = &upstreamSession{cs: session}, u.now()
 	return u, nil
 }
 
 // newUpstream returns an upstream with o's settings and no session.
 func newUpstream(name string, o *UpstreamOptions, now func() time.Time) *Upstream {
+	ctx, cancel := context.WithCancel(context.Background())
 	u := &Upstream{
+		ctx:      ctx,
+		cancel:   cancel,
 		name:     name,
 		timeout:  cmp.Or(o.CallTimeout, DefaultUpstreamCallTimeout),
 		maxTools: cmp.Or(o.MaxTools, DefaultMaxUpstreamTools),

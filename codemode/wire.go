@@ -43,6 +43,9 @@ const sdkFrameTooLarge = "inbound JSON-RPC frame exceeded the configured maximum
 // upstreamWire is what one session's transport observed.
 type upstreamWire struct {
 	tooLarge atomic.Bool // a message was over MaxUpstreamMessageBytes
+	// spawn runs a function on a goroutine its Upstream's Close waits
+	// for (Upstream.spawn).
+	spawn func(func()) bool
 
 	mu   sync.Mutex
 	conn mcp.Connection // the session's connection, closed when a message is too large
@@ -59,7 +62,9 @@ func (w *upstreamWire) overflow() {
 	conn := w.conn
 	w.mu.Unlock()
 	if conn != nil {
-		go func() { _ = conn.Close() }() // not on the SDK's reading goroutine
+		// Not on the SDK's reading goroutine. Once Close has begun, it
+		// ends the connection itself.
+		w.spawn(func() { _ = conn.Close() })
 	}
 }
 
