@@ -222,7 +222,8 @@ func TestNewRefusesABadURL(t *testing.T) {
 }
 
 // TestErrorKinds: an error response classifies with effect.KindOf as the
-// server's kind says: an overloaded server is KindOverloaded, retryable.
+// server's kind says: an overloaded server is KindOverloaded, a tenant
+// over its quota KindQuota, both retryable.
 func TestErrorKinds(t *testing.T) {
 	for _, c := range []struct {
 		e    *client.Error
@@ -230,7 +231,7 @@ func TestErrorKinds(t *testing.T) {
 	}{
 		{&client.Error{Status: http.StatusServiceUnavailable, Kind: "overloaded", Retryable: true}, effect.KindOverloaded},
 		{&client.Error{Status: http.StatusServiceUnavailable, Kind: "infrastructure", Retryable: true}, effect.KindInfrastructure},
-		{&client.Error{Status: http.StatusTooManyRequests, Kind: "quota", Retryable: true}, effect.KindInfrastructure},
+		{&client.Error{Status: http.StatusTooManyRequests, Kind: "quota", Retryable: true}, effect.KindQuota},
 		{&client.Error{Status: http.StatusBadRequest, Kind: "invalidCall"}, effect.KindInvalidCall},
 		{&client.Error{Status: http.StatusUnauthorized, Kind: "unauthorized"}, effect.KindInvalidCall},
 	} {

@@ -70,9 +70,11 @@ type Options struct {
 	// engine is the tool's engine, the one a call runs when its Admission
 	// restricts no engine. An error that
 	// matches effect.ErrInvalidCall (an engine the caller may not use)
-	// answers the call with an error result saying so; any other error (a
-	// caller at its cap of concurrent runs) is a protocol error, and
-	// retryable. Nil admits every call within the server's limits.
+	// answers the call with an error result saying so; one that matches
+	// effect.ErrQuota (a caller at its cap of concurrent runs) is the
+	// protocol error CodeQuota, retryable later; any other error is a
+	// protocol error, and retryable. Nil admits every call within the
+	// server's limits.
 	Admit func(ctx context.Context, req *mcp.CallToolRequest, engine string) (Admission, error)
 	// MaxHostCalls, MaxHostArgBytes and MaxHostResultBytes bound the
 	// upstream calls of a run, as effect.Options do: the calls per run,

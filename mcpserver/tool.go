@@ -37,9 +37,13 @@ func (t *runTool) handle(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Ca
 	if t.s.admit != nil {
 		adm, err := t.s.admit(ctx, req, t.entry.Engine)
 		if err != nil {
-			if answerOf(err) == answerInvalid {
+			switch answerOf(err) {
+			case answerInvalid:
 				t.s.logCall(ctx, t, engine, "refused", time.Since(start), nil)
 				return invalidResult(engine, oneLine(err.Error())), nil
+			case answerQuota:
+				t.s.logCall(ctx, t, engine, "refused", time.Since(start), err)
+				return nil, quotaError(err)
 			}
 			t.s.logCall(ctx, t, engine, "refused", time.Since(start), err)
 			return nil, err
