@@ -40,7 +40,7 @@ type Result struct {
 	LogsCut *effect.LogsCut `json:"logsCut,omitempty"`
 	// Stats are the run's figures; absent when the script did not run.
 	Stats *effect.Stats `json:"stats,omitempty"`
-	// HostCalls lists the script's host calls (upstream tools included)
+	// HostCalls lists the script's host calls (Options.Host's functions)
 	// in the order it issued them: name, timing, bytes and outcome
 	// (effect.Record.HostCalls); absent when it made none.
 	HostCalls []effect.HostCall `json:"hostCalls,omitempty"`

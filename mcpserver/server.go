@@ -77,7 +77,7 @@ type Options struct {
 	// server's limits.
 	Admit func(ctx context.Context, req *mcp.CallToolRequest, engine string) (Admission, error)
 	// MaxHostCalls, MaxHostArgBytes and MaxHostResultBytes bound the
-	// upstream calls of a run, as effect.Options do: the calls per run,
+	// host calls of a run (Options.Host), as effect.Options do: the calls per run,
 	// one call's argument and one answer as JSON text. Zero means the
 	// effect's defaults (1000, 1 MiB, 4 MiB); negative values are
 	// refused.
