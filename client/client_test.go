@@ -166,7 +166,8 @@ func TestTheThreeKindsCrossTheWire(t *testing.T) {
 	assert.Greater(t, ce.RetryAfter, time.Minute)
 	assert.ErrorIs(t, err, client.ErrRetryable)
 	assert.NotErrorIs(t, err, effect.ErrInvalidCall)
-	assert.Equal(t, effect.KindInfrastructure, effect.KindOf(err))
+	assert.ErrorIs(t, err, effect.ErrQuota)
+	assert.Equal(t, effect.KindQuota, effect.KindOf(err), "the tenant's quota, as every door answers it")
 	assert.True(t, effect.Retryable(err))
 
 	// No key, a wrong key: 401.
