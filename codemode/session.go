@@ -35,7 +35,7 @@ type upstreamSession struct {
 	cs       *mcp.ClientSession
 	done     chan struct{} // closed when the session has ended; nil for NewUpstream's, never watched
 	answered bool          // a call had an answer; under Upstream.mu
-	// wire is what its transport observed (upstream_wire.go); nil for
+	// wire is what its transport observed (wire.go); nil for
 	// NewUpstream's session. exact reports that the structured content
 	// of its tool results arrives as exactResult wrote it.
 	wire  *upstreamWire

@@ -101,7 +101,7 @@ type Upstream struct {
 	mu        sync.Mutex
 	sess      *upstreamSession // the session in use; nil while down
 	starting  chan struct{}    // closed when the start in progress ends; nil without one
-	failures  int              // sessions in a row that answered no call (upstream_session.go)
+	failures  int              // sessions in a row that answered no call (session.go)
 	lastStart time.Time
 	closed    bool
 	closeErrs []error        // what closing sessions returned, for Close
@@ -281,7 +281,7 @@ func (u *Upstream) hostFunc(t UpstreamTool) effect.HostFunc {
 		cctx, cancel := context.WithTimeout(ctx, u.timeout)
 		defer cancel()
 		// The session in use, or a new one when it ended (and the
-		// backoff allows a start: upstream_session.go).
+		// backoff allows a start: session.go).
 		sess, err := u.session(cctx)
 		var res *mcp.CallToolResult
 		if err == nil {
