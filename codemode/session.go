@@ -99,8 +99,9 @@ var errDown = errors.New("codemode: the upstream is not available")
 // and a call in that wait fails with UpstreamUnavailable without
 // starting anything. A start lists the tools again. When the upstream
 // sends notifications/tools/list_changed, its tools are listed again,
-// and a [Host] serving it has its server declare the new list in its run tools'
-// descriptions (and tells its clients the tools changed).
+// and a [Host] serving it tells its watchers: an MCP server declares the
+// new list in its run tools' descriptions (and tells its clients the
+// tools changed).
 func ConnectUpstream(ctx context.Context, name string, dial func() mcp.Transport, opts *UpstreamOptions) (*Upstream, error) {
 	return connectUpstream(ctx, name, dial, opts, time.Now)
 }
