@@ -167,7 +167,8 @@ func TestTheThreeKindsCrossTheWire(t *testing.T) {
 	assert.Greater(t, ce.RetryAfter, time.Minute)
 	assert.ErrorIs(t, err, client.ErrRetryable)
 	assert.NotErrorIs(t, err, effect.ErrInvalidCall)
-	assert.Equal(t, effect.KindInfrastructure, effect.KindOf(err))
+	assert.ErrorIs(t, err, effect.ErrQuota)
+	assert.Equal(t, effect.KindQuota, effect.KindOf(err), "the tenant's quota, as every door answers it")
 	assert.True(t, effect.Retryable(err))
 
 	// No key, a wrong key: 401.
@@ -223,7 +224,8 @@ func TestNewRefusesABadURL(t *testing.T) {
 }
 
 // TestErrorKinds: an error response classifies with effect.KindOf as the
-// server's kind says: an overloaded server is KindOverloaded, retryable.
+// server's kind says: an overloaded server is KindOverloaded, a tenant
+// over its quota KindQuota, both retryable.
 func TestErrorKinds(t *testing.T) {
 	for _, c := range []struct {
 		e    *client.Error
@@ -231,7 +233,7 @@ func TestErrorKinds(t *testing.T) {
 	}{
 		{&client.Error{Status: http.StatusServiceUnavailable, Kind: "overloaded", Retryable: true}, effect.KindOverloaded},
 		{&client.Error{Status: http.StatusServiceUnavailable, Kind: "infrastructure", Retryable: true}, effect.KindInfrastructure},
-		{&client.Error{Status: http.StatusTooManyRequests, Kind: "quota", Retryable: true}, effect.KindInfrastructure},
+		{&client.Error{Status: http.StatusTooManyRequests, Kind: "quota", Retryable: true}, effect.KindQuota},
 		{&client.Error{Status: http.StatusBadRequest, Kind: "invalidCall"}, effect.KindInvalidCall},
 		{&client.Error{Status: http.StatusUnauthorized, Kind: "unauthorized"}, effect.KindInvalidCall},
 	} {

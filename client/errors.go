@@ -56,8 +56,11 @@ func (e *Error) Unwrap() []error {
 	var out []error
 	if e.Retryable {
 		out = append(out, ErrRetryable)
-		if e.Kind == effect.KindOverloaded.String() {
+		switch e.Kind {
+		case effect.KindOverloaded.String():
 			out = append(out, effect.ErrOverloaded)
+		case effect.KindQuota.String():
+			out = append(out, effect.ErrQuota)
 		}
 	} else {
 		out = append(out, effect.ErrInvalidCall)

@@ -11,6 +11,13 @@ import (
 // returns (see Effect.Abandoned).
 var ErrOverloaded = errors.New("effect: overloaded")
 
+// ErrQuota is matched (with errors.Is) by the error of a call refused
+// because its caller is at a quota of its own: a tenant's rate of
+// requests, or its cap of runs in flight (package tenant). Its kind is
+// KindQuota, which every door answers alike: retryable later, once the
+// caller's own runs end or its rate allows.
+var ErrQuota = errors.New("effect: the caller's quota is reached")
+
 // untypedError is an untyped (retryable) error carrying bounded text and,
 // optionally, the original error it came from.
 type untypedError struct {

@@ -16,8 +16,8 @@ import (
 //
 //   - the script's typed failure: KindFailure;
 //   - the caller's invalid request: KindInvalidCall and KindClosed;
-//   - infrastructure: KindOverloaded, KindDeadlineExceeded and
-//     KindInfrastructure (retryable);
+//   - infrastructure: KindOverloaded, KindDeadlineExceeded,
+//     KindInfrastructure and KindQuota (retryable);
 //
 // and KindCanceled is the caller giving up, which is none of them and not
 // retryable.
@@ -45,6 +45,11 @@ const (
 	// KindInfrastructure: anything else: a backend, a store or a door
 	// that failed. Retryable.
 	KindInfrastructure
+	// KindQuota: the caller is at a quota of its own, matching ErrQuota
+	// (a tenant's rate, its runs in flight). Retryable later: the same
+	// call succeeds once the caller's runs end or its rate allows, on
+	// the same server.
+	KindQuota
 )
 
 var kindNames = [...]string{
@@ -55,6 +60,7 @@ var kindNames = [...]string{
 	KindDeadlineExceeded: "deadlineExceeded",
 	KindOverloaded:       "overloaded",
 	KindInfrastructure:   "infrastructure",
+	KindQuota:            "quota",
 }
 
 // Kinds returns every valid Kind, in order, in a new slice: a door's test
@@ -68,7 +74,7 @@ func Kinds() []Kind {
 }
 
 // Valid reports whether k is one of the declared kinds.
-func (k Kind) Valid() bool { return k >= KindFailure && k <= KindInfrastructure }
+func (k Kind) Valid() bool { return k >= KindFailure && k <= KindQuota }
 
 // String returns the kind's name, such as "invalidCall", or "Kind(n)"
 // for a value outside the set (the zero value included).
@@ -80,11 +86,11 @@ func (k Kind) String() string {
 }
 
 // Retryable reports whether an error of kind k is worth retrying: true
-// for KindDeadlineExceeded, KindOverloaded and KindInfrastructure, false
-// for every other kind and for a value outside the set.
+// for KindDeadlineExceeded, KindOverloaded, KindInfrastructure and
+// KindQuota, false for every other kind and for a value outside the set.
 func (k Kind) Retryable() bool {
 	switch k {
-	case KindDeadlineExceeded, KindOverloaded, KindInfrastructure:
+	case KindDeadlineExceeded, KindOverloaded, KindInfrastructure, KindQuota:
 		return true
 	default:
 		return false
@@ -95,7 +101,8 @@ func (k Kind) Retryable() bool {
 // nil; otherwise the first that matches of KindFailure (a *Failure in the
 // chain), KindClosed (ErrClosed), KindInvalidCall (ErrInvalidCall),
 // KindCanceled (context.Canceled), KindDeadlineExceeded
-// (context.DeadlineExceeded) and KindOverloaded (ErrOverloaded), and
+// (context.DeadlineExceeded), KindQuota (ErrQuota) and KindOverloaded
+// (ErrOverloaded), and
 // KindInfrastructure for everything else. It only inspects err: a context
 // error keeps its identity, errors.Is(err, context.Canceled) still holds.
 func KindOf(err error) Kind {
@@ -113,6 +120,8 @@ func KindOf(err error) Kind {
 		return KindCanceled
 	case errors.Is(err, context.DeadlineExceeded):
 		return KindDeadlineExceeded
+	case errors.Is(err, ErrQuota):
+		return KindQuota
 	case errors.Is(err, ErrOverloaded):
 		return KindOverloaded
 	default:

@@ -29,6 +29,7 @@ func TestKindOf(t *testing.T) {
 		{"wrapped canceled", fmt.Errorf("x: %w", context.Canceled), KindCanceled},
 		{"deadline", context.DeadlineExceeded, KindDeadlineExceeded},
 		{"overloaded", fmt.Errorf("x: %w", ErrOverloaded), KindOverloaded},
+		{"quota", fmt.Errorf("x: %w", ErrQuota), KindQuota},
 		{"untyped", errors.New("effect: backend failed"), KindInfrastructure},
 		{"sentinel alone", ErrScriptError, KindInfrastructure},
 	}
@@ -66,7 +67,7 @@ func TestKinds(t *testing.T) {
 	assert.Equal(t, "Kind(99)", Kind(99).String())
 	// The three kinds of error: only infrastructure is retryable.
 	for _, k := range kinds {
-		want := k == KindDeadlineExceeded || k == KindOverloaded || k == KindInfrastructure
+		want := k == KindDeadlineExceeded || k == KindOverloaded || k == KindInfrastructure || k == KindQuota
 		assert.Equal(t, want, k.Retryable(), "%s", k)
 	}
 }

@@ -102,7 +102,7 @@ On failure the tool result is an error (isError) naming the failure, with a hint
 func (t *runTool) description() string {
 	caps := t.entry.Capabilities
 	return contracts[t.lang] + "\n" + printing(t.lang, caps) + "\n" + limitLines(caps, t.s.limits) + failureLines +
-		"\nEngine: " + t.entry.Engine + " (list_engines tells more)." + t.s.upstreamSection(t.lang, caps)
+		"\nEngine: " + t.entry.Engine + " (list_engines tells more)." + t.s.hostSection(t.lang, caps)
 }
 
 // definition is the run tool as tools/list shows it.
@@ -204,7 +204,7 @@ const outputSchema = `{
 }`
 
 // instructions are the server's instructions to the model.
-func instructions(tools []*runTool, upstreams []*Upstream) string {
+func instructions(tools []*runTool, host Host) string {
 	var names []string
 	for _, t := range tools {
 		names = append(names, t.name)
@@ -213,5 +213,28 @@ func instructions(tools []*runTool, upstreams []*Upstream) string {
 		"Use " + strings.Join(names, ", ") + " to compute, transform or check data exactly instead of by hand: " +
 		"pass the data as the \"input\" argument and read the result. Scripts have no network, no files and no clock; " +
 		"each run starts fresh. A failed run is an error result with the failure and a hint: fix the script and call again. " +
-		"list_engines shows the engines and their limits." + upstreamInstructions(upstreams)
+		"list_engines shows the engines and their limits." + hostInstructions(host)
+}
+
+// hostSection is the part of a run tool's description about the host
+// functions (Options.Host); empty without.
+func (s *Server) hostSection(lang string, caps spi.Capabilities) string {
+	switch {
+	case s.host == nil:
+		return ""
+	case !caps.HostCalls:
+		return "\n\nThis engine cannot call the host tools (it declares no host calls)."
+	}
+	return "\n\n" + s.host.Describe(lang)
+}
+
+// hostInstructions is the host's sentence of the server's instructions.
+func hostInstructions(host Host) string {
+	if host == nil {
+		return ""
+	}
+	if s := host.Instructions(); s != "" {
+		return " " + s
+	}
+	return ""
 }

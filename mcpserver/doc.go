@@ -18,32 +18,17 @@
 // (from the engine's declared capabilities and the server's limits, so a
 // description never promises more than the engine declares).
 //
-// # Code mode
+// # Host functions
 //
-// [NewUpstream] and [ConnectUpstream] turn the tools of another MCP
-// server, reached through a client session, into host functions (effect.HostFuncs): tool T of
-// upstream NAME is host.NAME__T in every language (`await
-// host.github__search_issues({query})` in JavaScript and TypeScript,
-// host.github__search_issues({"query": q}) in Starlark), so a script calls
-// many tools at once and reshapes what they return. Given to a server
-// (Options.Upstreams), they are the host functions of every run on an
-// engine that declares host calls, and the run tools' descriptions
-// declare them in TypeScript from their JSON Schemas (within
-// MaxUpstreamDeclarationBytes). Every call is a host call: its argument,
-// its answer and the calls of a run are bounded by the effect
-// (Options.MaxHostArgBytes, MaxHostResultBytes, MaxHostCalls), it lasts at
-// most UpstreamOptions.CallTimeout and never past its run, is cancelled
-// with the run, and is counted in the run's record. A failure is an
-// [UpstreamError] the script catches, its message "mcpserver: CODE: …"
-// ([UpstreamCode]); none makes the run retryable. [ConnectUpstream]
-// starts the upstream itself: it starts it again, within a backoff, when
-// it dies, and lists its tools again on tools/list_changed, when a
-// server re-declares its run tools. It bounds every message its upstream
-// sends, on every transport, before buffering it
-// (MaxUpstreamMessageBytes: past it, upstreamTooLarge), and keeps the
-// numbers of a tool result's structured content exact; a session given
-// to NewUpstream is the caller's, and so are its transport's bounds and
-// its client's decoding (numbers as float64).
+// [Options].Host gives every run on an engine that declares host calls
+// its host functions, and the run tools' descriptions say what they are
+// ([Host]); when that text changes, the run tools are declared again and
+// the clients hear notifications/tools/list_changed. Package codemode's
+// Host is one: the tools of other MCP servers (code mode), so that a
+// script calls many tools at once and reshapes what they return. Every
+// call is a host call of the effect: bounded (Options.MaxHostArgBytes,
+// MaxHostResultBytes, MaxHostCalls), cancelled with the run, and counted
+// in its record.
 //
 // # Results
 //
@@ -62,6 +47,10 @@
 //     saying what was wrong; the script does not run;
 //   - infrastructure (an engine that failed to build or to answer,
 //     effect.ErrOverloaded): a protocol error, retryable;
+//   - a caller at a quota of its own (effect.KindQuota: a tenant's runs in
+//     flight at their cap, through Options.Admit): the protocol error
+//     [CodeQuota], its data {"kind":"quota","retryable":true}, as the
+//     HTTP door's Problem says;
 //   - the client's cancellation (notifications/cancelled): the run's
 //     context is cancelled, so the effect stops the run (at once on an
 //     engine with a hard wall clock), and the call is not answered on a
@@ -88,10 +77,8 @@
 // effect's ceiling and a call's own limits may only lower them (a higher
 // one is refused, not clamped). New refuses an engine that declares
 // network access or reuses its environment. The server reaches nothing on
-// a script's behalf but the tools of the upstreams its operator named
-// (Options.Upstreams), each call a host call of the run; their
-// credentials (UpstreamOptions.Redact) are redacted from everything a
-// script sees, and the SDK's and transports' error texts never reach it.
+// a script's behalf but the host functions its operator gave it
+// (Options.Host), each call a host call of the run.
 //
 // For a language nobody chose an engine for, a tool runs the language's
 // default engine, as every door does (package pool's Resolve); a call

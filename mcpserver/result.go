@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/dustin/go-humanize"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/sandbank/sandbank/effect"
@@ -39,7 +40,7 @@ type Result struct {
 	LogsCut *effect.LogsCut `json:"logsCut,omitempty"`
 	// Stats are the run's figures; absent when the script did not run.
 	Stats *effect.Stats `json:"stats,omitempty"`
-	// HostCalls lists the script's host calls (upstream tools included)
+	// HostCalls lists the script's host calls (Options.Host's functions)
 	// in the order it issued them: name, timing, bytes and outcome
 	// (effect.Record.HostCalls); absent when it made none.
 	HostCalls []effect.HostCall `json:"hostCalls,omitempty"`
@@ -59,6 +60,7 @@ const (
 	answerClosed                           // the protocol error errClosed
 	answerContext                          // the context's error, as a protocol error
 	answerInfrastructure                   // a protocol error, retryable
+	answerQuota                            // the protocol error CodeQuota, retryable later
 )
 
 // answers is the MCP door's table from the effect's kind of an error to
@@ -71,6 +73,7 @@ var answers = map[effect.Kind]answer{
 	effect.KindDeadlineExceeded: answerContext,
 	effect.KindOverloaded:       answerInfrastructure,
 	effect.KindInfrastructure:   answerInfrastructure,
+	effect.KindQuota:            answerQuota,
 }
 
 // answerOf returns the answer to err, looked up by effect.KindOf.
@@ -111,9 +114,32 @@ func toResult(engine string, lim limits, rec *effect.Record, err error) (*mcp.Ca
 		return nil, errClosed
 	case answerInvalid:
 		return invalidResult(engine, strings.TrimPrefix(oneLine(err.Error()), "effect: ")), nil
+	case answerQuota:
+		return nil, quotaError(err)
 	default:
 		return nil, fmt.Errorf("mcpserver: engine %s failed (infrastructure, retryable): %s", engine, boundTo(oneLine(err.Error()), 1024))
 	}
+}
+
+// CodeQuota is the JSON-RPC error code of a call refused because its
+// caller is at a quota of its own (effect.KindQuota, such as a tenant's
+// runs in flight at their cap): the script did not run, and the same
+// call may succeed later. The error's data is {"kind": "quota",
+// "retryable": true}: the kind and retryable of the Problem the HTTP door
+// answers the same refusal with. (JSON-RPC leaves -32000 to -32099 to
+// the server; this one echoes HTTP's 429.)
+const CodeQuota = -32029
+
+// quotaError is the answer to a call refused for its caller's quota.
+func quotaError(err error) error {
+	data, merr := json.Marshal(struct {
+		Kind      string `json:"kind"`
+		Retryable bool   `json:"retryable"`
+	}{effect.KindQuota.String(), effect.KindQuota.Retryable()})
+	if merr != nil {
+		panic(merr) // a string and a bool always marshal
+	}
+	return &jsonrpc.Error{Code: CodeQuota, Message: "mcpserver: " + boundTo(oneLine(err.Error()), 1024), Data: data}
 }
 
 // invalidResult is the answer to arguments the server refuses.

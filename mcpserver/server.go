@@ -8,7 +8,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -71,26 +70,27 @@ type Options struct {
 	// engine is the tool's engine, the one a call runs when its Admission
 	// restricts no engine. An error that
 	// matches effect.ErrInvalidCall (an engine the caller may not use)
-	// answers the call with an error result saying so; any other error (a
-	// caller at its cap of concurrent runs) is a protocol error, and
-	// retryable. Nil admits every call within the server's limits.
+	// answers the call with an error result saying so; one that matches
+	// effect.ErrQuota (a caller at its cap of concurrent runs) is the
+	// protocol error CodeQuota, retryable later; any other error is a
+	// protocol error, and retryable. Nil admits every call within the
+	// server's limits.
 	Admit func(ctx context.Context, req *mcp.CallToolRequest, engine string) (Admission, error)
 	// MaxHostCalls, MaxHostArgBytes and MaxHostResultBytes bound the
-	// upstream calls of a run, as effect.Options do: the calls per run,
+	// host calls of a run (Options.Host), as effect.Options do: the calls per run,
 	// one call's argument and one answer as JSON text. Zero means the
 	// effect's defaults (1000, 1 MiB, 4 MiB); negative values are
 	// refused.
 	MaxHostCalls                        int
 	MaxHostArgBytes, MaxHostResultBytes int64
-	// Upstreams are MCP servers whose tools the scripts may call (code
-	// mode): every tool of each is a host function of every run on an
-	// engine that declares host calls, and the run tools' descriptions
-	// declare them in TypeScript (see NewUpstream). Their names must
-	// differ. Nil means none. The server does not close them. When an
-	// upstream's tools change (ConnectUpstream), the runs that start
-	// after have the new list, and the run tools' descriptions declare
-	// it (the server's clients hear notifications/tools/list_changed).
-	Upstreams []*Upstream
+	// Host, when not nil, gives every run on an engine that declares
+	// host calls its host functions, and the run tools' descriptions say
+	// what they are (code mode: package codemode's Host, the tools of
+	// other MCP servers). When its descriptions change (Host.Watch), the
+	// run tools are declared again (the server's clients hear
+	// notifications/tools/list_changed). Nil means none. The server does
+	// not close it.
+	Host Host
 	// Signer, when not nil, signs the receipt of every run (as
 	// effect.Options.Signer does): the receipt a run tool returns then
 	// verifies with the signer's public key ('sandbank verify --key').
@@ -124,12 +124,11 @@ type Server struct {
 	progress time.Duration
 	logger   *slog.Logger
 	admit    func(context.Context, *mcp.CallToolRequest, string) (Admission, error)
-	// upstreams are the upstreams, sorted by name; code holds their
-	// tools (upstream_serve.go), nil without upstreams.
-	upstreams []*Upstream
-	code      atomic.Pointer[codeMode]
-	refresh   sync.Mutex // one refresh of code at a time
-	unwatch   []func()
+	// host gives the runs their host functions (host.go); nil without.
+	host    Host
+	refresh sync.Mutex // one declaration of the tools at a time; closed
+	closed  bool
+	unwatch func() // stops watching host; nil without
 }
 
 // limits are the server's limits, defaults resolved.
@@ -187,10 +186,7 @@ func New(reg *registry.Registry, opts *Options) (*Server, error) {
 	}
 	ceiling := p.Ceiling()
 	lim.wallClock, lim.memoryBytes = ceiling.WallClock, ceiling.MemoryBytes
-	s := &Server{pool: p, limits: lim, progress: o.ProgressInterval, logger: o.Logger, admit: o.Admit}
-	if err := s.setUpstreams(o.Upstreams); err != nil {
-		return nil, err
-	}
+	s := &Server{pool: p, limits: lim, progress: o.ProgressInterval, logger: o.Logger, admit: o.Admit, host: o.Host}
 	for _, lang := range langs {
 		entry, err := chooseEngine(p, lang, o.Engines[lang])
 		if err != nil {
@@ -203,7 +199,7 @@ func New(reg *registry.Registry, opts *Options) (*Server, error) {
 		version = "(devel)"
 	}
 	s.server = mcp.NewServer(&mcp.Implementation{Name: "sandbank", Title: "Sandbank", Version: version}, &mcp.ServerOptions{
-		Instructions: instructions(s.tools, s.upstreams),
+		Instructions: instructions(s.tools, s.host),
 		// The SDK's own records (sessions starting and ending) are not
 		// the server's to report.
 		Logger: slog.New(slog.DiscardHandler),
@@ -212,7 +208,7 @@ func New(reg *registry.Registry, opts *Options) (*Server, error) {
 		s.server.AddTool(t.definition(), t.handle)
 	}
 	s.server.AddTool(listEnginesDefinition(), s.listEngines)
-	s.watchUpstreams()
+	s.watchHost()
 	return s, nil
 }
 
@@ -346,10 +342,10 @@ func (s *Server) Warm(ctx context.Context) error {
 // answered with a protocol error. It is idempotent.
 func (s *Server) Close() error {
 	s.refresh.Lock()
-	for _, stop := range s.unwatch {
-		stop()
+	if s.unwatch != nil {
+		s.unwatch()
 	}
-	s.unwatch = nil
+	s.closed = true
 	s.refresh.Unlock()
 	return s.pool.Close()
 }

@@ -359,6 +359,7 @@ func TestNewRefuses(t *testing.T) {
 		"an engine with network":       {Engines: map[string]string{"javascript": "netjs"}},
 		"negative limits":              {Limits: spi.Limits{WallClock: -1}},
 		"negative progress interval":   {ProgressInterval: -1},
+		"negative host calls":          {MaxHostCalls: -1},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := mcpserver.New(reg, o)

@@ -37,9 +37,13 @@ func (t *runTool) handle(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Ca
 	if t.s.admit != nil {
 		adm, err := t.s.admit(ctx, req, t.entry.Engine)
 		if err != nil {
-			if answerOf(err) == answerInvalid {
+			switch answerOf(err) {
+			case answerInvalid:
 				t.s.logCall(ctx, t, engine, "refused", time.Since(start), nil)
 				return invalidResult(engine, oneLine(err.Error())), nil
+			case answerQuota:
+				t.s.logCall(ctx, t, engine, "refused", time.Since(start), err)
+				return nil, quotaError(err)
 			}
 			t.s.logCall(ctx, t, engine, "refused", time.Since(start), err)
 			return nil, err
@@ -74,7 +78,7 @@ func (t *runTool) handle(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Ca
 	stop := t.s.startProgress(ctx, req, args.limits.WallClock)
 	call := effect.Call{Source: []byte(args.script), Input: args.input, Limits: args.limits}
 	if hostCalls {
-		call.Host = t.s.hostFuncs() // the upstreams' tools (upstream_serve.go); nil without
+		call.Host = t.s.hostFuncs() // Options.Host's (host.go); nil without
 	}
 	rec, err := eff.Run(ctx, call)
 	stop()

@@ -302,10 +302,10 @@ func (s *Server) run(ctx context.Context, in *runInput) (*runOutput, error) {
 	}
 	call.Limits = limits
 
-	release, ok := t.Acquire()
-	if !ok {
+	release, err := t.Acquire()
+	if err != nil { // effect.KindQuota: the answer of every door (runAnswers)
 		s.metrics.rejected.WithLabelValues(rejectTenantCap).Inc()
-		return nil, quota("server: the tenant's concurrent runs are at their cap", time.Second)
+		return nil, runAnswerOf(effect.KindOf(err)).problem(err)
 	}
 	defer release()
 	queued := time.Now()

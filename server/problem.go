@@ -144,6 +144,10 @@ var runAnswers = map[effect.Kind]runAnswer{
 		detail: "server: overloaded: the engine has too many abandoned runs", outcome: effect.OutcomeInfrastructure},
 	effect.KindInfrastructure: {status: http.StatusServiceUnavailable, kind: KindInfrastructure, retryAfter: time.Second,
 		detail: "server: the run failed: ", withErr: true, outcome: effect.OutcomeInfrastructure},
+	// The tenant's runs in flight are at its cap (tenant.Tenant.Acquire):
+	// the run did not start.
+	effect.KindQuota: {status: http.StatusTooManyRequests, kind: KindQuota, retryAfter: time.Second,
+		detail: "server: the tenant's concurrent runs are at their cap", outcome: effect.OutcomeInfrastructure},
 }
 
 // runAnswerOf returns the answer to a run's error of kind k; a kind

@@ -39,6 +39,7 @@ func TestRunAnswers(t *testing.T) {
 		{context.DeadlineExceeded, http.StatusServiceUnavailable, KindInfrastructure, true},
 		{fmt.Errorf("x: %w", effect.ErrOverloaded), http.StatusServiceUnavailable, KindOverloaded, true},
 		{errors.New("engine broke"), http.StatusServiceUnavailable, KindInfrastructure, true},
+		{fmt.Errorf("x: %w", effect.ErrQuota), http.StatusTooManyRequests, KindQuota, true},
 	} {
 		k := effect.KindOf(c.err)
 		p := runAnswerOf(k).problem(c.err)
@@ -57,4 +58,5 @@ func TestProblemKindsAreTheEffects(t *testing.T) {
 	assert.Equal(t, effect.KindInvalidCall.String(), KindInvalidCall)
 	assert.Equal(t, effect.KindOverloaded.String(), KindOverloaded)
 	assert.Equal(t, effect.KindInfrastructure.String(), KindInfrastructure)
+	assert.Equal(t, effect.KindQuota.String(), KindQuota)
 }

@@ -25,6 +25,9 @@ const (
 	TypePayloadTooLarge = TypePrefix + "payloadTooLarge"
 	// TypeInfrastructure: the engine or the worker failed. Retryable.
 	TypeInfrastructure = TypePrefix + "infrastructure"
+	// TypeQuota: the caller is at a quota of its own (effect.KindQuota).
+	// Retryable later.
+	TypeQuota = TypePrefix + "quota"
 )
 
 // TypeOf returns the application error type of a typed failure code,
@@ -54,6 +57,9 @@ var answers = map[effect.Kind]answer{
 	effect.KindDeadlineExceeded: {asIs: true},
 	effect.KindOverloaded:       {typ: TypeInfrastructure},
 	effect.KindInfrastructure:   {typ: TypeInfrastructure},
+	// The worker has no tenants; a caller's quota (effect.ErrQuota) is
+	// retryable later, as at every door.
+	effect.KindQuota: {typ: TypeQuota},
 }
 
 // activityError maps an error of the effect, and the run's record (nil

@@ -19,6 +19,7 @@ import (
 
 	"golang.org/x/time/rate"
 
+	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/spi"
 )
 
@@ -92,11 +93,13 @@ func (t *Tenant) Allow() (ok bool, retryAfter time.Duration) {
 }
 
 // Acquire takes one of the tenant's run slots without waiting. It returns
-// the function that gives the slot back (call it exactly once), or false
-// when MaxConcurrentRuns runs are in flight.
-func (t *Tenant) Acquire() (release func(), ok bool) {
+// the function that gives the slot back (call it exactly once), or, when
+// MaxConcurrentRuns runs are in flight, an error matching effect.ErrQuota:
+// its kind (effect.KindOf) is effect.KindQuota, which every door answers
+// alike.
+func (t *Tenant) Acquire() (release func(), err error) {
 	if t.slots == nil {
-		return func() {}, true
+		return func() {}, nil
 	}
 	select {
 	case t.slots <- struct{}{}:
@@ -106,9 +109,9 @@ func (t *Tenant) Acquire() (release func(), ok bool) {
 				done = true
 				<-t.slots
 			}
-		}, true
+		}, nil
 	default:
-		return nil, false
+		return nil, fmt.Errorf("tenant: %s has %d runs in flight, its cap: %w", t.Name, t.MaxConcurrentRuns, effect.ErrQuota)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/sandbank/sandbank/effect"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -103,19 +104,20 @@ func TestQuotasFromTheDocument(t *testing.T) {
 
 	// Two slots, then none until one is given back; releasing twice
 	// gives back one slot only.
-	r1, ok := a.Acquire()
-	require.True(t, ok)
-	r2, ok := a.Acquire()
-	require.True(t, ok)
-	_, ok = a.Acquire()
-	assert.False(t, ok)
+	r1, err := a.Acquire()
+	require.NoError(t, err)
+	r2, err := a.Acquire()
+	require.NoError(t, err)
+	_, err = a.Acquire()
+	assert.ErrorIs(t, err, effect.ErrQuota)
+	assert.Equal(t, effect.KindQuota, effect.KindOf(err))
 	r1()
 	r1()
 	assert.Equal(t, 1, a.InFlight())
-	r3, ok := a.Acquire()
-	require.True(t, ok)
-	_, ok = a.Acquire()
-	assert.False(t, ok)
+	r3, err := a.Acquire()
+	require.NoError(t, err)
+	_, err = a.Acquire()
+	assert.ErrorIs(t, err, effect.ErrQuota)
 	r2()
 	r3()
 	assert.Equal(t, 0, a.InFlight())
@@ -135,8 +137,8 @@ func TestDefaults(t *testing.T) {
 		require.True(t, ok, "dev has no rate limit")
 	}
 	for range 1000 {
-		_, ok := dev.Acquire()
-		require.True(t, ok, "dev has no concurrent cap of its own")
+		_, err := dev.Acquire()
+		require.NoError(t, err, "dev has no concurrent cap of its own")
 	}
 }
 
@@ -149,8 +151,8 @@ func TestConcurrentAcquireNeverPassesTheCap(t *testing.T) {
 	for range 32 {
 		wg.Go(func() {
 			for range 200 {
-				release, ok := a.Acquire()
-				if !ok {
+				release, err := a.Acquire()
+				if err != nil {
 					continue
 				}
 				mu.Lock()

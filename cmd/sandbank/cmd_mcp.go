@@ -57,8 +57,11 @@ in $SANDBANK_TENANTS ('sandbank serve --new-key' makes a key). Each
 tenant's quotas apply: its limits ceiling, its engines, its concurrent
 runs and its rate. A missing or unknown key (401) and a tenant past its
 rate (429, with Retry-After) get the same problem+json answer as from
-'sandbank serve'. Without tenants, --http serves only a loopback address
-(127.0.0.1:PORT, [::1]:PORT, localhost:PORT), to anyone on this machine.
+'sandbank serve'; a call past the tenant's concurrent runs is the JSON-RPC
+error -32029 with data {"kind":"quota","retryable":true}, the kind
+'sandbank serve' answers it with (429 quota). Without tenants, --http
+serves only a loopback address (127.0.0.1:PORT, [::1]:PORT,
+localhost:PORT), to anyone on this machine.
 A request from a browser page of another origin than a loopback one
 (http://localhost:3000) is refused with 403, against DNS rebinding,
 unless --allow-origin names it; a request without a session that is not
@@ -239,12 +242,16 @@ func (a *app) serveMCP(ctx context.Context, o *mcpOptions) error {
 		opts.Admit = admitTenant
 	}
 	if len(specs) > 0 {
-		ups, closeUpstreams, err := a.connectUpstreams(ctx, specs, o, opts.Logger)
+		host, closeUpstreams, err := a.connectUpstreams(ctx, specs, o, opts.Logger)
 		if err != nil {
 			return err
 		}
-		defer closeUpstreams()
-		opts.Upstreams = ups
+		defer func() {
+			if cerr := closeUpstreams(); cerr != nil && opts.Logger != nil {
+				opts.Logger.Warn("sandbank: closing the upstreams", slog.String("error", oneLine(cerr.Error())))
+			}
+		}()
+		opts.Host = host
 	}
 	srv, err := mcpserver.New(reg, opts)
 	switch {

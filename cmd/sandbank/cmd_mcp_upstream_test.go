@@ -21,6 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sandbank/sandbank/backends/goja"
+	"github.com/sandbank/sandbank/codemode"
 	"github.com/sandbank/sandbank/fixtures"
 	"github.com/sandbank/sandbank/mcpserver"
 	"github.com/sandbank/sandbank/registry"
@@ -76,7 +77,7 @@ const upstreamNote = "x\n{\"i\":1,\"ok\":true}\n"
 
 // testUpstream is a real MCP server, built with the SDK: item answers,
 // note answers upstreamNote, die exits the process, hang never answers,
-// big answers 5 MiB, huge answers past mcpserver.MaxUpstreamMessageBytes,
+// big answers 5 MiB, huge answers past codemode.MaxUpstreamMessageBytes,
 // whoami answers the Authorization header it was sent.
 func testUpstream() *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "test-upstream", Version: "1"}, nil)
@@ -101,7 +102,7 @@ func testUpstream() *mcp.Server {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Repeat("x", 5<<20)}}}, nil
 	})
 	raw("huge", func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Repeat("x", mcpserver.MaxUpstreamMessageBytes)}}}, nil
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Repeat("x", codemode.MaxUpstreamMessageBytes)}}}, nil
 	})
 	raw("whoami", func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		var auth string
@@ -256,7 +257,7 @@ func TestMCPUpstreamStdio(t *testing.T) {
 
 // TestMCPUpstreamRestartIsBounded: an upstream that dies on every call
 // gives every call a typed error, and is not started once per call: the
-// restart backoff (mcpserver.MinUpstreamRestartDelay, doubling) leaves
+// restart backoff (codemode.MinUpstreamRestartDelay, doubling) leaves
 // far fewer starts than calls. The bound, half the calls, holds unless
 // the thirty calls take over a minute: at most ten starts fit in 30 s.
 func TestMCPUpstreamRestartIsBounded(t *testing.T) {
@@ -330,7 +331,7 @@ func TestMCPUpstreamHTTP(t *testing.T) {
 	require.True(t, r.OK, "%+v", r)
 	assert.Equal(t, `"item 2"`, string(r.Value))
 
-	// An answer past mcpserver.MaxUpstreamMessageBytes is not read past
+	// An answer past codemode.MaxUpstreamMessageBytes is not read past
 	// it: a typed failure, and the next call gets a new session.
 	r = runScript(t, cs, caughtMessage("web__huge({})"))
 	assert.Equal(t, `"mcpserver: upstreamTooLarge: web.huge: the upstream's answer is over the bound on an upstream message (MaxUpstreamMessageBytes)"`, string(r.Value))

@@ -33,6 +33,7 @@ var exitCodes = map[effect.Kind]int{
 	effect.KindDeadlineExceeded: exitUntyped,
 	effect.KindOverloaded:       exitUntyped,
 	effect.KindInfrastructure:   exitUntyped,
+	effect.KindQuota:            exitUntyped, // no tenant runs here; a caller's quota is retryable later
 }
 
 // classify is the one classification of an error: its exit code, and

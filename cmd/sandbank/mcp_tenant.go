@@ -51,8 +51,9 @@ func tenantOf(info *auth.TokenInfo) *tenant.Tenant {
 
 // admitTenant applies a tenant's quotas to one tool call: its engines
 // (the call runs one of them, or is refused and the model reads why), its
-// concurrent runs (at
-// the cap: a retryable protocol error) and its limits ceiling.
+// concurrent runs (at the cap: effect.KindQuota, which the MCP door
+// answers as the HTTP door does, quota and retryable) and its limits
+// ceiling.
 func admitTenant(_ context.Context, req *mcp.CallToolRequest, _ string) (mcpserver.Admission, error) {
 	var t *tenant.Tenant
 	if req.Extra != nil {
@@ -61,9 +62,9 @@ func admitTenant(_ context.Context, req *mcp.CallToolRequest, _ string) (mcpserv
 	if t == nil {
 		return mcpserver.Admission{}, fmt.Errorf("sandbank: the call carries no tenant")
 	}
-	release, ok := t.Acquire()
-	if !ok {
-		return mcpserver.Admission{}, fmt.Errorf("sandbank: tenant %s has %d runs in flight, its cap: try again when one ends (retryable)", t.Name, t.MaxConcurrentRuns)
+	release, err := t.Acquire()
+	if err != nil {
+		return mcpserver.Admission{}, err // effect.ErrQuota: the MCP door answers CodeQuota
 	}
 	// The tenant's engines choose the call's engine as at every door
 	// (pool.Pool.Resolve): the first it may use of the tool's language.

@@ -16,14 +16,14 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/sandbank/sandbank/codemode"
 	"github.com/sandbank/sandbank/effect"
-	"github.com/sandbank/sandbank/mcpserver"
 )
 
 // This file is 'sandbank mcp --upstream': the operator names other MCP
 // servers (a command run over standard input and output, or a
 // streamable-HTTP address on an allow-list), and their tools become host
-// functions of the scripts the server runs (mcpserver.ConnectUpstream).
+// functions of the scripts the server runs (package codemode).
 
 // upstreamConnectBound bounds starting an upstream: its process or its
 // address, the MCP handshake and the list of its tools.
@@ -68,7 +68,7 @@ func parseUpstreams(o *mcpOptions) ([]*upstreamSpec, error) {
 		if !ok || strings.TrimSpace(target) == "" {
 			return nil, usagef("--upstream %s: want NAME=COMMAND or NAME=https://ADDRESS", quote(arg))
 		}
-		if err := mcpserver.CheckUpstreamName(name); err != nil {
+		if err := codemode.CheckUpstreamName(name); err != nil {
 			return nil, usagef("--upstream %s: %v", quote(name), err)
 		}
 		if specs[name] != nil {
@@ -179,19 +179,21 @@ func splitCommand(s string) ([]string, error) {
 }
 
 // connectUpstreams starts every upstream and lists its tools
-// (mcpserver.ConnectUpstream: an upstream that dies is started again on
-// a later call). closeAll ends their sessions (and stops their
-// processes).
-func (a *app) connectUpstreams(ctx context.Context, specs []*upstreamSpec, o *mcpOptions, logger *slog.Logger) (ups []*mcpserver.Upstream, closeAll func(), err error) {
-	var started []*mcpserver.Upstream
-	closeAll = func() {
+// (codemode.ConnectUpstream: an upstream that dies is started again on
+// a later call), served together (codemode.NewHost). closeAll ends their
+// sessions (and stops their processes), and returns what failed.
+func (a *app) connectUpstreams(ctx context.Context, specs []*upstreamSpec, o *mcpOptions, logger *slog.Logger) (host *codemode.Host, closeAll func() error, err error) {
+	var started []*codemode.Upstream
+	closeAll = func() error {
+		var errs []error
 		for _, u := range started {
-			_ = u.Close()
+			errs = append(errs, u.Close())
 		}
+		return errors.Join(errs...)
 	}
 	defer func() {
 		if err != nil {
-			closeAll()
+			_ = closeAll() // the error said why; a failure to close adds nothing
 		}
 	}()
 	var timeout time.Duration
@@ -205,20 +207,24 @@ func (a *app) connectUpstreams(ctx context.Context, specs []*upstreamSpec, o *mc
 	for _, s := range specs {
 		cctx, cancel := context.WithTimeout(ctx, upstreamConnectBound)
 		dial := func() mcp.Transport { return a.upstreamTransport(s, o.quiet) }
-		up, uerr := mcpserver.ConnectUpstream(cctx, s.name, dial, &mcpserver.UpstreamOptions{CallTimeout: timeout, Redact: s.redact})
+		up, uerr := codemode.ConnectUpstream(cctx, s.name, dial, &codemode.UpstreamOptions{CallTimeout: timeout, Redact: s.redact})
 		cancel()
 		if uerr != nil {
 			if errors.Is(uerr, effect.ErrInvalidCall) {
 				return nil, closeAll, usagef("--upstream %s: %v", quote(s.name), uerr)
 			}
-			return nil, closeAll, untyped(fmt.Errorf("sandbank: upstream %s: %s", s.name, effect.Excerpt(oneLine(strings.TrimPrefix(uerr.Error(), "mcpserver: upstream "+s.name+": ")))))
+			return nil, closeAll, untyped(fmt.Errorf("sandbank: upstream %s: %s", s.name, effect.Excerpt(oneLine(strings.TrimPrefix(uerr.Error(), "codemode: upstream "+s.name+": ")))))
 		}
 		if logger != nil {
 			logger.Info("sandbank: upstream connected", slog.String("upstream", s.name), slog.Int("tools", len(up.Tools())), slog.Int("skipped", len(up.Skipped())))
 		}
 		started = append(started, up)
 	}
-	return started, closeAll, nil
+	host, err = codemode.NewHost(started...)
+	if err != nil {
+		return nil, closeAll, usagef("--upstream: %v", err) // parseUpstreams refuses two of one name first
+	}
+	return host, closeAll, nil
 }
 
 // upstreamTransport is the MCP transport to s: its command over stdio

@@ -1,16 +1,23 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/sandbank/sandbank/backends/goja"
+	"github.com/sandbank/sandbank/effect"
+	"github.com/sandbank/sandbank/internal/doortest"
 	"github.com/sandbank/sandbank/mcpserver"
 	"github.com/sandbank/sandbank/registry"
 	"github.com/sandbank/sandbank/server"
@@ -120,4 +127,72 @@ func TestTenantDoorsAnswerAlike(t *testing.T) {
 		}
 		assert.Equal(t, answers[0], answers[1], "the two doors answer alike")
 	})
+}
+
+// TestTenantOverQuotaAnswersAlike sends the same run, by a tenant whose
+// runs in flight are at its cap, through every door a tenant can reach:
+// 'sandbank serve' (POST /v1/runs) and 'sandbank mcp --http' (a
+// run_javascript call, the tenant admitted as the command wires it).
+// Each answers with the kind effect.KindOf gives the tenant's refusal,
+// quota, retryable. The command line and the Temporal worker have no
+// tenants: no call of theirs is over a tenant's quota.
+func TestTenantOverQuotaAnswersAlike(t *testing.T) {
+	key, digest, err := tenant.NewKey()
+	require.NoError(t, err)
+	tenants, err := tenant.Parse([]byte(`{"tenants": [{"name": "acme", "keys": ["` + digest + `"], "maxConcurrentRuns": 1}]}`))
+	require.NoError(t, err)
+	// The tenant's one run in flight.
+	release, err := tenants.Tenants()[0].Acquire()
+	require.NoError(t, err)
+	defer release()
+	reg := doortest.Registry()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	type answer struct {
+		Kind      string
+		Retryable bool
+	}
+	doors := map[string]func(t *testing.T) answer{
+		"serve": func(t *testing.T) answer {
+			srv, err := server.New(reg, &server.Options{Tenants: tenants})
+			require.NoError(t, err)
+			defer srv.Close()
+			req := httptest.NewRequest(http.MethodPost, "/v1/runs", strings.NewReader(`{"language": "javascript", "source": "x", "input": 1}`))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Authorization", "Bearer "+key)
+			w := httptest.NewRecorder()
+			srv.ServeHTTP(w, req)
+			assert.Equal(t, http.StatusTooManyRequests, w.Code)
+			var p server.Problem
+			require.NoError(t, json.Unmarshal(w.Body.Bytes(), &p), "%s", w.Body)
+			return answer{Kind: p.Kind, Retryable: p.Retryable}
+		},
+		"mcp --http": func(t *testing.T) answer {
+			msrv, err := mcpserver.New(reg, &mcpserver.Options{Languages: []string{"javascript"}, Admit: admitTenant})
+			require.NoError(t, err)
+			defer msrv.Close()
+			hs := httptest.NewServer(msrv.HTTPHandler(mcpHTTPOptions(&mcpOptions{}, tenants)))
+			defer hs.Close()
+			tr := &mcp.StreamableClientTransport{Endpoint: hs.URL, HTTPClient: &http.Client{Transport: bearer{key}}}
+			cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx, tr, nil)
+			require.NoError(t, err)
+			defer cs.Close()
+			_, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_javascript", Arguments: map[string]any{"script": "x", "input": 1}})
+			var wire *jsonrpc.Error
+			require.ErrorAs(t, err, &wire)
+			var a answer
+			if len(wire.Data) > 0 {
+				require.NoError(t, json.Unmarshal(wire.Data, &a), "%s", wire.Data)
+			}
+			return a
+		},
+	}
+	for name, door := range doors {
+		t.Run(name, func(t *testing.T) {
+			a := door(t)
+			assert.Equal(t, answer{Kind: effect.KindQuota.String(), Retryable: true}, a)
+		})
+	}
+	assert.Equal(t, server.KindQuota, effect.KindQuota.String(), "the HTTP door's word is the kind's name")
 }

@@ -1,4 +1,4 @@
-package mcpserver_test
+package codemode_test
 
 import (
 	"context"
@@ -8,8 +8,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/sandbank/sandbank/backends/goja"
+	"github.com/sandbank/sandbank/codemode"
 	"github.com/sandbank/sandbank/effect"
-	"github.com/sandbank/sandbank/mcpserver"
 )
 
 // Code mode in a Go program: the tools of an MCP server become host
@@ -45,7 +45,7 @@ func ExampleNewUpstream() {
 	}
 	defer session.Close()
 
-	up, err := mcpserver.NewUpstream(ctx, "weather", session, nil)
+	up, err := codemode.NewUpstream(ctx, "weather", session, nil)
 	if err != nil {
 		log.Fatal(err)
 	}

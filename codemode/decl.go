@@ -1,4 +1,4 @@
-package mcpserver
+package codemode
 
 import (
 	"encoding/json"
@@ -30,7 +30,7 @@ const (
 )
 
 // Declarations returns the TypeScript declarations of the upstream's
-// tools, as the run tools' descriptions show them (see Server), within
+// tools, as the run tools' descriptions show them (see Host), within
 // MaxUpstreamDeclarationBytes.
 func (u *Upstream) Declarations() string { return declarations([]*Upstream{u}) }
 

@@ -1,4 +1,4 @@
-package mcpserver_test
+package codemode_test
 
 import (
 	"bytes"
@@ -16,13 +16,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sandbank/sandbank/codemode"
 	"github.com/sandbank/sandbank/effect"
-	"github.com/sandbank/sandbank/mcpserver"
 )
 
 // hugeAnswerBytes is what the huge tool of hugeHTTP would send: four
 // times MaxUpstreamMessageBytes, far more than the client may read.
-const hugeAnswerBytes = 4 * mcpserver.MaxUpstreamMessageBytes
+const hugeAnswerBytes = 4 * codemode.MaxUpstreamMessageBytes
 
 // hugeHTTP serves u's server over streamable HTTP, except a call of the
 // tool "huge", which it answers with hugeAnswerBytes of one tool result
@@ -89,7 +89,7 @@ func TestUpstreamHTTPAnswerBounded(t *testing.T) {
 			url, written := hugeHTTP(t, u, events)
 			ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 			defer cancel()
-			up, err := mcpserver.ConnectUpstream(ctx, "up", func() mcp.Transport {
+			up, err := codemode.ConnectUpstream(ctx, "up", func() mcp.Transport {
 				return &mcp.StreamableClientTransport{Endpoint: url, DisableStandaloneSSE: true, MaxRetries: -1}
 			}, nil)
 			require.NoError(t, err)
@@ -117,16 +117,16 @@ func TestUpstreamHTTPAnswerBounded(t *testing.T) {
 func TestUpstreamStdioAnswerBounded(t *testing.T) {
 	u := newUpstream()
 	u.srv.AddTool(&mcp.Tool{Name: "huge", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Repeat("x", mcpserver.MaxUpstreamMessageBytes)}}}, nil
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Repeat("x", codemode.MaxUpstreamMessageBytes)}}}, nil
 	})
 	dial, _ := u.dialer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
-	up, err := mcpserver.ConnectUpstream(ctx, "up", dial, nil)
+	up, err := codemode.ConnectUpstream(ctx, "up", dial, nil)
 	require.NoError(t, err)
 	defer up.Close()
 	_, code := callUp(t, up, "huge", `{}`)
-	assert.Equal(t, mcpserver.UpstreamTooLarge, code)
+	assert.Equal(t, codemode.UpstreamTooLarge, code)
 	got, code := callUp(t, up, "item", `{"id": 4}`)
 	require.Zero(t, code)
 	assert.JSONEq(t, `{"id":4,"name":"item-4"}`, string(got))
@@ -174,14 +174,14 @@ func TestUpstreamNumbersExact(t *testing.T) {
 			exactTool(u)
 			ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 			defer cancel()
-			up, err := mcpserver.ConnectUpstream(ctx, "up", dial(t, u), nil)
+			up, err := codemode.ConnectUpstream(ctx, "up", dial(t, u), nil)
 			require.NoError(t, err)
 			defer up.Close()
 			got, code := callUp(t, up, "exact", `{}`)
 			require.Zero(t, code)
 			assert.Equal(t, exactNumbers, string(got))
 			// Redaction decodes and encodes again: exact too.
-			up2, err := mcpserver.ConnectUpstream(ctx, "up", dial(t, u), &mcpserver.UpstreamOptions{Redact: []string{"9007199254740993"}})
+			up2, err := codemode.ConnectUpstream(ctx, "up", dial(t, u), &codemode.UpstreamOptions{Redact: []string{"9007199254740993"}})
 			require.NoError(t, err)
 			defer up2.Close()
 			got, code = callUp(t, up2, "exact_secret", `{}`)
@@ -203,7 +203,7 @@ func TestUpstreamNumbersExactThroughMCP(t *testing.T) {
 	dial, _ := u.dialer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
-	up, err := mcpserver.ConnectUpstream(ctx, "up", dial, nil)
+	up, err := codemode.ConnectUpstream(ctx, "up", dial, nil)
 	require.NoError(t, err)
 	defer up.Close()
 	cs := codeModeOf(t, up, nil)

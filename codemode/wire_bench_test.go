@@ -1,6 +1,6 @@
 //go:build unix
 
-package mcpserver_test
+package codemode_test
 
 import (
 	"context"
@@ -10,8 +10,7 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/sandbank/sandbank/mcpserver"
+	"github.com/sandbank/sandbank/codemode"
 )
 
 // BenchmarkUpstreamHugeAnswer: an HTTP upstream answers a call with a
@@ -29,7 +28,7 @@ func BenchmarkUpstreamHugeAnswer(b *testing.B) {
 	})
 	url, written := hugeHTTPOf(b, u, false, answer)
 	ctx := context.Background()
-	up, err := mcpserver.ConnectUpstream(ctx, "up", func() mcp.Transport {
+	up, err := codemode.ConnectUpstream(ctx, "up", func() mcp.Transport {
 		return &mcp.StreamableClientTransport{Endpoint: url, DisableStandaloneSSE: true, MaxRetries: -1}
 	}, nil)
 	if err != nil {

@@ -1,4 +1,4 @@
-package mcpserver
+package codemode
 
 import (
 	"bufio"
@@ -33,7 +33,7 @@ const MaxUpstreamMessageBytes = mcp.DefaultMaxLineLength
 
 // errUpstreamTooLarge is what reading an upstream's message past the
 // bound returns to the SDK.
-var errUpstreamTooLarge = errors.New("mcpserver: an upstream message is over MaxUpstreamMessageBytes")
+var errUpstreamTooLarge = errors.New("codemode: an upstream message is over MaxUpstreamMessageBytes")
 
 // sdkFrameTooLarge is the text of the SDK's error for a stdio line past
 // its bound (mcp.DefaultMaxLineLength), which it does not export; the
@@ -43,6 +43,9 @@ const sdkFrameTooLarge = "inbound JSON-RPC frame exceeded the configured maximum
 // upstreamWire is what one session's transport observed.
 type upstreamWire struct {
 	tooLarge atomic.Bool // a message was over MaxUpstreamMessageBytes
+	// spawn runs a function on a goroutine its Upstream's Close waits
+	// for (Upstream.spawn).
+	spawn func(func()) bool
 
 	mu   sync.Mutex
 	conn mcp.Connection // the session's connection, closed when a message is too large
@@ -59,7 +62,9 @@ func (w *upstreamWire) overflow() {
 	conn := w.conn
 	w.mu.Unlock()
 	if conn != nil {
-		go func() { _ = conn.Close() }() // not on the SDK's reading goroutine
+		// Not on the SDK's reading goroutine. Once Close has begun, it
+		// ends the connection itself.
+		w.spawn(func() { _ = conn.Close() })
 	}
 }
 

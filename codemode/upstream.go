@@ -1,4 +1,4 @@
-package mcpserver
+package codemode
 
 import (
 	"cmp"
@@ -48,7 +48,7 @@ const (
 // ErrInvalidUpstream is matched by every error NewUpstream returns for
 // arguments it refuses (a malformed name, a nil session, negative
 // options). It matches effect.ErrInvalidCall: not retryable.
-var ErrInvalidUpstream = fmt.Errorf("mcpserver: invalid upstream: %w", effect.ErrInvalidCall)
+var ErrInvalidUpstream = fmt.Errorf("codemode: invalid upstream: %w", effect.ErrInvalidCall)
 
 // UpstreamOptions configure an Upstream. A nil *UpstreamOptions means
 // defaults.
@@ -75,8 +75,8 @@ type UpstreamOptions struct {
 // functions: tool T of upstream N is the host function N__T (see
 // [UpstreamTool]). Build it with [ConnectUpstream], which starts the
 // upstream and starts it again when it dies, or [NewUpstream] from a
-// client session of your own; give it to a [Server] through
-// Options.Upstreams, or give its [Upstream.HostFuncs] to an effect.Call
+// client session of your own; serve it with others through a [Host]
+// (mcpserver.Options.Host), or give its [Upstream.HostFuncs] to an effect.Call
 // (or effect.Options.Host) of your own. It is safe for concurrent use:
 // calls may be in flight at once.
 type Upstream struct {
@@ -91,15 +91,23 @@ type Upstream struct {
 	client *mcp.Client
 	now    func() time.Time // the clock of the restart backoff
 
+	// ctx ends when Close begins: it cancels a start or a listing in
+	// progress. wg counts the goroutines the upstream started (spawn) and
+	// the starts in progress; Close waits for them.
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
 	mu        sync.Mutex
 	sess      *upstreamSession // the session in use; nil while down
 	starting  chan struct{}    // closed when the start in progress ends; nil without one
-	failures  int              // sessions in a row that answered no call (upstream_session.go)
+	failures  int              // sessions in a row that answered no call (session.go)
 	lastStart time.Time
 	closed    bool
+	closeErrs []error        // what closing sessions returned, for Close
 	tools     []UpstreamTool // sorted by HostName
 	skipped   []string       // the upstream's names of the tools left out
-	watchers  map[int]func() // called when the tools change (Server)
+	watchers  map[int]func() // called when the tools change (Host)
 	watcherID int
 	relistMu  sync.Mutex // one listing of the tools at a time
 }
@@ -149,13 +157,18 @@ func NewUpstream(ctx context.Context, name string, session *mcp.ClientSession, o
 		return nil, err
 	}
 	u.tools, u.skipped = tools, skipped
-	u.sess, u.lastStart = watchSession(session), u.now()
+	// The session is the caller's: nothing watches for its end (a call
+	// that finds it ended fails with UpstreamUnavailable).
+	u.sess, u.lastStart = &upstreamSession{cs: session}, u.now()
 	return u, nil
 }
 
 // newUpstream returns an upstream with o's settings and no session.
 func newUpstream(name string, o *UpstreamOptions, now func() time.Time) *Upstream {
+	ctx, cancel := context.WithCancel(context.Background())
 	u := &Upstream{
+		ctx:      ctx,
+		cancel:   cancel,
 		name:     name,
 		timeout:  cmp.Or(o.CallTimeout, DefaultUpstreamCallTimeout),
 		maxTools: cmp.Or(o.MaxTools, DefaultMaxUpstreamTools),
@@ -195,7 +208,7 @@ func (u *Upstream) listTools(ctx context.Context, session *mcp.ClientSession) (t
 	seen := map[string]bool{}
 	for tool, err := range session.Tools(ctx, nil) {
 		if err != nil {
-			return nil, nil, fmt.Errorf("mcpserver: upstream %s: listing its tools: %s", u.name, effect.Excerpt(err.Error()))
+			return nil, nil, fmt.Errorf("codemode: upstream %s: listing its tools: %s", u.name, effect.Excerpt(err.Error()))
 		}
 		if len(tools)+len(skipped) >= u.maxTools {
 			break
@@ -268,7 +281,7 @@ func (u *Upstream) hostFunc(t UpstreamTool) effect.HostFunc {
 		cctx, cancel := context.WithTimeout(ctx, u.timeout)
 		defer cancel()
 		// The session in use, or a new one when it ended (and the
-		// backoff allows a start: upstream_session.go).
+		// backoff allows a start: session.go).
 		sess, err := u.session(cctx)
 		var res *mcp.CallToolResult
 		if err == nil {
@@ -370,7 +383,7 @@ func toolText(res *mcp.CallToolResult) string {
 func resultValue(res *mcp.CallToolResult, exact bool) (json.RawMessage, error) {
 	if s, ok := res.StructuredContent.(string); ok && exact {
 		if !json.Valid([]byte(s)) {
-			return nil, errors.New("mcpserver: structured content that is not JSON")
+			return nil, errors.New("codemode: structured content that is not JSON")
 		}
 		return json.RawMessage(s), nil
 	}
@@ -565,6 +578,12 @@ var upstreamCodeTexts = [...]string{
 	UpstreamTooLarge:         "the upstream's answer is over the bound on an upstream message (MaxUpstreamMessageBytes)",
 }
 
+// errorPrefix begins an UpstreamError's message. It is the name of the
+// package code mode was born in, not this one's: scripts and models
+// match "mcpserver: CODE:" (docs/code-mode.md), and the text a script
+// catches does not change when a package moves.
+const errorPrefix = "mcpserver: "
+
 // UpstreamError is a failed upstream call. The effect throws it into the
 // script as an Error whose message is
 //
@@ -606,7 +625,7 @@ func (e *UpstreamError) Error() string {
 	if e.Code >= UpstreamUnavailable && int(e.Code) < len(upstreamCodeTexts) {
 		what = upstreamCodeTexts[e.Code]
 	}
-	msg := "mcpserver: " + e.Code.String() + ": " + e.Upstream + "." + effect.Excerpt(e.Tool) + ": " + what
+	msg := errorPrefix + e.Code.String() + ": " + e.Upstream + "." + effect.Excerpt(e.Tool) + ": " + what
 	if e.Detail != "" {
 		msg += ": " + e.Detail
 	}

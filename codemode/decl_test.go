@@ -1,4 +1,4 @@
-package mcpserver_test
+package codemode_test
 
 import (
 	"context"
@@ -11,12 +11,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sandbank/sandbank/codemode"
 	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/mcpserver"
 )
 
 // upstreamOf returns an Upstream named name over a server with tools.
-func upstreamOf(t *testing.T, name string, tools ...*mcp.Tool) (*mcpserver.Upstream, error) {
+func upstreamOf(t *testing.T, name string, tools ...*mcp.Tool) (*codemode.Upstream, error) {
 	t.Helper()
 	s := mcp.NewServer(&mcp.Implementation{Name: "schemas", Version: "1"}, nil)
 	for _, tool := range tools {
@@ -27,7 +28,7 @@ func upstreamOf(t *testing.T, name string, tools ...*mcp.Tool) (*mcpserver.Upstr
 	u := &upstream{srv: s}
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
-	return mcpserver.NewUpstream(ctx, name, u.connect(t), nil)
+	return codemode.NewUpstream(ctx, name, u.connect(t), nil)
 }
 
 func TestUpstreamDeclarations(t *testing.T) {
@@ -94,19 +95,19 @@ func TestUpstreamDeclarationsBounded(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, up.Tools(), 200)
 	decl := up.Declarations()
-	assert.LessOrEqual(t, len(decl), mcpserver.MaxUpstreamDeclarationBytes)
+	assert.LessOrEqual(t, len(decl), codemode.MaxUpstreamDeclarationBytes)
 	assert.True(t, strings.Contains(decl, "more tools are not declared here, for space"))
 	// Nesting past the bound is unknown; a tool too large to declare
 	// takes any object.
 	assert.True(t, strings.Contains(decl, "function big__tool000(args: {\n    deep?: { a?: { a?: { a?: { a?: unknown } } } };\n  }): Promise<unknown>;"))
 	assert.True(t, strings.Contains(decl, "function big__tool001(args: { [key: string]: unknown }): Promise<unknown>;"))
 
-	srv, err := mcpserver.New(gojaRegistry(t), &mcpserver.Options{Upstreams: []*mcpserver.Upstream{up}})
+	srv, err := mcpserver.New(gojaRegistry(t), &mcpserver.Options{Host: hostOf(t, up)})
 	require.NoError(t, err)
 	defer srv.Close()
 	for _, tool := range listTools(t, srv) {
 		if tool.Name == "run_javascript" {
-			assert.LessOrEqual(t, len(tool.Description), mcpserver.MaxUpstreamDeclarationBytes+4<<10)
+			assert.LessOrEqual(t, len(tool.Description), codemode.MaxUpstreamDeclarationBytes+4<<10)
 			assert.True(t, strings.Contains(tool.Description, "Upstream tools (code mode)"))
 			assert.True(t, strings.Contains(tool.Description, decl))
 		}
@@ -146,9 +147,9 @@ func TestUpstreamNames(t *testing.T) {
 	assert.Len(t, up.Skipped(), 2)
 	assert.Contains(t, up.Skipped(), strings.Repeat("x", effect.MaxHostNameBytes))
 
-	for _, bad := range []string{"", "9lives", "a__b", "a_", "has-dash", "été", strings.Repeat("a", mcpserver.MaxUpstreamNameBytes+1)} {
+	for _, bad := range []string{"", "9lives", "a__b", "a_", "has-dash", "été", strings.Repeat("a", codemode.MaxUpstreamNameBytes+1)} {
 		_, err := upstreamOf(t, bad)
-		require.ErrorIs(t, err, mcpserver.ErrInvalidUpstream, "%q", bad)
+		require.ErrorIs(t, err, codemode.ErrInvalidUpstream, "%q", bad)
 		require.ErrorIs(t, err, effect.ErrInvalidCall, "%q", bad)
 	}
 	_, err = upstreamOf(t, "a_b9")
@@ -161,10 +162,10 @@ func TestUpstreamsOfOneNameRefused(t *testing.T) {
 	require.NoError(t, err)
 	b, err := upstreamOf(t, "same", &mcp.Tool{Name: "x", InputSchema: json.RawMessage(`{"type":"object"}`)})
 	require.NoError(t, err)
-	_, err = mcpserver.New(gojaRegistry(t), &mcpserver.Options{Upstreams: []*mcpserver.Upstream{a, b}})
-	require.ErrorIs(t, err, mcpserver.ErrInvalidOptions)
-	_, err = mcpserver.New(gojaRegistry(t), &mcpserver.Options{Upstreams: []*mcpserver.Upstream{nil}})
-	require.ErrorIs(t, err, mcpserver.ErrInvalidOptions)
+	_, err = codemode.NewHost(a, b)
+	require.ErrorIs(t, err, codemode.ErrInvalidUpstream)
+	_, err = codemode.NewHost(nil)
+	require.ErrorIs(t, err, codemode.ErrInvalidUpstream)
 }
 
 // A tool whose engine declares no host calls says so, and runs its
@@ -173,8 +174,7 @@ func TestUpstreamsOfOneNameRefused(t *testing.T) {
 func TestUpstreamOnEngineWithoutHostCalls(t *testing.T) {
 	up, err := upstreamOf(t, "up", &mcp.Tool{Name: "x", InputSchema: json.RawMessage(`{"type":"object"}`)})
 	require.NoError(t, err)
-	f := newFakes()
-	srv, err := mcpserver.New(f.registry("javascript"), &mcpserver.Options{Upstreams: []*mcpserver.Upstream{up}})
+	srv, err := mcpserver.New(echoRegistry(), &mcpserver.Options{Host: hostOf(t, up)})
 	require.NoError(t, err)
 	defer srv.Close()
 	tools := listTools(t, srv)
@@ -184,7 +184,7 @@ func TestUpstreamOnEngineWithoutHostCalls(t *testing.T) {
 			desc = tool.Description
 		}
 	}
-	assert.Contains(t, desc, "This engine cannot call the upstream tools")
+	assert.Contains(t, desc, "This engine cannot call the host tools")
 	assert.NotContains(t, desc, "declare namespace host")
 
 	st, ct := mcp.NewInMemoryTransports()
@@ -198,9 +198,6 @@ func TestUpstreamOnEngineWithoutHostCalls(t *testing.T) {
 	defer cs.Close()
 	r := runJS(t, cs, "echo", nil)
 	assert.True(t, r.OK, "%+v", r)
-
-	_, err = mcpserver.New(f.registry("javascript"), &mcpserver.Options{MaxHostCalls: -1})
-	require.ErrorIs(t, err, mcpserver.ErrInvalidOptions)
 }
 
 // TestUpstreamToolNameCannotCloseItsComment: a tool whose name holds
@@ -214,7 +211,7 @@ func TestUpstreamToolNameCannotCloseItsComment(t *testing.T) {
 		&mcp.Tool{Name: forged, InputSchema: json.RawMessage(`{"type":"object"}`)},
 		&mcp.Tool{Name: "ping", InputSchema: json.RawMessage(`{"type":"object"}`)})
 	require.NoError(t, err)
-	srv, err := mcpserver.New(gojaRegistry(t), &mcpserver.Options{Upstreams: []*mcpserver.Upstream{up}})
+	srv, err := mcpserver.New(gojaRegistry(t), &mcpserver.Options{Host: hostOf(t, up)})
 	require.NoError(t, err)
 	defer srv.Close()
 	var desc string
@@ -225,7 +222,7 @@ func TestUpstreamToolNameCannotCloseItsComment(t *testing.T) {
 	}
 	start := strings.Index(desc, "declare namespace host {")
 	require.GreaterOrEqual(t, start, 0, "%s", desc)
-	top, functions, err := mcpserver.ScanDeclarations(desc[start:])
+	top, functions, err := codemode.ScanDeclarations(desc[start:])
 	require.NoError(t, err, "%s", desc)
 	assert.Equal(t, []string{"declare", "namespace", "host", "{", "}"}, top)
 	assert.Equal(t, []string{"up__ping", "up__x___function_a__b________"}, functions)

@@ -1,4 +1,4 @@
-package mcpserver_test
+package codemode_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sandbank/sandbank/codemode"
 	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/mcpserver"
 )
@@ -48,12 +49,12 @@ func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now
 func (c *clock) advance(d time.Duration) { c.mu.Lock(); c.now = c.now.Add(d); c.mu.Unlock() }
 
 // connectUp connects upstream "up" to u on clk.
-func connectUp(t *testing.T, u *upstream, clk *clock) (*mcpserver.Upstream, func() int) {
+func connectUp(t *testing.T, u *upstream, clk *clock) (*codemode.Upstream, func() int) {
 	t.Helper()
 	dial, starts := u.dialer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
-	up, err := mcpserver.ConnectUpstreamAt(ctx, "up", dial, nil, clk.Now)
+	up, err := codemode.ConnectUpstreamAt(ctx, "up", dial, nil, clk.Now)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = up.Close() })
 	return up, starts
@@ -61,7 +62,7 @@ func connectUp(t *testing.T, u *upstream, clk *clock) (*mcpserver.Upstream, func
 
 // callUp calls host function up__TOOL and returns its answer, or the
 // code of its *UpstreamError.
-func callUp(t *testing.T, up *mcpserver.Upstream, tool, args string) (json.RawMessage, mcpserver.UpstreamCode) {
+func callUp(t *testing.T, up *codemode.Upstream, tool, args string) (json.RawMessage, codemode.UpstreamCode) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
@@ -69,7 +70,7 @@ func callUp(t *testing.T, up *mcpserver.Upstream, tool, args string) (json.RawMe
 	require.NotNil(t, fn, "up__%s", tool)
 	v, err := fn(ctx, json.RawMessage(args))
 	if err != nil {
-		var ue *mcpserver.UpstreamError
+		var ue *codemode.UpstreamError
 		require.True(t, errors.As(err, &ue), "%v", err)
 		return nil, ue.Code
 	}
@@ -90,7 +91,7 @@ func TestUpstreamRestartedAfterItEnded(t *testing.T) {
 	u.mu.Lock()
 	require.NoError(t, u.conn.Close())
 	u.mu.Unlock()
-	waitSignal(t, mcpserver.SessionDone(up), "the upstream's session to end")
+	waitSignal(t, codemode.SessionDone(up), "the upstream's session to end")
 
 	v, code = callUp(t, up, "item", `{"id":2}`)
 	require.Zero(t, code, "the call starts the upstream again")
@@ -110,41 +111,41 @@ func TestUpstreamRestartBackoff(t *testing.T) {
 	// The session answered a call: the one that finds it dead fails,
 	// the next starts it again at once.
 	_, code = callUp(t, up, "die", `{}`)
-	assert.Equal(t, mcpserver.UpstreamUnavailable, code)
+	assert.Equal(t, codemode.UpstreamUnavailable, code)
 	_, code = callUp(t, up, "die", `{}`)
-	assert.Equal(t, mcpserver.UpstreamUnavailable, code)
+	assert.Equal(t, codemode.UpstreamUnavailable, code)
 	require.Equal(t, 2, starts(), "started again at once")
 
 	// That session answered none: no start for MinUpstreamRestartDelay.
 	for range 5 {
 		_, code = callUp(t, up, "item", `{"id":1}`)
-		assert.Equal(t, mcpserver.UpstreamUnavailable, code)
+		assert.Equal(t, codemode.UpstreamUnavailable, code)
 	}
 	require.Equal(t, 2, starts(), "no start within the wait")
-	clk.advance(mcpserver.MinUpstreamRestartDelay)
+	clk.advance(codemode.MinUpstreamRestartDelay)
 	_, code = callUp(t, up, "die", `{}`)
-	assert.Equal(t, mcpserver.UpstreamUnavailable, code)
+	assert.Equal(t, codemode.UpstreamUnavailable, code)
 	require.Equal(t, 3, starts())
 
 	// Two in a row: the wait doubles.
-	clk.advance(mcpserver.MinUpstreamRestartDelay)
+	clk.advance(codemode.MinUpstreamRestartDelay)
 	_, code = callUp(t, up, "item", `{"id":1}`)
-	assert.Equal(t, mcpserver.UpstreamUnavailable, code)
+	assert.Equal(t, codemode.UpstreamUnavailable, code)
 	require.Equal(t, 3, starts())
-	clk.advance(mcpserver.MinUpstreamRestartDelay)
+	clk.advance(codemode.MinUpstreamRestartDelay)
 	v, code := callUp(t, up, "item", `{"id":3}`)
 	require.Zero(t, code, "started again once the wait is over")
 	assert.JSONEq(t, `{"id":3,"name":"item-3"}`, string(v))
 	require.Equal(t, 4, starts())
 
-	assert.Equal(t, time.Duration(0), mcpserver.RestartDelay(0))
-	assert.Equal(t, 4*mcpserver.MinUpstreamRestartDelay, mcpserver.RestartDelay(3))
-	assert.Equal(t, mcpserver.MaxUpstreamRestartDelay, mcpserver.RestartDelay(1000))
+	assert.Equal(t, time.Duration(0), codemode.RestartDelay(0))
+	assert.Equal(t, 4*codemode.MinUpstreamRestartDelay, codemode.RestartDelay(3))
+	assert.Equal(t, codemode.MaxUpstreamRestartDelay, codemode.RestartDelay(1000))
 
 	// Closed: no call starts it again.
 	require.NoError(t, up.Close())
 	_, code = callUp(t, up, "item", `{"id":1}`)
-	assert.Equal(t, mcpserver.UpstreamUnavailable, code)
+	assert.Equal(t, codemode.UpstreamUnavailable, code)
 	assert.Equal(t, 4, starts())
 }
 
@@ -154,7 +155,7 @@ func TestUpstreamRestartBackoff(t *testing.T) {
 func TestUpstreamToolListChanged(t *testing.T) {
 	u := newUpstream()
 	up, _ := connectUp(t, u, &clock{now: time.Now()})
-	srv, err := mcpserver.New(gojaRegistry(t), &mcpserver.Options{Upstreams: []*mcpserver.Upstream{up}})
+	srv, err := mcpserver.New(gojaRegistry(t), &mcpserver.Options{Host: hostOf(t, up)})
 	require.NoError(t, err)
 	changed := make(chan struct{}, 16)
 	cs := connect(t, srv, &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
@@ -194,16 +195,16 @@ func TestUpstreamToolListChanged(t *testing.T) {
 // An upstream error's kind says whether the same call may do better
 // later: a down upstream may be started again, a refusal is the same.
 func TestUpstreamErrorKinds(t *testing.T) {
-	for code, kind := range map[mcpserver.UpstreamCode]effect.Kind{
-		mcpserver.UpstreamUnavailable:      effect.KindInfrastructure,
-		mcpserver.UpstreamTimeout:          effect.KindInfrastructure,
-		mcpserver.UpstreamMalformed:        effect.KindInfrastructure,
-		mcpserver.UpstreamRefused:          effect.KindInvalidCall,
-		mcpserver.UpstreamToolError:        effect.KindInvalidCall,
-		mcpserver.UpstreamInvalidArguments: effect.KindInvalidCall,
-		mcpserver.UpstreamTooLarge:         effect.KindInvalidCall,
+	for code, kind := range map[codemode.UpstreamCode]effect.Kind{
+		codemode.UpstreamUnavailable:      effect.KindInfrastructure,
+		codemode.UpstreamTimeout:          effect.KindInfrastructure,
+		codemode.UpstreamMalformed:        effect.KindInfrastructure,
+		codemode.UpstreamRefused:          effect.KindInvalidCall,
+		codemode.UpstreamToolError:        effect.KindInvalidCall,
+		codemode.UpstreamInvalidArguments: effect.KindInvalidCall,
+		codemode.UpstreamTooLarge:         effect.KindInvalidCall,
 	} {
-		err := &mcpserver.UpstreamError{Upstream: "up", Tool: "t", Code: code}
+		err := &codemode.UpstreamError{Upstream: "up", Tool: "t", Code: code}
 		assert.Equal(t, kind, effect.KindOf(err), "%s", code)
 		assert.Equal(t, kind.Retryable(), effect.Retryable(err), "%s", code)
 	}

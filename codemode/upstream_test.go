@@ -1,4 +1,4 @@
-package mcpserver_test
+package codemode_test
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 	"github.com/sandbank/sandbank/backends/goja"
 	"github.com/sandbank/sandbank/backends/starlark"
 	"github.com/sandbank/sandbank/backends/typescript"
+	"github.com/sandbank/sandbank/codemode"
 	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/mcpserver"
 	"github.com/sandbank/sandbank/registry"
@@ -166,25 +167,25 @@ func gojaRegistry(t *testing.T) *registry.Registry {
 
 // codeMode serves goja with the upstream "up" and returns a client of the
 // server.
-func codeMode(t *testing.T, u *upstream, uopts *mcpserver.UpstreamOptions, opts *mcpserver.Options) *mcp.ClientSession {
+func codeMode(t *testing.T, u *upstream, uopts *codemode.UpstreamOptions, opts *mcpserver.Options) *mcp.ClientSession {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
-	up, err := mcpserver.NewUpstream(ctx, "up", u.connect(t), uopts)
+	up, err := codemode.NewUpstream(ctx, "up", u.connect(t), uopts)
 	require.NoError(t, err)
 	return codeModeOf(t, up, opts)
 }
 
 // codeModeOf serves goja, starlark and goja-ts with the upstream up and
 // returns a client of the server.
-func codeModeOf(t *testing.T, up *mcpserver.Upstream, opts *mcpserver.Options) *mcp.ClientSession {
+func codeModeOf(t *testing.T, up *codemode.Upstream, opts *mcpserver.Options) *mcp.ClientSession {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
 	if opts == nil {
 		opts = &mcpserver.Options{}
 	}
-	opts.Upstreams = []*mcpserver.Upstream{up}
+	opts.Host = hostOf(t, up)
 	if opts.Limits.WallClock == 0 {
 		opts.Limits.WallClock = 2 * testTimeout // only a call's own limit ends a run in time
 	}
@@ -293,10 +294,10 @@ func TestUpstreamTextAnswerAndArguments(t *testing.T) {
 func TestUpstreamFailuresAreCaught(t *testing.T) {
 	for _, tc := range []struct {
 		name, script string
-		uopts        *mcpserver.UpstreamOptions
+		uopts        *codemode.UpstreamOptions
 		want         string // the message, or its start when it ends with ": "
 	}{
-		{"hangs", caught("hang", "{}"), &mcpserver.UpstreamOptions{CallTimeout: 50 * time.Millisecond}, "mcpserver: upstreamTimeout: up.hang: the upstream did not answer in time"},
+		{"hangs", caught("hang", "{}"), &codemode.UpstreamOptions{CallTimeout: 50 * time.Millisecond}, "mcpserver: upstreamTimeout: up.hang: the upstream did not answer in time"},
 		{"too large", caught("big", "{}"), nil, "effect: host function result is 4002 bytes, over the limit of 1024 (MaxHostResultBytes)"},
 		{"malformed", caught("garbage", "{}"), nil, "mcpserver: upstreamMalformed: up.garbage: the upstream's answer is not a tool result"},
 		{"refused", caught("refuse", "{}"), nil, "mcpserver: upstreamRefused: up.refuse: the upstream refused the call: query is required"},
@@ -342,7 +343,7 @@ func TestUpstreamCallCancelledWithTheRun(t *testing.T) {
 // The upstream's credentials never reach the script: not in a tool's
 // error text, not in its answer.
 func TestUpstreamCredentialsRedacted(t *testing.T) {
-	cs := codeMode(t, newUpstream(), &mcpserver.UpstreamOptions{Redact: []string{upstreamSecret, ""}}, nil)
+	cs := codeMode(t, newUpstream(), &codemode.UpstreamOptions{Redact: []string{upstreamSecret, ""}}, nil)
 	r := runJS(t, cs, `let m = "no error";
 try { await host.up__fail({}); } catch (e) { m = e.message; }
 [m, await host.up__leak({})]`, nil)
@@ -367,7 +368,7 @@ func waitSignal(t *testing.T, ch <-chan struct{}, what string) {
 // A text shorter than MinRedactBytes is not redacted: it is no
 // credential, and redacting it would mangle the answers.
 func TestUpstreamShortRedactIgnored(t *testing.T) {
-	cs := codeMode(t, newUpstream(), &mcpserver.UpstreamOptions{Redact: []string{"1", "item"}}, nil)
+	cs := codeMode(t, newUpstream(), &codemode.UpstreamOptions{Redact: []string{"1", "item"}}, nil)
 	r := runJS(t, cs, `(await host.up__item({ id: 1 })).name`, nil)
 	require.True(t, r.OK, "%+v", r)
 	assert.Equal(t, `"item-1"`, string(r.Value))

@@ -1,4 +1,4 @@
-package mcpserver
+package codemode
 
 import (
 	"context"
@@ -33,9 +33,9 @@ const (
 // upstreamSession is one session with the upstream.
 type upstreamSession struct {
 	cs       *mcp.ClientSession
-	done     chan struct{} // closed when the session has ended
+	done     chan struct{} // closed when the session has ended; nil for NewUpstream's, never watched
 	answered bool          // a call had an answer; under Upstream.mu
-	// wire is what its transport observed (upstream_wire.go); nil for
+	// wire is what its transport observed (wire.go); nil for
 	// NewUpstream's session. exact reports that the structured content
 	// of its tool results arrives as exactResult wrote it.
 	wire  *upstreamWire
@@ -43,14 +43,31 @@ type upstreamSession struct {
 }
 
 // watchSession returns cs as an upstreamSession whose done closes when
-// it ends.
-func watchSession(cs *mcp.ClientSession) *upstreamSession {
+// it ends, watched by a goroutine Close waits for. Once Close has begun,
+// nothing watches it (its starter closes it).
+func (u *Upstream) watchSession(cs *mcp.ClientSession) *upstreamSession {
 	s := &upstreamSession{cs: cs, done: make(chan struct{})}
-	go func() {
+	u.spawn(func() {
 		_ = cs.Wait()
 		close(s.done)
-	}()
+	})
 	return s
+}
+
+// spawn runs f on a goroutine Close waits for, and reports whether it
+// did: not once Close has begun.
+func (u *Upstream) spawn(f func()) bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.closed {
+		return false
+	}
+	u.wg.Add(1)
+	go func() {
+		defer u.wg.Done()
+		f()
+	}()
+	return true
 }
 
 func (s *upstreamSession) ended() bool {
@@ -65,7 +82,7 @@ func (s *upstreamSession) ended() bool {
 // errDown is why a call found no session: the upstream is down and may
 // not be started yet, or is closed. A host function reports it as
 // UpstreamUnavailable.
-var errDown = errors.New("mcpserver: the upstream is not available")
+var errDown = errors.New("codemode: the upstream is not available")
 
 // ConnectUpstream starts the upstream MCP server that dial reaches (a new
 // transport for each start: a command's, an address's), under name,
@@ -82,8 +99,9 @@ var errDown = errors.New("mcpserver: the upstream is not available")
 // and a call in that wait fails with UpstreamUnavailable without
 // starting anything. A start lists the tools again. When the upstream
 // sends notifications/tools/list_changed, its tools are listed again,
-// and a [Server] serving it declares the new list in its run tools'
-// descriptions (and tells its clients the tools changed).
+// and a [Host] serving it tells its watchers: an MCP server declares the
+// new list in its run tools' descriptions (and tells its clients the
+// tools changed).
 func ConnectUpstream(ctx context.Context, name string, dial func() mcp.Transport, opts *UpstreamOptions) (*Upstream, error) {
 	return connectUpstream(ctx, name, dial, opts, time.Now)
 }
@@ -103,7 +121,7 @@ func connectUpstream(ctx context.Context, name string, dial func() mcp.Transport
 		Logger: slog.New(slog.DiscardHandler),
 		ToolListChangedHandler: func(_ context.Context, req *mcp.ToolListChangedRequest) {
 			// Not on the session's reading goroutine: listing needs it.
-			go u.relist(req.Session)
+			u.spawn(func() { u.relist(req.Session) })
 		},
 	})
 	u.lastStart = u.now()
@@ -119,18 +137,18 @@ func connectUpstream(ctx context.Context, name string, dial func() mcp.Transport
 
 // start connects a new session and lists its tools.
 func (u *Upstream) start(ctx context.Context) (*upstreamSession, []UpstreamTool, []string, error) {
-	w := &upstreamWire{}
+	w := &upstreamWire{spawn: u.spawn}
 	t, exact := wireTransport(u.dial(), w)
 	cs, err := u.client.Connect(ctx, t, nil)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("mcpserver: upstream %s: connecting: %s", u.name, effect.Excerpt(err.Error()))
+		return nil, nil, nil, fmt.Errorf("codemode: upstream %s: connecting: %s", u.name, effect.Excerpt(err.Error()))
 	}
 	tools, skipped, err := u.listTools(ctx, cs)
 	if err != nil {
 		_ = cs.Close()
 		return nil, nil, nil, err
 	}
-	sess := watchSession(cs)
+	sess := u.watchSession(cs)
 	sess.wire, sess.exact = w, exact
 	return sess, tools, skipped, nil
 }
@@ -172,9 +190,10 @@ func (u *Upstream) session(ctx context.Context) (*upstreamSession, error) {
 		started := make(chan struct{})
 		u.starting = started
 		u.lastStart = u.now()
+		u.wg.Add(1) // Close waits for the start: its process is the upstream's
 		u.mu.Unlock()
 
-		sess, tools, skipped, err := u.start(ctx)
+		sess, tools, skipped, err := u.startUntilClose(ctx)
 
 		u.mu.Lock()
 		u.starting = nil
@@ -182,14 +201,16 @@ func (u *Upstream) session(ctx context.Context) (*upstreamSession, error) {
 		if err != nil || u.closed {
 			u.failures++
 			u.mu.Unlock()
-			if err == nil {
-				_ = sess.cs.Close() // Close came while it started
+			if err == nil { // Close came while it started
+				u.closeSession(sess)
 			}
+			u.wg.Done()
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
 			return nil, errDown
 		}
+		u.wg.Done()
 		u.sess = sess
 		changed := u.setToolsLocked(tools, skipped)
 		u.mu.Unlock()
@@ -198,6 +219,15 @@ func (u *Upstream) session(ctx context.Context) (*upstreamSession, error) {
 		}
 		return sess, nil
 	}
+}
+
+// startUntilClose is start within ctx, cancelled when Close begins.
+func (u *Upstream) startUntilClose(ctx context.Context) (*upstreamSession, []UpstreamTool, []string, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(u.ctx, cancel)
+	defer stop()
+	return u.start(ctx)
 }
 
 // restartDelay is the wait between two starts after failures sessions
@@ -218,8 +248,11 @@ func restartDelay(failures int) time.Duration {
 func (u *Upstream) lost(sess *upstreamSession) {
 	if u.dial != nil {
 		// Stops its process; not on the call's goroutine: closing waits
-		// for the process to exit (the SDK's CommandTransport).
-		go func() { _ = sess.cs.Close() }()
+		// for the process to exit (the SDK's CommandTransport). What it
+		// returns is not reported: the session was lost already, and the
+		// process's exit status says so again. Once Close has begun, Close
+		// closes the session in use, and one lost before has its closer.
+		u.spawn(func() { _ = sess.cs.Close() })
 	}
 	u.mu.Lock()
 	u.lostLocked(sess)
@@ -260,7 +293,7 @@ func (u *Upstream) relist(cs *mcp.ClientSession) {
 	if !current {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), u.timeout)
+	ctx, cancel := context.WithTimeout(u.ctx, u.timeout) // Close cancels it
 	defer cancel()
 	tools, skipped, err := u.listTools(ctx, cs)
 	if err != nil {
@@ -315,17 +348,40 @@ func (u *Upstream) notify() {
 }
 
 // Close ends the upstream's session, when ConnectUpstream started it
-// (NewUpstream's stays the caller's), and starts none again: later
-// calls fail with UpstreamUnavailable. It is idempotent.
+// (NewUpstream's stays the caller's), and starts none again: later calls
+// fail with UpstreamUnavailable. It cancels a start or a listing of the
+// tools in progress, and waits for every goroutine the upstream started
+// and every start in progress to end: when it returns, no process of the
+// upstream runs. It returns what closing its sessions returned (a
+// process's exit status other than zero, an HTTP session's failure to
+// end). A second Close returns nil.
 // Closing a process's session waits for it to exit (the SDK's
-// CommandTransport), whatever its exit status.
+// CommandTransport).
 func (u *Upstream) Close() error {
 	u.mu.Lock()
+	if u.closed {
+		u.mu.Unlock()
+		return nil
+	}
 	u.closed = true
 	sess := u.sess
 	u.mu.Unlock()
+	u.cancel()
 	if sess != nil && u.dial != nil {
-		_ = sess.cs.Close()
+		u.closeSession(sess)
 	}
-	return nil
+	u.wg.Wait()
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return errors.Join(u.closeErrs...)
+}
+
+// closeSession closes sess on Close's behalf, keeping what it returns
+// for Close.
+func (u *Upstream) closeSession(sess *upstreamSession) {
+	if err := sess.cs.Close(); err != nil {
+		u.mu.Lock()
+		u.closeErrs = append(u.closeErrs, fmt.Errorf("codemode: upstream %s: closing its session: %w", u.name, err))
+		u.mu.Unlock()
+	}
 }
