@@ -71,11 +71,11 @@ var layers = []struct {
 	packages []string
 }{
 	{"the engine interface", []string{"spi"}},
-	{"helpers and data", []string{"internal/", "fixtures", "conformance/verdict", "tenant"}},
+	{"helpers and data", []string{"internal/", "fixtures", "conformance/verdict"}},
 	{"engines", []string{"backends/"}},
 	{"the run", []string{"effect"}},
 	{"receipts", []string{"receipt"}},
-	{"products", []string{"registry", "pool", "storage", "codemode"}},
+	{"products", []string{"registry", "pool", "tenant", "storage", "codemode"}},
 	{"kits and clients", []string{"conformance", "builtin", "client", "internal/doortest", "internal/hostbench"}},
 	{"doors", []string{"server", "mcpserver"}},
 	{"programs", []string{"cmd/", "bench/", "internal/apicount", ""}},
