@@ -785,9 +785,11 @@ func TestBrokenBackends(t *testing.T) {
 		},
 		{
 			name: "Warm ignores its context",
-			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
+			setup: func(t *testing.T, c *fakeConfig, _ *Options) {
+				release := make(chan struct{})
+				t.Cleanup(func() { close(release) }) // the Warm left behind
 				c.wrap = func(f *fake) spi.Backend {
-					return warmer{fake: f, warm: func(context.Context, *fake) error { time.Sleep(3 * time.Second); return nil }}
+					return warmer{fake: f, warm: func(context.Context, *fake) error { <-release; return nil }}
 				}
 			},
 			cases: []string{"warm"}, failed: "warm", reason: "Warm must honour its context",
@@ -804,14 +806,16 @@ func TestBrokenBackends(t *testing.T) {
 		},
 		{
 			name: "Warm ignores a long context",
-			setup: func(_ *testing.T, c *fakeConfig, o *Options) {
+			setup: func(t *testing.T, c *fakeConfig, o *Options) {
+				release := make(chan struct{})
+				t.Cleanup(func() { close(release) }) // the Warm left behind
 				c.wrap = func(f *fake) spi.Backend {
 					return warmer{fake: f, warm: func(ctx context.Context, _ *fake) error {
 						if d, ok := ctx.Deadline(); ok && time.Until(d) < 100*time.Millisecond {
 							<-ctx.Done()
 							return ctx.Err()
 						}
-						time.Sleep(3 * time.Second)
+						<-release
 						return nil
 					}}
 				}
@@ -1074,6 +1078,9 @@ func TestCloseThatNeverReturns(t *testing.T) {
 // effect breaks its rules.
 func TestBrokenEffect(t *testing.T) {
 	type run = func(context.Context) ([]byte, error)
+	// hung is where a run that never returns waits: until the test ends.
+	hung := make(chan struct{})
+	t.Cleanup(func() { close(hung) })
 	for _, tc := range []struct {
 		name   string
 		wrap   func(ctx context.Context, stem string, run run) ([]byte, error)
@@ -1128,7 +1135,7 @@ func TestBrokenEffect(t *testing.T) {
 			wrap: func(ctx context.Context, stem string, run run) ([]byte, error) {
 				if stem == "abort_mid_run" {
 					_, _ = run(ctx)
-					time.Sleep(3 * time.Second)
+					<-hung
 				}
 				return run(ctx)
 			},
@@ -1173,7 +1180,7 @@ func TestBrokenEffect(t *testing.T) {
 			wrap: func(ctx context.Context, stem string, run run) ([]byte, error) {
 				if stem == "abort_mid_run" {
 					go func() { _, _ = run(ctx) }()
-					time.Sleep(3 * time.Second)
+					<-hung
 					return nil, ctx.Err()
 				}
 				return run(ctx)
