@@ -1,7 +1,7 @@
 // Package sandbank is the front door of Sandbank: it runs untrusted,
-// model-written scripts (JavaScript, TypeScript, Starlark, WebAssembly, and
-// any engine a third party plugs in) behind one set of guarantees, whichever
-// engine runs them. This package holds no code; it says what to import for
+// model-written scripts (JavaScript, TypeScript, Python, Starlark,
+// WebAssembly, and any engine a third party plugs in) behind one set of
+// guarantees, whichever engine runs them. This package holds no code; it says what to import for
 // what.
 //
 // # Library users
@@ -17,8 +17,11 @@
 // to WebAssembly on wazero, the JavaScript default),
 // backends/quickjs/wasmtime (the same module on wasmtime, cgo),
 // backends/goja, backends/typescript (esbuild in front of a JavaScript
-// engine), backends/starlark (in process), backends/starlarkwasm (Starlark
-// compiled to WebAssembly) and backends/extism (WebAssembly plugins).
+// engine), backends/python (CPython, a process per run in a Linux sandbox),
+// backends/starlark (in process), backends/starlarkwasm (Starlark compiled
+// to WebAssembly) and backends/extism (WebAssembly plugins).
+// [github.com/sandbank/sandbank/pool] builds each engine once and is what
+// every door holds.
 //
 // # Door users
 //
@@ -35,7 +38,8 @@
 // Implement [github.com/sandbank/sandbank/spi] (standard library only) and
 // prove the declaration with [github.com/sandbank/sandbank/conformance],
 // the kit that runs one real script per case and language (in
-// [github.com/sandbank/sandbank/fixtures]) through the effect.
+// [github.com/sandbank/sandbank/fixtures]) through the effect; a test runs
+// it with [github.com/sandbank/sandbank/conformance/conformancetest].
 //
 // # Errors
 //

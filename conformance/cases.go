@@ -7,8 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -569,13 +569,22 @@ func caseNoNetwork(ctx context.Context, e *env) {
 		return
 	}
 	var hits atomic.Int64
-	canary := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	// The canary is a loopback HTTP server, as httptest's would be; the
+	// kit runs in programs (the sandbank binary) that link no httptest.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		e.failf("the loopback canary could not listen: %v", err)
+		return
+	}
+	canary := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		hits.Add(1)
 		_, _ = w.Write([]byte("canary"))
-	}))
+	})}
+	go func() { _ = canary.Serve(ln) }()
 	defer canary.Close()
+	canaryAddr := ln.Addr().String()
 
-	input, _ := json.Marshal(map[string]string{"url": canary.URL + "/sandbank-canary"})
+	input, _ := json.Marshal(map[string]string{"url": "http://" + canaryAddr + "/sandbank-canary"})
 	got, err := e.eval(ctx, ev, "no_network", input, e.k.limits)
 	// A request the engine started just before the run ended still counts.
 	time.Sleep(50 * time.Millisecond)
@@ -590,7 +599,7 @@ func caseNoNetwork(ctx context.Context, e *env) {
 		// that merely broke does not pass.
 		var f *effect.Failure
 		if hits.Load() == 0 && errors.As(err, &f) && f.Code == effect.CodeScriptError &&
-			strings.Contains(f.Message, canary.Listener.Addr().String()) {
+			strings.Contains(f.Message, canaryAddr) {
 			e.passf("the engine refused the request by aborting the probe: %s", clip(f.Message))
 			return
 		}

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"testing"
 	"time"
 
 	"github.com/sandbank/sandbank/effect"
@@ -197,68 +196,79 @@ func CaseNames() []string {
 // name. If ctx is done the run stops and the report so far is returned with
 // ctx's error.
 func Check(ctx context.Context, factory spi.Factory, opts *Options) (*Report, error) {
+	s, err := Prepare(factory, opts)
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range s.Cases() {
+		if err := ctx.Err(); err != nil {
+			return s.Report(), fmt.Errorf("conformance: run stopped: %w", err)
+		}
+		s.Run(ctx, name)
+	}
+	return s.Report(), nil
+}
+
+// A Suite is a prepared run of the kit: the backend's declaration read,
+// the fixture set and the cases chosen, no case run yet. [Check] runs its
+// cases in turn; package conformancetest runs each in a subtest of its own.
+// A Suite is not safe for concurrent use: run its cases one at a time.
+type Suite struct {
+	k   *kit
+	rep *Report
+}
+
+// Prepare readies a run of the kit: it validates opts, makes one backend
+// to read its declaration (and closes it), and chooses the cases. It runs
+// none. Its error is a refusal, as [Check]'s.
+//
+// When the probe backend's Close did not return, the report starts with a
+// failed result named "probe".
+func Prepare(factory spi.Factory, opts *Options) (*Suite, error) {
 	k, err := prepare(factory, opts)
 	if err != nil {
 		return nil, err
 	}
-	rep := k.report()
-	for i, c := range k.cases {
-		if err := ctx.Err(); err != nil {
-			return rep, fmt.Errorf("conformance: run stopped: %w", err)
-		}
-		if k.opts.Progress != nil {
-			k.opts.Progress(c.name, i+1, len(k.cases))
-		}
-		rep.Cases = append(rep.Cases, k.runCase(ctx, c))
-	}
-	rep.Proofs = proofs(k.caps, rep.Cases)
-	return rep, nil
+	return &Suite{k: k, rep: k.report()}, nil
 }
 
-// Run runs the kit from a test. When tb is a *testing.T (or anything with
-// the same Run method) each case is a subtest (t.Run(case)) that fails
-// with the case's reason, or skips with it for a gated case; any other
-// testing.TB (a *testing.B, a *testing.F) gets one Errorf per failing case.
-// Run calls tb.Helper, so a failure points at the caller's test. A refusal
-// fails tb at once with its message. It returns the report.
-func Run(tb testing.TB, factory spi.Factory, opts *Options) *Report {
-	tb.Helper()
-	k, err := prepare(factory, opts)
-	if err != nil {
-		tb.Fatal(err.Error())
-		return nil
+// Cases returns the names of the suite's cases, in run order.
+func (s *Suite) Cases() []string {
+	out := make([]string, len(s.k.cases))
+	for i, c := range s.k.cases {
+		out[i] = c.name
 	}
-	rep := k.report()
-	if k.probeClose != "" {
-		tb.Errorf("conformance: %s: %s", probeName, k.probeClose)
-	}
-	t, subtests := tb.(*testing.T)
-	for i, c := range k.cases {
-		if k.opts.Progress != nil {
-			k.opts.Progress(c.name, i+1, len(k.cases))
+	return out
+}
+
+// Run runs the named case under the watchdog (calling Options.Progress
+// first), adds its result to the report and returns it. ctx ending fails
+// the case. A name that is not one of [Suite.Cases] is a failed result,
+// and so is a case run twice: each case makes its own backends and runs
+// once.
+func (s *Suite) Run(ctx context.Context, name string) CaseResult {
+	i := slices.IndexFunc(s.k.cases, func(c *caseDef) bool { return c.name == name })
+	var res CaseResult
+	switch {
+	case i < 0:
+		res = CaseResult{Name: name, Status: StatusFail, Reason: fmt.Sprintf("conformance: case %q is not in the suite", name)}
+	case slices.ContainsFunc(s.rep.Cases, func(r CaseResult) bool { return r.Name == name }):
+		res = CaseResult{Name: name, Status: StatusFail, Reason: fmt.Sprintf("conformance: case %q was already run", name)}
+	default:
+		if s.k.opts.Progress != nil {
+			s.k.opts.Progress(name, i+1, len(s.k.cases))
 		}
-		if !subtests {
-			res := k.runCase(context.Background(), c)
-			rep.Cases = append(rep.Cases, res)
-			if res.Status == StatusFail {
-				tb.Errorf("conformance case %s failed: %s", c.name, res.Reason)
-			}
-			continue
-		}
-		t.Run(c.name, func(t *testing.T) {
-			t.Helper()
-			res := k.runCase(t.Context(), c)
-			rep.Cases = append(rep.Cases, res)
-			switch res.Status {
-			case StatusSkip:
-				t.Skip(res.Reason)
-			case StatusFail:
-				t.Errorf("conformance case %s failed: %s", c.name, res.Reason)
-			}
-		})
+		res = s.k.runCase(ctx, s.k.cases[i])
 	}
-	rep.Proofs = proofs(k.caps, rep.Cases)
-	return rep
+	s.rep.Cases = append(s.rep.Cases, res)
+	return res
+}
+
+// Report returns the report of the cases run so far, with the proofs they
+// give. It is the same report each time, grown by every [Suite.Run].
+func (s *Suite) Report() *Report {
+	s.rep.Proofs = proofs(s.k.caps, s.rep.Cases)
+	return s.rep
 }
 
 // kit is one prepared run.

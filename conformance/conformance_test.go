@@ -89,14 +89,39 @@ func TestGoodFakePassesEveryCase(t *testing.T) {
 	assert.Contains(t, result(t, rep, "allocation_bomb").Reason, "grew by")
 }
 
-func TestRunWithGoodFake(t *testing.T) {
+// TestSuiteRunsCasesOneByOne: Prepare runs no case; each Suite.Run runs
+// one and grows the report, which then holds what Check's would; a case
+// outside the suite, or run twice, is a failed result, not a second run.
+func TestSuiteRunsCasesOneByOne(t *testing.T) {
 	cfg := newFakeConfig()
-	cfg.caps.Memory = false // so that Run also shows skips
-	rep := Run(t, cfg.factory(), &Options{CPUBudget: smallBudget()})
-	require.NotNil(t, rep)
-	assert.False(t, rep.Failed())
-	assert.Equal(t, StatusSkip, result(t, rep, "allocation_bomb").Status)
-	assert.Equal(t, StatusPass, result(t, rep, "echo").Status)
+	cfg.caps.Memory = false // so that the suite also shows skips
+	var progress []string
+	s, err := Prepare(cfg.factory(), &Options{Cases: []string{"echo", "allocation_bomb"}, Progress: func(name string, i, n int) {
+		progress = append(progress, fmt.Sprintf("%s %d/%d", name, i, n))
+	}})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"echo", "allocation_bomb"}, s.Cases())
+	assert.Empty(t, s.Report().Cases)
+	made := cfg.made.Load()
+
+	assert.Equal(t, StatusSkip, s.Run(context.Background(), "allocation_bomb").Status)
+	assert.Equal(t, StatusPass, s.Run(context.Background(), "echo").Status)
+	madeByEcho := cfg.made.Load() - made
+	assert.Positive(t, madeByEcho)
+	assert.Equal(t, []string{"allocation_bomb 2/2", "echo 1/2"}, progress)
+
+	again := s.Run(context.Background(), "echo")
+	assert.Equal(t, StatusFail, again.Status)
+	assert.Contains(t, again.Reason, "already run")
+	unknown := s.Run(context.Background(), "throw")
+	assert.Equal(t, StatusFail, unknown.Status)
+	assert.Contains(t, unknown.Reason, "not in the suite")
+	assert.Equal(t, madeByEcho, cfg.made.Load()-made, "neither ran a case")
+
+	rep := s.Report()
+	require.Len(t, rep.Cases, 4)
+	assert.Equal(t, "allocation_bomb", rep.Cases[0].Name)
+	assert.NotEmpty(t, rep.Proofs)
 	assert.Equal(t, cfg.made.Load(), cfg.closed.Load())
 }
 
@@ -760,9 +785,11 @@ func TestBrokenBackends(t *testing.T) {
 		},
 		{
 			name: "Warm ignores its context",
-			setup: func(_ *testing.T, c *fakeConfig, _ *Options) {
+			setup: func(t *testing.T, c *fakeConfig, _ *Options) {
+				release := make(chan struct{})
+				t.Cleanup(func() { close(release) }) // the Warm left behind
 				c.wrap = func(f *fake) spi.Backend {
-					return warmer{fake: f, warm: func(context.Context, *fake) error { time.Sleep(3 * time.Second); return nil }}
+					return warmer{fake: f, warm: func(context.Context, *fake) error { <-release; return nil }}
 				}
 			},
 			cases: []string{"warm"}, failed: "warm", reason: "Warm must honour its context",
@@ -779,14 +806,16 @@ func TestBrokenBackends(t *testing.T) {
 		},
 		{
 			name: "Warm ignores a long context",
-			setup: func(_ *testing.T, c *fakeConfig, o *Options) {
+			setup: func(t *testing.T, c *fakeConfig, o *Options) {
+				release := make(chan struct{})
+				t.Cleanup(func() { close(release) }) // the Warm left behind
 				c.wrap = func(f *fake) spi.Backend {
 					return warmer{fake: f, warm: func(ctx context.Context, _ *fake) error {
 						if d, ok := ctx.Deadline(); ok && time.Until(d) < 100*time.Millisecond {
 							<-ctx.Done()
 							return ctx.Err()
 						}
-						time.Sleep(3 * time.Second)
+						<-release
 						return nil
 					}}
 				}
@@ -1049,6 +1078,9 @@ func TestCloseThatNeverReturns(t *testing.T) {
 // effect breaks its rules.
 func TestBrokenEffect(t *testing.T) {
 	type run = func(context.Context) ([]byte, error)
+	// hung is where a run that never returns waits: until the test ends.
+	hung := make(chan struct{})
+	t.Cleanup(func() { close(hung) })
 	for _, tc := range []struct {
 		name   string
 		wrap   func(ctx context.Context, stem string, run run) ([]byte, error)
@@ -1103,7 +1135,7 @@ func TestBrokenEffect(t *testing.T) {
 			wrap: func(ctx context.Context, stem string, run run) ([]byte, error) {
 				if stem == "abort_mid_run" {
 					_, _ = run(ctx)
-					time.Sleep(3 * time.Second)
+					<-hung
 				}
 				return run(ctx)
 			},
@@ -1148,7 +1180,7 @@ func TestBrokenEffect(t *testing.T) {
 			wrap: func(ctx context.Context, stem string, run run) ([]byte, error) {
 				if stem == "abort_mid_run" {
 					go func() { _, _ = run(ctx) }()
-					time.Sleep(3 * time.Second)
+					<-hung
 					return nil, ctx.Err()
 				}
 				return run(ctx)
@@ -1504,21 +1536,6 @@ func TestNoNetworkRefusalByAbort(t *testing.T) {
 	c := result(t, rep, "no_network")
 	assert.Equal(t, StatusPass, c.Status, c.Reason)
 	assert.Contains(t, c.Reason, "refused the request by aborting the probe")
-}
-
-// TestRunTakesAnyTB: Run accepts a testing.TB that is not a *testing.T
-// (here a *testing.B) and runs every case without subtests.
-func TestRunTakesAnyTB(t *testing.T) {
-	var rep *Report
-	testing.Benchmark(func(b *testing.B) {
-		if rep != nil {
-			return
-		}
-		rep = Run(b, newFakeConfig().factory(), &Options{Cases: []string{"echo", "throw"}})
-	})
-	require.NotNil(t, rep)
-	require.Len(t, rep.Cases, 2)
-	assert.False(t, rep.Failed())
 }
 
 // flakyFS serves each file once, then fails every later read of the file

@@ -3,14 +3,16 @@
 // language, THROUGH package effect, so that it proves the composition a user
 // deploys and not the bare engine.
 //
-// It is for backend authors (run [Run] from a test next to the backend) and
-// for tools (the command line prints the matrix from [Check]'s [Report],
-// json.Marshal'ed). The report's types live in package
+// It is for backend authors (run conformancetest.Run, of package
+// conformance/conformancetest, from a test next to the backend) and for
+// tools (the command line prints the matrix from [Check]'s [Report],
+// json.Marshal'ed). The kit links no package testing: its runner for tests
+// is conformancetest. The report's types live in package
 // conformance/verdict, so that a program that only reads reports (the HTTP
-// server) links neither this kit, its hostile fixtures nor package testing.
+// server) links neither this kit nor its hostile fixtures.
 //
 //	func TestConformance(t *testing.T) {
-//		conformance.Run(t, func() (spi.Backend, error) { return mybackend.New(nil) }, nil)
+//		conformancetest.Run(t, func() (spi.Backend, error) { return mybackend.New(nil) }, nil)
 //	}
 //
 // # Cases and gates
@@ -187,7 +189,7 @@
 // /proc/self/statm every 2 ms (Linux), or elsewhere the Go runtime's mapped
 // memory from runtime/metrics; the growth is the peak over the level
 // before the run. Other tests running in the same process at the same time
-// add to it, so run the kit's cases sequentially (Check and Run do).
+// add to it, so run the kit's cases sequentially (Check and conformancetest.Run do).
 //
 // Rich values are compared as JSON values: both texts are decoded with
 // json.Decoder.UseNumber, numbers are equal when their decimal texts denote

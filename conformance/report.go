@@ -3,8 +3,8 @@ package conformance
 import "github.com/sandbank/sandbank/conformance/verdict"
 
 // The report's types live in package verdict, which a program that only
-// reads reports imports without linking the kit (testing, httptest, the
-// hostile fixtures); the kit names them here too, so that a backend's test
+// reads reports imports without linking the kit (its cases and the hostile
+// fixtures); the kit names them here too, so that a backend's test
 // reads one package.
 type (
 	// Report is verdict.Report: the outcome of a kit run.

@@ -22,6 +22,8 @@ import (
 // A worker: one effect per engine it runs, from the shipped engines, the
 // activity and the example workflow registered, at most one run per core.
 func ExampleNewWorker() {
+	// Needs a Temporal server (temporal server start-dev): README's test
+	// compiles this, it does not run it.
 	c, err := client.Dial(client.Options{HostPort: client.DefaultHostPort})
 	if err != nil {
 		log.Fatal(err)

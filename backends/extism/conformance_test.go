@@ -7,6 +7,7 @@ import (
 
 	"github.com/sandbank/sandbank/backends/extism"
 	"github.com/sandbank/sandbank/conformance"
+	"github.com/sandbank/sandbank/conformance/conformancetest"
 	"github.com/sandbank/sandbank/fixtures/wasm"
 	"github.com/sandbank/sandbank/spi"
 )
@@ -26,7 +27,7 @@ import (
 func TestConformance(t *testing.T) {
 	set := wasm.Set()
 	factory := func() (spi.Backend, error) { return extism.New(nil) }
-	rep := conformance.Run(t, factory, &conformance.Options{Fixtures: &set})
+	rep := conformancetest.Run(t, factory, &conformance.Options{Fixtures: &set})
 	for _, c := range rep.Cases {
 		t.Logf("%-16s %-4s %8v %s", c.Name, c.Status, c.Duration.Round(1e6), c.Reason)
 		want := conformance.StatusPass

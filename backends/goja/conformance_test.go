@@ -5,6 +5,7 @@ import (
 
 	"github.com/sandbank/sandbank/backends/goja"
 	"github.com/sandbank/sandbank/conformance"
+	"github.com/sandbank/sandbank/conformance/conformancetest"
 	"github.com/sandbank/sandbank/spi"
 )
 
@@ -13,7 +14,7 @@ import (
 // memory limit, a hard wall clock and a CPU budget, and host_exact, which
 // the JavaScript set declares inapplicable (its numbers are doubles).
 func TestConformance(t *testing.T) {
-	report := conformance.Run(t, func() (spi.Backend, error) { return goja.New(nil) }, nil)
+	report := conformancetest.Run(t, func() (spi.Backend, error) { return goja.New(nil) }, nil)
 	allowed := map[string]bool{
 		"runaway_native":  true, // WallClock hard or Memory
 		"allocation_bomb": true, // Memory

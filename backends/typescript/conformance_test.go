@@ -7,6 +7,7 @@ import (
 	"github.com/sandbank/sandbank/backends/quickjs"
 	"github.com/sandbank/sandbank/backends/typescript"
 	"github.com/sandbank/sandbank/conformance"
+	"github.com/sandbank/sandbank/conformance/conformancetest"
 	tsfixtures "github.com/sandbank/sandbank/fixtures/typescript"
 	"github.com/sandbank/sandbank/spi"
 )
@@ -33,7 +34,7 @@ func TestConformance(t *testing.T) {
 		"quickjs-fresh": func() (spi.Backend, error) { return quickjs.New(&quickjs.Options{Mode: quickjs.ModeFresh}) },
 	} {
 		t.Run(name, func(t *testing.T) {
-			report := conformance.Run(t, wrapped(inner), &conformance.Options{Fixtures: &set})
+			report := conformancetest.Run(t, wrapped(inner), &conformance.Options{Fixtures: &set})
 			if report.Failed() {
 				t.Errorf("%s as TypeScript fails the kit", name)
 			}

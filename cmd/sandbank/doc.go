@@ -86,4 +86,12 @@
 // run refuses a --cache-dir that others can write or that belongs to
 // another user, and runs without the cache (saying so on stderr) when the
 // default directory is such a one.
+//
+// # Reference
+//
+// docs/cli.md is every command's help, written from these commands by
+// cobra's documentation generator; TestCLIReferenceIsCurrent fails when it
+// is stale, and go generate rewrites it.
 package main
+
+//go:generate go test -run ^TestCLIReferenceIsCurrent$ . -update-cli-reference

@@ -183,9 +183,10 @@ func (a *app) rootCommand() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "sandbank",
 		Short: "Run untrusted scripts behind one set of guarantees",
-		Long: `sandbank runs untrusted, model-written scripts (JavaScript, Starlark,
-WebAssembly) through the Sandbank effect, prints the verified conformance
-matrix of every built-in engine, and scaffolds new backends.
+		Long: `sandbank runs untrusted, model-written scripts (JavaScript,
+TypeScript, Python, Starlark, WebAssembly) through the Sandbank effect, as
+a command, an HTTP server or an MCP server; prints the verified conformance
+matrix of every built-in engine; and scaffolds new backends.
 
 Exit codes: 0 success; 1 infrastructure, retryable (or a failing
 matrix); 2 typed failure (the script's own doing; with run --json its

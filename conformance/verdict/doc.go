@@ -5,7 +5,7 @@
 // It is for the report's readers (a server listing its engines' verified
 // capabilities, a tool printing the matrix), as log/slog is for a handler's
 // users while testing/slogtest checks the handler: the kit itself, package
-// conformance, imports testing, net/http/httptest and the hostile fixtures,
-// and a program that only reads reports need not link them. Package
-// conformance returns these types (by alias) from Check and Run.
+// conformance, imports the hostile fixtures and the machinery that runs
+// them, and a program that only reads reports need not link them. Package
+// conformance returns these types (by alias) from Check and Suite.
 package verdict

@@ -7,6 +7,7 @@ import (
 
 	"github.com/sandbank/sandbank/backends/quickjs/wasmtime"
 	"github.com/sandbank/sandbank/conformance"
+	"github.com/sandbank/sandbank/conformance/conformancetest"
 	"github.com/sandbank/sandbank/spi"
 )
 
@@ -29,7 +30,7 @@ func TestConformance(t *testing.T) {
 			}
 		}
 		t.Run(name, func(t *testing.T) {
-			report := conformance.Run(t, func() (spi.Backend, error) { return wasmtime.New(main) }, opts)
+			report := conformancetest.Run(t, func() (spi.Backend, error) { return wasmtime.New(main) }, opts)
 			for _, c := range report.Cases {
 				t.Logf("%-16s %-4s %8v %s", c.Name, c.Status, c.Duration.Round(1e6), c.Reason)
 				if c.Status == conformance.StatusSkip && (fuel || c.Name != "cpu_budget") && c.Name != "host_exact" {
