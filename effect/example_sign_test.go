@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sandbank/sandbank/effect"
+	"github.com/sandbank/sandbank/storage"
 )
 
 // A host signs its receipts with its key; anyone holding the public key
@@ -21,7 +22,7 @@ func ExampleOptions_signer() {
 	if err != nil {
 		panic(err)
 	}
-	scripts := effect.NewMemoryStore()
+	scripts := new(storage.MemoryStore)
 	script := []byte("log; log; maybe fail")
 	addr, _ := scripts.Put(script)
 	e, err := effect.New(scripts, chatty{}, &effect.Options{Engine: "chatty", Signer: signer})
@@ -54,7 +55,7 @@ func ExampleOptions_signer() {
 // retired before its run started is stale.
 func ExampleWithKeys() {
 	signer, _ := effect.GenerateEd25519Signer()
-	scripts := effect.NewMemoryStore()
+	scripts := new(storage.MemoryStore)
 	script := []byte("script")
 	addr, _ := scripts.Put(script)
 	e, _ := effect.New(scripts, chatty{}, &effect.Options{Engine: "chatty", Signer: signer})
@@ -86,7 +87,7 @@ func ExampleWithKeys() {
 // another case, which encoding/json would read as the signed receipt.
 func ExampleDecodeReceipt() {
 	signer, _ := effect.GenerateEd25519Signer()
-	scripts := effect.NewMemoryStore()
+	scripts := new(storage.MemoryStore)
 	script := []byte("log; log; maybe fail")
 	addr, _ := scripts.Put(script)
 	e, _ := effect.New(scripts, chatty{}, &effect.Options{Engine: "chatty", Signer: signer})

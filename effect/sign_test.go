@@ -231,7 +231,7 @@ func TestSignerFailures(t *testing.T) {
 	require.NotNil(t, rec)
 	assert.Nil(t, rec.Receipt.Signature)
 
-	_, err = New(NewMemoryStore(), fakebackend.New(fakebackend.Capabilities(), okOutcomeBehavior(`1`)),
+	_, err = New(newMemoryStore(), fakebackend.New(fakebackend.Capabilities(), okOutcomeBehavior(`1`)),
 		&Options{Signer: brokenSigner{pub: pub[:5]}})
 	require.ErrorIs(t, err, ErrInvalidKey)
 }

@@ -225,11 +225,11 @@ func (s *Server) storeScript(ctx context.Context, in *scriptInput) (*scriptOutpu
 	if src == nil {
 		return nil, invalidCall(http.StatusBadRequest, "server: source or sourceBase64 is required")
 	}
-	td, err := s.data.of(tenantOf(ctx))
+	scripts, _, err := s.data.Tenant(tenantOf(ctx).Name)
 	if err != nil {
 		return nil, unavailable(KindInfrastructure, "server: the tenant's data could not be opened", time.Second)
 	}
-	addr, err := td.scripts.Put(src)
+	addr, err := scripts.Put(src)
 	if err != nil {
 		if effect.KindOf(err) == effect.KindInvalidCall || errors.Is(err, effect.ErrScriptTooLarge) {
 			return nil, invalidCall(http.StatusRequestEntityTooLarge, "server: the script does not fit in the tenant's store")
@@ -281,11 +281,11 @@ func (s *Server) run(ctx context.Context, in *runInput) (*runOutput, error) {
 		if err != nil {
 			return nil, invalidCall(http.StatusBadRequest, "server: malformed script address")
 		}
-		td, err := s.data.of(t)
+		scripts, _, err := s.data.Tenant(t.Name)
 		if err != nil {
 			return nil, unavailable(KindInfrastructure, "server: the tenant's data could not be opened", time.Second)
 		}
-		b, err := td.scripts.ReadScript(ctx, addr)
+		b, err := scripts.ReadScript(ctx, addr)
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, invalidCall(http.StatusNotFound, "server: no script "+string(addr)+" in the tenant's store")
 		} else if err != nil {

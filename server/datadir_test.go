@@ -3,17 +3,16 @@ package server
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,6 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sandbank/sandbank/effect"
+	"github.com/sandbank/sandbank/storage"
 	"github.com/sandbank/sandbank/tenant"
 )
 
@@ -213,46 +213,13 @@ func TestRunNotKeptIsNotAnswered(t *testing.T) {
 	l := startServer(t, testRegistry(t), &Options{DataDir: t.TempDir()})
 	code, _, rec := post(t, c, l.url+"/v1/runs", "", map[string]any{"engine": "goja", "source": "1"})
 	require.Equal(t, 200, code, "%v", rec)
-	td, err := l.data.of(l.dev)
+	_, receipts, err := l.data.Tenant(l.dev.Name)
 	require.NoError(t, err)
-	require.NoError(t, td.receipts.close()) // every append now fails
+	require.NoError(t, receipts.Close()) // every append now fails
 	code, h, p := post(t, c, l.url+"/v1/runs", "", map[string]any{"engine": "goja", "source": "1"})
 	assert.Equal(t, 503, code, "%v", p)
 	assert.Equal(t, true, p["retryable"])
 	assert.Empty(t, h.Get(RunHeader))
-}
-
-// TestDiskScriptsBoundUnderConcurrentPuts: concurrent Puts of distinct
-// scripts into a store bounded to n entries store exactly n; the rest are
-// refused as a full store, and a restart finds the n.
-func TestDiskScriptsBoundUnderConcurrentPuts(t *testing.T) {
-	dir := t.TempDir()
-	open := func() *diskScripts {
-		s, err := openDiskScripts(t.Context(), filepath.Join(dir, "scripts"), filepath.Join(dir, "quarantine"), 1<<20, 5,
-			slog.New(slog.DiscardHandler), func() { t.Error("damaged") })
-		require.NoError(t, err)
-		return s
-	}
-	s := open()
-	var wg sync.WaitGroup
-	var stored, full atomic.Int64
-	for i := range 20 {
-		wg.Go(func() {
-			_, err := s.Put(fmt.Appendf(nil, "script %d", i))
-			switch {
-			case err == nil:
-				stored.Add(1)
-			case errors.Is(err, errStoreFull):
-				full.Add(1)
-			default:
-				t.Error(err)
-			}
-		})
-	}
-	wg.Wait()
-	assert.Equal(t, int64(5), stored.Load())
-	assert.Equal(t, int64(15), full.Load())
-	assert.Len(t, open().known, 5)
 }
 
 // TestDataDirOneServer: a server refuses a data directory another process
@@ -263,7 +230,7 @@ func TestDataDirOneServer(t *testing.T) {
 	reg := testRegistry(t)
 	other := startChild(t, dir)
 	_, err := New(reg, &Options{DataDir: dir})
-	require.ErrorIs(t, err, ErrDataDirInUse)
+	require.ErrorIs(t, err, storage.ErrDataDirInUse)
 	assert.Contains(t, err.Error(), fmt.Sprintf("process %d holds %s", other.cmd.Process.Pid, dir))
 	require.NoError(t, other.cmd.Process.Kill())
 	_ = other.cmd.Wait() // the kernel drops a dead process's lock
@@ -271,7 +238,7 @@ func TestDataDirOneServer(t *testing.T) {
 	first, err := New(reg, &Options{DataDir: dir})
 	require.NoError(t, err)
 	_, err = New(reg, &Options{DataDir: dir})
-	require.ErrorIs(t, err, ErrDataDirInUse)
+	require.ErrorIs(t, err, storage.ErrDataDirInUse)
 	assert.Contains(t, err.Error(), fmt.Sprintf("process %d holds", os.Getpid()))
 	require.NoError(t, first.Close())
 	again, err := New(reg, &Options{DataDir: dir})
@@ -297,19 +264,19 @@ func TestDataDirDamagedReceiptThroughHTTP(t *testing.T) {
 	}
 	stopServer(t, l)
 
-	seg := filepath.Join(dir, "tenants", "dev", "receipts", segmentName(1))
+	seg := filepath.Join(dir, "tenants", "dev", "receipts", "00000000000000000001.log")
 	b, err := os.ReadFile(seg)
 	require.NoError(t, err)
 	off := 0
 	for range bad {
-		_, size, ok := decodeFrame(b[off:])
+		f, ok := frameAt(b, off)
 		require.True(t, ok)
-		off += size
+		off += f.size
 	}
-	rec, size, ok := decodeFrame(b[off:])
+	f, ok := frameAt(b, off)
 	require.True(t, ok)
-	require.Equal(t, runs[bad], rec.Run, "the runs' records are in the order of their answers")
-	b[off+size/2] ^= 0x01
+	require.Equal(t, runs[bad], f.run, "the runs' records are in the order of their answers")
+	b[off+f.size/2] ^= 0x01
 	require.NoError(t, os.WriteFile(seg, b, 0o600))
 
 	l = startServer(t, reg, &Options{DataDir: dir})
@@ -321,4 +288,35 @@ func TestDataDirDamagedReceiptThroughHTTP(t *testing.T) {
 		}
 		assert.Equal(t, want, getJSON(t, c, l.url+"/v1/runs/"+run+"/receipt", "", nil), "run %d", i)
 	}
+}
+
+// frame is a record of a receipt log segment, as docs/data-dir.md
+// describes it: a big-endian uint32 length and CRC-32C of the payload,
+// then the payload, the JSON of {"run": ..., "receipt": ...}.
+type frame struct {
+	size int // the whole frame's
+	run  string
+}
+
+// frameAt reads the frame at off in b; false when none that checks is
+// there.
+func frameAt(b []byte, off int) (frame, bool) {
+	if len(b)-off < 8 {
+		return frame{}, false
+	}
+	n := int(binary.BigEndian.Uint32(b[off:]))
+	if n == 0 || len(b)-off-8 < n {
+		return frame{}, false
+	}
+	payload := b[off+8 : off+8+n]
+	if crc32.Checksum(payload, crc32.MakeTable(crc32.Castagnoli)) != binary.BigEndian.Uint32(b[off+4:]) {
+		return frame{}, false
+	}
+	var rec struct {
+		Run string `json:"run"`
+	}
+	if json.Unmarshal(payload, &rec) != nil {
+		return frame{}, false
+	}
+	return frame{size: 8 + n, run: rec.Run}, true
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sandbank/sandbank/effect"
+	"github.com/sandbank/sandbank/storage"
 	"github.com/sandbank/sandbank/tenant"
 )
 
@@ -129,7 +130,7 @@ func TestDataDirKeepsTheSigningKey(t *testing.T) {
 	first := startServer(t, testRegistry(t), &Options{DataDir: dir})
 	before := getKeys(t, first.url)
 	require.Len(t, before.Keys, 1)
-	info, err := os.Stat(SigningKeyFile(dir))
+	info, err := os.Stat(storage.SigningKeyFile(dir))
 	require.NoError(t, err)
 	assert.Equal(t, os.FileMode(0o600), info.Mode().Perm())
 

@@ -22,6 +22,7 @@ import (
 	"github.com/sandbank/sandbank/pool"
 	"github.com/sandbank/sandbank/registry"
 	"github.com/sandbank/sandbank/spi"
+	"github.com/sandbank/sandbank/storage"
 	"github.com/sandbank/sandbank/tenant"
 )
 
@@ -81,14 +82,14 @@ type Options struct {
 	// scripts and the receipts of the runs it answered, each synced to
 	// disk before the answer is sent; New reads them back and checks them
 	// (see docs/data-dir.md for the layout). Empty means in
-	// memory: a restart loses them. DefaultDataDir is 'sandbank serve''s
+	// memory: a restart loses them. storage.DefaultDataDir is 'sandbank serve''s
 	// default.
 	DataDir string
 	// ReceiptSegmentBytes bounds a segment of a tenant's receipt log in
 	// DataDir; a full segment is sealed and a new one started.
 	// ReceiptSegments bounds the segments kept per tenant: past it the
 	// oldest is removed, with its receipts. Zero means
-	// DefaultReceiptSegmentBytes and DefaultReceiptSegments.
+	// storage.DefaultReceiptSegmentBytes and storage.DefaultReceiptSegments.
 	ReceiptSegmentBytes int64
 	ReceiptSegments     int
 	// ReadHeaderTimeout, ReadTimeout, WriteTimeout and IdleTimeout are
@@ -120,7 +121,7 @@ type Options struct {
 	Version string
 	// Signer signs every run's receipt (effect.Options.Signer); its
 	// public key is published at KeysPath. Nil means the data directory's
-	// key (SigningKeyFile, generated on the first start) or, without a
+	// key (storage.SigningKeyFile, generated on the first start) or, without a
 	// DataDir, a key generated in memory when New is called (logged by
 	// its id): receipts signed by it cannot be checked after a restart.
 	Signer effect.Signer
@@ -146,8 +147,8 @@ type Server struct {
 	handler   http.Handler
 	api       huma.API
 
-	data    *data    // the tenants' scripts and receipts
-	signing *signing // keys.go
+	data    *storage.Data // the tenants' scripts and receipts
+	signing *signing      // keys.go
 
 	// hard is cancelled when Shutdown's drain deadline passes: every run
 	// still going is cancelled and its caller gets a retryable 503.
@@ -172,7 +173,7 @@ var ErrInvalidOptions = fmt.Errorf("server: invalid options: %w", effect.ErrInva
 // every tenant's scripts and receipt log back and checks them (a cost in
 // proportion to what is stored), after taking the directory's lock: a
 // directory another server holds is refused with an error matching
-// ErrDataDirInUse, which names the process holding it. Another error
+// storage.ErrDataDirInUse, which names the process holding it. Another error
 // opening or reading the directory is returned as it is.
 func New(reg *registry.Registry, opts *Options) (*Server, error) {
 	if reg == nil {
@@ -211,10 +212,10 @@ func New(reg *registry.Registry, opts *Options) (*Server, error) {
 		o.StoreEntries = DefaultStoreEntries
 	}
 	if o.ReceiptSegmentBytes == 0 {
-		o.ReceiptSegmentBytes = DefaultReceiptSegmentBytes
+		o.ReceiptSegmentBytes = storage.DefaultReceiptSegmentBytes
 	}
 	if o.ReceiptSegments == 0 {
-		o.ReceiptSegments = DefaultReceiptSegments
+		o.ReceiptSegments = storage.DefaultReceiptSegments
 	}
 	if o.Limits.WallClock == 0 {
 		o.Limits.WallClock = effect.DefaultWallClock
@@ -256,11 +257,11 @@ func New(reg *registry.Registry, opts *Options) (*Server, error) {
 	var err error
 	// The data directory first: its lock keeps a second server from
 	// its signing key as well as from its logs.
-	if s.data, err = openData(s.hard, &s.opts, log, s.metrics); err != nil {
+	if s.data, err = openData(&s.opts, s.metrics); err != nil {
 		return nil, err
 	}
 	if s.signing, err = newSigning(&o, log); err != nil {
-		_ = s.data.close()
+		_ = s.data.Close()
 		return nil, err
 	}
 	s.pool, err = pool.New(reg, &pool.Options{Effect: effect.Options{
@@ -273,7 +274,7 @@ func New(reg *registry.Registry, opts *Options) (*Server, error) {
 		Signer:                 s.signing.signer,
 	}})
 	if err != nil {
-		_ = s.data.close()
+		_ = s.data.Close()
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 	}
 	s.verifier = &verifier{check: o.Verify, ctx: s.hard, results: map[string]*Verification{},
@@ -370,7 +371,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		all = append(all, <-errs)
 	}
 	s.cancelHard()
-	all = append(all, s.pool.Close(), s.data.close())
+	all = append(all, s.pool.Close(), s.data.Close())
 	return errors.Join(all...)
 }
 
@@ -386,7 +387,7 @@ func (s *Server) Close() error {
 	for _, hs := range srvs {
 		errs = append(errs, hs.Close())
 	}
-	errs = append(errs, s.pool.Close(), s.data.close())
+	errs = append(errs, s.pool.Close(), s.data.Close())
 	return errors.Join(errs...)
 }
 

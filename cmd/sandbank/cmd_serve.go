@@ -16,6 +16,7 @@ import (
 	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/registry"
 	"github.com/sandbank/sandbank/server"
+	"github.com/sandbank/sandbank/storage"
 	"github.com/sandbank/sandbank/tenant"
 )
 
@@ -203,7 +204,7 @@ func (a *app) serve(ctx context.Context, o *serveOptions) error {
 }
 
 // serveDataDir returns serve's data directory: --data-dir, or the
-// default (server.DefaultDataDir); "" with --in-memory.
+// default (storage.DefaultDataDir); "" with --in-memory.
 func serveDataDir(o *serveOptions) (string, error) {
 	switch {
 	case o.inMemory && o.dataDir != "":
@@ -213,7 +214,7 @@ func serveDataDir(o *serveOptions) (string, error) {
 	case o.dataDir != "":
 		return o.dataDir, nil
 	}
-	d, err := server.DefaultDataDir()
+	d, err := storage.DefaultDataDir()
 	if err != nil {
 		return "", usagef("no default data directory (%s): give --data-dir DIR or --in-memory", reason(err))
 	}
