@@ -51,7 +51,11 @@ func crashChild(dir string) int {
 	reg.Register(registry.Entry{Engine: "goja", Language: caps.Language, Capabilities: caps, Factory: f})
 	// Generous queue bounds: under a loaded machine a run waits rather
 	// than being refused, so every answer of the burst is a 200.
-	s, err := New(reg, &Options{DataDir: dir, MaxQueue: 4096, QueueTimeout: 10 * time.Minute})
+	data, err := storage.OpenData(&storage.DataOptions{Dir: dir})
+	if err != nil {
+		return fail(err)
+	}
+	s, err := New(reg, &Options{Data: data, MaxQueue: 4096, QueueTimeout: 10 * time.Minute})
 	if err != nil {
 		return fail(err)
 	}

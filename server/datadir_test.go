@@ -60,7 +60,7 @@ func TestDataDirKeepsAcrossRestart(t *testing.T) {
 	reg := testRegistry(t)
 	c := &http.Client{Timeout: time.Minute}
 	src := "input.n * 2"
-	l := startServer(t, reg, &Options{DataDir: dir})
+	l := startServer(t, reg, &Options{Data: dataIn(t, dir, nil)})
 	code, _, stored := post(t, c, l.url+"/v1/scripts", "", map[string]any{"source": src})
 	require.Equal(t, 200, code)
 	addr := stored["script"].(string)
@@ -71,7 +71,7 @@ func TestDataDirKeepsAcrossRestart(t *testing.T) {
 	require.NotEmpty(t, run)
 	stopServer(t, l)
 
-	l = startServer(t, reg, &Options{DataDir: dir})
+	l = startServer(t, reg, &Options{Data: dataIn(t, dir, nil)})
 	var got StoredReceipt
 	require.Equal(t, 200, getJSON(t, c, l.url+"/v1/runs/"+run+"/receipt", "", &got))
 	assert.Equal(t, run, got.Run)
@@ -96,7 +96,7 @@ func TestDataDirRefusesDamagedScripts(t *testing.T) {
 	dir := t.TempDir()
 	reg := testRegistry(t)
 	c := &http.Client{Timeout: time.Minute}
-	l := startServer(t, reg, &Options{DataDir: dir})
+	l := startServer(t, reg, &Options{Data: dataIn(t, dir, nil)})
 	code, _, stored := post(t, c, l.url+"/v1/scripts", "", map[string]any{"source": "1 + 1"})
 	require.Equal(t, 200, code)
 	damagedAddr := stored["script"].(string)
@@ -112,7 +112,7 @@ func TestDataDirRefusesDamagedScripts(t *testing.T) {
 	leftover := filepath.Join(scripts, hexOf(goodAddr)[:2], ".put-123")
 	require.NoError(t, os.WriteFile(leftover, []byte("2 +"), 0o600))
 
-	l = startServer(t, reg, &Options{DataDir: dir})
+	l = startServer(t, reg, &Options{Data: dataIn(t, dir, nil)})
 	assert.Equal(t, float64(1), testutil.ToFloat64(l.metrics.damaged))
 	assert.NoFileExists(t, path)
 	assert.FileExists(t, filepath.Join(dir, "tenants", "dev", "quarantine", hexOf(damagedAddr)))
@@ -136,7 +136,7 @@ func TestDataDirRefusesDamagedScripts(t *testing.T) {
 func TestDataDirFullStoreRefuses(t *testing.T) {
 	dir := t.TempDir()
 	c := &http.Client{Timeout: time.Minute}
-	l := startServer(t, testRegistry(t), &Options{DataDir: dir, StoreEntries: 1})
+	l := startServer(t, testRegistry(t), &Options{Data: dataIn(t, dir, &storage.DataOptions{StoreEntries: 1})})
 	code, _, stored := post(t, c, l.url+"/v1/scripts", "", map[string]any{"source": "1"})
 	require.Equal(t, 200, code)
 	code, _, _ = post(t, c, l.url+"/v1/scripts", "", map[string]any{"source": "1"})
@@ -155,7 +155,7 @@ func TestReceiptsAreTenantScoped(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			set, keys := twoTenants(t)
 			c := &http.Client{Timeout: time.Minute}
-			l := startServer(t, testRegistry(t), &Options{Tenants: set, DataDir: dir})
+			l := startServer(t, testRegistry(t), &Options{Tenants: set, Data: dataIn(t, dir, nil)})
 			code, h, rec := post(t, c, l.url+"/v1/runs", keys[0], map[string]any{"engine": "goja", "source": "1"})
 			require.Equal(t, 200, code, "%v", rec)
 			run := h.Get(RunHeader)
@@ -184,7 +184,7 @@ func TestStoreOverItsBoundIs413(t *testing.T) {
 	for name, dir := range map[string]string{"memory": "", "disk": t.TempDir()} {
 		t.Run(name, func(t *testing.T) {
 			c := &http.Client{Timeout: time.Minute}
-			l := startServer(t, testRegistry(t), &Options{DataDir: dir, StoreBytes: 4})
+			l := startServer(t, testRegistry(t), &Options{Data: dataIn(t, dir, &storage.DataOptions{StoreBytes: 4})})
 			code, _, p := post(t, c, l.url+"/v1/scripts", "", map[string]any{"source": "12345"})
 			assert.Equal(t, 413, code, "%v", p)
 			assert.Equal(t, false, p["retryable"])
@@ -210,7 +210,7 @@ func TestAccessLogNamesTheRun(t *testing.T) {
 // answered with a retryable 503, never 200: an answered run is on disk.
 func TestRunNotKeptIsNotAnswered(t *testing.T) {
 	c := &http.Client{Timeout: time.Minute}
-	l := startServer(t, testRegistry(t), &Options{DataDir: t.TempDir()})
+	l := startServer(t, testRegistry(t), &Options{Data: dataIn(t, t.TempDir(), nil)})
 	code, _, rec := post(t, c, l.url+"/v1/runs", "", map[string]any{"engine": "goja", "source": "1"})
 	require.Equal(t, 200, code, "%v", rec)
 	_, receipts, err := l.data.Tenant(l.dev.Name)
@@ -222,26 +222,26 @@ func TestRunNotKeptIsNotAnswered(t *testing.T) {
 	assert.Empty(t, h.Get(RunHeader))
 }
 
-// TestDataDirOneServer: a server refuses a data directory another process
-// serves, naming that process; so does a second server of one process;
-// the directory is free again once its server is closed.
+// TestDataDirOneServer: a data directory another process serves is
+// refused, naming that process; so is one a server of this process
+// serves; the directory is free again once its server is closed.
 func TestDataDirOneServer(t *testing.T) {
 	dir := t.TempDir()
 	reg := testRegistry(t)
 	other := startChild(t, dir)
-	_, err := New(reg, &Options{DataDir: dir})
+	_, err := storage.OpenData(&storage.DataOptions{Dir: dir})
 	require.ErrorIs(t, err, storage.ErrDataDirInUse)
 	assert.Contains(t, err.Error(), fmt.Sprintf("process %d holds %s", other.cmd.Process.Pid, dir))
 	require.NoError(t, other.cmd.Process.Kill())
 	_ = other.cmd.Wait() // the kernel drops a dead process's lock
 
-	first, err := New(reg, &Options{DataDir: dir})
+	first, err := New(reg, &Options{Data: dataIn(t, dir, nil)})
 	require.NoError(t, err)
-	_, err = New(reg, &Options{DataDir: dir})
+	_, err = storage.OpenData(&storage.DataOptions{Dir: dir})
 	require.ErrorIs(t, err, storage.ErrDataDirInUse)
 	assert.Contains(t, err.Error(), fmt.Sprintf("process %d holds", os.Getpid()))
 	require.NoError(t, first.Close())
-	again, err := New(reg, &Options{DataDir: dir})
+	again, err := New(reg, &Options{Data: dataIn(t, dir, nil)})
 	require.NoError(t, err)
 	require.NoError(t, again.Close())
 }
@@ -255,7 +255,7 @@ func TestDataDirDamagedReceiptThroughHTTP(t *testing.T) {
 	dir := t.TempDir()
 	reg := testRegistry(t)
 	c := &http.Client{Timeout: time.Minute}
-	l := startServer(t, reg, &Options{DataDir: dir})
+	l := startServer(t, reg, &Options{Data: dataIn(t, dir, nil)})
 	var runs []string
 	for i := range n {
 		code, h, rec := post(t, c, l.url+"/v1/runs", "", map[string]any{"engine": "goja", "source": fmt.Sprintf("%d", i)})
@@ -279,7 +279,7 @@ func TestDataDirDamagedReceiptThroughHTTP(t *testing.T) {
 	b[off+f.size/2] ^= 0x01
 	require.NoError(t, os.WriteFile(seg, b, 0o600))
 
-	l = startServer(t, reg, &Options{DataDir: dir})
+	l = startServer(t, reg, &Options{Data: dataIn(t, dir, nil)})
 	assert.Equal(t, 1.0, testutil.ToFloat64(l.metrics.damaged))
 	for i, run := range runs {
 		want := 200

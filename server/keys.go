@@ -29,10 +29,10 @@ type signing struct {
 // key, logged by its id) and the
 // document of its keys:
 // the current one first, then the retired ones.
-func newSigning(o *Options, log *slog.Logger) (*signing, error) {
+func newSigning(o *Options, dataDir string, log *slog.Logger) (*signing, error) {
 	sg := &signing{signer: o.Signer}
-	if sg.signer == nil && o.DataDir != "" {
-		s, created, err := effect.ReadOrCreateSignerFile(storage.SigningKeyFile(o.DataDir))
+	if sg.signer == nil && dataDir != "" {
+		s, created, err := effect.ReadOrCreateSignerFile(storage.SigningKeyFile(dataDir))
 		if err != nil {
 			return nil, fmt.Errorf("server: the data directory's signing key: %w", err)
 		}

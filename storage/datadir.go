@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sync"
+	"sync/atomic"
 
 	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/internal/atomicfile"
@@ -29,7 +30,8 @@ import (
 // directory, on open for every tenant found there). Build it with
 // OpenData; it is safe for concurrent use.
 type Data struct {
-	o DataOptions
+	o       DataOptions
+	damaged atomic.Uint64
 
 	mu      sync.Mutex
 	closed  bool
@@ -54,20 +56,23 @@ type DataOptions struct {
 	// scripts are evicted (MemoryStore); in Dir a full store refuses a new
 	// script (DirStore, ErrStoreFull), since what it acknowledged is kept.
 	// StoreEntries also bounds the receipts kept in memory. Zero means
-	// DefaultMemoryStoreBytes and DefaultMemoryStoreEntries; they must be
-	// >= 0.
+	// DefaultTenantBytes and DefaultTenantEntries; they must be >= 0.
 	StoreBytes   int64
 	StoreEntries int
 	// ReceiptSegmentBytes and ReceiptSegments bound each tenant's receipt
 	// log in Dir (ReceiptLogOptions). Zero means the log's defaults.
 	ReceiptSegmentBytes int64
 	ReceiptSegments     int
-	// Logger hears of the damage found in Dir. Nil means none.
+	// Logger hears of the damage found in Dir (see Data.Damaged). Nil
+	// means none.
 	Logger *slog.Logger
-	// Damaged, when not nil, is called once for every damaged script or
-	// receipt found in Dir.
-	Damaged func()
 }
+
+// The defaults of DataOptions.
+const (
+	DefaultTenantBytes   = 64 << 20
+	DefaultTenantEntries = 4096
+)
 
 // DefaultDataDir returns the data directory 'sandbank serve' uses by
 // default: $XDG_STATE_HOME/sandbank, or ~/.local/state/sandbank.
@@ -101,16 +106,13 @@ func OpenData(opts *DataOptions) (*Data, error) {
 		d.o = *opts
 	}
 	if d.o.StoreBytes == 0 {
-		d.o.StoreBytes = DefaultMemoryStoreBytes
+		d.o.StoreBytes = DefaultTenantBytes
 	}
 	if d.o.StoreEntries == 0 {
-		d.o.StoreEntries = DefaultMemoryStoreEntries
+		d.o.StoreEntries = DefaultTenantEntries
 	}
 	if d.o.Logger == nil {
 		d.o.Logger = slog.New(slog.DiscardHandler)
-	}
-	if d.o.Damaged == nil {
-		d.o.Damaged = func() {}
 	}
 	if d.o.StoreBytes < 0 || d.o.StoreEntries < 0 || d.o.ReceiptSegmentBytes < 0 || d.o.ReceiptSegments < 0 {
 		return nil, fmt.Errorf("storage: data: negative bound: %w", effect.ErrInvalidLimits)
@@ -149,6 +151,13 @@ func OpenData(opts *DataOptions) (*Data, error) {
 
 // Dir returns the data directory; "" in memory.
 func (d *Data) Dir() string { return d.o.Dir }
+
+// Damaged returns how many stored scripts and receipt-log records were
+// found damaged (not matching their address or checksum), on open or on
+// read since; none of them is served.
+func (d *Data) Damaged() uint64 { return d.damaged.Load() }
+
+func (d *Data) damage() { d.damaged.Add(1) }
 
 // tenantDirRx is the names used as they are for a tenant's directory:
 // those the tenants document allows, in lower case (a case-insensitive
@@ -206,14 +215,14 @@ func (d *Data) open(dir string) (*tenantData, error) {
 	}
 	scripts, err := NewDirStore(filepath.Join(dir, "scripts"), &DirStoreOptions{
 		MaxScriptBytes: d.o.StoreBytes, MaxBytes: d.o.StoreBytes, MaxEntries: d.o.StoreEntries,
-		Quarantine: filepath.Join(dir, "quarantine"), Logger: d.o.Logger, Damaged: d.o.Damaged,
+		Quarantine: filepath.Join(dir, "quarantine"), Logger: d.o.Logger, Damaged: d.damage,
 	})
 	if err != nil {
 		return nil, err
 	}
 	receipts, err := NewReceiptLog(filepath.Join(dir, "receipts"), &ReceiptLogOptions{
 		SegmentBytes: d.o.ReceiptSegmentBytes, Segments: d.o.ReceiptSegments,
-		Logger: d.o.Logger, Damaged: d.o.Damaged,
+		Logger: d.o.Logger, Damaged: d.damage,
 	})
 	if err != nil {
 		return nil, err
@@ -222,7 +231,8 @@ func (d *Data) open(dir string) (*tenantData, error) {
 }
 
 // Close closes every tenant's receipt store, then releases the data
-// directory's lock. The stores fail once it is closed.
+// directory's lock. The stores fail once it is closed; closing again does
+// nothing.
 func (d *Data) Close() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
