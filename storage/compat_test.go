@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -56,4 +57,37 @@ func TestReadsADataDirWrittenBefore(t *testing.T) {
 	key, err := effect.ParsePublicKey(pub)
 	require.NoError(t, err)
 	assert.Equal(t, key.PublicKey, signer.PublicKey())
+}
+
+// TestDataOneOwner: a data directory open in this process is refused to a
+// second OpenData, naming this process, and free again once closed; a
+// closed Data refuses its tenants.
+func TestDataOneOwner(t *testing.T) {
+	dir := t.TempDir()
+	first, err := OpenData(&DataOptions{Dir: dir})
+	require.NoError(t, err)
+	_, err = OpenData(&DataOptions{Dir: dir})
+	require.ErrorIs(t, err, ErrDataDirInUse)
+	assert.Contains(t, err.Error(), fmt.Sprintf("process %d holds %s", os.Getpid(), dir))
+	require.NoError(t, first.Close())
+	_, _, err = first.Tenant("dev")
+	require.Error(t, err)
+	again, err := OpenData(&DataOptions{Dir: dir})
+	require.NoError(t, err)
+	require.NoError(t, again.Close())
+	require.NoError(t, again.Close(), "closing again does nothing")
+}
+
+// TestDataRefusesNegativeBounds: every bound of DataOptions is checked
+// when the data is opened.
+func TestDataRefusesNegativeBounds(t *testing.T) {
+	for name, o := range map[string]DataOptions{
+		"StoreBytes": {StoreBytes: -1}, "StoreEntries": {StoreEntries: -1},
+		"ReceiptSegmentBytes": {ReceiptSegmentBytes: -1}, "ReceiptSegments": {ReceiptSegments: -1},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := OpenData(&o)
+			requireInvalid(t, err, effect.ErrInvalidLimits)
+		})
+	}
 }
