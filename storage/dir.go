@@ -171,10 +171,10 @@ func (s *DirStore) check(quarantine string) error {
 			if !ok {
 				continue // not a script's path: never read by address
 			}
-			b, err := s.ReadScript(context.Background(), addr)
+			b, err := s.read(context.Background(), addr)
 			if err != nil {
-				// ReadScript reported it.
-				s.log.Warn("sandbank: script store: a damaged script is moved aside and never served",
+				s.damaged()
+				s.log.Warn("sandbank: script store: a stored script does not check against its address; it is moved aside and never served",
 					slog.String("script", string(addr)), slog.String("quarantine", quarantine))
 				if err := os.MkdirAll(quarantine, 0o700); err != nil {
 					return fmt.Errorf("storage: dir store: %w", err)
@@ -278,6 +278,17 @@ func (s *DirStore) put(b []byte) (effect.Address, error) {
 // untyped errors, and reported as damage (DirStoreOptions.Logger,
 // Damaged). ctx is checked before and while reading.
 func (s *DirStore) ReadScript(ctx context.Context, addr effect.Address) ([]byte, error) {
+	b, err := s.read(ctx, addr)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, effect.ErrInvalidCall) && ctx.Err() == nil {
+		s.damaged()
+		s.log.Warn("sandbank: script store: a stored script does not check against its address; it is not served",
+			slog.String("script", string(addr)))
+	}
+	return b, err
+}
+
+// read is ReadScript without the report of damage.
+func (s *DirStore) read(ctx context.Context, addr effect.Address) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -285,20 +296,16 @@ func (s *DirStore) ReadScript(ctx context.Context, addr effect.Address) ([]byte,
 		return nil, err
 	}
 	b, err := s.readFile(ctx, s.path(addr))
-	if err == nil && effect.AddressOf(b) != addr {
-		err = errors.New("storage: dir store: stored script does not match its address")
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("storage: dir store: script %s: %w", addr, fs.ErrNotExist)
+		}
+		return nil, err
 	}
-	switch {
-	case err == nil:
-		return b, nil
-	case errors.Is(err, fs.ErrNotExist):
-		return nil, fmt.Errorf("storage: dir store: script %s: %w", addr, fs.ErrNotExist)
-	case ctx.Err() == nil:
-		s.damaged()
-		s.log.Warn("sandbank: script store: a stored script does not check against its address; it is not served",
-			slog.String("script", string(addr)))
+	if effect.AddressOf(b) != addr {
+		return nil, errors.New("storage: dir store: stored script does not match its address")
 	}
-	return nil, err
+	return b, nil
 }
 
 var (
