@@ -8,6 +8,7 @@ import (
 
 	"github.com/sandbank/sandbank/backends/quickjs"
 	"github.com/sandbank/sandbank/effect"
+	"github.com/sandbank/sandbank/storage"
 )
 
 // Example is README's Go quick start, word for word (TestReadmeGoBlocks
@@ -23,7 +24,7 @@ func Example() {
 	}
 
 	// Scripts are stored, and run, by content address.
-	store := effect.NewMemoryStore()
+	store := new(storage.MemoryStore)
 	addr, err := store.Put([]byte(`({ total: input.rows.reduce((s, r) => s + r.n, 0) })`))
 	if err != nil {
 		log.Fatal(err)

@@ -22,6 +22,7 @@ import (
 	"github.com/sandbank/sandbank/internal/fakebackend"
 	"github.com/sandbank/sandbank/registry"
 	"github.com/sandbank/sandbank/spi"
+	"github.com/sandbank/sandbank/storage"
 )
 
 // direct builds each built-in backend the way an application would, with
@@ -140,7 +141,7 @@ func TestCPUBudgetFactory(t *testing.T) {
 func TestCPUBudgetIsSmall(t *testing.T) {
 	require.Less(t, int64(CPUBudgetSteps), starlark.DefaultMaxSteps)
 	src := []byte("def main(input):\n    n = 0\n    for i in range(20000):\n        n += i\n    return n\n")
-	store := effect.NewMemoryStore()
+	store := new(storage.MemoryStore)
 	addr, err := store.Put(src)
 	require.NoError(t, err)
 	eval := func(f spi.Factory) (json.RawMessage, error) {

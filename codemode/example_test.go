@@ -10,6 +10,7 @@ import (
 	"github.com/sandbank/sandbank/backends/goja"
 	"github.com/sandbank/sandbank/codemode"
 	"github.com/sandbank/sandbank/effect"
+	"github.com/sandbank/sandbank/storage"
 )
 
 // Code mode in a Go program: the tools of an MCP server become host
@@ -55,7 +56,7 @@ func ExampleNewUpstream() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	e, err := effect.New(effect.NewMemoryStore(), backend, &effect.Options{Host: up.HostFuncs()})
+	e, err := effect.New(new(storage.MemoryStore), backend, &effect.Options{Host: up.HostFuncs()})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/sandbank/sandbank/fixtures"
 	"github.com/sandbank/sandbank/fixtures/javascript"
 	"github.com/sandbank/sandbank/spi"
+	"github.com/sandbank/sandbank/storage"
 )
 
 // The kit's defaults and fixed figures. They are the kit's own, not API:
@@ -484,7 +485,7 @@ func (k *kit) runCase(ctx context.Context, c *caseDef) CaseResult {
 type env struct {
 	k     *kit
 	name  string
-	store *effect.MemoryStore
+	store *storage.MemoryStore
 
 	mu       sync.Mutex
 	fails    []string
@@ -497,7 +498,7 @@ type env struct {
 }
 
 func newEnv(k *kit, name string) *env {
-	return &env{k: k, name: name, store: effect.NewMemoryStore()}
+	return &env{k: k, name: name, store: new(storage.MemoryStore)}
 }
 
 // failf records a broken rule. The text is prefixed with the case name.

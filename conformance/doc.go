@@ -19,7 +19,7 @@
 //
 // Every case runs a fixture script (see THE FIXTURE CONTRACT in package
 // fixtures) on a fresh backend from the factory, through an effect.Effect
-// over an effect.MemoryStore. A case checks a declaration only when the
+// over a storage.MemoryStore. A case checks a declaration only when the
 // backend makes it; otherwise it is skipped with the capability named.
 //
 //	echo            3 runs in sequence and 4 at once, each its own input

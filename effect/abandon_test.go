@@ -84,7 +84,7 @@ func (b blockingCloser) Close() error {
 func TestCloseIsBounded(t *testing.T) {
 	fb := fakebackend.New(fakebackend.Capabilities(), nil)
 	b := blockingCloser{Backend: fb, release: make(chan struct{})}
-	e, err := New(NewMemoryStore(), b, &Options{CloseTimeout: 20 * time.Millisecond})
+	e, err := New(newMemoryStore(), b, &Options{CloseTimeout: 20 * time.Millisecond})
 	require.NoError(t, err)
 	done := make(chan error, 1)
 	go func() { done <- e.Close() }()
@@ -110,7 +110,7 @@ func TestWarmIsBounded(t *testing.T) {
 		release := make(chan struct{})
 		fb := fakebackend.New(fakebackend.Capabilities(), nil)
 		w := warmer{Backend: fb, warm: func(context.Context) error { <-release; return nil }}
-		e, err := New(NewMemoryStore(), w, &Options{WarmTimeout: 20 * time.Millisecond})
+		e, err := New(newMemoryStore(), w, &Options{WarmTimeout: 20 * time.Millisecond})
 		require.NoError(t, err)
 		done := make(chan error, 1)
 		go func() { done <- e.Warm(context.Background()) }()
@@ -134,7 +134,7 @@ func TestWarmIsBounded(t *testing.T) {
 			<-ctx.Done()
 			return ctx.Err()
 		}}
-		e, err := New(NewMemoryStore(), w, &Options{WarmTimeout: 20 * time.Millisecond})
+		e, err := New(newMemoryStore(), w, &Options{WarmTimeout: 20 * time.Millisecond})
 		require.NoError(t, err)
 		err = e.Warm(context.Background())
 		requireUntyped(t, err)
@@ -149,7 +149,7 @@ func TestWarmIsBounded(t *testing.T) {
 		zero := time.Duration(0)
 		fb := fakebackend.New(fakebackend.Capabilities(), fakebackend.BlockUntil(release, okOutcome(`1`)))
 		w := warmer{Backend: fb, warm: func(context.Context) error { return nil }}
-		e, err := New(NewMemoryStore(), w, &Options{MaxAbandoned: 1, BackendGrace: &zero, Limits: spi.Limits{WallClock: time.Millisecond}})
+		e, err := New(newMemoryStore(), w, &Options{MaxAbandoned: 1, BackendGrace: &zero, Limits: spi.Limits{WallClock: time.Millisecond}})
 		require.NoError(t, err)
 		_, err = e.Evaluate(context.Background(), Call{Source: testScript})
 		requireUntyped(t, err)

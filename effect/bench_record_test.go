@@ -15,7 +15,7 @@ import (
 //
 //	go test -run '^$' -bench RecordOverhead -benchmem ./effect/
 func BenchmarkRecordOverhead(b *testing.B) {
-	store := NewMemoryStore()
+	store := newMemoryStore()
 	addr, _ := store.Put([]byte("input"))
 	e, err := New(store, instant{spi.OK(json.RawMessage(`{"n":1}`))}, nil)
 	if err != nil {

@@ -28,7 +28,7 @@ func BenchmarkEffectOverhead(b *testing.B) {
 	}
 	for _, in := range inputs {
 		b.Run(in.name, func(b *testing.B) {
-			store := NewMemoryStore()
+			store := newMemoryStore()
 			addr, _ := store.Put([]byte("({n: input.n + 1, ok: true})"))
 			e, err := New(store, instant{spi.OK(json.RawMessage(`{"ok":true,"n":2}`))}, nil)
 			if err != nil {

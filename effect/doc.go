@@ -38,9 +38,9 @@
 // carried by the call itself ([Call].Source), which runs exactly as if the
 // script had been stored. Either way a script is bounded by
 // [Options].MaxScriptBytes (default [DefaultMaxScriptBytes]).
-// [MemoryStore] (bounded, least recently used evicted) and [DirStore] are two
-// [ScriptReader] implementations; any other store reports a missing script
-// with an error matching fs.ErrNotExist.
+// Package storage's MemoryStore (bounded, least recently used evicted) and
+// DirStore are two [ScriptReader] implementations; any other store reports
+// a missing script with an error matching fs.ErrNotExist.
 //
 // # Results
 //
@@ -109,7 +109,7 @@
 //     later. [Effect.Idempotent] derives from that snapshot.
 //   - Script integrity: the bytes handed to the backend are the bytes whose
 //     SHA-256 is the address; a tampered store yields an untyped error, never
-//     a run. [DirStore] also verifies on read, reads only regular files (a
+//     a run. storage.DirStore also verifies on read, reads only regular files (a
 //     FIFO, a device or a symbolic link at a script's path is refused
 //     without blocking) and never reads past its size bound.
 //   - Bounded cost before any work: the input is serialised and measured

@@ -213,8 +213,8 @@ func (e *Effect) Idempotent() bool {
 //     ErrInvalidSource); the store is not consulted. Otherwise the script
 //     is read by address (not found: typed scriptMissing; bytes that do
 //     not hash to the address: untyped) and bounded (typed
-//     scriptTooLarge); a reader other than a *MemoryStore is raced against
-//     ctx, like the backend;
+//     scriptTooLarge); a reader other than an InstantReader is raced
+//     against ctx, like the backend;
 //  3. the backend is called with a context cancelled on ctx's cancellation
 //     or after the wall clock plus BackendGrace, and raced against both: a
 //     backend that does not return loses, a panic becomes an untyped error;
@@ -432,8 +432,8 @@ func (e *Effect) readScript(ctx context.Context, addr Address) ([]byte, error) {
 		script []byte
 		err    error
 	)
-	if ms, ok := e.scripts.(*MemoryStore); ok {
-		script, err = ms.ReadScript(ctx, addr) // never blocks, never panics
+	if ir, ok := e.scripts.(InstantReader); ok {
+		script, err = ir.ReadScript(ctx, addr) // never blocks, never panics
 	} else {
 		script, err = e.raceRead(ctx, addr)
 	}

@@ -50,7 +50,7 @@ func TestNewRefusals(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			e, err := New(NewMemoryStore(), fakebackend.New(tc.caps, nil), tc.opts)
+			e, err := New(newMemoryStore(), fakebackend.New(tc.caps, nil), tc.opts)
 			require.Error(t, err)
 			assert.Nil(t, e)
 			assert.Contains(t, err.Error(), tc.errText)
@@ -73,19 +73,19 @@ func TestNewRefusals(t *testing.T) {
 		requireInvalid(t, err, ErrInvalidCall)
 	})
 	t.Run("nil backend", func(t *testing.T) {
-		_, err := New(NewMemoryStore(), nil, nil)
+		_, err := New(newMemoryStore(), nil, nil)
 		assert.EqualError(t, err, "effect: nil backend")
 		requireInvalid(t, err, ErrInvalidCall)
 	})
 	t.Run("typed nil backend", func(t *testing.T) {
 		var fb *fakebackend.Backend
-		_, err := New(NewMemoryStore(), fb, nil)
+		_, err := New(newMemoryStore(), fb, nil)
 		assert.EqualError(t, err, "effect: backend panicked while reporting its capabilities")
 	})
 	t.Run("capabilities panic", func(t *testing.T) {
 		fb := fakebackend.New(good, nil)
 		fb.SetCapabilitiesFunc(func() spi.Capabilities { panic("no") })
-		_, err := New(NewMemoryStore(), fb, nil)
+		_, err := New(newMemoryStore(), fb, nil)
 		assert.Error(t, err)
 	})
 }
@@ -112,7 +112,7 @@ func TestNewAccepts(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			e, err := New(NewMemoryStore(), fakebackend.New(tc.caps, nil), tc.opts)
+			e, err := New(newMemoryStore(), fakebackend.New(tc.caps, nil), tc.opts)
 			require.NoError(t, err)
 			assert.Equal(t, tc.caps, e.Capabilities())
 			assert.Equal(t, tc.idempotent, e.Idempotent())
@@ -144,7 +144,7 @@ func TestCapabilitiesSnapshot(t *testing.T) {
 		}
 		return c
 	})
-	e, err := New(NewMemoryStore(), fb, nil)
+	e, err := New(newMemoryStore(), fb, nil)
 	require.NoError(t, err)
 	assert.Equal(t, spi.NetworkNone, e.Capabilities().Network)
 	assert.True(t, e.Idempotent())
@@ -211,7 +211,7 @@ func TestClose(t *testing.T) {
 
 	t.Run("not a closer", func(t *testing.T) {
 		fb := fakebackend.New(fakebackend.Capabilities(), nil)
-		e, err := New(NewMemoryStore(), fb.Plain(), nil)
+		e, err := New(newMemoryStore(), fb.Plain(), nil)
 		require.NoError(t, err)
 		require.NoError(t, e.Close())
 		assert.Zero(t, fb.Counts().Closes)
@@ -221,7 +221,7 @@ func TestClose(t *testing.T) {
 	t.Run("close error is bounded and untyped", func(t *testing.T) {
 		fb := fakebackend.New(fakebackend.Capabilities(), nil)
 		fb.SetCloseError(&Failure{Code: CodeScriptError, Message: fakebackend.BigText(10000)})
-		e, err := New(NewMemoryStore(), fb, nil)
+		e, err := New(newMemoryStore(), fb, nil)
 		require.NoError(t, err)
 		err = e.Close()
 		requireUntyped(t, err)
@@ -260,7 +260,7 @@ func TestWarm(t *testing.T) {
 	})
 	t.Run("no-op otherwise", func(t *testing.T) {
 		fb := fakebackend.New(fakebackend.Capabilities(), nil)
-		e, err := New(NewMemoryStore(), fb.Plain(), nil)
+		e, err := New(newMemoryStore(), fb.Plain(), nil)
 		require.NoError(t, err)
 		require.NoError(t, e.Warm(context.Background()))
 		assert.Zero(t, fb.Counts().Warms)
@@ -282,7 +282,7 @@ func TestWarm(t *testing.T) {
 	for name, w := range cases {
 		t.Run(name, func(t *testing.T) {
 			fb := fakebackend.New(fakebackend.Capabilities(), nil)
-			e, err := New(NewMemoryStore(), warmer{fb, w}, nil)
+			e, err := New(newMemoryStore(), warmer{fb, w}, nil)
 			require.NoError(t, err)
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 			defer cancel()

@@ -5,12 +5,13 @@ import (
 	"fmt"
 
 	"github.com/sandbank/sandbank/effect"
+	"github.com/sandbank/sandbank/storage"
 )
 
 // Events arrive on a goroutine of the run's own, in order; the finished
 // event is always last, and may arrive after Run returned.
 func ExampleCall_events() {
-	scripts := effect.NewMemoryStore()
+	scripts := new(storage.MemoryStore)
 	addr, _ := scripts.Put([]byte("script"))
 	e, _ := effect.New(scripts, chatty{}, nil)
 	defer e.Close()

@@ -8,6 +8,7 @@ import (
 
 	"github.com/sandbank/sandbank/backends/goja"
 	"github.com/sandbank/sandbank/effect"
+	"github.com/sandbank/sandbank/storage"
 )
 
 // A script awaits two host functions at once and reshapes their data: the
@@ -18,7 +19,7 @@ func ExampleHostFunc() {
 	if err != nil {
 		panic(err)
 	}
-	e, err := effect.New(effect.NewMemoryStore(), backend, &effect.Options{
+	e, err := effect.New(new(storage.MemoryStore), backend, &effect.Options{
 		Host: effect.HostFuncs{
 			"orders": func(_ context.Context, args json.RawMessage) (any, error) {
 				var q struct{ Since string }
@@ -73,7 +74,7 @@ func ExampleHostCallSeq() {
 	}
 	var mu sync.Mutex
 	seen := map[int]string{}
-	e, err := effect.New(effect.NewMemoryStore(), backend, &effect.Options{
+	e, err := effect.New(new(storage.MemoryStore), backend, &effect.Options{
 		Host: effect.HostFuncs{
 			"fetch": func(ctx context.Context, args json.RawMessage) (any, error) {
 				seq, _ := effect.HostCallSeq(ctx)

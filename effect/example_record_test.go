@@ -14,6 +14,7 @@ import (
 	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/receipt"
 	"github.com/sandbank/sandbank/spi"
+	"github.com/sandbank/sandbank/storage"
 )
 
 // chatty is an example backend that declares Logs: it logs a line at
@@ -38,7 +39,7 @@ func (chatty) Evaluate(ctx context.Context, req spi.Request) (spi.Outcome, error
 }
 
 func ExampleEffect_Run() {
-	scripts := effect.NewMemoryStore()
+	scripts := new(storage.MemoryStore)
 	script := []byte("log; log; maybe fail")
 	addr, _ := scripts.Put(script)
 	e, err := effect.New(scripts, chatty{}, &effect.Options{Engine: "chatty"})
@@ -75,7 +76,7 @@ func ExampleEffect_Run() {
 }
 
 func ExampleReceipt_Canonical() {
-	scripts := effect.NewMemoryStore()
+	scripts := new(storage.MemoryStore)
 	addr, _ := scripts.Put([]byte("script"))
 	e, _ := effect.New(scripts, chatty{}, &effect.Options{Engine: "chatty"})
 	defer e.Close()
@@ -97,7 +98,7 @@ func ExampleOptions_tracerProvider() {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(recorder))
 	defer tp.Shutdown(context.Background())
 
-	scripts := effect.NewMemoryStore()
+	scripts := new(storage.MemoryStore)
 	addr, _ := scripts.Put([]byte("script"))
 	e, _ := effect.New(scripts, chatty{}, &effect.Options{
 		Engine:         "chatty",

@@ -9,6 +9,7 @@ import (
 
 	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/spi"
+	"github.com/sandbank/sandbank/storage"
 )
 
 // doubler is a tiny in-process backend for the examples. Its "script" is
@@ -38,7 +39,7 @@ func (doubler) Evaluate(ctx context.Context, req spi.Request) (spi.Outcome, erro
 }
 
 func ExampleEffect_Evaluate() {
-	scripts := effect.NewMemoryStore()
+	scripts := new(storage.MemoryStore)
 	addr, _ := scripts.Put([]byte("({n: input.n * 2, input: input.n})"))
 	e, err := effect.New(scripts, doubler{}, nil)
 	if err != nil {
@@ -56,7 +57,7 @@ func ExampleEffect_Evaluate() {
 }
 
 func ExampleFailure() {
-	scripts := effect.NewMemoryStore()
+	scripts := new(storage.MemoryStore)
 	addr, _ := scripts.Put([]byte("if (input.n < 0) throw new RangeError(...)"))
 	e, _ := effect.New(scripts, doubler{}, nil)
 
@@ -79,7 +80,7 @@ func ExampleFailure() {
 }
 
 func ExampleEffect_Evaluate_cancellation() {
-	scripts := effect.NewMemoryStore()
+	scripts := new(storage.MemoryStore)
 	addr, _ := scripts.Put([]byte("while (true) {}"))
 	e, _ := effect.New(scripts, doubler{}, nil)
 
@@ -96,7 +97,7 @@ func ExampleEffect_Evaluate_cancellation() {
 // hashes it and runs it as if it had been stored, without touching the
 // store. With both, Source must hash to Script.
 func ExampleCall_source() {
-	e, _ := effect.New(effect.NewMemoryStore(), doubler{}, nil)
+	e, _ := effect.New(new(storage.MemoryStore), doubler{}, nil)
 	defer e.Close()
 
 	src := []byte("({n: input.n * 2, input: input.n})")
@@ -113,7 +114,7 @@ func ExampleCall_source() {
 // Every error falls in one of three kinds: the script's typed failure, the
 // caller's invalid call, or infrastructure worth retrying.
 func ExampleErrInvalidCall() {
-	e, _ := effect.New(effect.NewMemoryStore(), doubler{}, &effect.Options{
+	e, _ := effect.New(new(storage.MemoryStore), doubler{}, &effect.Options{
 		Limits: spi.Limits{WallClock: time.Second},
 	})
 	defer e.Close()
@@ -139,4 +140,20 @@ func ExampleErrInvalidCall() {
 	// typed: scriptError
 	// invalid call: effect: call limits exceed the effect's ceiling | limits: true
 	// invalid call: effect: malformed script address (want "sha256:" and 64 lower-case hex digits) | limits: false
+}
+
+// A backend reports spi kinds; a Failure carries effect kinds, a superset
+// with the same names.
+func ExampleLimitKindOf() {
+	for _, k := range []spi.LimitKind{spi.LimitCPU, spi.LimitMemory, spi.LimitWallClock, 0} {
+		ek, ok := effect.LimitKindOf(k)
+		fmt.Println(k, "->", ek, ok)
+	}
+	fmt.Println(effect.LimitOutput, effect.LimitInput)
+	// Output:
+	// cpu -> cpu true
+	// memory -> memory true
+	// wallClock -> wallClock true
+	// LimitKind(0) -> LimitKind(0) false
+	// output input
 }

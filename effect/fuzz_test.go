@@ -90,7 +90,7 @@ func FuzzOutcome(f *testing.F) {
 	add(spi.Outcome{Kind: 42}, 0)
 
 	fb := fakebackend.New(fakebackend.Capabilities(), nil)
-	e, err := New(NewMemoryStore(), fb, &Options{MaxOutputBytes: 1 << 16})
+	e, err := New(newMemoryStore(), fb, &Options{MaxOutputBytes: 1 << 16})
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
+	"io/fs"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -51,6 +54,39 @@ func flagGiven(name string) bool {
 // it.
 var testScript = []byte("input")
 
+// memoryStore is the tests' script store: package storage's MemoryStore
+// is out of reach here (storage imports effect). It answers at once, as
+// that one does (InstantReader).
+type memoryStore struct {
+	mu sync.Mutex
+	m  map[Address][]byte
+}
+
+func newMemoryStore() *memoryStore { return &memoryStore{m: map[Address][]byte{}} }
+
+func (s *memoryStore) Put(b []byte) (Address, error) {
+	addr := AddressOf(b)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.m[addr] = append([]byte{}, b...)
+	return addr, nil
+}
+
+func (s *memoryStore) ReadsInstantly() {}
+
+func (s *memoryStore) ReadScript(ctx context.Context, addr Address) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b, ok := s.m[addr]
+	if !ok {
+		return nil, fmt.Errorf("effect test store: script %s: %w", addr, fs.ErrNotExist)
+	}
+	return append([]byte{}, b...), nil
+}
+
 // countingReader wraps a ScriptReader and counts reads.
 type countingReader struct {
 	ScriptReader
@@ -80,7 +116,7 @@ type fixture struct {
 
 func newFixture(t testing.TB, b fakebackend.Behavior, opts *Options) *fixture {
 	t.Helper()
-	store := NewMemoryStore()
+	store := newMemoryStore()
 	addr, err := store.Put(testScript)
 	require.NoError(t, err)
 	fb := fakebackend.New(fakebackend.Capabilities(), b)

@@ -182,7 +182,7 @@ func TestMaxConcurrentHostCallsDefaultAndRefusal(t *testing.T) {
 	e, _ := hostFixture(t, nil)
 	assert.Equal(t, defaultMaxConcurrentHostCalls, e.maxHostConc)
 	assert.Equal(t, 8, defaultMaxConcurrentHostCalls)
-	_, err := New(NewMemoryStore(), newRelay(), &Options{MaxConcurrentHostCalls: -1})
+	_, err := New(newMemoryStore(), newRelay(), &Options{MaxConcurrentHostCalls: -1})
 	requireInvalid(t, err, ErrInvalidLimits)
 }
 

@@ -159,7 +159,7 @@ func (r *relay) Evaluate(ctx context.Context, req spi.Request) (spi.Outcome, err
 func hostFixture(t testing.TB, opts *Options) (*Effect, *relay) {
 	t.Helper()
 	r := newRelay()
-	e, err := New(NewMemoryStore(), r, opts)
+	e, err := New(newMemoryStore(), r, opts)
 	require.NoError(t, err)
 	return e, r
 }
@@ -440,10 +440,10 @@ func TestNoHostCallAfterRunEnded(t *testing.T) {
 func TestHostFunctionsRefusedWithoutHostCalls(t *testing.T) {
 	r := newRelay()
 	r.hostCalls = false
-	_, err := New(NewMemoryStore(), r, &Options{Host: HostFuncs{"f": echoHost}})
+	_, err := New(newMemoryStore(), r, &Options{Host: HostFuncs{"f": echoHost}})
 	requireInvalid(t, err, ErrInvalidHost)
 
-	e, err := New(NewMemoryStore(), r, nil)
+	e, err := New(newMemoryStore(), r, nil)
 	require.NoError(t, err)
 	_, err = e.Evaluate(context.Background(), Call{Source: hostScript, Input: relayInput(false), Host: HostFuncs{"f": echoHost}})
 	requireInvalid(t, err, ErrInvalidHost)
@@ -463,7 +463,7 @@ func TestHostFunctionsValidated(t *testing.T) {
 		{strings.Repeat("a", MaxHostNameBytes+1): echoHost},
 		{"ok": nil},
 	} {
-		_, err := New(NewMemoryStore(), newRelay(), &Options{Host: fns})
+		_, err := New(newMemoryStore(), newRelay(), &Options{Host: fns})
 		requireInvalid(t, err, ErrInvalidHost)
 		e, r := hostFixture(t, nil)
 		_, err = e.Evaluate(context.Background(), Call{Source: hostScript, Input: relayInput(false), Host: fns})
@@ -471,10 +471,10 @@ func TestHostFunctionsValidated(t *testing.T) {
 		assert.Zero(t, r.entered.Load())
 	}
 	for _, o := range []Options{{MaxHostCalls: -1}, {MaxHostArgBytes: -1}, {MaxHostResultBytes: -1}} {
-		_, err := New(NewMemoryStore(), newRelay(), &o)
+		_, err := New(newMemoryStore(), newRelay(), &o)
 		requireInvalid(t, err, ErrInvalidLimits)
 	}
-	_, err := New(NewMemoryStore(), newRelay(), &Options{Host: HostFuncs{"_a9": echoHost, strings.Repeat("Z", MaxHostNameBytes): echoHost}})
+	_, err := New(newMemoryStore(), newRelay(), &Options{Host: HostFuncs{"_a9": echoHost, strings.Repeat("Z", MaxHostNameBytes): echoHost}})
 	require.NoError(t, err)
 }
 

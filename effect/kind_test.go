@@ -82,8 +82,8 @@ func TestNewRefusalsAreInvalidCalls(t *testing.T) {
 		opts    *Options
 	}{
 		"nil script reader": {nil, fb, nil},
-		"nil backend":       {NewMemoryStore(), nil, nil},
-		"negative limit":    {NewMemoryStore(), fb, &Options{MaxAbandoned: -1}},
+		"nil backend":       {newMemoryStore(), nil, nil},
+		"negative limit":    {newMemoryStore(), fb, &Options{MaxAbandoned: -1}},
 	} {
 		var err error
 		if tc.backend == nil {

@@ -238,10 +238,10 @@ func TestReceiptCanonical(t *testing.T) {
 func TestOptionsRecordValidation(t *testing.T) {
 	fb := fakebackend.New(fakebackend.Capabilities(), fakebackend.Echo())
 	for _, o := range []Options{{MaxLogBytes: -1}, {MaxLogLines: -1}, {EventBuffer: -1}} {
-		_, err := New(NewMemoryStore(), fb, &o)
+		_, err := New(newMemoryStore(), fb, &o)
 		requireInvalid(t, err, ErrInvalidLimits)
 	}
-	e, err := New(NewMemoryStore(), fb, nil)
+	e, err := New(newMemoryStore(), fb, nil)
 	require.NoError(t, err)
 	assert.Equal(t, "*fakebackend.Backend", e.rc.engine, "the Go type names an unnamed engine")
 }

@@ -94,7 +94,7 @@ func TestScriptTooLarge(t *testing.T) {
 		require.NoError(t, err)
 	})
 	t.Run("stored", func(t *testing.T) {
-		store := NewMemoryStore()
+		store := newMemoryStore()
 		addr, err := store.Put([]byte("123456789"))
 		require.NoError(t, err)
 		fb := fakebackend.New(fakebackend.Capabilities(), fakebackend.Echo())
@@ -175,7 +175,7 @@ func TestABackendsScriptBoundLowersTheEffects(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			fb := fakebackend.New(fakebackend.Capabilities(), fakebackend.Echo())
 			tc.backend.Backend = fb
-			e, err := New(NewMemoryStore(), tc.backend, tc.opts)
+			e, err := New(newMemoryStore(), tc.backend, tc.opts)
 			require.NoError(t, err)
 			_, err = e.Evaluate(context.Background(), Call{Source: make([]byte, tc.want+1), Input: 1})
 			fail := requireFailure(t, err, CodeScriptTooLarge)

@@ -36,7 +36,8 @@
 // text, the value or the typed failure, the logs and the stats of the
 // effect's run record, plus its receipt, signed when Options.Signer is
 // set (and, in the structured content only, the list of the script's
-// host calls in the order issued):
+// host calls in the order issued, and the run id under which
+// Options.Receipts keeps the receipt, when it is set):
 //
 //   - a value: a result;
 //   - a typed failure (*effect.Failure: scriptError, limitExceeded, …): a

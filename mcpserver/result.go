@@ -49,6 +49,9 @@ type Result struct {
 	// Receipt ties the result to the script, input, engine and limits
 	// that produced it ('sandbank verify' checks one).
 	Receipt *effect.Receipt `json:"receipt,omitempty"`
+	// Run is the id under which Options.Receipts keeps the receipt;
+	// absent without Options.Receipts.
+	Run string `json:"run,omitempty"`
 }
 
 // answer is how the MCP door answers a kind of error.

@@ -16,6 +16,7 @@ import (
 	"github.com/sandbank/sandbank/pool"
 	"github.com/sandbank/sandbank/registry"
 	"github.com/sandbank/sandbank/spi"
+	"github.com/sandbank/sandbank/storage"
 )
 
 // DefaultProgressInterval is how often a run that asked for progress
@@ -96,6 +97,13 @@ type Options struct {
 	// verifies with the signer's public key ('sandbank verify --key').
 	// Nil means unsigned receipts.
 	Signer effect.Signer
+	// Receipts, when not nil, keeps the receipt of every run answered
+	// with its record (a value or a typed failure), under a new run id
+	// (storage.NewRunID) that the result carries as Result.Run; a receipt
+	// that cannot be kept makes the call a retryable protocol error, not
+	// a result, as an HTTP run is a 503. The server does not close it.
+	// Nil keeps none, and results carry no run id.
+	Receipts storage.ReceiptStore
 }
 
 // Admission is what Options.Admit grants one call.
@@ -124,6 +132,7 @@ type Server struct {
 	progress time.Duration
 	logger   *slog.Logger
 	admit    func(context.Context, *mcp.CallToolRequest, string) (Admission, error)
+	receipts storage.ReceiptStore // nil: none kept
 	// host gives the runs their host functions (host.go); nil without.
 	host    Host
 	refresh sync.Mutex // one declaration of the tools at a time; closed
@@ -186,7 +195,7 @@ func New(reg *registry.Registry, opts *Options) (*Server, error) {
 	}
 	ceiling := p.Ceiling()
 	lim.wallClock, lim.memoryBytes = ceiling.WallClock, ceiling.MemoryBytes
-	s := &Server{pool: p, limits: lim, progress: o.ProgressInterval, logger: o.Logger, admit: o.Admit, host: o.Host}
+	s := &Server{pool: p, limits: lim, progress: o.ProgressInterval, logger: o.Logger, admit: o.Admit, host: o.Host, receipts: o.Receipts}
 	for _, lang := range langs {
 		entry, err := chooseEngine(p, lang, o.Engines[lang])
 		if err != nil {

@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 
 	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/registry"
+	"github.com/sandbank/sandbank/storage"
 )
 
 // errClosed answers a call after Server.Close.
@@ -83,6 +85,9 @@ func (t *runTool) handle(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Ca
 	rec, err := eff.Run(ctx, call)
 	stop()
 	res, perr := toResult(engine, t.s.limits, rec, err)
+	if perr == nil && rec != nil && ctx.Err() == nil {
+		res, perr = t.s.keep(res, rec)
+	}
 	outcome := effect.OutcomeInfrastructure
 	switch {
 	case ctx.Err() != nil:
@@ -116,4 +121,20 @@ func (s *Server) logCall(ctx context.Context, t *runTool, engine, outcome string
 		attrs = append(attrs, slog.String("error", oneLine(err.Error())))
 	}
 	s.logger.LogAttrs(context.WithoutCancel(ctx), level, "mcpserver: call", attrs...)
+}
+
+// keep keeps the receipt of a run answered with its record in
+// Options.Receipts, if any, and names its run id in the result.
+func (s *Server) keep(res *mcp.CallToolResult, rec *effect.Record) (*mcp.CallToolResult, error) {
+	r, ok := res.StructuredContent.(Result)
+	if s.receipts == nil || !ok {
+		return res, nil
+	}
+	run := storage.NewRunID()
+	if err := s.receipts.Append(run, rec.Receipt); err != nil {
+		return nil, fmt.Errorf("mcpserver: keeping the run's receipt failed (infrastructure, retryable): %s", boundTo(oneLine(err.Error()), 1024))
+	}
+	r.Run = run
+	res.StructuredContent = r
+	return res, nil
 }

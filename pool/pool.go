@@ -10,6 +10,7 @@ import (
 	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/registry"
 	"github.com/sandbank/sandbank/spi"
+	"github.com/sandbank/sandbank/storage"
 )
 
 // Options configure a Pool. A nil *Options means defaults.
@@ -70,7 +71,7 @@ func New(reg *registry.Registry, opts *Options) (*Pool, error) {
 		o = *opts
 	}
 	if o.Scripts == nil {
-		o.Scripts = effect.NewMemoryStore()
+		o.Scripts = new(storage.MemoryStore)
 	}
 	// The effect checks its options before it looks at the backend; a
 	// probe backend lets it do so now, so that no check is copied here.

@@ -13,6 +13,7 @@ import (
 	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/receipt"
 	"github.com/sandbank/sandbank/spi"
+	"github.com/sandbank/sandbank/storage"
 )
 
 // A host signs its receipts with its key; anyone holding the public key
@@ -23,7 +24,7 @@ func Example_signer() {
 	if err != nil {
 		panic(err)
 	}
-	scripts := effect.NewMemoryStore()
+	scripts := new(storage.MemoryStore)
 	script := []byte("log; log; maybe fail")
 	addr, _ := scripts.Put(script)
 	e, err := effect.New(scripts, chatty{}, &effect.Options{Engine: "chatty", Signer: signer})
@@ -56,7 +57,7 @@ func Example_signer() {
 // retired before its run started is stale.
 func ExampleWithKeys() {
 	signer, _ := receipt.GenerateEd25519Signer()
-	scripts := effect.NewMemoryStore()
+	scripts := new(storage.MemoryStore)
 	script := []byte("script")
 	addr, _ := scripts.Put(script)
 	e, _ := effect.New(scripts, chatty{}, &effect.Options{Engine: "chatty", Signer: signer})
@@ -88,7 +89,7 @@ func ExampleWithKeys() {
 // another case, which encoding/json would read as the signed receipt.
 func ExampleDecodeReceipt() {
 	signer, _ := receipt.GenerateEd25519Signer()
-	scripts := effect.NewMemoryStore()
+	scripts := new(storage.MemoryStore)
 	script := []byte("log; log; maybe fail")
 	addr, _ := scripts.Put(script)
 	e, _ := effect.New(scripts, chatty{}, &effect.Options{Engine: "chatty", Signer: signer})

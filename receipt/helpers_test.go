@@ -12,6 +12,7 @@ import (
 	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/internal/fakebackend"
 	"github.com/sandbank/sandbank/spi"
+	"github.com/sandbank/sandbank/storage"
 )
 
 // testScript is the script the fixtures store and run.
@@ -26,7 +27,7 @@ type fixture struct {
 
 func newFixture(t testing.TB, b fakebackend.Behavior, opts *effect.Options) *fixture {
 	t.Helper()
-	store := effect.NewMemoryStore()
+	store := new(storage.MemoryStore)
 	addr, err := store.Put(testScript)
 	require.NoError(t, err)
 	e, err := effect.New(store, fakebackend.New(fakebackend.Capabilities(), b), opts)

@@ -18,6 +18,7 @@ import (
 	"github.com/sandbank/sandbank/internal/canon"
 	"github.com/sandbank/sandbank/internal/fakebackend"
 	"github.com/sandbank/sandbank/spi"
+	"github.com/sandbank/sandbank/storage"
 )
 
 // testSigner returns a fresh in-memory signer.
@@ -228,7 +229,7 @@ func TestSignerFailures(t *testing.T) {
 	require.NotNil(t, rec)
 	assert.Nil(t, rec.Receipt.Signature)
 
-	_, err = effect.New(effect.NewMemoryStore(), fakebackend.New(fakebackend.Capabilities(), okOutcomeBehavior(`1`)),
+	_, err = effect.New(new(storage.MemoryStore), fakebackend.New(fakebackend.Capabilities(), okOutcomeBehavior(`1`)),
 		&effect.Options{Signer: brokenSigner{pub: pub[:5]}})
 	require.ErrorIs(t, err, effect.ErrInvalidKey)
 }

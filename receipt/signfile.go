@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/sandbank/sandbank/effect"
+	"github.com/sandbank/sandbank/internal/atomicfile"
 )
 
 // Key files are PEM: the private key a PKCS #8 "PRIVATE KEY" block, the
@@ -46,33 +47,14 @@ func WriteKeyFiles(s *Ed25519Signer, privPath, pubPath string) error {
 	if err != nil {
 		return err
 	}
-	if err := writeNew(privPath, priv, 0o600); err != nil {
+	if err := atomicfile.CreateFile(privPath, 0o600, priv); err != nil {
 		return err
 	}
-	if err := writeNew(pubPath, pub, 0o644); err != nil {
+	if err := atomicfile.CreateFile(pubPath, 0o644, pub); err != nil {
 		_ = os.Remove(privPath)
 		return err
 	}
 	return nil
-}
-
-// writeNew writes b to a new file at path with mode perm.
-func writeNew(path string, b []byte, perm fs.FileMode) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(b)
-	if serr := f.Sync(); err == nil {
-		err = serr
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		_ = os.Remove(path)
-	}
-	return err
 }
 
 // MarshalPublicKey returns k's public key as a PEM "PUBLIC KEY" block,
@@ -269,24 +251,9 @@ func ReadOrCreateSignerFile(path string) (s *Ed25519Signer, created bool, err er
 	if err != nil {
 		return nil, false, fmt.Errorf("effect: encoding the private key: %w", err)
 	}
-	tmp, err := os.CreateTemp(dir, ".key-*")
-	if err != nil {
-		return nil, false, err
-	}
-	defer os.Remove(tmp.Name())
-	_, err = tmp.Write(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}))
-	if serr := tmp.Sync(); err == nil {
-		err = serr
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return nil, false, err
-	}
-	// CreateTemp made the file 0600; Link fails when path exists: then
-	// another process won, and its key is the one.
-	if err := os.Link(tmp.Name(), path); err != nil {
+	// Written whole or not at all, and never over a key: when path
+	// exists, another process won, and its key is the one.
+	if err := atomicfile.CreateFile(path, 0o600, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})); err != nil {
 		if errors.Is(err, fs.ErrExist) {
 			s, err = ReadSignerFile(path)
 			return s, false, err
@@ -298,7 +265,7 @@ func ReadOrCreateSignerFile(path string) (s *Ed25519Signer, created bool, err er
 		return nil, false, err
 	}
 	pubPath := strings.TrimSuffix(path, filepath.Ext(path)) + PublicKeyExt
-	if err := os.WriteFile(pubPath, pub, 0o644); err != nil {
+	if err := atomicfile.WriteFile(pubPath, 0o644, pub); err != nil {
 		return nil, false, err
 	}
 	return gen, true, nil

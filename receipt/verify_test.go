@@ -14,6 +14,7 @@ import (
 	"github.com/sandbank/sandbank/internal/canon"
 	"github.com/sandbank/sandbank/internal/fakebackend"
 	"github.com/sandbank/sandbank/spi"
+	"github.com/sandbank/sandbank/storage"
 )
 
 // verifyRun is a real run's record with the script and the input it ran.
@@ -87,7 +88,7 @@ func realRunsSignedBy(t testing.TB, s effect.Signer) map[string]verifyRun {
 	caps := fakebackend.Capabilities()
 	caps.HostCalls = true
 	hostScript := []byte("host script")
-	e, err := effect.New(effect.NewMemoryStore(), fakebackend.New(caps, callHostTwice),
+	e, err := effect.New(new(storage.MemoryStore), fakebackend.New(caps, callHostTwice),
 		signing(&effect.Options{MaxHostCalls: 1, Host: effect.HostFuncs{"f": echoHost}}))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = e.Close() })

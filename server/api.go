@@ -16,7 +16,9 @@ import (
 
 	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/pool"
+	"github.com/sandbank/sandbank/registry"
 	"github.com/sandbank/sandbank/spi"
+	"github.com/sandbank/sandbank/tenant"
 )
 
 // RunLimits are a run's limits; zero fields mean the tenant's ceiling.
@@ -225,11 +227,11 @@ func (s *Server) storeScript(ctx context.Context, in *scriptInput) (*scriptOutpu
 	if src == nil {
 		return nil, invalidCall(http.StatusBadRequest, "server: source or sourceBase64 is required")
 	}
-	td, err := s.data.of(tenantOf(ctx))
+	scripts, _, err := s.data.Tenant(tenantOf(ctx).Name)
 	if err != nil {
 		return nil, unavailable(KindInfrastructure, "server: the tenant's data could not be opened", time.Second)
 	}
-	addr, err := td.scripts.Put(src)
+	addr, err := scripts.Put(src)
 	if err != nil {
 		if effect.KindOf(err) == effect.KindInvalidCall || errors.Is(err, effect.ErrScriptTooLarge) {
 			return nil, invalidCall(http.StatusRequestEntityTooLarge, "server: the script does not fit in the tenant's store")
@@ -249,92 +251,117 @@ func refused(err error) *Problem {
 	return runAnswerOf(effect.KindOf(err)).problem(err)
 }
 
+// run answers POST /v1/runs: it resolves the request into an engine and
+// a call, admits it (the tenant's cap, then a slot of the server's),
+// runs it, and answers with its record or a problem.
 func (s *Server) run(ctx context.Context, in *runInput) (*runOutput, error) {
-	t := tenantOf(ctx)
-	acc := accessOf(ctx)
-	req := &in.Body
 	if s.draining.Load() {
 		s.metrics.rejected.WithLabelValues(rejectShutdown).Inc()
 		return nil, unavailable(KindInfrastructure, "server: shutting down", time.Second)
 	}
+	t := tenantOf(ctx)
+	acc := accessOf(ctx)
+	entry, call, p := s.resolve(ctx, t, acc, &in.Body)
+	if p != nil {
+		return nil, p
+	}
+	release, p := s.admit(ctx, t, acc)
+	if p != nil {
+		return nil, p
+	}
+	defer release()
+	rec, err := s.execute(ctx, entry, call, acc)
+	return s.answer(ctx, entry, rec, err, acc)
+}
+
+// resolve reads a run request: its engine (pool.Resolve, within the
+// tenant's engines), its script (inline, or from the tenant's store by
+// address), its input and shape, and its limits within the tenant's
+// ceiling.
+func (s *Server) resolve(ctx context.Context, t *tenant.Tenant, acc *access, req *RunRequest) (registry.Entry, effect.Call, *Problem) {
+	var call effect.Call
 	entry, err := s.pool.Resolve(req.Engine, req.Language, t.Engines...)
 	if err != nil {
-		return nil, refused(err)
+		return entry, call, refused(err)
 	}
 	acc.engine = entry.Engine
 
-	call := effect.Call{Input: json.RawMessage("null"), Shape: req.Shape}
+	call = effect.Call{Input: json.RawMessage("null"), Shape: req.Shape}
 	if len(req.Input) > 0 {
 		call.Input = req.Input
 	}
 	src, p := source(req.Source, req.SourceBase64)
 	if p != nil {
-		return nil, p
+		return entry, call, p
 	}
 	switch {
 	case src != nil && req.Script != "":
-		return nil, invalidCall(http.StatusBadRequest, "server: source and script cannot both be set")
+		return entry, call, invalidCall(http.StatusBadRequest, "server: source and script cannot both be set")
 	case src != nil:
 		call.Source = src
 	case req.Script != "":
 		addr, err := effect.ParseAddress(req.Script)
 		if err != nil {
-			return nil, invalidCall(http.StatusBadRequest, "server: malformed script address")
+			return entry, call, invalidCall(http.StatusBadRequest, "server: malformed script address")
 		}
-		td, err := s.data.of(t)
+		scripts, _, err := s.data.Tenant(t.Name)
 		if err != nil {
-			return nil, unavailable(KindInfrastructure, "server: the tenant's data could not be opened", time.Second)
+			return entry, call, unavailable(KindInfrastructure, "server: the tenant's data could not be opened", time.Second)
 		}
-		b, err := td.scripts.ReadScript(ctx, addr)
+		b, err := scripts.ReadScript(ctx, addr)
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, invalidCall(http.StatusNotFound, "server: no script "+string(addr)+" in the tenant's store")
+			return entry, call, invalidCall(http.StatusNotFound, "server: no script "+string(addr)+" in the tenant's store")
 		} else if err != nil {
-			return nil, unavailable(KindInfrastructure, "server: reading the script failed", time.Second)
+			return entry, call, unavailable(KindInfrastructure, "server: reading the script failed", time.Second)
 		}
 		call.Script, call.Source = addr, b
 	default:
-		return nil, invalidCall(http.StatusBadRequest, "server: source, sourceBase64 or script is required")
+		return entry, call, invalidCall(http.StatusBadRequest, "server: source, sourceBase64 or script is required")
 	}
 
-	limits, p := s.limits(t.Limits, req.Limits)
-	if p != nil {
-		return nil, p
-	}
-	call.Limits = limits
+	call.Limits, p = s.limits(t.Limits, req.Limits)
+	return entry, call, p
+}
 
-	release, err := t.Acquire()
+// admit holds a run of the tenant's (its cap of concurrent runs) and a
+// slot of the server's (waiting in the queue); release frees both.
+func (s *Server) admit(ctx context.Context, t *tenant.Tenant, acc *access) (release func(), _ *Problem) {
+	releaseTenant, err := t.Acquire()
 	if err != nil { // effect.KindQuota: the answer of every door (runAnswers)
 		s.metrics.rejected.WithLabelValues(rejectTenantCap).Inc()
 		return nil, runAnswerOf(effect.KindOf(err)).problem(err)
 	}
-	defer release()
 	queued := time.Now()
 	free, err := s.admission.acquire(ctx)
 	acc.queued = time.Since(queued)
+	var p *Problem
 	switch {
 	case errors.Is(err, errQueueFull):
 		s.metrics.rejected.WithLabelValues(rejectQueueFull).Inc()
-		return nil, unavailable(KindOverloaded, "server: overloaded: the run queue is full", time.Second)
+		p = unavailable(KindOverloaded, "server: overloaded: the run queue is full", time.Second)
 	case errors.Is(err, errQueueTimeout):
 		s.metrics.rejected.WithLabelValues(rejectQueueTimeout).Inc()
-		return nil, unavailable(KindOverloaded, "server: overloaded: no run slot within the queue timeout", time.Second)
+		p = unavailable(KindOverloaded, "server: overloaded: no run slot within the queue timeout", time.Second)
 	case err != nil:
-		return nil, unavailable(KindInfrastructure, "server: the request was cancelled while queued", time.Second)
+		p = unavailable(KindInfrastructure, "server: the request was cancelled while queued", time.Second)
 	}
-	defer free()
+	if p != nil {
+		releaseTenant()
+		return nil, p
+	}
+	return func() { free(); releaseTenant() }, nil
+}
+
+// execute runs call on the engine's effect, stopped when its caller goes
+// away and when Shutdown's drain deadline passes.
+func (s *Server) execute(ctx context.Context, entry registry.Entry, call effect.Call, acc *access) (*effect.Record, error) {
 	s.metrics.inFlight.WithLabelValues(entry.Engine).Inc()
 	defer s.metrics.inFlight.WithLabelValues(entry.Engine).Dec()
 
 	eff, err := s.pool.Effect(entry.Engine)
 	if err != nil {
-		if effect.KindOf(err) == effect.KindInvalidCall {
-			return nil, invalidCall(http.StatusBadRequest, "server: engine "+entry.Engine+" is refused by this server: "+effect.Excerpt(err.Error()))
-		}
-		return nil, unavailable(KindInfrastructure, "server: engine "+entry.Engine+" could not start", 5*time.Second)
+		return nil, errEngine{err}
 	}
-
-	// A run stops when its caller goes away, and when Shutdown's drain
-	// deadline passes.
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stop := context.AfterFunc(s.hard, cancel)
@@ -343,7 +370,27 @@ func (s *Server) run(ctx context.Context, in *runInput) (*runOutput, error) {
 	rec, err := eff.Run(runCtx, call)
 	acc.runTime = time.Since(start)
 	s.metrics.duration.WithLabelValues(entry.Engine).Observe(acc.runTime.Seconds())
+	return rec, err
+}
 
+// errEngine is an engine the pool could not give: refused by this
+// server's options, or failing to start.
+type errEngine struct{ err error }
+
+func (e errEngine) Error() string { return e.err.Error() }
+func (e errEngine) Unwrap() error { return e.err }
+
+// answer is the response to a run: its record (kept first: an answered
+// run's receipt is in the tenant's store), or the problem its error's
+// kind says.
+func (s *Server) answer(ctx context.Context, entry registry.Entry, rec *effect.Record, err error, acc *access) (*runOutput, error) {
+	var ee errEngine
+	if errors.As(err, &ee) {
+		if effect.KindOf(ee.err) == effect.KindInvalidCall {
+			return nil, invalidCall(http.StatusBadRequest, "server: engine "+entry.Engine+" is refused by this server: "+effect.Excerpt(ee.err.Error()))
+		}
+		return nil, unavailable(KindInfrastructure, "server: engine "+entry.Engine+" could not start", 5*time.Second)
+	}
 	kind := effect.KindOf(err)
 	switch {
 	case err == nil && rec != nil, kind == effect.KindFailure && rec != nil:

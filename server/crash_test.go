@@ -26,6 +26,7 @@ import (
 	"github.com/sandbank/sandbank/receipt"
 	"github.com/sandbank/sandbank/registry"
 	"github.com/sandbank/sandbank/spi"
+	"github.com/sandbank/sandbank/storage"
 )
 
 // crashChildEnv names the data directory of a child process of
@@ -51,7 +52,11 @@ func crashChild(dir string) int {
 	reg.Register(registry.Entry{Engine: "goja", Language: caps.Language, Capabilities: caps, Factory: f})
 	// Generous queue bounds: under a loaded machine a run waits rather
 	// than being refused, so every answer of the burst is a 200.
-	s, err := New(reg, &Options{DataDir: dir, MaxQueue: 4096, QueueTimeout: 10 * time.Minute})
+	data, err := storage.OpenData(&storage.DataOptions{Dir: dir})
+	if err != nil {
+		return fail(err)
+	}
+	s, err := New(reg, &Options{Data: data, MaxQueue: 4096, QueueTimeout: 10 * time.Minute})
 	if err != nil {
 		return fail(err)
 	}
@@ -236,7 +241,7 @@ func TestCrashKeepsWhatWasAnswered(t *testing.T) {
 		assert.JSONEq(t, string(r.receipt), string(kept), "run %s: the kept receipt is the answered one", r.run)
 		assert.NoError(t, receipt.VerifyReceipt(got.Receipt, r.script, r.input), "run %s", r.run)
 	}
-	store, err := effect.NewDirStore(filepath.Join(dir, "tenants", "dev", "scripts"))
+	store, err := storage.NewDirStore(filepath.Join(dir, "tenants", "dev", "scripts"), nil)
 	require.NoError(t, err)
 	for addr, src := range scripts {
 		b, err := store.ReadScript(t.Context(), addr)
@@ -253,19 +258,19 @@ func TestCrashKeepsWhatWasAnswered(t *testing.T) {
 
 	// Nothing half-written is left to serve: the logs are whole frames,
 	// and no cut upload's temporary file is left.
-	segs, err := filepath.Glob(filepath.Join(dir, "tenants", "dev", "receipts", "*"+segmentExt))
+	segs, err := filepath.Glob(filepath.Join(dir, "tenants", "dev", "receipts", "*.log"))
 	require.NoError(t, err)
 	require.NotEmpty(t, segs)
 	for _, seg := range segs {
 		b, err := os.ReadFile(seg)
 		require.NoError(t, err)
 		for off := 0; off < len(b); {
-			_, n, ok := decodeFrame(b[off:])
+			f, ok := frameAt(b, off)
 			require.True(t, ok, "%s: a record at %d does not check", seg, off)
-			off += n
+			off += f.size
 		}
 	}
-	leftovers, err := filepath.Glob(filepath.Join(dir, "tenants", "dev", "scripts", "*", ".put-*"))
+	leftovers, err := filepath.Glob(filepath.Join(dir, "tenants", "dev", "scripts", "*", ".*"))
 	require.NoError(t, err)
 	assert.Empty(t, leftovers)
 }

@@ -3,17 +3,16 @@ package server
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,6 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sandbank/sandbank/receipt"
+	"github.com/sandbank/sandbank/storage"
 	"github.com/sandbank/sandbank/tenant"
 )
 
@@ -60,7 +60,7 @@ func TestDataDirKeepsAcrossRestart(t *testing.T) {
 	reg := testRegistry(t)
 	c := &http.Client{Timeout: time.Minute}
 	src := "input.n * 2"
-	l := startServer(t, reg, &Options{DataDir: dir})
+	l := startServer(t, reg, &Options{Data: dataIn(t, dir, nil)})
 	code, _, stored := post(t, c, l.url+"/v1/scripts", "", map[string]any{"source": src})
 	require.Equal(t, 200, code)
 	addr := stored["script"].(string)
@@ -71,7 +71,7 @@ func TestDataDirKeepsAcrossRestart(t *testing.T) {
 	require.NotEmpty(t, run)
 	stopServer(t, l)
 
-	l = startServer(t, reg, &Options{DataDir: dir})
+	l = startServer(t, reg, &Options{Data: dataIn(t, dir, nil)})
 	var got StoredReceipt
 	require.Equal(t, 200, getJSON(t, c, l.url+"/v1/runs/"+run+"/receipt", "", &got))
 	assert.Equal(t, run, got.Run)
@@ -96,7 +96,7 @@ func TestDataDirRefusesDamagedScripts(t *testing.T) {
 	dir := t.TempDir()
 	reg := testRegistry(t)
 	c := &http.Client{Timeout: time.Minute}
-	l := startServer(t, reg, &Options{DataDir: dir})
+	l := startServer(t, reg, &Options{Data: dataIn(t, dir, nil)})
 	code, _, stored := post(t, c, l.url+"/v1/scripts", "", map[string]any{"source": "1 + 1"})
 	require.Equal(t, 200, code)
 	damagedAddr := stored["script"].(string)
@@ -112,7 +112,7 @@ func TestDataDirRefusesDamagedScripts(t *testing.T) {
 	leftover := filepath.Join(scripts, hexOf(goodAddr)[:2], ".put-123")
 	require.NoError(t, os.WriteFile(leftover, []byte("2 +"), 0o600))
 
-	l = startServer(t, reg, &Options{DataDir: dir})
+	l = startServer(t, reg, &Options{Data: dataIn(t, dir, nil)})
 	assert.Equal(t, float64(1), testutil.ToFloat64(l.metrics.damaged))
 	assert.NoFileExists(t, path)
 	assert.FileExists(t, filepath.Join(dir, "tenants", "dev", "quarantine", hexOf(damagedAddr)))
@@ -136,7 +136,7 @@ func TestDataDirRefusesDamagedScripts(t *testing.T) {
 func TestDataDirFullStoreRefuses(t *testing.T) {
 	dir := t.TempDir()
 	c := &http.Client{Timeout: time.Minute}
-	l := startServer(t, testRegistry(t), &Options{DataDir: dir, StoreEntries: 1})
+	l := startServer(t, testRegistry(t), &Options{Data: dataIn(t, dir, &storage.DataOptions{StoreEntries: 1})})
 	code, _, stored := post(t, c, l.url+"/v1/scripts", "", map[string]any{"source": "1"})
 	require.Equal(t, 200, code)
 	code, _, _ = post(t, c, l.url+"/v1/scripts", "", map[string]any{"source": "1"})
@@ -155,7 +155,7 @@ func TestReceiptsAreTenantScoped(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			set, keys := twoTenants(t)
 			c := &http.Client{Timeout: time.Minute}
-			l := startServer(t, testRegistry(t), &Options{Tenants: set, DataDir: dir})
+			l := startServer(t, testRegistry(t), &Options{Tenants: set, Data: dataIn(t, dir, nil)})
 			code, h, rec := post(t, c, l.url+"/v1/runs", keys[0], map[string]any{"engine": "goja", "source": "1"})
 			require.Equal(t, 200, code, "%v", rec)
 			run := h.Get(RunHeader)
@@ -184,7 +184,7 @@ func TestStoreOverItsBoundIs413(t *testing.T) {
 	for name, dir := range map[string]string{"memory": "", "disk": t.TempDir()} {
 		t.Run(name, func(t *testing.T) {
 			c := &http.Client{Timeout: time.Minute}
-			l := startServer(t, testRegistry(t), &Options{DataDir: dir, StoreBytes: 4})
+			l := startServer(t, testRegistry(t), &Options{Data: dataIn(t, dir, &storage.DataOptions{StoreBytes: 4})})
 			code, _, p := post(t, c, l.url+"/v1/scripts", "", map[string]any{"source": "12345"})
 			assert.Equal(t, 413, code, "%v", p)
 			assert.Equal(t, false, p["retryable"])
@@ -210,71 +210,38 @@ func TestAccessLogNamesTheRun(t *testing.T) {
 // answered with a retryable 503, never 200: an answered run is on disk.
 func TestRunNotKeptIsNotAnswered(t *testing.T) {
 	c := &http.Client{Timeout: time.Minute}
-	l := startServer(t, testRegistry(t), &Options{DataDir: t.TempDir()})
+	l := startServer(t, testRegistry(t), &Options{Data: dataIn(t, t.TempDir(), nil)})
 	code, _, rec := post(t, c, l.url+"/v1/runs", "", map[string]any{"engine": "goja", "source": "1"})
 	require.Equal(t, 200, code, "%v", rec)
-	td, err := l.data.of(l.dev)
+	_, receipts, err := l.data.Tenant(l.dev.Name)
 	require.NoError(t, err)
-	require.NoError(t, td.receipts.close()) // every append now fails
+	require.NoError(t, receipts.Close()) // every append now fails
 	code, h, p := post(t, c, l.url+"/v1/runs", "", map[string]any{"engine": "goja", "source": "1"})
 	assert.Equal(t, 503, code, "%v", p)
 	assert.Equal(t, true, p["retryable"])
 	assert.Empty(t, h.Get(RunHeader))
 }
 
-// TestDiskScriptsBoundUnderConcurrentPuts: concurrent Puts of distinct
-// scripts into a store bounded to n entries store exactly n; the rest are
-// refused as a full store, and a restart finds the n.
-func TestDiskScriptsBoundUnderConcurrentPuts(t *testing.T) {
-	dir := t.TempDir()
-	open := func() *diskScripts {
-		s, err := openDiskScripts(t.Context(), filepath.Join(dir, "scripts"), filepath.Join(dir, "quarantine"), 1<<20, 5,
-			slog.New(slog.DiscardHandler), func() { t.Error("damaged") })
-		require.NoError(t, err)
-		return s
-	}
-	s := open()
-	var wg sync.WaitGroup
-	var stored, full atomic.Int64
-	for i := range 20 {
-		wg.Go(func() {
-			_, err := s.Put(fmt.Appendf(nil, "script %d", i))
-			switch {
-			case err == nil:
-				stored.Add(1)
-			case errors.Is(err, errStoreFull):
-				full.Add(1)
-			default:
-				t.Error(err)
-			}
-		})
-	}
-	wg.Wait()
-	assert.Equal(t, int64(5), stored.Load())
-	assert.Equal(t, int64(15), full.Load())
-	assert.Len(t, open().known, 5)
-}
-
-// TestDataDirOneServer: a server refuses a data directory another process
-// serves, naming that process; so does a second server of one process;
-// the directory is free again once its server is closed.
+// TestDataDirOneServer: a data directory another process serves is
+// refused, naming that process; so is one a server of this process
+// serves; the directory is free again once its server is closed.
 func TestDataDirOneServer(t *testing.T) {
 	dir := t.TempDir()
 	reg := testRegistry(t)
 	other := startChild(t, dir)
-	_, err := New(reg, &Options{DataDir: dir})
-	require.ErrorIs(t, err, ErrDataDirInUse)
+	_, err := storage.OpenData(&storage.DataOptions{Dir: dir})
+	require.ErrorIs(t, err, storage.ErrDataDirInUse)
 	assert.Contains(t, err.Error(), fmt.Sprintf("process %d holds %s", other.cmd.Process.Pid, dir))
 	require.NoError(t, other.cmd.Process.Kill())
 	_ = other.cmd.Wait() // the kernel drops a dead process's lock
 
-	first, err := New(reg, &Options{DataDir: dir})
+	first, err := New(reg, &Options{Data: dataIn(t, dir, nil)})
 	require.NoError(t, err)
-	_, err = New(reg, &Options{DataDir: dir})
-	require.ErrorIs(t, err, ErrDataDirInUse)
+	_, err = storage.OpenData(&storage.DataOptions{Dir: dir})
+	require.ErrorIs(t, err, storage.ErrDataDirInUse)
 	assert.Contains(t, err.Error(), fmt.Sprintf("process %d holds", os.Getpid()))
 	require.NoError(t, first.Close())
-	again, err := New(reg, &Options{DataDir: dir})
+	again, err := New(reg, &Options{Data: dataIn(t, dir, nil)})
 	require.NoError(t, err)
 	require.NoError(t, again.Close())
 }
@@ -288,7 +255,7 @@ func TestDataDirDamagedReceiptThroughHTTP(t *testing.T) {
 	dir := t.TempDir()
 	reg := testRegistry(t)
 	c := &http.Client{Timeout: time.Minute}
-	l := startServer(t, reg, &Options{DataDir: dir})
+	l := startServer(t, reg, &Options{Data: dataIn(t, dir, nil)})
 	var runs []string
 	for i := range n {
 		code, h, rec := post(t, c, l.url+"/v1/runs", "", map[string]any{"engine": "goja", "source": fmt.Sprintf("%d", i)})
@@ -297,22 +264,22 @@ func TestDataDirDamagedReceiptThroughHTTP(t *testing.T) {
 	}
 	stopServer(t, l)
 
-	seg := filepath.Join(dir, "tenants", "dev", "receipts", segmentName(1))
+	seg := filepath.Join(dir, "tenants", "dev", "receipts", "00000000000000000001.log")
 	b, err := os.ReadFile(seg)
 	require.NoError(t, err)
 	off := 0
 	for range bad {
-		_, size, ok := decodeFrame(b[off:])
+		f, ok := frameAt(b, off)
 		require.True(t, ok)
-		off += size
+		off += f.size
 	}
-	rec, size, ok := decodeFrame(b[off:])
+	f, ok := frameAt(b, off)
 	require.True(t, ok)
-	require.Equal(t, runs[bad], rec.Run, "the runs' records are in the order of their answers")
-	b[off+size/2] ^= 0x01
+	require.Equal(t, runs[bad], f.run, "the runs' records are in the order of their answers")
+	b[off+f.size/2] ^= 0x01
 	require.NoError(t, os.WriteFile(seg, b, 0o600))
 
-	l = startServer(t, reg, &Options{DataDir: dir})
+	l = startServer(t, reg, &Options{Data: dataIn(t, dir, nil)})
 	assert.Equal(t, 1.0, testutil.ToFloat64(l.metrics.damaged))
 	for i, run := range runs {
 		want := 200
@@ -321,4 +288,35 @@ func TestDataDirDamagedReceiptThroughHTTP(t *testing.T) {
 		}
 		assert.Equal(t, want, getJSON(t, c, l.url+"/v1/runs/"+run+"/receipt", "", nil), "run %d", i)
 	}
+}
+
+// frame is a record of a receipt log segment, as docs/data-dir.md
+// describes it: a big-endian uint32 length and CRC-32C of the payload,
+// then the payload, the JSON of {"run": ..., "receipt": ...}.
+type frame struct {
+	size int // the whole frame's
+	run  string
+}
+
+// frameAt reads the frame at off in b; false when none that checks is
+// there.
+func frameAt(b []byte, off int) (frame, bool) {
+	if len(b)-off < 8 {
+		return frame{}, false
+	}
+	n := int(binary.BigEndian.Uint32(b[off:]))
+	if n == 0 || len(b)-off-8 < n {
+		return frame{}, false
+	}
+	payload := b[off+8 : off+8+n]
+	if crc32.Checksum(payload, crc32.MakeTable(crc32.Castagnoli)) != binary.BigEndian.Uint32(b[off+4:]) {
+		return frame{}, false
+	}
+	var rec struct {
+		Run string `json:"run"`
+	}
+	if json.Unmarshal(payload, &rec) != nil {
+		return frame{}, false
+	}
+	return frame{size: 8 + n, run: rec.Run}, true
 }

@@ -24,14 +24,15 @@
 //
 // # What the server keeps
 //
-// With Options.DataDir, each tenant's scripts (an effect.DirStore) and the
+// With a data directory (Options.Data, package storage), each tenant's
+// scripts (a storage.DirStore) and the
 // receipts of the runs answered 200 (an append-only log, each record
 // framed with its length and a checksum) are on disk, synced, before the
-// answer is sent; a receipt that cannot be kept makes the run a 503. New
-// reads them back and checks them: a torn or damaged record, or a script
+// answer is sent; a receipt that cannot be kept makes the run a 503.
+// storage.OpenData reads them back and checks them: a torn or damaged record, or a script
 // that does not match its address, is reported (a log line and
 // sandbank_store_damaged_total) and never served. The log rotates by size
-// (ReceiptSegmentBytes, ReceiptSegments). Without DataDir both are kept in
+// (storage.DataOptions). Without a data directory both are kept in
 // memory, bounded, and a restart loses them. docs/data-dir.md
 // has the layout and the rotation.
 //

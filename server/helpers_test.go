@@ -17,6 +17,7 @@ import (
 	"github.com/sandbank/sandbank/backends/starlark"
 	"github.com/sandbank/sandbank/registry"
 	"github.com/sandbank/sandbank/spi"
+	"github.com/sandbank/sandbank/storage"
 )
 
 // testRegistry holds goja (the default of javascript), starlark and
@@ -89,3 +90,19 @@ func post(t testing.TB, c *http.Client, url, key string, body any) (int, http.He
 func newLoopbackListener() (net.Listener, error) { return net.Listen("tcp", "127.0.0.1:0") }
 
 func jsonDecode(r io.Reader, v any) error { return json.NewDecoder(r).Decode(v) }
+
+// dataIn opens the data directory dir with o (nil: defaults) for a
+// server, which closes it; the test's cleanup closes it too, in case no
+// server did.
+func dataIn(t testing.TB, dir string, o *storage.DataOptions) *storage.Data {
+	t.Helper()
+	var do storage.DataOptions
+	if o != nil {
+		do = *o
+	}
+	do.Dir = dir
+	d, err := storage.OpenData(&do)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = d.Close() })
+	return d
+}

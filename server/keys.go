@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"path/filepath"
 
 	"github.com/danielgtaylor/huma/v2"
 
 	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/receipt"
+	"github.com/sandbank/sandbank/storage"
 )
 
 // KeysPath is where the server publishes the public keys its receipts
@@ -23,22 +23,17 @@ type signing struct {
 	published receipt.PublishedKeys
 }
 
-// SigningKeyFile is where a server with a data directory keeps its
-// signing key when Options.Signer is nil: generated on the first start
-// (mode 0600, its public key beside it), read on every later one, so its
-// receipts stay verifiable across restarts.
-func SigningKeyFile(dataDir string) string {
-	return filepath.Join(dataDir, "keys", "signing.key")
-}
-
-// newSigning returns the signer of opts (the data directory's key when
-// there is none, else an in-memory key, logged by its id) and the
+// newSigning returns the signer of opts (the data directory's key,
+// storage.SigningKeyFile, when there is none: generated on the first
+// start, mode 0600 with its public key beside it, read on every later
+// one, so receipts stay verifiable across restarts; else an in-memory
+// key, logged by its id) and the
 // document of its keys:
 // the current one first, then the retired ones.
-func newSigning(o *Options, log *slog.Logger) (*signing, error) {
+func newSigning(o *Options, dataDir string, log *slog.Logger) (*signing, error) {
 	sg := &signing{signer: o.Signer}
-	if sg.signer == nil && o.DataDir != "" {
-		s, created, err := receipt.ReadOrCreateSignerFile(SigningKeyFile(o.DataDir))
+	if sg.signer == nil && dataDir != "" {
+		s, created, err := receipt.ReadOrCreateSignerFile(storage.SigningKeyFile(dataDir))
 		if err != nil {
 			return nil, fmt.Errorf("server: the data directory's signing key: %w", err)
 		}

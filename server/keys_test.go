@@ -15,6 +15,7 @@ import (
 
 	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/receipt"
+	"github.com/sandbank/sandbank/storage"
 	"github.com/sandbank/sandbank/tenant"
 )
 
@@ -127,15 +128,15 @@ func TestServerGeneratesAKey(t *testing.T) {
 // verify against the keys it publishes.
 func TestDataDirKeepsTheSigningKey(t *testing.T) {
 	dir := t.TempDir()
-	first := startServer(t, testRegistry(t), &Options{DataDir: dir})
+	first := startServer(t, testRegistry(t), &Options{Data: dataIn(t, dir, nil)})
 	before := getKeys(t, first.url)
 	require.Len(t, before.Keys, 1)
-	info, err := os.Stat(SigningKeyFile(dir))
+	info, err := os.Stat(storage.SigningKeyFile(dir))
 	require.NoError(t, err)
 	assert.Equal(t, os.FileMode(0o600), info.Mode().Perm())
 
 	stopServer(t, first) // a directory is one server's
-	second := startServer(t, testRegistry(t), &Options{DataDir: dir})
+	second := startServer(t, testRegistry(t), &Options{Data: dataIn(t, dir, nil)})
 	after := getKeys(t, second.url)
 	require.Len(t, after.Keys, 1)
 	assert.Equal(t, before.Keys[0].KeyID, after.Keys[0].KeyID, "the same key after a restart")

@@ -15,7 +15,7 @@ type metrics struct {
 	inFlight *prometheus.GaugeVec   // engine
 	rejected *prometheus.CounterVec // reason
 	requests *prometheus.CounterVec // route, code
-	damaged  prometheus.Counter
+	damaged  prometheus.CounterFunc
 }
 
 // The reasons of sandbank_rejected_requests_total.
@@ -29,7 +29,9 @@ const (
 	rejectBodyTooLarge = "bodyTooLarge"
 )
 
-func newMetrics() *metrics {
+// newMetrics returns the metrics; damaged counts the damage found in the
+// stores (storage.Data.Damaged).
+func newMetrics(damaged func() float64) *metrics {
 	m := &metrics{
 		reg: prometheus.NewRegistry(),
 		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -57,10 +59,10 @@ func newMetrics() *metrics {
 			Name: "sandbank_http_requests_total",
 			Help: "HTTP requests by route and status code.",
 		}, []string{"route", "code"}),
-		damaged: prometheus.NewCounter(prometheus.CounterOpts{
+		damaged: prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "sandbank_store_damaged_total",
 			Help: "Stored scripts and receipt-log records found damaged (not matching their address or checksum), on start or on read; none is served.",
-		}),
+		}, damaged),
 	}
 	m.reg.MustRegister(m.runs, m.duration, m.queue, m.inFlight, m.rejected, m.requests, m.damaged,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

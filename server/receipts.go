@@ -2,17 +2,14 @@ package server
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"log/slog"
 	"net/http"
-	"regexp"
-	"sync"
 	"time"
 
 	"github.com/danielgtaylor/huma/v2"
 
 	"github.com/sandbank/sandbank/effect"
+	"github.com/sandbank/sandbank/storage"
 )
 
 // RunHeader is the response header of POST /v1/runs that holds the run's
@@ -30,17 +27,6 @@ type receiptInput struct {
 }
 type receiptOutput struct{ Body StoredReceipt }
 
-var runIDRx = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9a-f]{32}$`) })
-
-func validRunID(s string) bool { return runIDRx().MatchString(s) }
-
-// newRunID returns a new run id: 128 random bits in hex.
-func newRunID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
-	return hex.EncodeToString(b[:])
-}
-
 // registerReceipts declares GET /v1/runs/{run}/receipt.
 func (s *Server) registerReceipts(api huma.API, errs func(codes ...int) map[string]*huma.Response, secured []map[string][]string) {
 	huma.Register(api, huma.Operation{
@@ -53,11 +39,11 @@ func (s *Server) registerReceipts(api huma.API, errs func(codes ...int) map[stri
 }
 
 func (s *Server) getReceipt(ctx context.Context, in *receiptInput) (*receiptOutput, error) {
-	td, err := s.data.of(tenantOf(ctx))
+	_, receipts, err := s.data.Tenant(tenantOf(ctx).Name)
 	if err != nil {
 		return nil, unavailable(KindInfrastructure, "server: the tenant's data could not be opened", time.Second)
 	}
-	r, ok, err := td.receipts.get(in.Run)
+	r, ok, err := receipts.Get(in.Run)
 	switch {
 	case err != nil:
 		return nil, unavailable(KindInfrastructure, "server: reading the receipt failed", time.Second)
@@ -71,12 +57,12 @@ func (s *Server) getReceipt(ctx context.Context, in *receiptInput) (*receiptOutp
 // under a new run id, which it returns: with a data directory, the
 // receipt is on disk (synced) when keep returns.
 func (s *Server) keep(ctx context.Context, rec *effect.Record) (string, *Problem) {
-	td, err := s.data.of(tenantOf(ctx))
+	_, receipts, err := s.data.Tenant(tenantOf(ctx).Name)
 	if err != nil {
 		return "", unavailable(KindInfrastructure, "server: the tenant's data could not be opened", time.Second)
 	}
-	run := newRunID()
-	if err := td.receipts.append(run, rec.Receipt); err != nil {
+	run := storage.NewRunID()
+	if err := receipts.Append(run, rec.Receipt); err != nil {
 		s.log.Warn("sandbank: receipt log: a receipt could not be kept; the run is answered 503", slog.String("error", effect.Excerpt(err.Error())))
 		return "", unavailable(KindInfrastructure, "server: keeping the run's receipt failed", time.Second)
 	}

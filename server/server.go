@@ -23,6 +23,7 @@ import (
 	"github.com/sandbank/sandbank/receipt"
 	"github.com/sandbank/sandbank/registry"
 	"github.com/sandbank/sandbank/spi"
+	"github.com/sandbank/sandbank/storage"
 	"github.com/sandbank/sandbank/tenant"
 )
 
@@ -34,8 +35,6 @@ const (
 	DefaultReadHeaderTimeout = 5 * time.Second
 	DefaultReadTimeout       = 30 * time.Second
 	DefaultIdleTimeout       = 60 * time.Second
-	DefaultStoreBytes        = 64 << 20
-	DefaultStoreEntries      = 4096
 	DefaultMaxConnections    = 1024
 )
 
@@ -70,28 +69,16 @@ type Options struct {
 	// further clients wait in the kernel's backlog. Zero means
 	// DefaultMaxConnections.
 	MaxConnections int
-	// StoreBytes and StoreEntries bound each tenant's script store. In
-	// memory the least recently used scripts are evicted; in DataDir a
-	// full store refuses a new script (413), since what it acknowledged
-	// is kept. StoreEntries also bounds the receipts kept in memory
-	// without DataDir. Zero means DefaultStoreBytes and
-	// DefaultStoreEntries.
-	StoreBytes   int64
-	StoreEntries int
-	// DataDir is the directory where the server keeps, per tenant, its
-	// scripts and the receipts of the runs it answered, each synced to
-	// disk before the answer is sent; New reads them back and checks them
-	// (see docs/data-dir.md for the layout). Empty means in
-	// memory: a restart loses them. DefaultDataDir is 'sandbank serve''s
-	// default.
-	DataDir string
-	// ReceiptSegmentBytes bounds a segment of a tenant's receipt log in
-	// DataDir; a full segment is sealed and a new one started.
-	// ReceiptSegments bounds the segments kept per tenant: past it the
-	// oldest is removed, with its receipts. Zero means
-	// DefaultReceiptSegmentBytes and DefaultReceiptSegments.
-	ReceiptSegmentBytes int64
-	ReceiptSegments     int
+	// Data is where the server keeps, per tenant, its scripts and the
+	// receipts of the runs it answered (storage.OpenData): in a data
+	// directory each is synced to disk before the answer is sent, and its
+	// lock keeps a second server out (see docs/data-dir.md); in memory
+	// the least recently used scripts are evicted and a restart loses
+	// them. A full store on disk refuses a new script (413), since what
+	// it acknowledged is kept. The server closes it on Shutdown and Close
+	// (not when New fails). Nil means in memory, with storage's default
+	// bounds.
+	Data *storage.Data
 	// ReadHeaderTimeout, ReadTimeout, WriteTimeout and IdleTimeout are
 	// Serve's http.Server timeouts, so a slow client cannot hold a
 	// connection or a run. Zero means DefaultReadHeaderTimeout,
@@ -121,9 +108,10 @@ type Options struct {
 	Version string
 	// Signer signs every run's receipt (effect.Options.Signer); its
 	// public key is published at KeysPath. Nil means the data directory's
-	// key (SigningKeyFile, generated on the first start) or, without a
-	// DataDir, a key generated in memory when New is called (logged by
-	// its id): receipts signed by it cannot be checked after a restart.
+	// key (storage.SigningKeyFile, generated on the first start) or,
+	// without a data directory, a key generated in memory when New is
+	// called (logged by its id): receipts signed by it cannot be checked
+	// after a restart.
 	Signer effect.Signer
 	// RetiredKeys are keys that signed this server's receipts before the
 	// Signer's, each with its Retired date; they are published at
@@ -147,8 +135,8 @@ type Server struct {
 	handler   http.Handler
 	api       huma.API
 
-	data    *data    // the tenants' scripts and receipts
-	signing *signing // keys.go
+	data    *storage.Data // the tenants' scripts and receipts
+	signing *signing      // keys.go
 
 	// hard is cancelled when Shutdown's drain deadline passes: every run
 	// still going is cancelled and its caller gets a retryable 503.
@@ -169,12 +157,9 @@ type Server struct {
 var ErrInvalidOptions = fmt.Errorf("server: invalid options: %w", effect.ErrInvalidCall)
 
 // New returns a Server running the engines of reg. It validates opts: an
-// error matches ErrInvalidOptions. With Options.DataDir it also reads
-// every tenant's scripts and receipt log back and checks them (a cost in
-// proportion to what is stored), after taking the directory's lock: a
-// directory another server holds is refused with an error matching
-// ErrDataDirInUse, which names the process holding it. Another error
-// opening or reading the directory is returned as it is.
+// error matches ErrInvalidOptions. With a data directory
+// (Options.Data) and no Options.Signer, it reads the directory's signing
+// key, or makes one (storage.SigningKeyFile).
 func New(reg *registry.Registry, opts *Options) (*Server, error) {
 	if reg == nil {
 		return nil, fmt.Errorf("%w: nil registry", ErrInvalidOptions)
@@ -185,9 +170,8 @@ func New(reg *registry.Registry, opts *Options) (*Server, error) {
 	}
 	switch {
 	case o.MaxConcurrentRuns < 0, o.MaxQueue < 0, o.QueueTimeout < 0, o.MaxBodyBytes < 0,
-		o.StoreBytes < 0, o.StoreEntries < 0, o.MaxConnections < 0, o.ReadHeaderTimeout < 0, o.ReadTimeout < 0,
-		o.WriteTimeout < 0, o.IdleTimeout < 0, o.Limits.WallClock < 0, o.Limits.MemoryBytes < 0,
-		o.ReceiptSegmentBytes < 0, o.ReceiptSegments < 0:
+		o.MaxConnections < 0, o.ReadHeaderTimeout < 0, o.ReadTimeout < 0,
+		o.WriteTimeout < 0, o.IdleTimeout < 0, o.Limits.WallClock < 0, o.Limits.MemoryBytes < 0:
 		return nil, fmt.Errorf("%w: negative value", ErrInvalidOptions)
 	}
 	if o.MaxConcurrentRuns == 0 {
@@ -204,18 +188,6 @@ func New(reg *registry.Registry, opts *Options) (*Server, error) {
 	}
 	if o.MaxConnections == 0 {
 		o.MaxConnections = DefaultMaxConnections
-	}
-	if o.StoreBytes == 0 {
-		o.StoreBytes = DefaultStoreBytes
-	}
-	if o.StoreEntries == 0 {
-		o.StoreEntries = DefaultStoreEntries
-	}
-	if o.ReceiptSegmentBytes == 0 {
-		o.ReceiptSegmentBytes = DefaultReceiptSegmentBytes
-	}
-	if o.ReceiptSegments == 0 {
-		o.ReceiptSegments = DefaultReceiptSegments
 	}
 	if o.Limits.WallClock == 0 {
 		o.Limits.WallClock = effect.DefaultWallClock
@@ -246,22 +218,21 @@ func New(reg *registry.Registry, opts *Options) (*Server, error) {
 		opts:    o,
 		reg:     reg,
 		tenants: o.Tenants,
-		metrics: newMetrics(),
 		prop:    propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}),
 		log:     log,
 	}
+	s.metrics = newMetrics(func() float64 { return float64(s.data.Damaged()) })
 	if s.tenants == nil {
 		s.dev = tenant.Dev()
 	}
 	s.hard, s.cancelHard = context.WithCancel(context.Background())
 	var err error
-	// The data directory first: its lock keeps a second server from
-	// its signing key as well as from its logs.
-	if s.data, err = openData(s.hard, &s.opts, log, s.metrics); err != nil {
-		return nil, err
+	if s.data = o.Data; s.data == nil {
+		if s.data, err = storage.OpenData(nil); err != nil {
+			return nil, err
+		}
 	}
-	if s.signing, err = newSigning(&o, log); err != nil {
-		_ = s.data.close()
+	if s.signing, err = newSigning(&o, s.data.Dir(), log); err != nil {
 		return nil, err
 	}
 	s.pool, err = pool.New(reg, &pool.Options{Effect: effect.Options{
@@ -274,7 +245,6 @@ func New(reg *registry.Registry, opts *Options) (*Server, error) {
 		Signer:                 s.signing.signer,
 	}})
 	if err != nil {
-		_ = s.data.close()
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 	}
 	s.verifier = &verifier{check: o.Verify, ctx: s.hard, results: map[string]*Verification{},
@@ -371,7 +341,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		all = append(all, <-errs)
 	}
 	s.cancelHard()
-	all = append(all, s.pool.Close(), s.data.close())
+	all = append(all, s.pool.Close(), s.data.Close())
 	return errors.Join(all...)
 }
 
@@ -387,7 +357,7 @@ func (s *Server) Close() error {
 	for _, hs := range srvs {
 		errs = append(errs, hs.Close())
 	}
-	errs = append(errs, s.pool.Close(), s.data.close())
+	errs = append(errs, s.pool.Close(), s.data.Close())
 	return errors.Join(errs...)
 }
 

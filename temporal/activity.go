@@ -25,17 +25,20 @@ type Options struct {
 	// the same engines: a request for an engine the worker does not run is
 	// TypeInvalidCall, not retried elsewhere.
 	Engines []string
-	// Effect configures each engine's effect; nil means effect's defaults.
+	// Effect configures each engine's effect; its zero value means the
+	// effect's defaults.
 	// Its MaxLogBytes is lowered, when larger, to an eighth of the payload
 	// limit, and its MaxOutputBytes to what the payload limit leaves after
 	// the logs and the rest of the record, so that a value too large for
 	// Temporal is the typed failure limitExceeded (output). Its Engine is
 	// set to each engine's registry name, which receipts record. Its
-	// Limits are the ceiling of a request's (pool.Clamp).
-	Effect *effect.Options
-	// Scripts is where a request without Source is read by address. Nil
-	// means an empty store: such a request is the typed failure
-	// scriptMissing.
+	// Limits are the ceiling of a request's (pool.Clamp). Its Signer must
+	// be nil: the worker's key is Options.Signer, as it is every door's.
+	Effect effect.Options
+	// Scripts is where a request without Source is read by address: a
+	// store of package storage (a storage.DirStore the process that
+	// stores the scripts shares, say). Nil means an empty store: such a
+	// request is the typed failure scriptMissing.
 	Scripts effect.ScriptReader
 	// PayloadLimit bounds a result, encoded as Temporal carries it. Zero
 	// means DefaultPayloadLimit; set it to the server's
@@ -46,9 +49,8 @@ type Options struct {
 	// activity has no heartbeat timeout does not heartbeat.
 	HeartbeatInterval time.Duration
 	// Signer, when not nil, is the worker's key: it signs every run's
-	// receipt (it sets Effect.Signer), the record Run returns and the one
-	// RecordOf reads back from a typed failure alike. Nil means
-	// Effect.Signer, which by default is none: receipts are unsigned.
+	// receipt, the record Run returns and the one RecordOf reads back
+	// from a typed failure alike. Nil means unsigned receipts.
 	Signer effect.Signer
 }
 
@@ -66,7 +68,7 @@ type Activities struct {
 // ErrInvalidOptions is matched by every error NewActivities returns for
 // options it refuses (a nil registry, a negative value, a PayloadLimit too
 // small for a record, an unknown engine name, effect options the effect
-// refuses). It matches effect.ErrInvalidCall too: the caller's own
+// refuses, a signer set in Effect rather than in Signer). It matches effect.ErrInvalidCall too: the caller's own
 // mistake, not retryable.
 var ErrInvalidOptions = fmt.Errorf("sandbank/temporal: invalid options: %w", effect.ErrInvalidCall)
 
@@ -89,13 +91,11 @@ func NewActivities(reg *registry.Registry, opts *Options) (*Activities, error) {
 	if o.PayloadLimit == 0 {
 		o.PayloadLimit = DefaultPayloadLimit
 	}
-	var eo effect.Options
-	if o.Effect != nil {
-		eo = *o.Effect
+	if o.Effect.Signer != nil {
+		return nil, fmt.Errorf("%w: Effect.Signer is set: the worker's key is Options.Signer", ErrInvalidOptions)
 	}
-	if o.Signer != nil {
-		eo.Signer = o.Signer
-	}
+	eo := o.Effect
+	eo.Signer = o.Signer
 	if err := fitPayload(&eo, o.PayloadLimit); err != nil {
 		return nil, err
 	}

@@ -102,11 +102,11 @@ func TestTypedFailuresAreNotRetried(t *testing.T) {
 		// not a refusal.
 		{"limit output", fakeRequest(t, "big", nil), &Options{PayloadLimit: 256 << 10}, effect.CodeLimitExceeded, effect.LimitOutput},
 		{"inputTooLarge memory", fakeRequest(t, "inputTooLarge", nil), nil, effect.CodeInputTooLarge, effect.LimitMemory},
-		{"inputTooLarge input", fakeRequest(t, "ok", strings.Repeat("x", 100)), &Options{Effect: &effect.Options{MaxInputBytes: 16}}, effect.CodeInputTooLarge, effect.LimitInput},
+		{"inputTooLarge input", fakeRequest(t, "ok", strings.Repeat("x", 100)), &Options{Effect: effect.Options{MaxInputBytes: 16}}, effect.CodeInputTooLarge, effect.LimitInput},
 		{"scriptMissing", missing, nil, effect.CodeScriptMissing, 0},
-		{"scriptTooLarge", fakeRequest(t, strings.Repeat("x", 100), nil), &Options{Effect: &effect.Options{MaxScriptBytes: 16}}, effect.CodeScriptTooLarge, 0},
+		{"scriptTooLarge", fakeRequest(t, strings.Repeat("x", 100), nil), &Options{Effect: effect.Options{MaxScriptBytes: 16}}, effect.CodeScriptTooLarge, 0},
 		{"shapeMismatch", shaped, nil, effect.CodeShapeMismatch, 0},
-		{"limit hostCalls", fakeRequest(t, "hostloop", nil), &Options{Effect: &effect.Options{
+		{"limit hostCalls", fakeRequest(t, "hostloop", nil), &Options{Effect: effect.Options{
 			Host:         effect.HostFuncs{"f": func(context.Context, json.RawMessage) (any, error) { return 1, nil }},
 			MaxHostCalls: 2,
 		}}, effect.CodeLimitExceeded, effect.LimitHostCalls},
@@ -316,9 +316,12 @@ func TestPayloadLimit(t *testing.T) {
 }
 
 // TestNewActivitiesRefusesBadOptions: every refusal of options is the
-// caller's invalid call, never retryable.
+// caller's invalid call, never retryable. A signer has one place, as at
+// every door: Options.Signer.
 func TestNewActivitiesRefusesBadOptions(t *testing.T) {
-	_, err := NewActivities(nil, nil)
+	signer, err := receipt.GenerateEd25519Signer()
+	require.NoError(t, err)
+	_, err = NewActivities(nil, nil)
 	assert.ErrorIs(t, err, ErrInvalidOptions)
 	assert.Equal(t, effect.KindInvalidCall, effect.KindOf(err))
 	for name, o := range map[string]*Options{
@@ -326,7 +329,8 @@ func TestNewActivitiesRefusesBadOptions(t *testing.T) {
 		"negative heartbeat":         {HeartbeatInterval: -1},
 		"payload limit too small":    {PayloadLimit: 32 << 10},
 		"unknown engine":             {Engines: []string{"nonesuch"}},
-		"options the effect refuses": {Effect: &effect.Options{MaxAbandoned: -1}},
+		"options the effect refuses": {Effect: effect.Options{MaxAbandoned: -1}},
+		"a signer in Effect":         {Effect: effect.Options{Signer: signer}},
 	} {
 		_, err := NewActivities(fakeRegistry(nil), o)
 		assert.ErrorIs(t, err, effect.ErrInvalidCall, name)

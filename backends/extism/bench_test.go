@@ -14,6 +14,7 @@ import (
 	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/fixtures/wasm"
 	"github.com/sandbank/sandbank/spi"
+	"github.com/sandbank/sandbank/storage"
 )
 
 var benchInput = json.RawMessage(`{"text":"echo ✓ é","n":7,"list":[1,"two",null,true,false,{"k":[]}]}`)
@@ -24,7 +25,7 @@ var benchInput = json.RawMessage(`{"text":"echo ✓ é","n":7,"list":[1,"two",nu
 func BenchmarkFreshEcho(b *testing.B) {
 	backend, err := extism.New(nil)
 	require.NoError(b, err)
-	scripts := effect.NewMemoryStore()
+	scripts := new(storage.MemoryStore)
 	plugin, err := wasm.Set().Script("echo")
 	require.NoError(b, err)
 	addr, err := scripts.Put(plugin)

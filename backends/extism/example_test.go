@@ -7,6 +7,7 @@ import (
 	"github.com/sandbank/sandbank/backends/extism"
 	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/fixtures/wasm"
+	"github.com/sandbank/sandbank/storage"
 )
 
 // Run a wasm plugin (here the fixture set's echo) through the effect.
@@ -15,7 +16,7 @@ func ExampleNew() {
 	if err != nil {
 		panic(err)
 	}
-	scripts := effect.NewMemoryStore()
+	scripts := new(storage.MemoryStore)
 	plugin, _ := wasm.Set().Script("echo")
 	addr, _ := scripts.Put(plugin)
 	e, err := effect.New(scripts, backend, nil)
@@ -39,9 +40,9 @@ func ExampleOptions_allowedHosts() {
 	if err != nil {
 		panic(err)
 	}
-	_, err = effect.New(effect.NewMemoryStore(), backend, nil)
+	_, err = effect.New(new(storage.MemoryStore), backend, nil)
 	fmt.Println(err)
-	e, err := effect.New(effect.NewMemoryStore(), backend, &effect.Options{AllowNetwork: true})
+	e, err := effect.New(new(storage.MemoryStore), backend, &effect.Options{AllowNetwork: true})
 	fmt.Println(err, e.Capabilities().Network)
 	_ = e.Close()
 	// Output:

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sandbank/sandbank/effect"
+	"github.com/sandbank/sandbank/storage"
 )
 
 // countingServer starts an HTTP server on host (any port) that counts the
@@ -51,7 +52,7 @@ func TestAllowlistEndToEnd(t *testing.T) {
 	b, err := New(&Options{AllowedHosts: []string{"127.0.0.1"}})
 	require.NoError(t, err)
 	defer b.Close()
-	scripts := effect.NewMemoryStore()
+	scripts := new(storage.MemoryStore)
 	probe, err := scripts.Put(fixture(t, "no_network"))
 	require.NoError(t, err)
 

@@ -15,6 +15,7 @@ import (
 	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/fixtures/wasm"
 	"github.com/sandbank/sandbank/spi"
+	"github.com/sandbank/sandbank/storage"
 )
 
 type sink struct {
@@ -71,7 +72,7 @@ func TestMemoryPeakIsTheInstancesMemory(t *testing.T) {
 	assert.Less(t, base, int64(4<<20), "an idle plugin and the kernel hold a few pages")
 
 	// Through the effect, with the other figures.
-	e, err := effect.New(effect.NewMemoryStore(), b, nil)
+	e, err := effect.New(new(storage.MemoryStore), b, nil)
 	require.NoError(t, err)
 	rec, err := e.Run(context.Background(), effect.Call{Source: probe, Input: 1})
 	require.NoError(t, err)

@@ -11,6 +11,7 @@ import (
 	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/internal/hostbench"
 	"github.com/sandbank/sandbank/spi"
+	"github.com/sandbank/sandbank/storage"
 )
 
 // reshape.js is the shared reshaping workload (/work/shared/bench/reshape.js).
@@ -26,7 +27,7 @@ func benchEffect(b *testing.B, script []byte) (*effect.Effect, effect.Address) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	scripts := effect.NewMemoryStore()
+	scripts := new(storage.MemoryStore)
 	addr, err := scripts.Put(script)
 	if err != nil {
 		b.Fatal(err)

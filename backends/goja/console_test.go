@@ -13,6 +13,7 @@ import (
 
 	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/spi"
+	"github.com/sandbank/sandbank/storage"
 )
 
 // sink keeps what a backend logs; it is full after max lines (0: never).
@@ -83,7 +84,7 @@ func TestConsoleStopsWhenFull(t *testing.T) {
 // The lines of a run that throws are delivered, and the record has
 // start-up and script time that fit in the backend call.
 func TestConsoleThroughTheRecord(t *testing.T) {
-	store := effect.NewMemoryStore()
+	store := new(storage.MemoryStore)
 	e, err := effect.New(store, newBackend(t, nil), nil)
 	require.NoError(t, err)
 	defer e.Close()

@@ -9,6 +9,7 @@ import (
 	"github.com/sandbank/sandbank/backends/goja"
 	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/spi"
+	"github.com/sandbank/sandbank/storage"
 )
 
 // The backend is used through package effect, which owns every guarantee
@@ -18,7 +19,7 @@ func ExampleNew() {
 	if err != nil {
 		panic(err)
 	}
-	scripts := effect.NewMemoryStore()
+	scripts := new(storage.MemoryStore)
 	e, err := effect.New(scripts, backend, nil)
 	if err != nil {
 		panic(err)
@@ -65,7 +66,7 @@ func ExampleNew_async() {
 	if err != nil {
 		panic(err)
 	}
-	scripts := effect.NewMemoryStore()
+	scripts := new(storage.MemoryStore)
 	e, err := effect.New(scripts, backend, nil)
 	if err != nil {
 		panic(err)

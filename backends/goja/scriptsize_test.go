@@ -10,6 +10,7 @@ import (
 
 	"github.com/sandbank/sandbank/backends/goja"
 	"github.com/sandbank/sandbank/effect"
+	"github.com/sandbank/sandbank/storage"
 )
 
 // TestAnOversizedScriptIsTheEffectsScriptTooLarge checks that goja's
@@ -18,7 +19,7 @@ import (
 func TestAnOversizedScriptIsTheEffectsScriptTooLarge(t *testing.T) {
 	b, err := goja.New(nil)
 	require.NoError(t, err)
-	eff, err := effect.New(effect.NewMemoryStore(), b, nil)
+	eff, err := effect.New(new(storage.MemoryStore), b, nil)
 	require.NoError(t, err)
 	limit := b.MaxScriptBytes()
 	require.Positive(t, limit)

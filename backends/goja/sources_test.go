@@ -12,6 +12,7 @@ import (
 
 	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/spi"
+	"github.com/sandbank/sandbank/storage"
 )
 
 // effectClock is the wall clock of the runs through the effect: far more
@@ -23,7 +24,7 @@ const effectClock = 30 * time.Second
 // backend, under effectClock, and returns its value and error.
 func evalEffect(t *testing.T, script string, input any) (json.RawMessage, error) {
 	t.Helper()
-	scripts := effect.NewMemoryStore()
+	scripts := new(storage.MemoryStore)
 	e, err := effect.New(scripts, newBackend(t, nil), &effect.Options{Limits: spi.Limits{WallClock: effectClock}})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = e.Close() })

@@ -15,6 +15,7 @@ import (
 	"github.com/sandbank/sandbank/bench/workloads"
 	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/spi"
+	"github.com/sandbank/sandbank/storage"
 )
 
 var benchInput = json.RawMessage(`{"text":"echo ✓ é","n":7,"list":[1,"two",null,true,false,{"k":[]}]}`)
@@ -28,7 +29,7 @@ func newEffect(b *testing.B, src []byte) (*effect.Effect, effect.Address) {
 	}
 	backend, err := python.New(nil)
 	require.NoError(b, err)
-	scripts := effect.NewMemoryStore()
+	scripts := new(storage.MemoryStore)
 	addr, err := scripts.Put(src)
 	require.NoError(b, err)
 	e, err := effect.New(scripts, backend, nil)

@@ -17,6 +17,7 @@ import (
 	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/internal/hostbench"
 	"github.com/sandbank/sandbank/spi"
+	"github.com/sandbank/sandbank/storage"
 )
 
 // reshape.js is the shared reshaping workload (../shared/bench/reshape.js).
@@ -62,7 +63,7 @@ func benchBackend(b testing.TB, mode quickjs.Mode, stop int) spi.Backend {
 // script in its store.
 func benchEffect(b testing.TB, mode quickjs.Mode, stop int, script []byte) (*effect.Effect, effect.Address) {
 	b.Helper()
-	scripts := effect.NewMemoryStore()
+	scripts := new(storage.MemoryStore)
 	addr, err := scripts.Put(script)
 	if err != nil {
 		b.Fatal(err)

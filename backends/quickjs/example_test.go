@@ -9,6 +9,7 @@ import (
 	"github.com/sandbank/sandbank/backends/quickjs"
 	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/spi"
+	"github.com/sandbank/sandbank/storage"
 )
 
 // The backend is used through package effect, which owns every guarantee
@@ -18,7 +19,7 @@ func ExampleNew() {
 	if err != nil {
 		panic(err)
 	}
-	scripts := effect.NewMemoryStore()
+	scripts := new(storage.MemoryStore)
 	e, err := effect.New(scripts, backend, nil)
 	if err != nil {
 		panic(err)
@@ -54,7 +55,7 @@ func ExampleOptions_mode() {
 	if err != nil {
 		panic(err)
 	}
-	scripts := effect.NewMemoryStore()
+	scripts := new(storage.MemoryStore)
 	e, err := effect.New(scripts, backend, nil)
 	if err != nil {
 		panic(err)
@@ -77,7 +78,7 @@ func ExampleOptions_stackBytes() {
 	if err != nil {
 		panic(err)
 	}
-	scripts := effect.NewMemoryStore()
+	scripts := new(storage.MemoryStore)
 	e, err := effect.New(scripts, backend, nil)
 	if err != nil {
 		panic(err)
@@ -129,7 +130,7 @@ func ExampleNew_async() {
 	if err != nil {
 		panic(err)
 	}
-	scripts := effect.NewMemoryStore()
+	scripts := new(storage.MemoryStore)
 	e, err := effect.New(scripts, backend, nil)
 	if err != nil {
 		panic(err)

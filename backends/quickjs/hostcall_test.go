@@ -13,6 +13,7 @@ import (
 	"github.com/sandbank/sandbank/backends/quickjs"
 	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/spi"
+	"github.com/sandbank/sandbank/storage"
 )
 
 // Calls issued in one turn whose records together outgrow what the host
@@ -25,7 +26,7 @@ func TestHostCallsOfOneTurnOutgrowingStdout(t *testing.T) {
 			be, err := quickjs.New(&quickjs.Options{Mode: mode})
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = be.Close() })
-			e, err := effect.New(effect.NewMemoryStore(), be, &effect.Options{Limits: spi.Limits{WallClock: time.Minute, MemoryBytes: 8 << 20}})
+			e, err := effect.New(new(storage.MemoryStore), be, &effect.Options{Limits: spi.Limits{WallClock: time.Minute, MemoryBytes: 8 << 20}})
 			require.NoError(t, err)
 			script := []byte(`const s = "x".repeat(` + strconv.Itoa(size) + `);
 const a = [];
@@ -45,7 +46,7 @@ func TestHostCallStrangeNameIsCatchable(t *testing.T) {
 	be, err := quickjs.New(nil)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = be.Close() })
-	e, err := effect.New(effect.NewMemoryStore(), be, nil)
+	e, err := effect.New(new(storage.MemoryStore), be, nil)
 	require.NoError(t, err)
 	script := []byte(`const out = [];
 for (const name of ["a\nb", "\ud800", "x:1", "ok"]) {

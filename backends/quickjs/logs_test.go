@@ -12,6 +12,7 @@ import (
 	"github.com/sandbank/sandbank/effect"
 	wasmguest "github.com/sandbank/sandbank/internal/wasm/guest"
 	"github.com/sandbank/sandbank/spi"
+	"github.com/sandbank/sandbank/storage"
 )
 
 type logSink struct {
@@ -100,7 +101,7 @@ func TestStatsMemoryPeak(t *testing.T) {
 // Through the effect: a failing run's lines, and figures that fit in the
 // backend call.
 func TestLogsThroughTheRecord(t *testing.T) {
-	e, err := effect.New(effect.NewMemoryStore(), shared(t), &effect.Options{AllowReusedEnvironment: true})
+	e, err := effect.New(new(storage.MemoryStore), shared(t), &effect.Options{AllowReusedEnvironment: true})
 	require.NoError(t, err)
 	rec, err := e.Run(context.Background(), effect.Call{Source: []byte(`console.error("about to throw"); throw new RangeError("no")`)})
 	require.ErrorIs(t, err, effect.ErrScriptError)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sandbank/sandbank/backends/starlark"
 	"github.com/sandbank/sandbank/effect"
+	"github.com/sandbank/sandbank/storage"
 )
 
 //go:embed testdata/reshape.star
@@ -26,7 +27,7 @@ func newEffect(tb testing.TB, src []byte) (*effect.Effect, effect.Address) {
 	tb.Helper()
 	backend, err := starlark.New(nil)
 	require.NoError(tb, err)
-	scripts := effect.NewMemoryStore()
+	scripts := new(storage.MemoryStore)
 	addr, err := scripts.Put(src)
 	require.NoError(tb, err)
 	e, err := effect.New(scripts, backend, nil)

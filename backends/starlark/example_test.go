@@ -7,6 +7,7 @@ import (
 
 	"github.com/sandbank/sandbank/backends/starlark"
 	"github.com/sandbank/sandbank/effect"
+	"github.com/sandbank/sandbank/storage"
 )
 
 // A Starlark script defines main(input); its return value is the result.
@@ -16,7 +17,7 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	scripts := effect.NewMemoryStore()
+	scripts := new(storage.MemoryStore)
 	addr, err := scripts.Put([]byte(`
 def main(input):
     total = 0
@@ -48,7 +49,7 @@ func ExampleNew() {
 	if err != nil {
 		panic(err)
 	}
-	scripts := effect.NewMemoryStore()
+	scripts := new(storage.MemoryStore)
 	fails, _ := scripts.Put([]byte("def main(input):\n    fail(\"no rows\")\n"))
 	loops, _ := scripts.Put([]byte("def main(input):\n    for _ in range(1 << 62):\n        pass\n"))
 	e, err := effect.New(scripts, backend, nil)

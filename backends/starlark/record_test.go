@@ -14,6 +14,7 @@ import (
 	"github.com/sandbank/sandbank/backends/starlark"
 	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/spi"
+	"github.com/sandbank/sandbank/storage"
 )
 
 type sink struct {
@@ -83,7 +84,7 @@ func TestStepsAreStarlarksCount(t *testing.T) {
 // Through the effect: the lines of a failing run are in its record, and
 // the figures fit in the call.
 func TestPrintThroughTheRecord(t *testing.T) {
-	e, err := effect.New(effect.NewMemoryStore(), newBackend(t, nil), nil)
+	e, err := effect.New(new(storage.MemoryStore), newBackend(t, nil), nil)
 	require.NoError(t, err)
 	defer e.Close()
 	rec, err := e.Run(context.Background(), effect.Call{Source: []byte("def main(input):\n    print('about to fail')\n    fail('no')\n")})

@@ -15,6 +15,7 @@ import (
 	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/internal/hostbench"
 	"github.com/sandbank/sandbank/spi"
+	"github.com/sandbank/sandbank/storage"
 )
 
 // The two Starlark engines side by side, through the effect, as sandbank
@@ -42,7 +43,7 @@ func benchEffect(b *testing.B, factory spi.Factory, src []byte, limits spi.Limit
 	if w, ok := backend.(spi.Warmer); ok {
 		require.NoError(b, w.Warm(context.Background()))
 	}
-	scripts := effect.NewMemoryStore()
+	scripts := new(storage.MemoryStore)
 	addr, err := scripts.Put(src)
 	require.NoError(b, err)
 	e, err := effect.New(scripts, backend, &effect.Options{Limits: limits})

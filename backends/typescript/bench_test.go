@@ -13,6 +13,7 @@ import (
 	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/internal/hostbench"
 	"github.com/sandbank/sandbank/spi"
+	"github.com/sandbank/sandbank/storage"
 )
 
 // nullBackend answers every request at once, so that a benchmark of the
@@ -68,7 +69,7 @@ func BenchmarkEcho(b *testing.B) {
 				backend, err = typescript.Wrap(js, nil)
 				require.NoError(b, err)
 			}
-			store := effect.NewMemoryStore()
+			store := new(storage.MemoryStore)
 			addr, err := store.Put([]byte("input"))
 			require.NoError(b, err)
 			eff, err := effect.New(store, backend, nil)

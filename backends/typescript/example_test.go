@@ -8,6 +8,7 @@ import (
 	"github.com/sandbank/sandbank/backends/goja"
 	"github.com/sandbank/sandbank/backends/typescript"
 	"github.com/sandbank/sandbank/effect"
+	"github.com/sandbank/sandbank/storage"
 )
 
 // Wrap any JavaScript backend to run TypeScript: types are stripped, the
@@ -21,7 +22,7 @@ func ExampleWrap() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	store := effect.NewMemoryStore()
+	store := new(storage.MemoryStore)
 	addr, err := store.Put([]byte(`
 interface Order { id: string; total: number }
 const orders = input.orders as Order[];
@@ -58,7 +59,7 @@ func ExampleWrap_syntaxError() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	store := effect.NewMemoryStore()
+	store := new(storage.MemoryStore)
 	addr, err := store.Put([]byte("const n: number = 1;\nconst m: = 2;\n"))
 	if err != nil {
 		log.Fatal(err)

@@ -15,6 +15,7 @@ import (
 	"github.com/sandbank/sandbank/backends/typescript"
 	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/spi"
+	"github.com/sandbank/sandbank/storage"
 )
 
 // recorder is a JavaScript backend that records the scripts it is handed
@@ -67,7 +68,7 @@ func engines(t *testing.T) map[string]spi.Backend {
 // run evaluates source with input on backend through the effect.
 func run(t *testing.T, backend spi.Backend, source string, input any) (json.RawMessage, error) {
 	t.Helper()
-	store := effect.NewMemoryStore()
+	store := new(storage.MemoryStore)
 	addr, err := store.Put([]byte(source))
 	require.NoError(t, err)
 	eff, err := effect.New(store, backend, nil)

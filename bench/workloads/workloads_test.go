@@ -19,12 +19,13 @@ import (
 	"github.com/sandbank/sandbank/bench/workloads"
 	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/spi"
+	"github.com/sandbank/sandbank/storage"
 )
 
 // evaluate runs script on backend through the effect and returns the value.
 func evaluate(t *testing.T, backend spi.Backend, script []byte) json.RawMessage {
 	t.Helper()
-	store := effect.NewMemoryStore()
+	store := new(storage.MemoryStore)
 	addr, err := store.Put(script)
 	require.NoError(t, err)
 	eff, err := effect.New(store, backend, nil)

@@ -23,6 +23,7 @@ import (
 	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/registry"
 	"github.com/sandbank/sandbank/spi"
+	"github.com/sandbank/sandbank/storage"
 )
 
 // Defaults of "sandbank bench". They keep the whole command well under two
@@ -400,7 +401,7 @@ func (a *app) prepareEngine(ctx context.Context, entry registry.Entry) *benchEng
 		e.fig.KillNative = &killFigures{NA: "engine not built: " + msg, Fixture: "runaway_native"}
 		return e
 	}
-	store := effect.NewMemoryStore()
+	store := new(storage.MemoryStore)
 	set, ok := a.fixtures(entry.Language)
 	if !ok {
 		return fail(fmt.Errorf("no fixture set for language %s", entry.Language))

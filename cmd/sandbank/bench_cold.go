@@ -18,6 +18,7 @@ import (
 	"github.com/sandbank/sandbank/builtin"
 	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/registry"
+	"github.com/sandbank/sandbank/storage"
 )
 
 // The cold figures re-execute this binary in the hidden "bench-cold" mode,
@@ -94,7 +95,7 @@ func (a *app) benchCold(ctx context.Context, engine, cacheDir string) error {
 	if err != nil {
 		return untyped(err)
 	}
-	store := effect.NewMemoryStore()
+	store := new(storage.MemoryStore)
 	addr, err := store.Put(script)
 	if err != nil {
 		return untyped(err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/sandbank/sandbank/builtin"
 	"github.com/sandbank/sandbank/effect"
+	"github.com/sandbank/sandbank/storage"
 )
 
 // BenchmarkHostCallRoundTrip measures one host call's round trip (script
@@ -41,7 +42,7 @@ func BenchmarkHostCallRoundTrip(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			e, err := effect.New(effect.NewMemoryStore(), backend, &effect.Options{MaxHostCalls: b.N})
+			e, err := effect.New(new(storage.MemoryStore), backend, &effect.Options{MaxHostCalls: b.N})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -17,6 +17,7 @@ import (
 	"github.com/sandbank/sandbank/pool"
 	"github.com/sandbank/sandbank/registry"
 	"github.com/sandbank/sandbank/spi"
+	"github.com/sandbank/sandbank/storage"
 )
 
 // maxFileBytes bounds what the command line reads into memory from a
@@ -251,10 +252,10 @@ func (a *app) evaluate(ctx context.Context, o *runOptions, script string) (json.
 	// The store: without --store the script travels with the call
 	// (Call.Source): the effect hashes it and names it by its address, and
 	// nothing is written anywhere.
-	var store effect.ScriptReader = effect.NewMemoryStore()
-	var dir *effect.DirStore
+	var store effect.ScriptReader = new(storage.MemoryStore)
+	var dir *storage.DirStore
 	if o.store != "" {
-		if dir, err = effect.NewDirStore(o.store); err != nil {
+		if dir, err = storage.NewDirStore(o.store, nil); err != nil {
 			return nil, usagef("--store %s: %s", effect.Excerpt(o.store), reason(err))
 		}
 		store = dir

@@ -16,6 +16,7 @@ import (
 	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/registry"
 	"github.com/sandbank/sandbank/server"
+	"github.com/sandbank/sandbank/storage"
 	"github.com/sandbank/sandbank/tenant"
 )
 
@@ -133,16 +134,26 @@ func (a *app) serve(ctx context.Context, o *serveOptions) error {
 	if err != nil {
 		return err
 	}
+	logger := slog.New(handler)
+	// The data directory first: its lock keeps a second server from its
+	// signing key as well as from its logs.
+	data, err := storage.OpenData(&storage.DataOptions{Dir: dataDir, Logger: logger})
+	if errors.Is(err, effect.ErrInvalidCall) {
+		return usagef("%v", err)
+	} else if err != nil {
+		return untyped(err) // the data directory could not be opened or read
+	}
 	opts := &server.Options{
-		DataDir:           dataDir,
+		Data:              data,
 		Tenants:           tenants,
 		MaxConcurrentRuns: o.maxRuns,
 		MaxQueue:          o.queue,
 		QueueTimeout:      o.queueTimeout,
-		Logger:            slog.New(handler),
+		Logger:            logger,
 		Version:           moduleVersion(debug.ReadBuildInfo()),
 	}
 	if err := serveSigning(o, opts); err != nil {
+		_ = data.Close()
 		return err
 	}
 	if !o.noVerify {
@@ -155,10 +166,13 @@ func (a *app) serve(ctx context.Context, o *serveOptions) error {
 		}
 	}
 	srv, err := server.New(reg, opts)
+	if err != nil {
+		_ = data.Close()
+	}
 	if errors.Is(err, server.ErrInvalidOptions) {
 		return usagef("%v", err)
 	} else if err != nil {
-		return untyped(err) // the data directory could not be opened or read
+		return untyped(err) // the data directory's signing key could not be read or made
 	}
 	ctx, stop := cancelOnSignal(ctx)
 	defer stop()
@@ -203,7 +217,7 @@ func (a *app) serve(ctx context.Context, o *serveOptions) error {
 }
 
 // serveDataDir returns serve's data directory: --data-dir, or the
-// default (server.DefaultDataDir); "" with --in-memory.
+// default (storage.DefaultDataDir); "" with --in-memory.
 func serveDataDir(o *serveOptions) (string, error) {
 	switch {
 	case o.inMemory && o.dataDir != "":
@@ -213,7 +227,7 @@ func serveDataDir(o *serveOptions) (string, error) {
 	case o.dataDir != "":
 		return o.dataDir, nil
 	}
-	d, err := server.DefaultDataDir()
+	d, err := storage.DefaultDataDir()
 	if err != nil {
 		return "", usagef("no default data directory (%s): give --data-dir DIR or --in-memory", reason(err))
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/sandbank/sandbank/registry"
 	"github.com/sandbank/sandbank/server"
+	"github.com/sandbank/sandbank/storage"
 	"github.com/sandbank/sandbank/tenant"
 )
 
@@ -83,7 +84,9 @@ func TestServeDataDir(t *testing.T) {
 // directory is free once that server ends) before it listens.
 func TestServeDataDirInUse(t *testing.T) {
 	dir := t.TempDir()
-	holder, err := server.New(registry.New(), &server.Options{DataDir: dir})
+	data, err := storage.OpenData(&storage.DataOptions{Dir: dir})
+	require.NoError(t, err)
+	holder, err := server.New(registry.New(), &server.Options{Data: data})
 	require.NoError(t, err)
 	defer holder.Close()
 	var stdout bytes.Buffer

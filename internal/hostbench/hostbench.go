@@ -15,6 +15,7 @@ import (
 
 	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/spi"
+	"github.com/sandbank/sandbank/storage"
 )
 
 // The JavaScript scripts [Run] measures. Sequential awaits each call
@@ -44,12 +45,12 @@ const StarlarkSequential = "def main(input):\n    x = 0\n    for i in range(inpu
 // harness is an effect over one backend, with its scripts.
 type harness struct {
 	b       *testing.B
-	scripts *effect.MemoryStore
+	scripts *storage.MemoryStore
 	e       *effect.Effect
 }
 
 func newHarness(b *testing.B, newBackend Engine) *harness {
-	h := &harness{b: b, scripts: effect.NewMemoryStore()}
+	h := &harness{b: b, scripts: new(storage.MemoryStore)}
 	e, err := effect.New(h.scripts, newBackend(b), &effect.Options{Limits: spi.Limits{WallClock: time.Minute}})
 	if err != nil {
 		b.Fatal(err)

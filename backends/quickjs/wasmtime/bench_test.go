@@ -14,6 +14,7 @@ import (
 	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/internal/hostbench"
 	"github.com/sandbank/sandbank/spi"
+	"github.com/sandbank/sandbank/storage"
 )
 
 // benchBackend returns a warmed backend.
@@ -34,7 +35,7 @@ func benchBackend(b *testing.B) spi.Backend {
 // script in its store.
 func benchEffect(b *testing.B, script []byte) (*effect.Effect, effect.Address) {
 	b.Helper()
-	scripts := effect.NewMemoryStore()
+	scripts := new(storage.MemoryStore)
 	addr, err := scripts.Put(script)
 	if err != nil {
 		b.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"github.com/sandbank/sandbank/backends/quickjs/wasmtime"
 	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/spi"
+	"github.com/sandbank/sandbank/storage"
 )
 
 // The backend is used through package effect. Fuel gives a CPU budget
@@ -21,7 +22,7 @@ func ExampleNew() {
 	if err != nil {
 		panic(err)
 	}
-	scripts := effect.NewMemoryStore()
+	scripts := new(storage.MemoryStore)
 	e, err := effect.New(scripts, backend, nil)
 	if err != nil {
 		panic(err)

@@ -9,9 +9,9 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
-	"strings"
 	"sync"
 
+	"github.com/sandbank/sandbank/internal/atomicfile"
 	"github.com/sandbank/sandbank/internal/hugepage"
 )
 
@@ -68,7 +68,7 @@ func Read(dir, name string) ([]byte, bool) {
 // atomically.
 func Write(dir, name string, body []byte) error {
 	sum := sha256.Sum256(body)
-	return writeAtomic(filepath.Join(dir, name), body, sum[:])
+	return atomicfile.WriteFile(filepath.Join(dir, name), 0o600, body, sum[:])
 }
 
 // Memo returns the blob name in dir, or, when dir is "" or the blob is
@@ -145,34 +145,6 @@ func fileSum(path string) (string, error) {
 		return "", fmt.Errorf("cache: %s is not a cache entry", filepath.Base(path))
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
-}
-
-// writeAtomic writes the parts to path through a temporary file in the
-// same directory, renamed over path once complete.
-func writeAtomic(path string, parts ...[]byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+strings.TrimPrefix(filepath.Base(path), ".")+"-*.tmp")
-	if err != nil {
-		return err
-	}
-	var werr error
-	for _, p := range parts {
-		if werr == nil {
-			_, werr = f.Write(p)
-		}
-	}
-	if werr == nil {
-		werr = f.Sync()
-	}
-	if cerr := f.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = os.Rename(f.Name(), path)
-	}
-	if werr != nil {
-		_ = os.Remove(f.Name())
-	}
-	return werr
 }
 
 // modulePath is this Go module's path.

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/sandbank/sandbank/internal/atomicfile"
 	"github.com/tetratelabs/wazero"
 )
 
@@ -187,7 +188,7 @@ func Seal(dir string) {
 			if err != nil {
 				continue
 			}
-			_ = writeAtomic(path+sealSuffix, []byte(sum+"\n"))
+			_ = atomicfile.WriteFile(path+sealSuffix, 0o600, []byte(sum+"\n"))
 		}
 	}
 }

@@ -1,6 +1,6 @@
 //go:build unix
 
-package effect
+package storage
 
 import "syscall"
 

@@ -1,4 +1,4 @@
-package effect
+package storage
 
 import (
 	"container/list"
@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io/fs"
 	"sync"
+
+	"github.com/sandbank/sandbank/effect"
 )
 
 // DefaultMemoryStoreBytes is the default bound on the bytes a MemoryStore
@@ -34,7 +36,7 @@ type MemoryStoreOptions struct {
 // It is bounded, in bytes and in entries: when a Put would pass either
 // bound, the least recently used scripts (by Put or ReadScript) are
 // evicted until it fits. A script evicted (or deleted) is missing: a call
-// naming it fails with scriptMissing. Every method holds the store's lock
+// naming it fails with the typed failure scriptMissing. Every method holds the store's lock
 // only for map and list updates and copies: none blocks on anything else.
 //
 // Its zero value is an empty store with the default bounds, ready to use.
@@ -43,27 +45,25 @@ type MemoryStore struct {
 	maxBytes   int64 // zero: the default
 	maxEntries int   // zero: the default
 	bytes      int64
-	scripts    map[Address]*list.Element // of *memoryEntry
-	lru        list.List                 // front: most recently used
+	scripts    map[effect.Address]*list.Element // of *memoryEntry
+	lru        list.List                        // front: most recently used
 }
 
 type memoryEntry struct {
-	addr Address
+	addr effect.Address
 	b    []byte
 }
 
-// NewMemoryStore returns an empty MemoryStore with the default bounds.
-func NewMemoryStore() *MemoryStore { return &MemoryStore{} }
-
-// NewMemoryStoreWith returns an empty MemoryStore bounded by opts. A nil
-// opts means defaults; a negative bound is refused.
-func NewMemoryStoreWith(opts *MemoryStoreOptions) (*MemoryStore, error) {
+// NewMemoryStore returns an empty MemoryStore bounded by opts. A nil opts
+// means defaults (as does the zero MemoryStore); a negative bound is
+// refused with an error matching effect.ErrInvalidLimits.
+func NewMemoryStore(opts *MemoryStoreOptions) (*MemoryStore, error) {
 	var o MemoryStoreOptions
 	if opts != nil {
 		o = *opts
 	}
 	if o.MaxBytes < 0 || o.MaxEntries < 0 {
-		return nil, invalid(ErrInvalidLimits, "effect: memory store: negative bound")
+		return nil, fmt.Errorf("storage: memory store: negative bound: %w", effect.ErrInvalidLimits)
 	}
 	return &MemoryStore{maxBytes: o.MaxBytes, maxEntries: o.MaxEntries}, nil
 }
@@ -83,17 +83,17 @@ func (s *MemoryStore) limits() (int64, int) {
 // recently used scripts when the store would pass a bound. A script larger
 // than the byte bound on its own is refused with an error matching
 // ErrScriptTooLarge, and nothing is evicted.
-func (s *MemoryStore) Put(b []byte) (Address, error) {
-	addr := AddressOf(b)
+func (s *MemoryStore) Put(b []byte) (effect.Address, error) {
+	addr := effect.AddressOf(b)
 	maxBytes, maxEntries := s.limits()
 	if int64(len(b)) > maxBytes {
-		return "", fmt.Errorf("effect: memory store: script of %d bytes over the store's bound of %d bytes: %w", len(b), maxBytes, ErrScriptTooLarge)
+		return "", fmt.Errorf("storage: memory store: script of %d bytes over the store's bound of %d bytes: %w", len(b), maxBytes, effect.ErrScriptTooLarge)
 	}
 	c := append([]byte{}, b...)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.scripts == nil {
-		s.scripts = make(map[Address]*list.Element)
+		s.scripts = make(map[effect.Address]*list.Element)
 	}
 	if el, ok := s.scripts[addr]; ok {
 		s.lru.MoveToFront(el) // same address, same bytes
@@ -109,7 +109,7 @@ func (s *MemoryStore) Put(b []byte) (Address, error) {
 
 // Delete removes the script at addr, if it is there. It reports whether it
 // was.
-func (s *MemoryStore) Delete(addr Address) bool {
+func (s *MemoryStore) Delete(addr effect.Address) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	el, ok := s.scripts[addr]
@@ -132,14 +132,18 @@ func (s *MemoryStore) Usage() (entries int, bytes int64) {
 	return s.lru.Len(), s.bytes
 }
 
-// ReadScript implements ScriptReader. It returns a copy of the stored
+// ReadsInstantly marks the store as an effect.InstantReader: ReadScript
+// neither blocks nor panics, so an effect calls it on the run's goroutine.
+func (s *MemoryStore) ReadsInstantly() {}
+
+// ReadScript implements effect.ScriptReader. It returns a copy of the stored
 // bytes and marks the script as recently used; a script that is not there
 // is an error matching fs.ErrNotExist.
-func (s *MemoryStore) ReadScript(ctx context.Context, addr Address) ([]byte, error) {
+func (s *MemoryStore) ReadScript(ctx context.Context, addr effect.Address) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if _, err := ParseAddress(string(addr)); err != nil {
+	if _, err := effect.ParseAddress(string(addr)); err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
@@ -151,7 +155,7 @@ func (s *MemoryStore) ReadScript(ctx context.Context, addr Address) ([]byte, err
 	}
 	s.mu.Unlock()
 	if !ok {
-		return nil, fmt.Errorf("effect: memory store: script %s: %w", addr, fs.ErrNotExist)
+		return nil, fmt.Errorf("storage: memory store: script %s: %w", addr, fs.ErrNotExist)
 	}
 	// The stored slice is never modified, so it can be copied unlocked.
 	return append([]byte{}, b...), nil

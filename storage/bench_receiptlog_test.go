@@ -1,4 +1,4 @@
-package server
+package storage
 
 import (
 	"sync/atomic"
@@ -9,18 +9,18 @@ import (
 // concurrent runs of one tenant do: each append is on disk when it
 // returns.
 func BenchmarkReceiptLogAppend(b *testing.B) {
-	l, err := openReceiptLog(b.TempDir(), DefaultReceiptSegmentBytes, DefaultReceiptSegments, discardLogger(), func() {})
+	l, err := NewReceiptLog(b.TempDir(), nil)
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer l.close()
+	defer l.Close()
 	var n atomic.Int64
 	b.SetParallelism(4)
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			i := int(n.Add(1))
-			if err := l.append(runID(i), testReceipt(i%60)); err != nil {
+			if err := l.Append(runID(i), testReceipt(i%60)); err != nil {
 				b.Error(err)
 				return
 			}

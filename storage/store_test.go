@@ -1,4 +1,4 @@
-package effect
+package storage
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/sandbank/sandbank/effect"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -18,15 +19,17 @@ import (
 
 // store is what both stores offer.
 type store interface {
-	ScriptReader
-	Put(b []byte) (Address, error)
+	effect.ScriptReader
+	Put(b []byte) (effect.Address, error)
 }
 
 func stores(t *testing.T) map[string]store {
 	t.Helper()
-	ds, err := NewDirStore(filepath.Join(t.TempDir(), "scripts"))
+	ds, err := NewDirStore(filepath.Join(t.TempDir(), "scripts"), nil)
 	require.NoError(t, err)
-	return map[string]store{"memory": NewMemoryStore(), "zero memory": &MemoryStore{}, "dir": ds}
+	ms, err := NewMemoryStore(nil)
+	require.NoError(t, err)
+	return map[string]store{"memory": ms, "zero memory": &MemoryStore{}, "dir": ds}
 }
 
 func TestStores(t *testing.T) {
@@ -36,7 +39,7 @@ func TestStores(t *testing.T) {
 			src := []byte("input.n * 2")
 			addr, err := s.Put(src)
 			require.NoError(t, err)
-			assert.Equal(t, AddressOf(src), addr)
+			assert.Equal(t, effect.AddressOf(src), addr)
 
 			got, err := s.ReadScript(ctx, addr)
 			require.NoError(t, err)
@@ -58,7 +61,7 @@ func TestStores(t *testing.T) {
 			require.NoError(t, err)
 			assert.Empty(t, got)
 
-			_, err = s.ReadScript(ctx, AddressOf([]byte("absent")))
+			_, err = s.ReadScript(ctx, effect.AddressOf([]byte("absent")))
 			assert.ErrorIs(t, err, fs.ErrNotExist)
 
 			_, err = s.ReadScript(ctx, "sha256:../../etc/passwd")
@@ -100,7 +103,7 @@ func TestStoresConcurrentPut(t *testing.T) {
 
 func TestDirStoreLayoutAndAtomicity(t *testing.T) {
 	dir := t.TempDir()
-	s, err := NewDirStore(dir)
+	s, err := NewDirStore(dir, nil)
 	require.NoError(t, err)
 	addr, err := s.Put([]byte("print(1)"))
 	require.NoError(t, err)
@@ -115,7 +118,7 @@ func TestDirStoreLayoutAndAtomicity(t *testing.T) {
 	assert.Equal(t, hex, entries[0].Name())
 
 	// A second store on the same directory sees the script.
-	s2, err := NewDirStore(dir)
+	s2, err := NewDirStore(dir, nil)
 	require.NoError(t, err)
 	got, err := s2.ReadScript(context.Background(), addr)
 	require.NoError(t, err)
@@ -124,10 +127,10 @@ func TestDirStoreLayoutAndAtomicity(t *testing.T) {
 
 func TestDirStoreFailedWriteLeavesNothing(t *testing.T) {
 	dir := t.TempDir()
-	s, err := NewDirStore(dir)
+	s, err := NewDirStore(dir, nil)
 	require.NoError(t, err)
-	addr := AddressOf([]byte("x"))
-	hex := addr.digest()
+	addr := effect.AddressOf([]byte("x"))
+	hex := digest(addr)
 	// The final name is taken by a non-empty directory: the rename fails.
 	require.NoError(t, os.MkdirAll(filepath.Join(dir, hex[:2], hex, "blocker"), 0o700))
 	_, err = s.Put([]byte("x"))
@@ -139,11 +142,11 @@ func TestDirStoreFailedWriteLeavesNothing(t *testing.T) {
 
 func TestDirStoreTamper(t *testing.T) {
 	dir := t.TempDir()
-	s, err := NewDirStore(dir)
+	s, err := NewDirStore(dir, nil)
 	require.NoError(t, err)
 	addr, err := s.Put(testScript)
 	require.NoError(t, err)
-	hex := addr.digest()
+	hex := digest(addr)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, hex[:2], hex), []byte("evil()"), 0o600))
 
 	_, err = s.ReadScript(context.Background(), addr)
@@ -153,11 +156,11 @@ func TestDirStoreTamper(t *testing.T) {
 
 	// Through the effect: untyped, not scriptMissing, backend untouched.
 	fb := fakebackend.New(fakebackend.Capabilities(), fakebackend.Echo())
-	e, err := New(s, fb, nil)
+	e, err := effect.New(s, fb, nil)
 	require.NoError(t, err)
-	_, err = e.Evaluate(context.Background(), Call{Script: addr, Input: 1})
+	_, err = e.Evaluate(context.Background(), effect.Call{Script: addr, Input: 1})
 	requireUntyped(t, err)
-	assert.NotErrorIs(t, err, ErrScriptMissing)
+	assert.NotErrorIs(t, err, effect.ErrScriptMissing)
 	assert.Zero(t, fb.Calls())
 
 	// Put repairs the damaged copy.
@@ -169,23 +172,23 @@ func TestDirStoreTamper(t *testing.T) {
 }
 
 func TestDirStoreMissingThroughEffect(t *testing.T) {
-	s, err := NewDirStore(t.TempDir())
+	s, err := NewDirStore(t.TempDir(), nil)
 	require.NoError(t, err)
 	fb := fakebackend.New(fakebackend.Capabilities(), fakebackend.Echo())
-	e, err := New(s, fb, nil)
+	e, err := effect.New(s, fb, nil)
 	require.NoError(t, err)
-	absent := AddressOf([]byte("absent"))
-	_, err = e.Evaluate(context.Background(), Call{Script: absent, Input: 1})
-	f := requireFailure(t, err, CodeScriptMissing)
+	absent := effect.AddressOf([]byte("absent"))
+	_, err = e.Evaluate(context.Background(), effect.Call{Script: absent, Input: 1})
+	f := requireFailure(t, err, effect.CodeScriptMissing)
 	assert.Equal(t, absent, f.Script)
 }
 
 func TestNewDirStoreErrors(t *testing.T) {
-	_, err := NewDirStore("")
+	_, err := NewDirStore("", nil)
 	assert.Error(t, err)
 	file := filepath.Join(t.TempDir(), "file")
 	require.NoError(t, os.WriteFile(file, nil, 0o600))
-	_, err = NewDirStore(file)
+	_, err = NewDirStore(file, nil)
 	assert.Error(t, err)
-	assert.True(t, strings.HasPrefix(err.Error(), "effect: dir store: "))
+	assert.True(t, strings.HasPrefix(err.Error(), "storage: dir store: "))
 }

@@ -1,4 +1,4 @@
-package effect_test
+package storage_test
 
 import (
 	"context"
@@ -8,13 +8,13 @@ import (
 	"os"
 
 	"github.com/sandbank/sandbank/effect"
-	"github.com/sandbank/sandbank/spi"
+	"github.com/sandbank/sandbank/storage"
 )
 
 // A MemoryStore is bounded: past a bound, the least recently used script
 // is evicted. Delete removes one.
-func ExampleNewMemoryStoreWith() {
-	store, err := effect.NewMemoryStoreWith(&effect.MemoryStoreOptions{MaxEntries: 2})
+func ExampleNewMemoryStore() {
+	store, err := storage.NewMemoryStore(&storage.MemoryStoreOptions{MaxEntries: 2})
 	if err != nil {
 		panic(err)
 	}
@@ -38,13 +38,13 @@ func ExampleNewMemoryStoreWith() {
 }
 
 // A DirStore refuses a script over its bound, in Put and in ReadScript.
-func ExampleNewDirStoreWith() {
+func ExampleNewDirStore() {
 	dir, err := os.MkdirTemp("", "scripts")
 	if err != nil {
 		panic(err)
 	}
 	defer os.RemoveAll(dir)
-	store, err := effect.NewDirStoreWith(dir, &effect.DirStoreOptions{MaxScriptBytes: 8})
+	store, err := storage.NewDirStore(dir, &storage.DirStoreOptions{MaxScriptBytes: 8})
 	if err != nil {
 		panic(err)
 	}
@@ -55,20 +55,4 @@ func ExampleNewDirStoreWith() {
 	// Output:
 	// true
 	// sha256:81db8ebbbbc69c6c6ad4a6aa92b76e0c08af547da236b9e2c9dbe1d8285a8130 <nil>
-}
-
-// A backend reports spi kinds; a Failure carries effect kinds, a superset
-// with the same names.
-func ExampleLimitKindOf() {
-	for _, k := range []spi.LimitKind{spi.LimitCPU, spi.LimitMemory, spi.LimitWallClock, 0} {
-		ek, ok := effect.LimitKindOf(k)
-		fmt.Println(k, "->", ek, ok)
-	}
-	fmt.Println(effect.LimitOutput, effect.LimitInput)
-	// Output:
-	// cpu -> cpu true
-	// memory -> memory true
-	// wallClock -> wallClock true
-	// LimitKind(0) -> LimitKind(0) false
-	// output input
 }

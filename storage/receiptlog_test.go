@@ -1,4 +1,4 @@
-package server
+package storage
 
 import (
 	"bytes"
@@ -27,12 +27,12 @@ func testReceipt(i int) effect.Receipt {
 		OutputDigest: fmt.Sprintf("sha256:%064x", i), Started: time.Date(2026, 1, 1, 0, 0, i, 0, time.UTC)}
 }
 
-func openTestLog(t *testing.T, dir string, segmentBytes int64, segments int) (*receiptLog, *atomic.Int64) {
+func openTestLog(t *testing.T, dir string, segmentBytes int64, segments int) (*ReceiptLog, *atomic.Int64) {
 	t.Helper()
 	var damaged atomic.Int64
-	l, err := openReceiptLog(dir, segmentBytes, segments, slog.New(slog.DiscardHandler), func() { damaged.Add(1) })
+	l, err := NewReceiptLog(dir, &ReceiptLogOptions{SegmentBytes: segmentBytes, Segments: segments, Damaged: func() { damaged.Add(1) }})
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = l.close() })
+	t.Cleanup(func() { _ = l.Close() })
 	return l, &damaged
 }
 
@@ -55,9 +55,9 @@ func TestReceiptLogTornTail(t *testing.T) {
 			dir := t.TempDir()
 			l, _ := openTestLog(t, dir, DefaultReceiptSegmentBytes, DefaultReceiptSegments)
 			for i := range 3 {
-				require.NoError(t, l.append(runID(i), testReceipt(i)))
+				require.NoError(t, l.Append(runID(i), testReceipt(i)))
 			}
-			require.NoError(t, l.close())
+			require.NoError(t, l.Close())
 			seg := filepath.Join(dir, segmentName(1))
 			good, err := os.ReadFile(seg)
 			require.NoError(t, err)
@@ -71,20 +71,20 @@ func TestReceiptLogTornTail(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, good, after, "the torn tail is cut off")
 			for i := range 3 {
-				r, ok, err := l.get(runID(i))
+				r, ok, err := l.Get(runID(i))
 				require.NoError(t, err)
 				require.True(t, ok)
 				assert.Equal(t, testReceipt(i), r)
 			}
-			_, ok, err := l.get(runID(3))
+			_, ok, err := l.Get(runID(3))
 			require.NoError(t, err)
 			assert.False(t, ok, "a torn record is never served")
 
-			require.NoError(t, l.append(runID(4), testReceipt(4)))
-			require.NoError(t, l.close())
+			require.NoError(t, l.Append(runID(4), testReceipt(4)))
+			require.NoError(t, l.Close())
 			l, damaged = openTestLog(t, dir, DefaultReceiptSegmentBytes, DefaultReceiptSegments)
 			assert.Zero(t, damaged.Load())
-			r, ok, err := l.get(runID(4))
+			r, ok, err := l.Get(runID(4))
 			require.NoError(t, err)
 			require.True(t, ok)
 			assert.Equal(t, testReceipt(4), r)
@@ -110,16 +110,16 @@ func TestReceiptLogRotation(t *testing.T) {
 	l, _ := openTestLog(t, dir, int64(per*len(frame)), 3)
 	const n = 30
 	for i := range n {
-		require.NoError(t, l.append(runID(i), testReceipt(i)))
+		require.NoError(t, l.Append(runID(i), testReceipt(i)))
 	}
-	check := func(l *receiptLog) {
+	check := func(l *ReceiptLog) {
 		t.Helper()
 		ents, err := os.ReadDir(dir)
 		require.NoError(t, err)
 		assert.Len(t, ents, 3, "at most 3 segments are kept")
 		kept := 0
 		for i := range n {
-			r, ok, err := l.get(runID(i))
+			r, ok, err := l.Get(runID(i))
 			require.NoError(t, err)
 			if ok {
 				kept++
@@ -132,7 +132,7 @@ func TestReceiptLogRotation(t *testing.T) {
 		assert.GreaterOrEqual(t, kept, 2*per)
 	}
 	check(l)
-	require.NoError(t, l.close())
+	require.NoError(t, l.Close())
 	l, damaged := openTestLog(t, dir, int64(per*len(frame)), 3)
 	assert.Zero(t, damaged.Load())
 	check(l)
@@ -148,9 +148,9 @@ func TestReceiptLogDamagedSealedSegment(t *testing.T) {
 	require.NoError(t, err)
 	l, _ := openTestLog(t, dir, int64(4*len(frame)), 8)
 	for i := range 8 {
-		require.NoError(t, l.append(runID(i), testReceipt(i)))
+		require.NoError(t, l.Append(runID(i), testReceipt(i)))
 	}
-	require.NoError(t, l.close())
+	require.NoError(t, l.Close())
 	seg := filepath.Join(dir, segmentName(1))
 	b, err := os.ReadFile(seg)
 	require.NoError(t, err)
@@ -160,7 +160,7 @@ func TestReceiptLogDamagedSealedSegment(t *testing.T) {
 	l, damaged := openTestLog(t, dir, int64(4*len(frame)), 8)
 	assert.Equal(t, int64(1), damaged.Load())
 	for i := range 8 {
-		_, ok, err := l.get(runID(i))
+		_, ok, err := l.Get(runID(i))
 		require.NoError(t, err)
 		assert.Equal(t, i != 1, ok, "record %d", i)
 	}
@@ -188,12 +188,12 @@ func TestReceiptLogDamagedInTheMiddle(t *testing.T) {
 			size := 0
 			for i := range n {
 				offs = append(offs, size)
-				require.NoError(t, l.append(runID(i), testReceipt(i)))
+				require.NoError(t, l.Append(runID(i), testReceipt(i)))
 				frame, err := encodeFrame(loggedReceipt{Run: runID(i), Receipt: testReceipt(i)})
 				require.NoError(t, err)
 				size += len(frame)
 			}
-			require.NoError(t, l.close())
+			require.NoError(t, l.Close())
 			seg := filepath.Join(dir, segmentName(1))
 			b, err := os.ReadFile(seg)
 			require.NoError(t, err)
@@ -204,7 +204,7 @@ func TestReceiptLogDamagedInTheMiddle(t *testing.T) {
 			l, damaged := openTestLog(t, dir, DefaultReceiptSegmentBytes, DefaultReceiptSegments)
 			assert.Equal(t, int64(1), damaged.Load())
 			for i := range n {
-				r, ok, err := l.get(runID(i))
+				r, ok, err := l.Get(runID(i))
 				require.NoError(t, err)
 				require.Equal(t, i != bad, ok, "record %d", i)
 				if ok {
@@ -215,12 +215,12 @@ func TestReceiptLogDamagedInTheMiddle(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, b, after, "a segment is not cut before records that check")
 
-			require.NoError(t, l.append(runID(n), testReceipt(n)))
-			require.NoError(t, l.close())
+			require.NoError(t, l.Append(runID(n), testReceipt(n)))
+			require.NoError(t, l.Close())
 			l, damaged = openTestLog(t, dir, DefaultReceiptSegmentBytes, DefaultReceiptSegments)
 			assert.Equal(t, int64(1), damaged.Load(), "the damaged record, still there, is reported again")
 			for i := range n + 1 {
-				_, ok, err := l.get(runID(i))
+				_, ok, err := l.Get(runID(i))
 				require.NoError(t, err)
 				assert.Equal(t, i != bad, ok, "record %d", i)
 			}
@@ -233,13 +233,13 @@ func TestReceiptLogDamagedInTheMiddle(t *testing.T) {
 func TestReceiptLogDamagedAfterStart(t *testing.T) {
 	dir := t.TempDir()
 	l, damaged := openTestLog(t, dir, DefaultReceiptSegmentBytes, DefaultReceiptSegments)
-	require.NoError(t, l.append(runID(1), testReceipt(1)))
+	require.NoError(t, l.Append(runID(1), testReceipt(1)))
 	seg := filepath.Join(dir, segmentName(1))
 	b, err := os.ReadFile(seg)
 	require.NoError(t, err)
 	flipDigest(b)
 	require.NoError(t, os.WriteFile(seg, b, 0o600))
-	_, ok, err := l.get(runID(1))
+	_, ok, err := l.Get(runID(1))
 	require.Error(t, err)
 	assert.False(t, ok)
 	assert.Equal(t, int64(1), damaged.Load())
@@ -305,17 +305,17 @@ func FuzzReceiptLogOpen(f *testing.F) {
 		require.Equal(t, b[:end], kept, "the segment is cut after its last record that checks, and only there")
 		served := map[string]bool{}
 		for _, rec := range found {
-			if !validRunID(rec.Run) || served[rec.Run] {
+			if !ValidRunID(rec.Run) || served[rec.Run] {
 				continue // the first record of a run is the one served
 			}
 			served[rec.Run] = true
-			r, ok, err := l.get(rec.Run)
+			r, ok, err := l.Get(rec.Run)
 			require.NoError(t, err)
 			require.True(t, ok, "run %s is not served", rec.Run)
 			assert.Equal(t, rec.Receipt, r)
 		}
-		require.NoError(t, l.append(runID(99), testReceipt(99)))
-		r, ok, err := l.get(runID(99))
+		require.NoError(t, l.Append(runID(99), testReceipt(99)))
+		r, ok, err := l.Get(runID(99))
 		require.NoError(t, err)
 		require.True(t, ok)
 		assert.Equal(t, testReceipt(99), r)
@@ -338,18 +338,18 @@ func TestReceiptLogConcurrentAppends(t *testing.T) {
 	for g := range goroutines {
 		wg.Go(func() {
 			for i := range each {
-				assert.NoError(t, l.append(runID(g*each+i), testReceipt(i)))
+				assert.NoError(t, l.Append(runID(g*each+i), testReceipt(i)))
 			}
 		})
 	}
 	wg.Wait()
 	t.Logf("%d appends, %d syncs", goroutines*each, syncs.Load())
-	require.NoError(t, l.close())
+	require.NoError(t, l.Close())
 	l, damaged := openTestLog(t, dir, int64(50*len(frame)), 100)
 	assert.Zero(t, damaged.Load())
 	for g := range goroutines {
 		for i := range each {
-			r, ok, err := l.get(runID(g*each + i))
+			r, ok, err := l.Get(runID(g*each + i))
 			require.NoError(t, err)
 			require.True(t, ok, "record %d/%d", g, i)
 			assert.Equal(t, testReceipt(i), r)
@@ -363,15 +363,15 @@ func TestReceiptLogConcurrentAppends(t *testing.T) {
 func TestReceiptLogFailedSyncBreaksIt(t *testing.T) {
 	dir := t.TempDir()
 	l, _ := openTestLog(t, dir, DefaultReceiptSegmentBytes, DefaultReceiptSegments)
-	require.NoError(t, l.append(runID(1), testReceipt(1)))
+	require.NoError(t, l.Append(runID(1), testReceipt(1)))
 	l.syncFile = func(*os.File) error { return errors.New("EIO") }
-	require.Error(t, l.append(runID(2), testReceipt(2)))
+	require.Error(t, l.Append(runID(2), testReceipt(2)))
 	l.syncFile = (*os.File).Sync
-	require.Error(t, l.append(runID(3), testReceipt(3)), "a log whose sync failed takes no more records")
-	require.NoError(t, l.close())
+	require.Error(t, l.Append(runID(3), testReceipt(3)), "a log whose sync failed takes no more records")
+	require.NoError(t, l.Close())
 	l, _ = openTestLog(t, dir, DefaultReceiptSegmentBytes, DefaultReceiptSegments)
-	require.NoError(t, l.append(runID(4), testReceipt(4)))
-	_, ok, err := l.get(runID(1))
+	require.NoError(t, l.Append(runID(4), testReceipt(4)))
+	_, ok, err := l.Get(runID(1))
 	require.NoError(t, err)
 	assert.True(t, ok)
 }

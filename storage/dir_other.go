@@ -1,6 +1,6 @@
 //go:build !unix
 
-package effect
+package storage
 
 // openNonBlock is not needed where there are no FIFOs to open: the Lstat
 // and Stat checks refuse anything that is not a regular file.

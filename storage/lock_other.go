@@ -1,6 +1,6 @@
 //go:build !unix && !windows
 
-package server
+package storage
 
 import "os"
 

@@ -1,4 +1,4 @@
-package server
+package storage
 
 import (
 	"bytes"
@@ -18,10 +18,10 @@ import (
 	"sync"
 
 	"github.com/sandbank/sandbank/effect"
+	"github.com/sandbank/sandbank/internal/atomicfile"
 )
 
-// The defaults of the receipt log's rotation (Options.ReceiptSegmentBytes,
-// Options.ReceiptSegments).
+// The defaults of the receipt log's rotation (ReceiptLogOptions).
 const (
 	DefaultReceiptSegmentBytes = 16 << 20
 	DefaultReceiptSegments     = 8
@@ -49,12 +49,14 @@ type loggedReceipt struct {
 	Receipt effect.Receipt `json:"receipt"`
 }
 
-// receiptLog is one tenant's append-only log of receipts in a directory:
-// segments <seq>.log, the last one the active segment. Every record is a
-// frame (frameHeader, then the JSON of a loggedReceipt) written and
-// fsynced before append returns. An index in memory maps run ids to
-// frames; a read checks the frame again.
-type receiptLog struct {
+// ReceiptLog is an append-only log of receipts by run id in a directory,
+// a ReceiptStore on disk: segments <seq>.log, the last one the active
+// segment. Every record is a frame (a big-endian uint32 length and the
+// CRC-32C of the payload, then the JSON of {"run": ..., "receipt": ...})
+// written and fsynced before Append returns. An index in memory maps run
+// ids to frames; a read checks the frame again. One process at a time
+// may use a directory (the data directory's lock sees to it).
+type ReceiptLog struct {
 	dir          string
 	segmentBytes int64
 	segments     int
@@ -89,21 +91,60 @@ type frameLoc struct {
 
 func segmentName(seq uint64) string { return fmt.Sprintf("%020d%s", seq, segmentExt) }
 
-// openReceiptLog opens (creating if needed) the log in dir: it reads every
-// segment back, indexing each record that checks. A frame that does not
-// check (damaged) is reported and skipped to the next frame that does
-// (resync): it is never a reason to drop the good records after it. When
-// no frame after it checks, it is a tail torn by a crash: the active
-// segment is cut there, a sealed one is read no further.
-func openReceiptLog(dir string, segmentBytes int64, segments int, log *slog.Logger, damaged func()) (*receiptLog, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("server: receipt log: %w", err)
+// ReceiptLogOptions configure a ReceiptLog. The zero value (or a nil
+// *ReceiptLogOptions) means defaults.
+type ReceiptLogOptions struct {
+	// SegmentBytes bounds a segment: a full one is sealed and a new one
+	// started. Zero means DefaultReceiptSegmentBytes; it must be >= 0.
+	SegmentBytes int64
+	// Segments bounds the segments kept: past it the oldest is removed,
+	// with its receipts. Zero means DefaultReceiptSegments; it must be
+	// >= 0.
+	Segments int
+	// Logger hears of every damaged record found and of a failed sync.
+	// Nil means none.
+	Logger *slog.Logger
+	// Damaged, when not nil, is called once for every damaged record
+	// found.
+	Damaged func()
+}
+
+// NewReceiptLog opens (creating if needed) the log in dir. A nil opts
+// means defaults; a negative bound is refused with an error matching
+// effect.ErrInvalidLimits. It reads every segment back, indexing each
+// record that checks. A frame that does not check (damaged) is reported
+// and skipped to the next frame that does (resync): it is never a reason
+// to drop the good records after it. When no frame after it checks, it is
+// a tail torn by a crash: the active segment is cut there, a sealed one is
+// read no further.
+func NewReceiptLog(dir string, opts *ReceiptLogOptions) (*ReceiptLog, error) {
+	var o ReceiptLogOptions
+	if opts != nil {
+		o = *opts
 	}
-	l := &receiptLog{dir: dir, segmentBytes: segmentBytes, segments: segments, log: log, damaged: damaged,
+	if o.SegmentBytes < 0 || o.Segments < 0 {
+		return nil, fmt.Errorf("storage: receipt log: negative bound: %w", effect.ErrInvalidLimits)
+	}
+	if o.SegmentBytes == 0 {
+		o.SegmentBytes = DefaultReceiptSegmentBytes
+	}
+	if o.Segments == 0 {
+		o.Segments = DefaultReceiptSegments
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Damaged == nil {
+		o.Damaged = func() {}
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("storage: receipt log: %w", err)
+	}
+	l := &ReceiptLog{dir: dir, segmentBytes: o.SegmentBytes, segments: o.Segments, log: o.Logger, damaged: o.Damaged,
 		syncFile: (*os.File).Sync, index: map[string]frameLoc{}}
 	ents, err := os.ReadDir(dir)
 	if err != nil {
-		return nil, fmt.Errorf("server: receipt log: %w", err)
+		return nil, fmt.Errorf("storage: receipt log: %w", err)
 	}
 	var seqs []uint64
 	for _, e := range ents {
@@ -133,11 +174,11 @@ func openReceiptLog(dir string, segmentBytes int64, segments int, log *slog.Logg
 	}
 	f, err := os.OpenFile(filepath.Join(dir, segmentName(seqs[len(seqs)-1])), os.O_WRONLY, 0)
 	if err != nil {
-		return nil, fmt.Errorf("server: receipt log: %w", err)
+		return nil, fmt.Errorf("storage: receipt log: %w", err)
 	}
 	if _, err := f.Seek(l.size, io.SeekStart); err != nil {
 		_ = f.Close()
-		return nil, fmt.Errorf("server: receipt log: %w", err)
+		return nil, fmt.Errorf("storage: receipt log: %w", err)
 	}
 	l.active = f
 	return l, nil
@@ -146,11 +187,11 @@ func openReceiptLog(dir string, segmentBytes int64, segments int, log *slog.Logg
 // load reads segment seq, indexing its records, and returns the size of
 // what it holds up to the end of its last record that checks. The active
 // segment is truncated to it (a torn tail).
-func (l *receiptLog) load(seq uint64, active bool) (int64, error) {
+func (l *ReceiptLog) load(seq uint64, active bool) (int64, error) {
 	path := filepath.Join(l.dir, segmentName(seq))
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return 0, fmt.Errorf("server: receipt log: %w", err)
+		return 0, fmt.Errorf("storage: receipt log: %w", err)
 	}
 	seg := &segment{seq: seq}
 	l.segs = append(l.segs, seg)
@@ -170,12 +211,12 @@ func (l *receiptLog) load(seq uint64, active bool) (int64, error) {
 				slog.String("segment", path), slog.Int64("offset", off), slog.Int64("bytes", int64(len(b))-off))
 			if active {
 				if err := os.Truncate(path, off); err != nil {
-					return 0, fmt.Errorf("server: receipt log: %w", err)
+					return 0, fmt.Errorf("storage: receipt log: %w", err)
 				}
 			}
 			break
 		}
-		if _, dup := l.index[rec.Run]; !dup && validRunID(rec.Run) {
+		if _, dup := l.index[rec.Run]; !dup && ValidRunID(rec.Run) {
 			l.index[rec.Run] = frameLoc{seq: seq, off: off, n: int32(n - frameHeader)}
 			seg.runs = append(seg.runs, rec.Run)
 		}
@@ -235,10 +276,10 @@ func decodeFrame(b []byte) (loggedReceipt, int, bool) {
 func encodeFrame(rec loggedReceipt) ([]byte, error) {
 	payload, err := json.Marshal(rec)
 	if err != nil {
-		return nil, fmt.Errorf("server: receipt log: %w", err)
+		return nil, fmt.Errorf("storage: receipt log: %w", err)
 	}
 	if len(payload) > maxReceiptRecord {
-		return nil, errors.New("server: receipt log: the receipt is over the record bound")
+		return nil, errors.New("storage: receipt log: the receipt is over the record bound")
 	}
 	b := make([]byte, frameHeader, frameHeader+len(payload))
 	binary.BigEndian.PutUint32(b, uint32(len(payload)))
@@ -247,18 +288,18 @@ func encodeFrame(rec loggedReceipt) ([]byte, error) {
 }
 
 // create starts segment seq as the active one, durably.
-func (l *receiptLog) create(seq uint64) error {
+func (l *ReceiptLog) create(seq uint64) error {
 	f, err := os.OpenFile(filepath.Join(l.dir, segmentName(seq)), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
-		return fmt.Errorf("server: receipt log: %w", err)
+		return fmt.Errorf("storage: receipt log: %w", err)
 	}
-	syncDir(l.dir)
+	atomicfile.SyncDir(l.dir)
 	l.active, l.size = f, 0
 	l.segs = append(l.segs, &segment{seq: seq})
 	return nil
 }
 
-// append writes the record of run and syncs it to disk; when it returns
+// Append writes the record of run and syncs it to disk; when it returns
 // nil, the receipt survives a crash of the process or the machine. A
 // record that would pass the active segment's size bound starts a new
 // segment first, and the oldest segments past the bound on their number
@@ -269,7 +310,7 @@ func (l *receiptLog) create(seq uint64) error {
 // appends share syncs. A failed sync breaks the log: what it should have
 // made durable is unknown, so every later append fails, until a restart
 // reads the log back and checks it.
-func (l *receiptLog) append(run string, r effect.Receipt) error {
+func (l *ReceiptLog) Append(run string, r effect.Receipt) error {
 	frame, err := encodeFrame(loggedReceipt{Run: run, Receipt: r})
 	if err != nil {
 		return err
@@ -295,7 +336,7 @@ func (l *receiptLog) append(run string, r effect.Receipt) error {
 			l.broken = terr
 		}
 		l.mu.Unlock()
-		return fmt.Errorf("server: receipt log: %w", err)
+		return fmt.Errorf("storage: receipt log: %w", err)
 	}
 	l.size += int64(n)
 	seg := l.segs[len(l.segs)-1]
@@ -308,12 +349,12 @@ func (l *receiptLog) append(run string, r effect.Receipt) error {
 }
 
 // usable returns why the log cannot take an append, or nil. l.mu is held.
-func (l *receiptLog) usable() error {
+func (l *ReceiptLog) usable() error {
 	switch {
 	case l.closed:
-		return errors.New("server: receipt log: closed")
+		return errors.New("storage: receipt log: closed")
 	case l.broken != nil:
-		return errors.New("server: receipt log: a sync failed; the log takes no more records until a restart")
+		return errors.New("storage: receipt log: a sync failed; the log takes no more records until a restart")
 	}
 	return nil
 }
@@ -322,7 +363,7 @@ func (l *receiptLog) usable() error {
 // another append may have made it so already; else this one syncs the
 // active segment, which makes every record written so far durable (a
 // sealed segment was synced when it was sealed).
-func (l *receiptLog) sync(mine uint64) error {
+func (l *ReceiptLog) sync(mine uint64) error {
 	l.syncMu.Lock()
 	defer l.syncMu.Unlock()
 	if l.synced >= mine {
@@ -346,7 +387,7 @@ func (l *receiptLog) sync(mine uint64) error {
 		l.mu.Unlock()
 		l.log.Error("sandbank: receipt log: a sync failed; the log takes no more records (its runs are answered 503) until a restart",
 			slog.String("log", l.dir), slog.String("error", effect.Excerpt(err.Error())))
-		return fmt.Errorf("server: receipt log: %w", err)
+		return fmt.Errorf("storage: receipt log: %w", err)
 	}
 	l.synced = target
 	return nil
@@ -355,10 +396,10 @@ func (l *receiptLog) sync(mine uint64) error {
 // rotate seals the active segment (synced, then closed by the next sync,
 // which may be using it), starts the next one, and removes the oldest
 // segments past the bound. l.mu is held.
-func (l *receiptLog) rotate() error {
+func (l *ReceiptLog) rotate() error {
 	if err := l.syncFile(l.active); err != nil {
 		l.broken = err
-		return fmt.Errorf("server: receipt log: %w", err)
+		return fmt.Errorf("storage: receipt log: %w", err)
 	}
 	l.retired = append(l.retired, l.active)
 	l.active = nil
@@ -369,7 +410,7 @@ func (l *receiptLog) rotate() error {
 	for len(l.segs) > l.segments {
 		old := l.segs[0]
 		if err := os.Remove(filepath.Join(l.dir, segmentName(old.seq))); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("server: receipt log: %w", err)
+			return fmt.Errorf("storage: receipt log: %w", err)
 		}
 		for _, run := range old.runs {
 			if l.index[run].seq == old.seq {
@@ -381,10 +422,10 @@ func (l *receiptLog) rotate() error {
 	return nil
 }
 
-// get returns the receipt of run, reading its frame and checking it
+// Get returns the receipt of run, reading its frame and checking it
 // again; false when the log does not hold it (never logged, removed by
 // rotation, or damaged since it was indexed).
-func (l *receiptLog) get(run string) (effect.Receipt, bool, error) {
+func (l *ReceiptLog) Get(run string) (effect.Receipt, bool, error) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	loc, ok := l.index[run]
@@ -393,25 +434,25 @@ func (l *receiptLog) get(run string) (effect.Receipt, bool, error) {
 	}
 	f, err := os.Open(filepath.Join(l.dir, segmentName(loc.seq)))
 	if err != nil {
-		return effect.Receipt{}, false, fmt.Errorf("server: receipt log: %w", err)
+		return effect.Receipt{}, false, fmt.Errorf("storage: receipt log: %w", err)
 	}
 	defer f.Close()
 	b := make([]byte, frameHeader+int(loc.n))
 	if _, err := f.ReadAt(b, loc.off); err != nil {
-		return effect.Receipt{}, false, fmt.Errorf("server: receipt log: %w", err)
+		return effect.Receipt{}, false, fmt.Errorf("storage: receipt log: %w", err)
 	}
 	rec, _, ok := decodeFrame(b)
 	if !ok || rec.Run != run {
 		l.damaged()
 		l.log.Warn("sandbank: receipt log: a record does not check; it is not served",
 			slog.String("segment", f.Name()), slog.Int64("offset", loc.off))
-		return effect.Receipt{}, false, errors.New("server: receipt log: the record does not check")
+		return effect.Receipt{}, false, errors.New("storage: receipt log: the record does not check")
 	}
 	return rec.Receipt, true, nil
 }
 
-// close closes the active segment; append then fails.
-func (l *receiptLog) close() error {
+// Close closes the active segment; Append then fails.
+func (l *ReceiptLog) Close() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
@@ -426,14 +467,4 @@ func (l *receiptLog) close() error {
 		return nil
 	}
 	return l.active.Close()
-}
-
-// syncDir makes a new directory entry durable where the platform allows
-// it; failure is not an error (some file systems refuse to sync a
-// directory).
-func syncDir(dir string) {
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync()
-		_ = d.Close()
-	}
 }

@@ -1,4 +1,4 @@
-package effect
+package storage
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/sandbank/sandbank/effect"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -15,7 +16,7 @@ import (
 
 func has(t *testing.T, s *MemoryStore, b []byte) bool {
 	t.Helper()
-	_, err := s.ReadScript(context.Background(), AddressOf(b))
+	_, err := s.ReadScript(context.Background(), effect.AddressOf(b))
 	if err != nil {
 		require.ErrorIs(t, err, fs.ErrNotExist)
 		return false
@@ -25,7 +26,7 @@ func has(t *testing.T, s *MemoryStore, b []byte) bool {
 
 func TestMemoryStoreEvictsLeastRecentlyUsed(t *testing.T) {
 	t.Run("entries", func(t *testing.T) {
-		s, err := NewMemoryStoreWith(&MemoryStoreOptions{MaxEntries: 2})
+		s, err := NewMemoryStore(&MemoryStoreOptions{MaxEntries: 2})
 		require.NoError(t, err)
 		a, b, c := []byte("a"), []byte("b"), []byte("c")
 		for _, x := range [][]byte{a, b} {
@@ -43,7 +44,7 @@ func TestMemoryStoreEvictsLeastRecentlyUsed(t *testing.T) {
 		assert.Equal(t, int64(2), size)
 	})
 	t.Run("bytes", func(t *testing.T) {
-		s, err := NewMemoryStoreWith(&MemoryStoreOptions{MaxBytes: 10})
+		s, err := NewMemoryStore(&MemoryStoreOptions{MaxBytes: 10})
 		require.NoError(t, err)
 		four1, four2, six := []byte("1111"), []byte("2222"), []byte("666666")
 		for _, x := range [][]byte{four1, four2} {
@@ -61,20 +62,20 @@ func TestMemoryStoreEvictsLeastRecentlyUsed(t *testing.T) {
 		assert.Equal(t, int64(10), size)
 
 		_, err = s.Put([]byte("12345678901"))
-		assert.ErrorIs(t, err, ErrScriptTooLarge)
+		assert.ErrorIs(t, err, effect.ErrScriptTooLarge)
 		n, _ := s.Usage()
 		assert.Equal(t, 2, n, "a refused script evicts nothing")
 	})
 	t.Run("defaults", func(t *testing.T) {
-		for _, s := range []*MemoryStore{{}, NewMemoryStore()} {
+		for _, s := range []*MemoryStore{{}, mustMemoryStore(t, nil)} {
 			maxBytes, maxEntries := s.limits()
 			assert.Equal(t, DefaultMemoryStoreBytes, maxBytes)
 			assert.Equal(t, DefaultMemoryStoreEntries, maxEntries)
 		}
-		_, err := NewMemoryStoreWith(&MemoryStoreOptions{MaxEntries: -1})
-		requireInvalid(t, err, ErrInvalidLimits)
-		_, err = NewMemoryStoreWith(&MemoryStoreOptions{MaxBytes: -1})
-		requireInvalid(t, err, ErrInvalidLimits)
+		_, err := NewMemoryStore(&MemoryStoreOptions{MaxEntries: -1})
+		requireInvalid(t, err, effect.ErrInvalidLimits)
+		_, err = NewMemoryStore(&MemoryStoreOptions{MaxBytes: -1})
+		requireInvalid(t, err, effect.ErrInvalidLimits)
 	})
 	t.Run("zero value is bounded", func(t *testing.T) {
 		var s MemoryStore
@@ -88,7 +89,7 @@ func TestMemoryStoreEvictsLeastRecentlyUsed(t *testing.T) {
 }
 
 func TestMemoryStoreDelete(t *testing.T) {
-	s := NewMemoryStore()
+	s := new(MemoryStore)
 	addr, err := s.Put(testScript)
 	require.NoError(t, err)
 	assert.True(t, s.Delete(addr))
@@ -101,17 +102,17 @@ func TestMemoryStoreDelete(t *testing.T) {
 	// Through the effect: a deleted script is missing, typed.
 	_, err = s.Put(testScript)
 	require.NoError(t, err)
-	e, err := New(s, fakebackend.New(fakebackend.Capabilities(), fakebackend.Echo()), nil)
+	e, err := effect.New(s, fakebackend.New(fakebackend.Capabilities(), fakebackend.Echo()), nil)
 	require.NoError(t, err)
-	_, err = e.Evaluate(context.Background(), Call{Script: addr, Input: 1})
+	_, err = e.Evaluate(context.Background(), effect.Call{Script: addr, Input: 1})
 	require.NoError(t, err)
 	s.Delete(addr)
-	_, err = e.Evaluate(context.Background(), Call{Script: addr, Input: 1})
-	requireFailure(t, err, CodeScriptMissing)
+	_, err = e.Evaluate(context.Background(), effect.Call{Script: addr, Input: 1})
+	requireFailure(t, err, effect.CodeScriptMissing)
 }
 
 func TestMemoryStoreConcurrent(t *testing.T) {
-	s, err := NewMemoryStoreWith(&MemoryStoreOptions{MaxEntries: 8, MaxBytes: 64})
+	s, err := NewMemoryStore(&MemoryStoreOptions{MaxEntries: 8, MaxBytes: 64})
 	require.NoError(t, err)
 	var wg sync.WaitGroup
 	for g := range 8 {

@@ -1,4 +1,4 @@
-package server
+package storage
 
 import (
 	"errors"
@@ -11,11 +11,11 @@ import (
 )
 
 // ErrDataDirInUse is matched by the error New returns when another
-// process (or another Server of this one) holds the data directory: two
+// process (or another Server of this one, another Data) holds the data directory: two
 // servers on one directory would write the receipt logs at their own
 // offsets and destroy each other's records. It is infrastructure: the
 // directory is free again once its holder ends.
-var ErrDataDirInUse = errors.New("server: the data directory is in use")
+var ErrDataDirInUse = errors.New("storage: the data directory is in use")
 
 // lockFileName is the data directory's lock file: locked (flock on Unix,
 // LockFileEx on Windows) by the server using the directory, and holding
@@ -30,17 +30,17 @@ const lockFileName = "lock"
 // ErrDataDirInUse when another holds it.
 func lockDataDir(dir string) (*os.File, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("server: data directory: %w", err)
+		return nil, fmt.Errorf("storage: data directory: %w", err)
 	}
 	path := filepath.Join(dir, lockFileName)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
-		return nil, fmt.Errorf("server: data directory: %w", err)
+		return nil, fmt.Errorf("storage: data directory: %w", err)
 	}
 	held, err := tryLock(f)
 	if err != nil {
 		_ = f.Close()
-		return nil, fmt.Errorf("server: data directory: locking %s: %w", path, err)
+		return nil, fmt.Errorf("storage: data directory: locking %s: %w", path, err)
 	}
 	if held {
 		holder := "another process"
