@@ -3,11 +3,18 @@
 package python_test
 
 import (
+	"context"
+	"os"
 	"sync"
 	"testing"
 
 	"github.com/sandbank/sandbank/backends/python"
+	"github.com/sandbank/sandbank/internal/wasm/cache/cachetest"
 )
+
+// TestMain keeps the backend's check of the machine out of the user's
+// cache directory (cachetest.Main).
+func TestMain(m *testing.M) { os.Exit(cachetest.Main(m)) }
 
 var (
 	availableOnce sync.Once
@@ -19,8 +26,13 @@ var (
 func needSandbox(t *testing.T) {
 	t.Helper()
 	availableOnce.Do(func() {
-		if availableErr = python.Available(nil); availableErr == nil {
-			_, availableErr = python.New(nil)
+		if availableErr = python.Available(nil); availableErr != nil {
+			return
+		}
+		var b *python.Backend
+		if b, availableErr = python.New(nil); availableErr == nil {
+			availableErr = b.Warm(context.Background())
+			_ = b.Close()
 		}
 	})
 	if availableErr != nil {

@@ -5,19 +5,9 @@ package python
 import (
 	"context"
 	"errors"
-	"time"
 
 	"github.com/sandbank/sandbank/spi"
 )
-
-// Options configure the backend; on this system New refuses whatever
-// they hold.
-type Options struct {
-	Python, Bubblewrap, SitePackages string
-	CPUTime, StartupAllowance        time.Duration
-	ScratchBytes, MaxResultBytes     int64
-	Seed                             int64
-}
 
 // Backend is never built on this system.
 type Backend struct{}

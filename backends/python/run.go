@@ -37,6 +37,14 @@ func (b *Backend) Evaluate(ctx context.Context, req spi.Request) (spi.Outcome, e
 	if err := ctx.Err(); err != nil {
 		return spi.Outcome{}, err
 	}
+	if err := b.ready(ctx); err != nil { // machine.go: once
+		return spi.Outcome{}, err
+	}
+	return b.evaluate(ctx, req)
+}
+
+// evaluate is Evaluate on a checked machine.
+func (b *Backend) evaluate(ctx context.Context, req spi.Request) (spi.Outcome, error) {
 	input := req.Input
 	if len(input) == 0 {
 		input = json.RawMessage("null")

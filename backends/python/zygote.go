@@ -3,6 +3,7 @@
 package python
 
 import (
+	"context"
 	_ "embed"
 	"encoding/binary"
 	"errors"
@@ -632,10 +633,10 @@ func (p *proc) observeKeeper(o *observation) {
 // it passes. It fails where bubblewrap may not grant CAP_SYS_ADMIN in
 // the sandbox's user namespace, or the kernel refuses a run's namespaces
 // or its /tmp: the backend's runs then start a sandbox each.
-func (b *Backend) zygoteSelfTest() error {
-	b.useZygote, b.zygotes.only = true, true
-	err := b.selfTest()
-	b.useZygote, b.zygotes.only = false, false
+func (b *Backend) zygoteSelfTest(ctx context.Context) error {
+	b.zygotes.only = true
+	err := b.selfTest(ctx)
+	b.zygotes.only = false
 	if err != nil {
 		b.zygotes.close()
 		b.zygotes.mu.Lock()
@@ -648,10 +649,14 @@ func (b *Backend) zygoteSelfTest() error {
 // ZygoteStatus reports whether this backend's runs are forked from its
 // zygote: nil if so, else why not (Options.NoZygote, or what the machine
 // refused, in which case each run starts a sandbox of its own, 50 ms or
-// more).
-func (b *Backend) ZygoteStatus() error {
+// more). It checks the machine first, under ctx, if no Warm or Evaluate
+// has; a machine that cannot run the sandbox at all is the error.
+func (b *Backend) ZygoteStatus(ctx context.Context) error {
 	if !b.useZygote {
 		return errors.New("python: the zygote is off (Options.NoZygote): each run starts a sandbox of its own")
+	}
+	if err := b.ready(ctx); err != nil {
+		return err
 	}
 	b.zygotes.mu.Lock()
 	defer b.zygotes.mu.Unlock()

@@ -80,7 +80,7 @@ func parentOf(pid int) int {
 // a zygote of its own.
 func zygoteOrSkip(t *testing.T) *Backend {
 	b := clone(t, backendOrSkip(t))
-	if err := b.ZygoteStatus(); err != nil {
+	if err := b.ZygoteStatus(context.Background()); err != nil {
 		t.Skipf("no zygote here: %v", err)
 	}
 	return b
@@ -182,7 +182,7 @@ func TestWithoutAZygoteEachRunHasItsSandbox(t *testing.T) {
 	b, err := New(&Options{Bubblewrap: fake})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = b.Close() })
-	status := b.ZygoteStatus()
+	status := b.ZygoteStatus(context.Background())
 	require.Error(t, status)
 	assert.Contains(t, status.Error(), "--cap-add refused")
 	evalOK(t, b, "import os\nos.getpid()", "1")
