@@ -71,8 +71,7 @@ type zygotes struct {
 type zygote struct {
 	cmd     *exec.Cmd
 	conn    *net.UnixConn
-	pid     int   // the zygote's pid, from its first message's credentials
-	base    int64 // its address space: a run's starts from it
+	pid     int // the zygote's pid, from its first message's credentials
 	stderr  *boundedBuffer
 	exited  chan struct{} // closed once bubblewrap has been waited for
 	maxRuns int           // zygoteRuns (tests: fewer)
@@ -183,10 +182,6 @@ func (b *Backend) startZygote() (*zygote, error) {
 		return nil, fmt.Errorf("python: the zygote did not start: %s", firstLine(z.stderr.Bytes()))
 	}
 	z.pid = pid
-	if z.base, err = addressSpaceOf(pid); err != nil {
-		z.kill()
-		return nil, err
-	}
 	go z.listen()
 	return z, nil
 }
@@ -196,11 +191,11 @@ func (b *Backend) startZygote() (*zygote, error) {
 func addressSpaceOf(pid int) (int64, error) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/statm")
 	if err != nil {
-		return 0, fmt.Errorf("python: reading the zygote's memory: %w", err)
+		return 0, fmt.Errorf("python: reading a run's memory: %w", err)
 	}
 	pages, err := strconv.ParseInt(strings.Fields(string(b))[0], 10, 64)
 	if err != nil {
-		return 0, fmt.Errorf("python: reading the zygote's memory: %w", err)
+		return 0, fmt.Errorf("python: reading a run's memory: %w", err)
 	}
 	return pages * int64(os.Getpagesize()), nil
 }
@@ -296,10 +291,10 @@ func (z *zygote) end(number uint64, r *zrun) {
 	}
 }
 
-// fork asks the zygote for a run: it sends the run's limits and its
-// descriptors (stdin, stdout, stderr and the go pipe). It fails when the
-// zygote is retired or dead.
-func (z *zygote) fork(number uint64, limits string, files []*os.File) (*zrun, error) {
+// fork asks the zygote for a run: it sends the run's number and its
+// descriptors (stdin, stdout, stderr and the go pipe, through which the
+// limits follow). It fails when the zygote is retired or dead.
+func (z *zygote) fork(number uint64, files []*os.File) (*zrun, error) {
 	r := &zrun{ready: make(chan int, 1), done: make(chan struct{})}
 	z.mu.Lock()
 	if z.dead || z.retired {
@@ -318,7 +313,6 @@ func (z *zygote) fork(number uint64, limits string, files []*os.File) (*zrun, er
 		z.replace()
 	}
 	msg := binary.BigEndian.AppendUint64(nil, number)
-	msg = append(msg, limits...)
 	fds := make([]int, len(files))
 	for i, f := range files {
 		fds[i] = int(f.Fd())
@@ -526,7 +520,7 @@ func (b *Backend) spawnFromZygote(z *zygote, req spi.Request) (*proc, error) {
 	}
 	inW, outR, errR, goW := ours[0], ours[1], ours[2], ours[3]
 	number := b.nextNumber()
-	zr, err := z.fork(number, b.runnerLimits(req.Limits, z.base), theirs)
+	zr, err := z.fork(number, theirs)
 	closeAll(theirs)
 	if err != nil {
 		closeAll(ours)
@@ -585,7 +579,18 @@ func (b *Backend) spawnFromZygote(z *zygote, req spi.Request) (*proc, error) {
 		zr:       zr, z: z, pidfd: pidfd,
 		killed: make(chan struct{}),
 	}
-	if _, err := goW.Write([]byte("g")); err != nil {
+	// The run's address space is counted from what its process holds
+	// now (the interpreter and the prepared runner): without a group,
+	// the memory limit is an address-space rlimit from there.
+	base := int64(0)
+	if b.addressSpace(req.Limits) > 0 {
+		if base, err = addressSpaceOf(pid); err != nil {
+			unix.Close(pidfd)
+			p.removeGroup()
+			return fail(fmt.Errorf("%w: %v", errNoOutcome, err))
+		}
+	}
+	if _, err := goW.Write([]byte("g" + b.runnerLimits(req.Limits, base))); err != nil {
 		unix.Close(pidfd)
 		p.removeGroup()
 		return fail(fmt.Errorf("%w: %v", errNoOutcome, err))
