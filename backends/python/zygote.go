@@ -125,36 +125,32 @@ func (b *Backend) zygoteArgv() []string {
 
 // startZygote starts a zygote and waits for it to say it is ready.
 func (b *Backend) startZygote() (*zygote, error) {
+	var h handles
+	defer h.close()
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, err
 	}
+	host, theirs := os.NewFile(uintptr(fds[0]), "zygote"), os.NewFile(uintptr(fds[1]), "zygote")
+	h.hold(host)
+	h.hold(theirs) // the zygote's once it starts: its channel ends when the zygote does
 	if err := unix.SetsockoptInt(fds[0], unix.SOL_SOCKET, unix.SO_PASSCRED, 1); err != nil {
-		unix.Close(fds[0])
-		unix.Close(fds[1])
 		return nil, err
 	}
-	host, theirs := os.NewFile(uintptr(fds[0]), "zygote"), os.NewFile(uintptr(fds[1]), "zygote")
-	c, err := net.FileConn(host)
-	host.Close()
+	c, err := net.FileConn(host) // a copy of host
 	if err != nil {
-		theirs.Close()
 		return nil, err
 	}
 	conn := c.(*net.UnixConn)
-	filterR, filterW, err := os.Pipe()
+	h.hold(conn)
+	filterR, filterW, err := h.pipe()
 	if err != nil {
-		theirs.Close()
-		conn.Close()
 		return nil, err
 	}
-	defer filterR.Close()
-	_, werr := filterW.Write(b.filter)
-	filterW.Close()
-	if werr != nil {
-		theirs.Close()
-		conn.Close()
-		return nil, werr
+	_, err = filterW.Write(b.filter)
+	h.drop(filterW)
+	if err != nil {
+		return nil, err
 	}
 	z := &zygote{conn: conn, stderr: &boundedBuffer{max: 4 << 10}, exited: make(chan struct{}), runs: map[uint64]*zrun{},
 		maxRuns: b.zygotes.maxRuns}
@@ -163,12 +159,10 @@ func (b *Backend) startZygote() (*zygote, error) {
 	z.cmd.Stderr = z.stderr
 	z.cmd.ExtraFiles = []*os.File{theirs, filterR} // fd 3: the channel; fd 4: the filter
 	z.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	err = z.cmd.Start()
-	theirs.Close() // the zygote's now: its channel ends when the zygote does
-	if err != nil {
-		conn.Close()
+	if err := z.cmd.Start(); err != nil {
 		return nil, err
 	}
+	h.keep(conn) // z's: z.kill closes it
 	go func() {
 		_ = z.cmd.Wait()
 		close(z.exited)
@@ -500,36 +494,38 @@ func (b *Backend) nextNumber() uint64 {
 // forks the run's process, which is so in the group from its first
 // instruction.
 func (b *Backend) spawnFromZygote(z *zygote, req spi.Request) (*proc, error) {
-	var ours, theirs []*os.File // in (write end ours), out, err, go (write end ours)
-	closeAll := func(fs []*os.File) {
-		for _, f := range fs {
-			f.Close()
-		}
-	}
+	var h handles
+	defer h.close()
+	var theirs [4]*os.File // in, out, err, go: the run's ends
+	var ours [4]*os.File
 	for i := range 4 {
-		r, w, err := os.Pipe()
+		r, w, err := h.pipe()
 		if err != nil {
-			closeAll(ours)
-			closeAll(theirs)
-			return nil, fmt.Errorf("%w: %v", errNoOutcome, err)
+			return nil, noOutcome(err)
 		}
 		if i == 1 || i == 2 { // out, err: the run writes
 			r, w = w, r
 		}
-		theirs, ours = append(theirs, r), append(ours, w)
+		theirs[i], ours[i] = r, w
 	}
 	inW, outR, errR, goW := ours[0], ours[1], ours[2], ours[3]
 	number := b.nextNumber()
-	zr, err := z.fork(number, theirs)
-	closeAll(theirs)
+	zr, err := z.fork(number, theirs[:])
+	for _, f := range theirs {
+		h.drop(f)
+	}
 	if err != nil {
-		closeAll(ours)
 		return nil, err
 	}
-	// The run's group is made while the zygote hands the run over.
+	// From here on, a failure ends the run (it reads no go) and its
+	// group, and retires the zygote.
 	var group *cgroup.Group
+	pidfd := -1
 	fail := func(err error) (*proc, error) {
-		closeAll(ours) // the run reads no go, and ends
+		h.close()
+		if pidfd >= 0 {
+			unix.Close(pidfd)
+		}
 		if group != nil {
 			_ = group.Remove()
 		}
@@ -537,12 +533,11 @@ func (b *Backend) spawnFromZygote(z *zygote, req spi.Request) (*proc, error) {
 		z.release(false)
 		return nil, err
 	}
+	// The run's group is made while the zygote hands the run over.
 	if m := b.cgroups(); m != nil {
-		g, err := m.New(groupLimits(req.Limits, zygoteGroupOverhead, zygoteRunTasks)) // cgroup.go
-		if err != nil {
-			return fail(fmt.Errorf("%w: %v", errNoOutcome, err))
+		if group, err = m.New(groupLimits(req.Limits, zygoteGroupOverhead, zygoteRunTasks)); err != nil { // cgroup.go
+			return fail(noOutcome(err))
 		}
-		group = g
 	}
 	var pid int
 	wait := time.NewTimer(b.startup)
@@ -557,16 +552,28 @@ func (b *Backend) spawnFromZygote(z *zygote, req spi.Request) (*proc, error) {
 	// The process waits for its go until the host writes it: it cannot
 	// have ended by itself, only with its zygote (its parent-death
 	// signal), and the kernel hands out pids in turn, so pid is still it.
-	pidfd, err := unix.PidfdOpen(pid, 0)
-	if err != nil {
-		return fail(fmt.Errorf("%w: %v", errNoOutcome, err))
+	if pidfd, err = unix.PidfdOpen(pid, 0); err != nil {
+		return fail(noOutcome(err))
 	}
 	if group != nil {
 		if err := group.Place(pid); err != nil {
-			unix.Close(pidfd)
-			return fail(fmt.Errorf("%w: %v", errNoOutcome, err))
+			return fail(noOutcome(err))
 		}
 	}
+	// The run's address space is counted from what its process holds
+	// now (the interpreter and the prepared runner): without a group,
+	// the memory limit is an address-space rlimit from there.
+	base := int64(0)
+	if b.addressSpace(req.Limits) > 0 {
+		if base, err = addressSpaceOf(pid); err != nil {
+			return fail(noOutcome(err))
+		}
+	}
+	if _, err := goW.Write([]byte("g" + b.runnerLimits(req.Limits, base))); err != nil {
+		return fail(noOutcome(err))
+	}
+	h.drop(goW)
+	h.keep(inW, outR, errR)
 	p := &proc{
 		b: b, in: inW, out: outR,
 		stderr:   &boundedBuffer{max: 4 << 10},
@@ -579,23 +586,6 @@ func (b *Backend) spawnFromZygote(z *zygote, req spi.Request) (*proc, error) {
 		zr:       zr, z: z, pidfd: pidfd,
 		killed: make(chan struct{}),
 	}
-	// The run's address space is counted from what its process holds
-	// now (the interpreter and the prepared runner): without a group,
-	// the memory limit is an address-space rlimit from there.
-	base := int64(0)
-	if b.addressSpace(req.Limits) > 0 {
-		if base, err = addressSpaceOf(pid); err != nil {
-			unix.Close(pidfd)
-			p.removeGroup()
-			return fail(fmt.Errorf("%w: %v", errNoOutcome, err))
-		}
-	}
-	if _, err := goW.Write([]byte("g" + b.runnerLimits(req.Limits, base))); err != nil {
-		unix.Close(pidfd)
-		p.removeGroup()
-		return fail(fmt.Errorf("%w: %v", errNoOutcome, err))
-	}
-	goW.Close()
 	p.begin(req.Limits, errR)
 	go p.writeAnswers()
 	return p, nil
