@@ -27,3 +27,15 @@ func (b *Backend) Capabilities() spi.Capabilities { return Declare(nil) }
 func (b *Backend) Evaluate(context.Context, spi.Request) (spi.Outcome, error) {
 	return spi.Outcome{}, errNotLinux
 }
+
+// Warm implements spi.Warmer; it is never reached.
+func (b *Backend) Warm(context.Context) error { return errNotLinux }
+
+// Version is never reached.
+func (b *Backend) Version(context.Context) (string, error) { return "", errNotLinux }
+
+// ZygoteStatus is never reached.
+func (b *Backend) ZygoteStatus(context.Context) error { return errNotLinux }
+
+// Close implements io.Closer; it is never reached.
+func (b *Backend) Close() error { return nil }
