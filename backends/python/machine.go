@@ -162,7 +162,9 @@ func (c *machineCheck) keep(b *Backend, entry string) {
 	if entry == "" || c.probe == nil {
 		return
 	}
-	text, err := json.Marshal(machineEntry{Probe: *c.probe, Zygote: c.zygoteChecked && c.zygoteErr == nil, Sandbox: c.sandboxOK})
+	l := c.lay
+	text, err := json.Marshal(machineEntry{Probe: *c.probe, Zygote: c.zygoteChecked && c.zygoteErr == nil, Sandbox: c.sandboxOK,
+		Layout: &layoutEntry{Python: l.python, Version: l.version, Base: l.base, Path: l.path, Args: l.args}})
 	if err == nil {
 		_ = cache.Write(b.cacheDir, entry, text)
 	}
@@ -171,9 +173,50 @@ func (c *machineCheck) keep(b *Backend, entry string) {
 // machineEntry is what the cache keeps of a check that passed: the
 // probe's report, and which self-tests passed with it.
 type machineEntry struct {
-	Probe   probeResult `json:"probe"`
-	Zygote  bool        `json:"zygote"`
-	Sandbox bool        `json:"sandbox"`
+	Probe   probeResult  `json:"probe"`
+	Zygote  bool         `json:"zygote"`
+	Sandbox bool         `json:"sandbox"`
+	Layout  *layoutEntry `json:"layout"`
+}
+
+// layoutEntry is the layout made from the probe, kept so that a new
+// process need not walk the library directories again (newLayout).
+type layoutEntry struct {
+	Python  string   `json:"python"`
+	Version string   `json:"version"`
+	Base    int64    `json:"base"`
+	Path    []string `json:"path"`
+	Args    []string `json:"args"`
+}
+
+// layout returns the kept layout when every path it binds is still
+// there and every link it makes still leads where it did; nil if not.
+func (e *layoutEntry) layout() *layout {
+	if e == nil || e.Python == "" || len(e.Args) == 0 {
+		return nil
+	}
+	for i := 0; i < len(e.Args); {
+		if i+2 >= len(e.Args) {
+			return nil
+		}
+		switch op, a, b := e.Args[i], e.Args[i+1], e.Args[i+2]; op {
+		case "--ro-bind":
+			if a != b {
+				return nil
+			}
+			if _, err := os.Lstat(a); err != nil {
+				return nil
+			}
+		case "--symlink":
+			if target, err := os.Readlink(b); err != nil || target != a {
+				return nil
+			}
+		default:
+			return nil
+		}
+		i += 3
+	}
+	return &layout{python: e.Python, version: e.Version, base: e.Base, path: e.Path, args: e.Args}
 }
 
 // machineEntryMax bounds the entry read: the probe lists the files the
@@ -181,9 +224,11 @@ type machineEntry struct {
 const machineEntryMax = 1 << 20
 
 // load reads the key's entry from the cache directory: the probe's
-// report, and the self-tests that passed with it. An entry that is
-// missing, damaged, or whose files are no longer there (the layout
-// cannot be made from it) is ignored: the check runs.
+// report, the layout made from it, and the self-tests that passed with
+// it. A layout whose files or links have changed is made again from the
+// probe's report; an entry that is missing, damaged, or whose files are
+// no longer there (no layout can be made from it) is ignored: the check
+// runs.
 func (c *machineCheck) load(b *Backend, entry string) {
 	text, ok := cache.Read(b.cacheDir, entry)
 	if !ok || len(text) > machineEntryMax {
@@ -193,9 +238,12 @@ func (c *machineCheck) load(b *Backend, entry string) {
 	if json.Unmarshal(text, &e) != nil || len(e.Probe.Version) < 2 || e.Probe.Executable == "" || !(e.Zygote || e.Sandbox) {
 		return
 	}
-	lay, err := newLayout(e.Probe, b.sitePackages)
-	if err != nil {
-		return
+	lay := e.Layout.layout()
+	if lay == nil {
+		var err error
+		if lay, err = newLayout(e.Probe, b.sitePackages); err != nil {
+			return
+		}
 	}
 	c.probe, c.lay = &e.Probe, lay
 	if e.Zygote {

@@ -103,6 +103,29 @@ func TestMachineCacheEntryNamesTheFiles(t *testing.T) {
 	assert.Empty(t, b.cacheEntry(), "no cache directory, no entry")
 }
 
+// TestKeptLayoutIsChecked: a layout read from the cache is used only
+// while every file it binds is there and every link it makes leads where
+// it did; else it is made again (from the probe's report). Seen failing
+// with the kept layout taken as it is.
+func TestKeptLayoutIsChecked(t *testing.T) {
+	tmp := t.TempDir()
+	lib, link := filepath.Join(tmp, "libz.so.1.2"), filepath.Join(tmp, "libz.so.1")
+	require.NoError(t, os.WriteFile(lib, nil, 0o644))
+	require.NoError(t, os.Symlink("libz.so.1.2", link))
+	e := &layoutEntry{Python: "/usr/bin/python3", Version: "3.11.2", Args: []string{"--ro-bind", lib, lib, "--symlink", "libz.so.1.2", link}}
+	require.NotNil(t, e.layout())
+	assert.Equal(t, e.Args, e.layout().args)
+
+	require.NoError(t, os.Remove(link))
+	require.NoError(t, os.Symlink("libz.so.1.3", link))
+	assert.Nil(t, e.layout(), "a link that leads elsewhere")
+	require.NoError(t, os.Remove(link))
+	require.NoError(t, os.Symlink("libz.so.1.2", link))
+	require.NoError(t, os.Remove(lib))
+	assert.Nil(t, e.layout(), "a bound file that has gone")
+	assert.Nil(t, (&layoutEntry{Python: "p", Args: []string{"--bind", "/", "/"}}).layout(), "an argument the layout never makes")
+}
+
 // TestErrorTextBoundCoversTheEffects: the runner cuts a thrown error's
 // message at maxErrorTextBytes of UTF-8, which holds more than the
 // effect's MaxTextUnits UTF-16 units whatever the characters (at most
