@@ -60,6 +60,9 @@ type Backend struct {
 	// tag is in every run's command line (the runner's argument), so
 	// that tests can find this backend's processes.
 	tag string
+	// preload: the modules the zygote imports while idle; nil means
+	// zygotePreload (tests: others).
+	preload []string
 	// useZygote: runs are forked from the zygote (zygote.go) while the
 	// machine allows one.
 	useZygote bool

@@ -47,6 +47,25 @@ const zygoteRuns = 256
 // _SPARES, which the zygote's argument sets).
 const zygoteSpares = 2
 
+// zygotePreload are the standard library's common modules, which the
+// zygote imports while no request waits, so that a run does not (the
+// runs prepared before then import what they use). A module whose
+// import brings in one the runner configures as it is imported
+// (logging, asyncio, random, uuid, tempfile) or replaces (datetime, by
+// the pure-Python module reading the fake clock) is forgotten again:
+// each run imports it itself.
+var zygotePreload = strings.Fields(`abc array base64 binascii bisect collections collections.abc contextlib copy csv
+	dataclasses decimal difflib enum fnmatch fractions functools hashlib heapq hmac html inspect itertools keyword
+	math numbers operator pathlib pprint re string struct textwrap types typing unicodedata warnings zlib`)
+
+// cmpOrSlice returns s, or def when s is nil.
+func cmpOrSlice(s, def []string) []string {
+	if s == nil {
+		return def
+	}
+	return s
+}
+
 // zygoteStartTimeout bounds the zygote's start (bubblewrap, the
 // interpreter, the standard library's imports).
 const zygoteStartTimeout = 30 * time.Second
@@ -120,7 +139,7 @@ func (b *Backend) zygoteArgv() []string {
 	}
 	scratch := max(b.scratch, 0)
 	return append(args, "--remount-ro", "/", "--chdir", "/", "--", b.lay.python, "-S", "-s", "-B", "-c", zygoteSource,
-		b.program(), strconv.FormatInt(scratch, 10), strconv.Itoa(zygoteSpares), b.tag)
+		b.program(), strconv.FormatInt(scratch, 10), strconv.Itoa(zygoteSpares), strings.Join(cmpOrSlice(b.preload, zygotePreload), " "), b.tag)
 }
 
 // startZygote starts a zygote and waits for it to say it is ready.

@@ -1,9 +1,10 @@
 # zygote.py: the zygote of backends/python, embedded in the Go package
-# and run as `python3 -S -s -B -c ZYGOTE PROGRAM SCRATCH SPARES TAG` in
+# and run as `python3 -S -s -B -c ZYGOTE PROGRAM SCRATCH SPARES PRELOAD TAG` in
 # one bubblewrap sandbox per backend (zygote.go), with CAP_SYS_ADMIN in
 # the sandbox's user namespace only. PROGRAM is what a run executes
 # (confine.py and runner.py: landlock.go); SCRATCH the size of a run's
-# /tmp in bytes (0: none); SPARES how many runs to keep prepared; TAG
+# /tmp in bytes (0: none); SPARES how many runs to keep prepared; PRELOAD
+# the modules to import while idle (names separated by spaces); TAG
 # names the backend's processes for its tests.
 #
 # The zygote serves the host on fd 3, a SOCK_SEQPACKET socket:
@@ -41,7 +42,7 @@
 # requests over, and never reads what a run writes.
 #
 # The zygote says it is ready as soon as it can prepare a run; it
-# imports the standard library's common modules (_COMMON) while no
+# imports the standard library's common modules (PRELOAD) while no
 # request waits, one at a time, so that the first run does not wait for
 # them (the runs prepared before then import what they use).
 import sys
@@ -63,14 +64,6 @@ import time
 # asyncio, random, uuid) or replaces (datetime by the pure-Python module
 # reading its fake clock): the zygote must not have imported them.
 _CONFIGURED = ("logging", "asyncio", "random", "uuid", "datetime", "_datetime", "tempfile")
-
-# The standard library's common modules, imported once here so that a
-# run does not: each unless its import brings in one of _CONFIGURED.
-_COMMON = (
-    "abc array base64 binascii bisect collections collections.abc contextlib copy csv dataclasses decimal difflib enum "
-    "fnmatch fractions functools hashlib heapq hmac html inspect itertools keyword math numbers operator pathlib pprint "
-    "re string struct textwrap types typing unicodedata warnings zlib"
-).split()
 
 
 def _configured_imported():
@@ -101,6 +94,9 @@ _SCRATCH = int(sys.argv[2])
 # _SPARES runs are prepared ahead (forked, their namespaces and /tmp
 # made), each waiting for its request on a socket of its own.
 _SPARES = int(sys.argv[3])
+# The standard library's common modules, imported once here so that a
+# run does not: each unless its import brings in one of _CONFIGURED.
+_PRELOAD = sys.argv[4].split()
 del sys.argv[1:]
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -283,7 +279,7 @@ def _serve():
     ctrl.send(b"Z")
     # Work for the zygote while no request waits: the common modules'
     # imports, one at a time, then the other spares.
-    common = list(_COMMON)
+    common = list(_PRELOAD)
     while True:
         while (common or len(spares) < _SPARES) and not select.select([ctrl], [], [], 0)[0]:
             if common:
