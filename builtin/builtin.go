@@ -230,8 +230,9 @@ func CPUBudgetFactory(engine string) spi.Factory {
 // CacheFactory returns a factory of the named built-in engine, configured
 // exactly as Register registers it but with its compiled-module cache in
 // dir instead of the default directory (os.UserCacheDir()/sandbank), or
-// nil when the engine has no cache directory option (goja, starlark and python
-// compile nothing to machine code; extism's cache is in memory only). An
+// nil when the engine has no cache directory option (goja and starlark
+// compile nothing to machine code; extism's cache is in memory only).
+// python keeps there its check of the machine, not compiled code. An
 // empty dir means no cache on disk at all (the backends' NoCache). The
 // backend seals every entry and refuses a directory others can write.
 func CacheFactory(engine, dir string) spi.Factory {
@@ -251,6 +252,8 @@ func CacheFactory(engine, dir string) spi.Factory {
 		return func() (spi.Backend, error) {
 			return starlarkwasm.New(&starlarkwasm.Options{CacheDir: dir, NoCache: dir == ""})
 		}
+	case python.Engine:
+		return machineCacheFactory(engine, dir)
 	default:
 		return cgoCacheFactory(engine, dir)
 	}

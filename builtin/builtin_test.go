@@ -226,7 +226,7 @@ func TestCacheFactory(t *testing.T) {
 	for _, e := range r.Engines() {
 		f := CacheFactory(e.Engine, t.TempDir())
 		switch e.Engine {
-		case "goja", "starlark", "extism", "goja-ts", "python":
+		case "goja", "starlark", "extism", "goja-ts":
 			assert.Nil(t, f, e.Engine)
 			continue
 		}

@@ -70,3 +70,12 @@ func machineCPUBudgetFactory(engine string) spi.Factory {
 	}
 	return nil
 }
+
+// machineCacheFactory is CacheFactory for the machine's engines: python
+// keeps its check of the machine (the probe and the self-test) in dir.
+func machineCacheFactory(engine, dir string) spi.Factory {
+	if engine == python.Engine {
+		return func() (spi.Backend, error) { return python.New(&python.Options{CacheDir: dir, NoCache: dir == ""}) }
+	}
+	return nil
+}

@@ -3,7 +3,8 @@
 // standard library), one new process per run, in a Linux sandbox: a fork
 // of the backend's zygote, or one built by bubblewrap for the run. Applications use it through package effect:
 //
-//	backend, err := python.New(nil) // fails, saying what is missing, where the sandbox cannot run
+//	backend, err := python.New(nil) // fails, saying what is missing, without bubblewrap or python3
+//	err = backend.Warm(ctx)          // checks the machine: fails where the kernel refuses the sandbox
 //	eff, err := effect.New(store, backend, nil)
 //
 // # The script contract
@@ -55,7 +56,7 @@
 // runs, as soon as one of its runs ends other than with its value or its
 // thrown error, and when it dies; Close ends it. Where the zygote cannot
 // be had (bubblewrap may not grant CAP_SYS_ADMIN in the sandbox's user
-// namespace, or the kernel refuses a run's namespaces: New's self-test
+// namespace, or the kernel refuses a run's namespaces: the self-test
 // runs on a zygote first), or with Options.NoZygote, each run is
 // `bwrap … python3 -S -s -B -c RUNNER`, the interpreter pid 1 of its
 // namespace ([Backend.ZygoteStatus] says which).
@@ -64,7 +65,7 @@
 // ipc and uts namespaces (and cgroup where the kernel has it); uid and
 // gid 65534 inside, no capabilities, no further user namespaces; a
 // read-only root holding only the interpreter, its standard library,
-// the shared libraries it maps (found by running it once in New) and
+// the shared libraries it maps (found by running it once on the host: the probe) and
 // the optional Options.SitePackages; a private tmpfs /tmp of
 // Options.ScratchBytes; no /proc, /dev, /etc or home; no network
 // interface up; an environment holding only PYTHONHASHSEED=0, cleared
@@ -87,7 +88,7 @@
 //
 // The runner (runner.py, embedded) sets rlimits before it reads the
 // script: address space (without a group: the memory limit plus the
-// interpreter's own start-up mapping, measured once in New), CPU time
+// interpreter's own start-up mapping, measured by the probe), CPU time
 // (Options.CPUTime: a profiling timer whose handler ends the process, and
 // RLIMIT_CPU rounded up to a second behind it; the host reads the CPU
 // limit from the resource usage the kernel reports, never from how the
@@ -111,9 +112,14 @@
 // The declaration (network none, wall clock hard, memory where runs get
 // a cgroup, CPU, fresh per run, host calls, logs) holds by construction;
 // the conformance kit with fixtures/python, whose escape probes try each
-// door above, proves it. New refuses on a machine that lacks a part: no
-// Linux, no bwrap, no python3 ≥ 3.10, or a kernel that refuses the
-// namespaces or the filter (New runs one script in the sandbox to see).
+// door above, proves it. New refuses a machine without Linux, bwrap or
+// the interpreter. The first Warm or Evaluate checks the rest, under its
+// context: the interpreter must be CPython 3.10 or later, and one script
+// must run in the sandbox (a kernel that refuses the namespaces or the
+// filter fails it); the error says what is missing, and the check runs
+// again next time. What a check found is kept in Options.CacheDir (the
+// wasm engines' cache directory by default), so a new process runs it
+// only when bubblewrap, the interpreter, the user or the kernel changed.
 // [Available] checks the cheap part without starting anything; package
 // builtin registers the engine only where it passes.
 //

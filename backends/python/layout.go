@@ -47,8 +47,8 @@ type layout struct {
 // standard library's extension modules are loaded. The interpreter is
 // the operator's, and the code it runs is the runner: no script runs
 // here.
-func probeInterpreter(path string) (probeResult, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
+func probeInterpreter(ctx context.Context, path string) (probeResult, error) {
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, path, "-S", "-s", "-B", "-c", runnerSource, `{"probe":true,"seed":0,"maxLine":16384}`)
 	cmd.Env = []string{}
@@ -56,6 +56,9 @@ func probeInterpreter(path string) (probeResult, error) {
 	cmd.Stdout = &out
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
+		if ctx.Err() != nil {
+			return probeResult{}, fmt.Errorf("python: probing the interpreter %s: %w", path, ctx.Err())
+		}
 		return probeResult{}, fmt.Errorf("python: the interpreter %s did not start (%v): %s", path, err, firstLine(stderr.Bytes()))
 	}
 	var p probeResult

@@ -5,19 +5,9 @@ package python
 import (
 	"context"
 	"errors"
-	"time"
 
 	"github.com/sandbank/sandbank/spi"
 )
-
-// Options configure the backend; on this system New refuses whatever
-// they hold.
-type Options struct {
-	Python, Bubblewrap, SitePackages string
-	CPUTime, StartupAllowance        time.Duration
-	ScratchBytes, MaxResultBytes     int64
-	Seed                             int64
-}
 
 // Backend is never built on this system.
 type Backend struct{}
@@ -37,3 +27,15 @@ func (b *Backend) Capabilities() spi.Capabilities { return Declare(nil) }
 func (b *Backend) Evaluate(context.Context, spi.Request) (spi.Outcome, error) {
 	return spi.Outcome{}, errNotLinux
 }
+
+// Warm implements spi.Warmer; it is never reached.
+func (b *Backend) Warm(context.Context) error { return errNotLinux }
+
+// Version is never reached.
+func (b *Backend) Version(context.Context) (string, error) { return "", errNotLinux }
+
+// ZygoteStatus is never reached.
+func (b *Backend) ZygoteStatus(context.Context) error { return errNotLinux }
+
+// Close implements io.Closer; it is never reached.
+func (b *Backend) Close() error { return nil }

@@ -37,6 +37,9 @@ func backendOrSkip(t *testing.T) *Backend {
 		t.Skipf("this machine cannot run the Python sandbox: %v", err)
 	}
 	b, err := New(nil)
+	if err == nil {
+		err = b.Warm(context.Background())
+	}
 	if err != nil {
 		t.Skipf("this machine cannot run the Python sandbox: %v", err)
 	}
@@ -314,6 +317,9 @@ func hostOneRun() {
 	// A CPU budget far past processWait: only the host's death can end
 	// this run in time.
 	b, err := New(&Options{CPUTime: 10 * time.Minute})
+	if err == nil {
+		err = b.Warm(context.Background())
+	}
 	if err != nil {
 		os.Exit(2)
 	}

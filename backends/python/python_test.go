@@ -218,7 +218,8 @@ func canonical(t *testing.T, text json.RawMessage) string {
 
 // TestNewSaysWhatTheKernelRefuses: where bubblewrap cannot build the
 // sandbox (here a stand-in that fails as bwrap does when the kernel
-// refuses user namespaces), New refuses with bubblewrap's reason.
+// refuses user namespaces), the check of the machine fails with
+// bubblewrap's reason, in Warm and in Evaluate alike.
 func TestNewSaysWhatTheKernelRefuses(t *testing.T) {
 	needSandbox(t)
 	sh, err := exec.LookPath("sh")
@@ -227,8 +228,14 @@ func TestNewSaysWhatTheKernelRefuses(t *testing.T) {
 	}
 	fake := filepath.Join(t.TempDir(), "bwrap")
 	require.NoError(t, os.WriteFile(fake, []byte("#!"+sh+"\necho 'bwrap: No permissions to create new namespace, likely because the kernel does not allow non-privileged user namespaces.' >&2\nexit 1\n"), 0o755))
-	_, err = python.New(&python.Options{Bubblewrap: fake})
+	b, err := python.New(&python.Options{Bubblewrap: fake})
+	require.NoError(t, err, "New starts nothing")
+	t.Cleanup(func() { _ = b.Close() })
+	err = b.Warm(context.Background())
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "python: the sandbox did not start: bwrap: No permissions to create new namespace")
 	assert.Contains(t, err.Error(), "namespaces")
+	_, err = b.Evaluate(context.Background(), spi.Request{Script: []byte("1"), Input: json.RawMessage("null")})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "bwrap: No permissions to create new namespace")
 }

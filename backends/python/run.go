@@ -37,6 +37,14 @@ func (b *Backend) Evaluate(ctx context.Context, req spi.Request) (spi.Outcome, e
 	if err := ctx.Err(); err != nil {
 		return spi.Outcome{}, err
 	}
+	if err := b.ready(ctx); err != nil { // machine.go: once
+		return spi.Outcome{}, err
+	}
+	return b.evaluate(ctx, req)
+}
+
+// evaluate is Evaluate on a checked machine.
+func (b *Backend) evaluate(ctx context.Context, req spi.Request) (spi.Outcome, error) {
 	input := req.Input
 	if len(input) == 0 {
 		input = json.RawMessage("null")
@@ -159,7 +167,7 @@ func (b *Backend) spawn(req spi.Request) (*proc, error) {
 			z, err := b.zygote()
 			if err != nil {
 				if b.zygotes.only {
-					return nil, fmt.Errorf("%w: %v", errNoOutcome, err)
+					return nil, noOutcome(err)
 				}
 				break
 			}
@@ -179,34 +187,30 @@ func (b *Backend) spawn(req spi.Request) (*proc, error) {
 // spawnSandbox starts bubblewrap with the runner, which then waits for
 // its request.
 func (b *Backend) spawnSandbox(req spi.Request) (*proc, error) {
-	filterR, filterW, err := os.Pipe()
+	var h handles
+	defer h.close()
+	fail := func(err error) (*proc, error) { return nil, noOutcome(err) }
+	filterR, filterW, err := h.pipe()
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", errNoOutcome, err)
+		return fail(err)
 	}
-	defer filterR.Close()
 	// The filter is a few hundred bytes: the pipe's buffer holds it.
-	_, werr := filterW.Write(b.filter)
-	filterW.Close()
-	if werr != nil {
-		return nil, fmt.Errorf("%w: %v", errNoOutcome, werr)
-	}
-	inR, inW, err := os.Pipe()
+	_, err = filterW.Write(b.filter)
+	h.drop(filterW)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", errNoOutcome, err)
+		return fail(err)
 	}
-	outR, outW, err := os.Pipe()
+	inR, inW, err := h.pipe()
 	if err != nil {
-		inR.Close()
-		inW.Close()
-		return nil, fmt.Errorf("%w: %v", errNoOutcome, err)
+		return fail(err)
 	}
-	errR, errW, err := os.Pipe()
+	outR, outW, err := h.pipe()
 	if err != nil {
-		inR.Close()
-		inW.Close()
-		outR.Close()
-		outW.Close()
-		return nil, fmt.Errorf("%w: %v", errNoOutcome, err)
+		return fail(err)
+	}
+	errR, errW, err := h.pipe()
+	if err != nil {
+		return fail(err)
 	}
 	cmd := exec.Command(b.bwrap, b.argv(req.Limits)...)
 	cmd.Env = []string{}
@@ -215,15 +219,10 @@ func (b *Backend) spawnSandbox(req spi.Request) (*proc, error) {
 	// fds 4 and up: the sandbox inherits no other descriptor
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	group, err := b.startInGroup(cmd, req.Limits) // cgroup.go
-	inR.Close()
-	outW.Close()
-	errW.Close()
 	if err != nil {
-		inW.Close()
-		outR.Close()
-		errR.Close()
-		return nil, fmt.Errorf("%w: %v", errNoOutcome, err)
+		return fail(err)
 	}
+	h.keep(inW, outR, errR) // the run's; the sandbox's ends close here
 	p := &proc{
 		b: b, cmd: cmd, in: inW, out: outR,
 		stderr:   &boundedBuffer{max: 4 << 10},

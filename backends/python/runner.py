@@ -28,26 +28,38 @@
 # but the script's own value, error, log lines and host calls, bounds
 # every frame by its kind before it buffers it, and decides every limit
 # from what it observes outside the sandbox.
+#
+# The file only defines names when it is not __main__: the zygote
+# (zygote.py) executes it in a prepared run's process before the run's
+# request exists, calls _prepare() there, and _go(LIMITS) once the
+# host's go arrives, so that what does not depend on the run is done off
+# the request path. Run as `python3 -c RUNNER LIMITS` (a sandbox of the
+# run's own, or the probe) it does both at once.
 import sys
 import os
-
-# The protocol's file descriptors, moved away from 0 and 1 so that a
-# script writing to them (os.write(1, ...)) lands in the bounded stderr.
-_IN = os.dup(0)
-_OUT = os.dup(1)
-_r, _w = os.pipe()
-os.dup2(_r, 0)
-os.close(_r)
-os.close(_w)
-os.dup2(2, 1)
-
 import json
 import resource
-
-_LIMITS = json.loads(sys.argv[1])
-
-
 import _thread
+
+# The protocol's file descriptors (_protocol_fds), the run's limits and
+# the bounds read from them (_start).
+_IN = _OUT = -1
+_LIMITS = {}
+_MAX_LINE = _MAX_TEXT = 0
+
+
+def _protocol_fds():
+    # The protocol's file descriptors, moved away from 0 and 1 so that a
+    # script writing to them (os.write(1, ...)) lands in the bounded stderr.
+    global _IN, _OUT
+    _IN = os.dup(0)
+    _OUT = os.dup(1)
+    r, w = os.pipe()
+    os.dup2(r, 0)
+    os.close(r)
+    os.close(w)
+    os.dup2(2, 1)
+
 
 # Frames are written whole: a script's threads may log or call at once.
 _writing = _thread.RLock()
@@ -108,10 +120,6 @@ def _limits():
     _signal.setitimer(_signal.ITIMER_PROF, _LIMITS["cpuMs"] / 1000.0)
 
 
-if not _LIMITS.get("probe"):
-    _limits()
-    _confine()  # Landlock: confine.py, put before this file in the sandbox (landlock.go)
-
 import _ast
 import builtins
 import io
@@ -160,12 +168,6 @@ def _fake_time():
     time.strftime = lambda fmt, t=None: strf(fmt, time.localtime() if t is None else t)
 
 
-_fake_time()
-
-# The pure-Python datetime reads time.time(), which is now the fake clock
-# (the C _datetime reads the host's clock directly).
-sys.modules["_datetime"] = None
-
 # Deterministic randomness: os.urandom (and what uses it: random's
 # SystemRandom, secrets, uuid4) is a seeded generator, and random is
 # seeded as it is imported (see _CONFIGURE).
@@ -180,17 +182,9 @@ def _urandom(n):
     return _entropy[0].randbytes(n)
 
 
-os.urandom = _urandom
-
-os.environ.clear()
-if not _LIMITS.get("probe"):
-    sys.path[:] = _LIMITS["path"]
-
 
 # Logs: print, sys.stdout, sys.stderr and logging become lines of the run's
 # log, each cut at the backend's line bound.
-_MAX_LINE = _LIMITS["maxLine"]
-
 
 class _LogWriter(io.TextIOBase):
     def __init__(self, level, stream):
@@ -233,11 +227,6 @@ class _LogWriter(io.TextIOBase):
         if self._buf:
             self._emit()
 
-
-sys.stdout = _LogWriter("info", "stdout")
-sys.stderr = _LogWriter("error", "stderr")
-sys.__stdout__ = sys.stdout
-sys.__stderr__ = sys.stderr
 
 # Host calls.
 class HostError(Exception):
@@ -530,8 +519,6 @@ class _ConfigureOnImport:
         return spec
 
 
-sys.meta_path.insert(0, _ConfigureOnImport)
-
 _loop = [None]
 
 
@@ -616,7 +603,6 @@ def _position(tb):
     return line
 
 
-_MAX_TEXT = _LIMITS.get("maxText", 0)
 # The thrown MemoryError, built before the script runs: sending it must not
 # allocate.
 _MEMORY_ERROR = b"T" + (12).to_bytes(4, "big") + bytes((11,)) + b"MemoryError"
@@ -763,15 +749,48 @@ def _probe():
     _write((json.dumps(out) + "\n").encode())
 
 
-if _LIMITS.get("probe"):
-    _probe()
+def _prepare():
+    # What no run's request changes: the fake clock, seeded randomness,
+    # an empty environment, the log writers and the import hook. No
+    # script has run yet; none of this reads the run's limits.
+    _fake_time()
+    # The pure-Python datetime reads time.time(), which is now the fake
+    # clock (the C _datetime reads the host's clock directly).
+    sys.modules["_datetime"] = None
+    os.urandom = _urandom
+    os.environ.clear()
+    sys.stdout = _LogWriter("info", "stdout")
+    sys.stderr = _LogWriter("error", "stderr")
+    sys.__stdout__ = sys.stdout
+    sys.__stderr__ = sys.stderr
+    sys.meta_path.insert(0, _ConfigureOnImport)
+
+
+def _go(limits, prepared=False):
+    # The run: its descriptors are 0, 1 and 2 and limits its bounds (JSON
+    # text). prepared says _prepare() and _confine() have run (a prepared
+    # run of the zygote); else they run here, after the rlimits.
+    global _LIMITS, _MAX_LINE, _MAX_TEXT
+    _protocol_fds()
+    _LIMITS = json.loads(limits)
+    _MAX_LINE = _LIMITS["maxLine"]
+    _MAX_TEXT = _LIMITS.get("maxText", 0)
+    if _LIMITS.get("probe"):
+        _probe()
+        os._exit(0)
+    _limits()
+    if not prepared:
+        _confine()  # Landlock: confine.py, put before this file in the sandbox (landlock.go)
+        _prepare()
+    sys.path[:] = _LIMITS["path"]
+    if _LIMITS["as"] > 0:
+        resource.setrlimit(resource.RLIMIT_AS, (_LIMITS["as"], _LIMITS["as"]))
+    try:
+        _main()
+    except MemoryError:
+        _write(_MEMORY_ERROR if _started[0] else b"M\x00\x00\x00\x01s")
     os._exit(0)
 
-if _LIMITS["as"] > 0:
-    resource.setrlimit(resource.RLIMIT_AS, (_LIMITS["as"], _LIMITS["as"]))
 
-try:
-    _main()
-except MemoryError:
-    _write(_MEMORY_ERROR if _started[0] else b"M\x00\x00\x00\x01s")
-os._exit(0)
+if __name__ == "__main__":
+    _go(sys.argv[1])

@@ -3,6 +3,7 @@
 package python
 
 import (
+	"context"
 	_ "embed"
 	"encoding/binary"
 	"errors"
@@ -46,6 +47,25 @@ const zygoteRuns = 256
 // _SPARES, which the zygote's argument sets).
 const zygoteSpares = 2
 
+// zygotePreload are the standard library's common modules, which the
+// zygote imports while no request waits, so that a run does not (the
+// runs prepared before then import what they use). A module whose
+// import brings in one the runner configures as it is imported
+// (logging, asyncio, random, uuid, tempfile) or replaces (datetime, by
+// the pure-Python module reading the fake clock) is forgotten again:
+// each run imports it itself.
+var zygotePreload = strings.Fields(`abc array base64 binascii bisect collections collections.abc contextlib copy csv
+	dataclasses decimal difflib enum fnmatch fractions functools hashlib heapq hmac html inspect itertools keyword
+	math numbers operator pathlib pprint re string struct textwrap types typing unicodedata warnings zlib`)
+
+// cmpOrSlice returns s, or def when s is nil.
+func cmpOrSlice(s, def []string) []string {
+	if s == nil {
+		return def
+	}
+	return s
+}
+
 // zygoteStartTimeout bounds the zygote's start (bubblewrap, the
 // interpreter, the standard library's imports).
 const zygoteStartTimeout = 30 * time.Second
@@ -70,8 +90,7 @@ type zygotes struct {
 type zygote struct {
 	cmd     *exec.Cmd
 	conn    *net.UnixConn
-	pid     int   // the zygote's pid, from its first message's credentials
-	base    int64 // its address space: a run's starts from it
+	pid     int // the zygote's pid, from its first message's credentials
 	stderr  *boundedBuffer
 	exited  chan struct{} // closed once bubblewrap has been waited for
 	maxRuns int           // zygoteRuns (tests: fewer)
@@ -120,41 +139,37 @@ func (b *Backend) zygoteArgv() []string {
 	}
 	scratch := max(b.scratch, 0)
 	return append(args, "--remount-ro", "/", "--chdir", "/", "--", b.lay.python, "-S", "-s", "-B", "-c", zygoteSource,
-		b.program(), strconv.FormatInt(scratch, 10), strconv.Itoa(zygoteSpares), b.tag)
+		b.program(), strconv.FormatInt(scratch, 10), strconv.Itoa(zygoteSpares), strings.Join(cmpOrSlice(b.preload, zygotePreload), " "), b.tag)
 }
 
 // startZygote starts a zygote and waits for it to say it is ready.
 func (b *Backend) startZygote() (*zygote, error) {
+	var h handles
+	defer h.close()
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, err
 	}
+	host, theirs := os.NewFile(uintptr(fds[0]), "zygote"), os.NewFile(uintptr(fds[1]), "zygote")
+	h.hold(host)
+	h.hold(theirs) // the zygote's once it starts: its channel ends when the zygote does
 	if err := unix.SetsockoptInt(fds[0], unix.SOL_SOCKET, unix.SO_PASSCRED, 1); err != nil {
-		unix.Close(fds[0])
-		unix.Close(fds[1])
 		return nil, err
 	}
-	host, theirs := os.NewFile(uintptr(fds[0]), "zygote"), os.NewFile(uintptr(fds[1]), "zygote")
-	c, err := net.FileConn(host)
-	host.Close()
+	c, err := net.FileConn(host) // a copy of host
 	if err != nil {
-		theirs.Close()
 		return nil, err
 	}
 	conn := c.(*net.UnixConn)
-	filterR, filterW, err := os.Pipe()
+	h.hold(conn)
+	filterR, filterW, err := h.pipe()
 	if err != nil {
-		theirs.Close()
-		conn.Close()
 		return nil, err
 	}
-	defer filterR.Close()
-	_, werr := filterW.Write(b.filter)
-	filterW.Close()
-	if werr != nil {
-		theirs.Close()
-		conn.Close()
-		return nil, werr
+	_, err = filterW.Write(b.filter)
+	h.drop(filterW)
+	if err != nil {
+		return nil, err
 	}
 	z := &zygote{conn: conn, stderr: &boundedBuffer{max: 4 << 10}, exited: make(chan struct{}), runs: map[uint64]*zrun{},
 		maxRuns: b.zygotes.maxRuns}
@@ -163,12 +178,10 @@ func (b *Backend) startZygote() (*zygote, error) {
 	z.cmd.Stderr = z.stderr
 	z.cmd.ExtraFiles = []*os.File{theirs, filterR} // fd 3: the channel; fd 4: the filter
 	z.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	err = z.cmd.Start()
-	theirs.Close() // the zygote's now: its channel ends when the zygote does
-	if err != nil {
-		conn.Close()
+	if err := z.cmd.Start(); err != nil {
 		return nil, err
 	}
+	h.keep(conn) // z's: z.kill closes it
 	go func() {
 		_ = z.cmd.Wait()
 		close(z.exited)
@@ -182,10 +195,6 @@ func (b *Backend) startZygote() (*zygote, error) {
 		return nil, fmt.Errorf("python: the zygote did not start: %s", firstLine(z.stderr.Bytes()))
 	}
 	z.pid = pid
-	if z.base, err = addressSpaceOf(pid); err != nil {
-		z.kill()
-		return nil, err
-	}
 	go z.listen()
 	return z, nil
 }
@@ -195,11 +204,11 @@ func (b *Backend) startZygote() (*zygote, error) {
 func addressSpaceOf(pid int) (int64, error) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/statm")
 	if err != nil {
-		return 0, fmt.Errorf("python: reading the zygote's memory: %w", err)
+		return 0, fmt.Errorf("python: reading a run's memory: %w", err)
 	}
 	pages, err := strconv.ParseInt(strings.Fields(string(b))[0], 10, 64)
 	if err != nil {
-		return 0, fmt.Errorf("python: reading the zygote's memory: %w", err)
+		return 0, fmt.Errorf("python: reading a run's memory: %w", err)
 	}
 	return pages * int64(os.Getpagesize()), nil
 }
@@ -295,10 +304,10 @@ func (z *zygote) end(number uint64, r *zrun) {
 	}
 }
 
-// fork asks the zygote for a run: it sends the run's limits and its
-// descriptors (stdin, stdout, stderr and the go pipe). It fails when the
-// zygote is retired or dead.
-func (z *zygote) fork(number uint64, limits string, files []*os.File) (*zrun, error) {
+// fork asks the zygote for a run: it sends the run's number and its
+// descriptors (stdin, stdout, stderr and the go pipe, through which the
+// limits follow). It fails when the zygote is retired or dead.
+func (z *zygote) fork(number uint64, files []*os.File) (*zrun, error) {
 	r := &zrun{ready: make(chan int, 1), done: make(chan struct{})}
 	z.mu.Lock()
 	if z.dead || z.retired {
@@ -317,7 +326,6 @@ func (z *zygote) fork(number uint64, limits string, files []*os.File) (*zrun, er
 		z.replace()
 	}
 	msg := binary.BigEndian.AppendUint64(nil, number)
-	msg = append(msg, limits...)
 	fds := make([]int, len(files))
 	for i, f := range files {
 		fds[i] = int(f.Fd())
@@ -505,36 +513,38 @@ func (b *Backend) nextNumber() uint64 {
 // forks the run's process, which is so in the group from its first
 // instruction.
 func (b *Backend) spawnFromZygote(z *zygote, req spi.Request) (*proc, error) {
-	var ours, theirs []*os.File // in (write end ours), out, err, go (write end ours)
-	closeAll := func(fs []*os.File) {
-		for _, f := range fs {
-			f.Close()
-		}
-	}
+	var h handles
+	defer h.close()
+	var theirs [4]*os.File // in, out, err, go: the run's ends
+	var ours [4]*os.File
 	for i := range 4 {
-		r, w, err := os.Pipe()
+		r, w, err := h.pipe()
 		if err != nil {
-			closeAll(ours)
-			closeAll(theirs)
-			return nil, fmt.Errorf("%w: %v", errNoOutcome, err)
+			return nil, noOutcome(err)
 		}
 		if i == 1 || i == 2 { // out, err: the run writes
 			r, w = w, r
 		}
-		theirs, ours = append(theirs, r), append(ours, w)
+		theirs[i], ours[i] = r, w
 	}
 	inW, outR, errR, goW := ours[0], ours[1], ours[2], ours[3]
 	number := b.nextNumber()
-	zr, err := z.fork(number, b.runnerLimits(req.Limits, z.base), theirs)
-	closeAll(theirs)
+	zr, err := z.fork(number, theirs[:])
+	for _, f := range theirs {
+		h.drop(f)
+	}
 	if err != nil {
-		closeAll(ours)
 		return nil, err
 	}
-	// The run's group is made while the zygote hands the run over.
+	// From here on, a failure ends the run (it reads no go) and its
+	// group, and retires the zygote.
 	var group *cgroup.Group
+	pidfd := -1
 	fail := func(err error) (*proc, error) {
-		closeAll(ours) // the run reads no go, and ends
+		h.close()
+		if pidfd >= 0 {
+			unix.Close(pidfd)
+		}
 		if group != nil {
 			_ = group.Remove()
 		}
@@ -542,12 +552,11 @@ func (b *Backend) spawnFromZygote(z *zygote, req spi.Request) (*proc, error) {
 		z.release(false)
 		return nil, err
 	}
+	// The run's group is made while the zygote hands the run over.
 	if m := b.cgroups(); m != nil {
-		g, err := m.New(groupLimits(req.Limits, zygoteGroupOverhead, zygoteRunTasks)) // cgroup.go
-		if err != nil {
-			return fail(fmt.Errorf("%w: %v", errNoOutcome, err))
+		if group, err = m.New(groupLimits(req.Limits, zygoteGroupOverhead, zygoteRunTasks)); err != nil { // cgroup.go
+			return fail(noOutcome(err))
 		}
-		group = g
 	}
 	var pid int
 	wait := time.NewTimer(b.startup)
@@ -562,16 +571,28 @@ func (b *Backend) spawnFromZygote(z *zygote, req spi.Request) (*proc, error) {
 	// The process waits for its go until the host writes it: it cannot
 	// have ended by itself, only with its zygote (its parent-death
 	// signal), and the kernel hands out pids in turn, so pid is still it.
-	pidfd, err := unix.PidfdOpen(pid, 0)
-	if err != nil {
-		return fail(fmt.Errorf("%w: %v", errNoOutcome, err))
+	if pidfd, err = unix.PidfdOpen(pid, 0); err != nil {
+		return fail(noOutcome(err))
 	}
 	if group != nil {
 		if err := group.Place(pid); err != nil {
-			unix.Close(pidfd)
-			return fail(fmt.Errorf("%w: %v", errNoOutcome, err))
+			return fail(noOutcome(err))
 		}
 	}
+	// The run's address space is counted from what its process holds
+	// now (the interpreter and the prepared runner): without a group,
+	// the memory limit is an address-space rlimit from there.
+	base := int64(0)
+	if b.addressSpace(req.Limits) > 0 {
+		if base, err = addressSpaceOf(pid); err != nil {
+			return fail(noOutcome(err))
+		}
+	}
+	if _, err := goW.Write([]byte("g" + b.runnerLimits(req.Limits, base))); err != nil {
+		return fail(noOutcome(err))
+	}
+	h.drop(goW)
+	h.keep(inW, outR, errR)
 	p := &proc{
 		b: b, in: inW, out: outR,
 		stderr:   &boundedBuffer{max: 4 << 10},
@@ -584,12 +605,6 @@ func (b *Backend) spawnFromZygote(z *zygote, req spi.Request) (*proc, error) {
 		zr:       zr, z: z, pidfd: pidfd,
 		killed: make(chan struct{}),
 	}
-	if _, err := goW.Write([]byte("g")); err != nil {
-		unix.Close(pidfd)
-		p.removeGroup()
-		return fail(fmt.Errorf("%w: %v", errNoOutcome, err))
-	}
-	goW.Close()
 	p.begin(req.Limits, errR)
 	go p.writeAnswers()
 	return p, nil
@@ -632,10 +647,10 @@ func (p *proc) observeKeeper(o *observation) {
 // it passes. It fails where bubblewrap may not grant CAP_SYS_ADMIN in
 // the sandbox's user namespace, or the kernel refuses a run's namespaces
 // or its /tmp: the backend's runs then start a sandbox each.
-func (b *Backend) zygoteSelfTest() error {
-	b.useZygote, b.zygotes.only = true, true
-	err := b.selfTest()
-	b.useZygote, b.zygotes.only = false, false
+func (b *Backend) zygoteSelfTest(ctx context.Context) error {
+	b.zygotes.only = true
+	err := b.selfTest(ctx)
+	b.zygotes.only = false
 	if err != nil {
 		b.zygotes.close()
 		b.zygotes.mu.Lock()
@@ -648,10 +663,14 @@ func (b *Backend) zygoteSelfTest() error {
 // ZygoteStatus reports whether this backend's runs are forked from its
 // zygote: nil if so, else why not (Options.NoZygote, or what the machine
 // refused, in which case each run starts a sandbox of its own, 50 ms or
-// more).
-func (b *Backend) ZygoteStatus() error {
+// more). It checks the machine first, under ctx, if no Warm or Evaluate
+// has; a machine that cannot run the sandbox at all is the error.
+func (b *Backend) ZygoteStatus(ctx context.Context) error {
 	if !b.useZygote {
 		return errors.New("python: the zygote is off (Options.NoZygote): each run starts a sandbox of its own")
+	}
+	if err := b.ready(ctx); err != nil {
+		return err
 	}
 	b.zygotes.mu.Lock()
 	defer b.zygotes.mu.Unlock()

@@ -1,24 +1,24 @@
 # zygote.py: the zygote of backends/python, embedded in the Go package
-# and run as `python3 -S -s -B -c ZYGOTE PROGRAM SCRATCH SPARES TAG` in
+# and run as `python3 -S -s -B -c ZYGOTE PROGRAM SCRATCH SPARES PRELOAD TAG` in
 # one bubblewrap sandbox per backend (zygote.go), with CAP_SYS_ADMIN in
 # the sandbox's user namespace only. PROGRAM is what a run executes
 # (confine.py and runner.py: landlock.go); SCRATCH the size of a run's
-# /tmp in bytes (0: none); SPARES how many runs to keep prepared; TAG
+# /tmp in bytes (0: none); SPARES how many runs to keep prepared; PRELOAD
+# the modules to import while idle (names separated by spaces); TAG
 # names the backend's processes for its tests.
 #
-# The zygote imports the standard library's common modules once, then
-# serves the host on fd 3, a SOCK_SEQPACKET socket:
+# The zygote serves the host on fd 3, a SOCK_SEQPACKET socket:
 #
 #   host -> zygote   one message per run: the run's number (8 bytes,
-#                    big-endian), then the runner's limits (JSON text);
-#                    with it, four descriptors: the run's stdin, stdout,
-#                    stderr and its go pipe (read end).
+#                    big-endian), with four descriptors: the run's stdin,
+#                    stdout, stderr and its go pipe (read end).
 #   zygote -> host   "Z" once, ready (the host reads the zygote's pid
 #                    from the message's credentials). From each run's
 #                    process: "R" + number once it has its request (the
 #                    host reads its pid from the credentials, places it
-#                    in the run's cgroup, and writes one byte "g" to the
-#                    go pipe). From each run's keeper: "E" + number + the
+#                    in the run's cgroup, and writes "g" and the runner's
+#                    limits, JSON text, to the go pipe, which it then
+#                    closes). From each run's keeper: "E" + number + the
 #                    exit code (4 bytes, signed: the code, or 128 plus the
 #                    signal), the user and system CPU time in
 #                    microseconds and the peak resident memory in KiB (8
@@ -31,20 +31,27 @@
 # but its channel to the host) makes new pid, mount, network, IPC and
 # UTS namespaces, forks the run's process (pid 1 of the new pid
 # namespace), waits for it and reports what the kernel says of it. The
-# run's process dies with the keeper, mounts a fresh tmpfs on /tmp, and
-# waits for its request (on a socket only it and the zygote hold). Then
-# it tells the keeper its number, the host its pid, waits for the go,
-# takes the run's descriptors as 0, 1 and 2 and closes every other,
-# drops every capability, installs the seccomp filter and runs PROGRAM,
-# which sets the rlimits, applies Landlock and reads the script. Nothing
-# of a run is in the zygote: it only forks and hands requests over, and
-# never reads what a run writes.
+# run's process dies with the keeper, mounts a fresh tmpfs on /tmp,
+# drops every capability, installs the seccomp filter, applies Landlock
+# and prepares the runner (PROGRAM's definitions and what depends on no
+# run), then waits for its request (on a socket only it and the zygote
+# hold). Then it tells the keeper its number, the host its pid, waits
+# for the go, takes the run's descriptors as 0, 1 and 2, closes every
+# other, and starts the runner, which sets the rlimits and reads the
+# script. Nothing of a run is in the zygote: it only forks and hands
+# requests over, and never reads what a run writes.
+#
+# The zygote says it is ready as soon as it can prepare a run; it
+# imports the standard library's common modules (PRELOAD) while no
+# request waits, one at a time, so that the first run does not wait for
+# them (the runs prepared before then import what they use).
 import sys
 import os
 
 import ctypes
 import json
 import resource
+import select
 import signal
 import socket
 import _thread
@@ -53,22 +60,43 @@ import builtins
 import io
 import time
 
-# The standard library's common modules, imported once here so that a
-# run does not. Not these: the runner configures logging, asyncio,
-# random and uuid as they are imported, and makes datetime the pure-Python
-# module reading its fake clock (checked below).
-import abc, array, base64, binascii, bisect, collections, collections.abc, contextlib, copy, csv, dataclasses, decimal, difflib, enum, fnmatch, fractions, functools, hashlib, heapq, hmac, html, inspect, itertools, keyword, math, numbers, operator, pathlib, pprint, re, select, string, struct, textwrap, types, typing, unicodedata, warnings, zlib  # noqa: E401
+# The modules the runner configures as they are imported (logging,
+# asyncio, random, uuid) or replaces (datetime by the pure-Python module
+# reading its fake clock): the zygote must not have imported them.
+_CONFIGURED = ("logging", "asyncio", "random", "uuid", "datetime", "_datetime", "tempfile")
 
-for _name in ("logging", "asyncio", "random", "uuid", "datetime", "_datetime", "tempfile"):
-    if _name in sys.modules:
-        os.write(2, ("python: the zygote imported %s\n" % _name).encode())
-        os._exit(1)
+
+def _configured_imported():
+    return [n for n in _CONFIGURED if n in sys.modules]
+
+
+if _configured_imported():
+    os.write(2, ("python: the zygote imported %s\n" % _configured_imported()).encode())
+    os._exit(1)
+
+
+def _preload(name):
+    # Imports name, unless that brings in a module of _CONFIGURED: then
+    # every module the import added is forgotten, and runs import name
+    # themselves.
+    before = set(sys.modules)
+    try:
+        __import__(name)
+    except Exception:
+        pass
+    if _configured_imported():
+        for n in set(sys.modules) - before:
+            del sys.modules[n]
+
 
 _PROGRAM = compile(sys.argv[1], "<runner>", "exec")
 _SCRATCH = int(sys.argv[2])
 # _SPARES runs are prepared ahead (forked, their namespaces and /tmp
 # made), each waiting for its request on a socket of its own.
 _SPARES = int(sys.argv[3])
+# The standard library's common modules, imported once here so that a
+# run does not: each unless its import brings in one of _CONFIGURED.
+_PRELOAD = sys.argv[4].split()
 del sys.argv[1:]
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -113,21 +141,10 @@ def _spare(ctrl, req, tell, alive_r, filt):
         os.chdir("/tmp")
     else:
         os.chdir("/")
-    # The run: its number, its limits and its descriptors.
-    msg, fds, _, _ = socket.recv_fds(req, 1 << 16, 4)
-    if len(fds) != 4 or len(msg) < 8:
-        os._exit(1)
-    req.close()
-    number, limits = msg[:8], msg[8:].decode()
-    os.write(tell, number)
-    os.close(tell)
-    ctrl.send(b"R" + number)  # the host reads this process's pid from it
-    go = os.read(fds[3], 1)
-    if go != b"g":
-        os._exit(1)
-    for i in range(3):
-        os.dup2(fds[i], i)
-    os.closerange(3, resource.getrlimit(resource.RLIMIT_NOFILE)[0])
+    # Nothing below needs a privilege: the process confines itself now,
+    # before the run exists (every capability dropped, the seccomp
+    # filter, Landlock), and prepares the runner (PROGRAM's definitions
+    # and _prepare: the fake clock, the log writers, ...).
     if _libc.prctl(_PR_CAP_AMBIENT, 4, 0, 0, 0) != 0:  # PR_CAP_AMBIENT_CLEAR_ALL
         _fail("clearing ambient capabilities")
     hdr, data = _CapHeader(0x20080522, 0), (_CapData * 2)()  # _LINUX_CAPABILITY_VERSION_3
@@ -139,9 +156,41 @@ def _spare(ctrl, req, tell, alive_r, filt):
     prog = _SockFprog(len(filt) // 8, ctypes.cast(buf, ctypes.c_void_p))
     if _libc.prctl(_PR_SET_SECCOMP, 2, ctypes.byref(prog), 0, 0) != 0:
         _fail("installing the seccomp filter")
-    sys.argv[:] = ["-c", limits]
-    exec(_PROGRAM, {"__name__": "__main__", "__builtins__": builtins})
+    del buf, prog
+    runner = {"__name__": "__sandbank_runner__", "__builtins__": builtins}
+    exec(_PROGRAM, runner)
+    runner["_confine"]()
+    runner["_prepare"]()
+    # The run: its number and its descriptors.
+    msg, fds, _, _ = socket.recv_fds(req, 64, 4)
+    if len(fds) != 4 or len(msg) != 8:
+        os._exit(1)
+    req.close()
+    number = msg
+    os.write(tell, number)
+    os.close(tell)
+    ctrl.send(b"R" + number)  # the host reads this process's pid from it
+    # The go: "g" and the run's limits, which the host writes once it
+    # has placed this process in the run's cgroup and measured its
+    # address space, then closes.
+    go = b""
+    while len(go) < _GO_MAX:
+        chunk = os.read(fds[3], _GO_MAX)
+        if not chunk:
+            break
+        go += chunk
+    if go[:1] != b"g" or len(go) >= _GO_MAX:
+        os._exit(1)
+    for i in range(3):
+        os.dup2(fds[i], i)
+    os.closerange(3, resource.getrlimit(resource.RLIMIT_NOFILE)[0])
+    sys.argv[:] = ["-c"]
+    runner["_go"](go[1:].decode(), True)
     os._exit(0)
+
+
+# _GO_MAX bounds the go message (the host's: "g" and the limits' JSON).
+_GO_MAX = 1 << 16
 
 
 def _keep(ctrl, req, filt):
@@ -226,13 +275,21 @@ def _serve():
     os.close(4)
     # Keepers are reaped by the kernel: the zygote waits for none.
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+    spares = [_prepare(ctrl, filt)]
     ctrl.send(b"Z")
-    spares = [_prepare(ctrl, filt) for _ in range(_SPARES)]
+    # Work for the zygote while no request waits: the common modules'
+    # imports, one at a time, then the other spares.
+    common = list(_PRELOAD)
     while True:
-        msg, fds, _, _ = socket.recv_fds(ctrl, 1 << 16, 4)
+        while (common or len(spares) < _SPARES) and not select.select([ctrl], [], [], 0)[0]:
+            if common:
+                _preload(common.pop(0))
+            else:
+                spares.append(_prepare(ctrl, filt))
+        msg, fds, _, _ = socket.recv_fds(ctrl, 64, 4)
         if not msg:
             os._exit(0)
-        if len(fds) != 4 or len(msg) < 8:
+        if len(fds) != 4 or len(msg) != 8:
             os._exit(1)
         for _ in range(2):
             spare = spares.pop(0) if spares else _prepare(ctrl, filt)
@@ -245,10 +302,10 @@ def _serve():
             if sent:
                 break
         else:
-            ctrl.send(b"F" + msg[:8] + b"no run could be prepared")
+            ctrl.send(b"F" + msg + b"no run could be prepared")
         for fd in fds:
             os.close(fd)
-        while len(spares) < _SPARES:
+        if not spares:
             spares.append(_prepare(ctrl, filt))
 
 
