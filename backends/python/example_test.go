@@ -10,6 +10,7 @@ import (
 	"github.com/sandbank/sandbank/backends/python"
 	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/spi"
+	"github.com/sandbank/sandbank/storage"
 )
 
 // A script's value is its last expression; host functions are host.NAME.
@@ -22,7 +23,7 @@ func Example() {
 		fmt.Println(err) // no bubblewrap or python3 here
 		return
 	}
-	e, err := effect.New(effect.NewMemoryStore(), backend, &effect.Options{
+	e, err := effect.New(new(storage.MemoryStore), backend, &effect.Options{
 		Host: effect.HostFuncs{"rate": func(context.Context, json.RawMessage) (any, error) { return 0.25, nil }},
 	})
 	if err != nil {
@@ -47,7 +48,7 @@ func Example_failures() {
 		fmt.Println(err)
 		return
 	}
-	e, err := effect.New(effect.NewMemoryStore(), backend, nil)
+	e, err := effect.New(new(storage.MemoryStore), backend, nil)
 	if err != nil {
 		panic(err)
 	}
