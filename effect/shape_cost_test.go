@@ -16,50 +16,8 @@ import (
 	"github.com/sandbank/sandbank/internal/canon"
 	"github.com/sandbank/sandbank/internal/fakebackend"
 	"github.com/sandbank/sandbank/internal/shape"
+	"github.com/sandbank/sandbank/internal/shape/shapetest"
 )
-
-// refChain is a shape of n $defs, each applying the next one branches
-// times through comb: a value meets branches^n subschemas.
-func refChain(n int, comb string, branches int) string {
-	var b strings.Builder
-	b.WriteString(`{"$defs":{`)
-	for i := range n {
-		fmt.Fprintf(&b, `"d%d":{"%s":[`, i, comb)
-		for j := range branches {
-			if j > 0 {
-				b.WriteString(",")
-			}
-			fmt.Fprintf(&b, `{"$ref":"#/$defs/d%d"}`, i+1)
-		}
-		b.WriteString(`]},`)
-	}
-	fmt.Fprintf(&b, `"d%d":{"type":"integer"}},"$ref":"#/$defs/d0"}`, n)
-	return b.String()
-}
-
-// ifChain is a shape of n $defs whose if, then and else each apply the
-// next one.
-func ifChain(n int) string {
-	var b strings.Builder
-	b.WriteString(`{"$defs":{`)
-	for i := range n {
-		fmt.Fprintf(&b, `"d%d":{"if":{"$ref":"#/$defs/d%d"},"then":{"$ref":"#/$defs/d%d"},"else":{"$ref":"#/$defs/d%d"}},`, i, i+1, i+1, i+1)
-	}
-	fmt.Fprintf(&b, `"d%d":{"type":"integer"}},"$ref":"#/$defs/d0"}`, n)
-	return b.String()
-}
-
-// depChain is a shape of n $defs whose dependentSchemas apply the next
-// one twice, for properties a and b.
-func depChain(n int) string {
-	var b strings.Builder
-	b.WriteString(`{"$defs":{`)
-	for i := range n {
-		fmt.Fprintf(&b, `"d%d":{"dependentSchemas":{"a":{"$ref":"#/$defs/d%d"},"b":{"$ref":"#/$defs/d%d"}}},`, i, i+1, i+1)
-	}
-	fmt.Fprintf(&b, `"d%d":{}},"$ref":"#/$defs/d0"}`, n)
-	return b.String()
-}
 
 // jsonArray is a JSON array of n copies of item.
 func jsonArray(n int, item string) string {
@@ -81,12 +39,12 @@ func ints(n int) string {
 // value without the bound; docs/RATIONALE.md, R29).
 func TestShapeCostRefusesBombs(t *testing.T) {
 	bombs := map[string]string{
-		"anyOf through $ref, 2 branches, 20 levels": refChain(20, "anyOf", 2),
-		"oneOf through $ref, 2 branches, 20 levels": refChain(20, "oneOf", 2),
-		"allOf through $ref, 2 branches, 20 levels": refChain(20, "allOf", 2),
-		"allOf through $ref, 3 branches, 13 levels": refChain(13, "allOf", 3),
-		"if/then/else through $ref, 20 levels":      ifChain(20),
-		"dependentSchemas through $ref, 20 levels":  depChain(20),
+		"anyOf through $ref, 2 branches, 20 levels": shapetest.RefChain(20, "anyOf", 2),
+		"oneOf through $ref, 2 branches, 20 levels": shapetest.RefChain(20, "oneOf", 2),
+		"allOf through $ref, 2 branches, 20 levels": shapetest.RefChain(20, "allOf", 2),
+		"allOf through $ref, 3 branches, 13 levels": shapetest.RefChain(13, "allOf", 3),
+		"if/then/else through $ref, 20 levels":      shapetest.IfChain(20),
+		"dependentSchemas through $ref, 20 levels":  shapetest.DepChain(20),
 		"items doubling per level of the value":     `{"$defs":{"n":{"items":{"allOf":[{"$ref":"#/$defs/n"},{"$ref":"#/$defs/n"}]}}},"$ref":"#/$defs/n"}`,
 		"a property doubling per level":             `{"$defs":{"n":{"properties":{"a":{"oneOf":[{"$ref":"#/$defs/n"},{"$ref":"#/$defs/n"}]}}}},"$ref":"#/$defs/n"}`,
 		"an enum of thousands":                      `{"items":{"enum":` + ints(3000) + `}}`,
@@ -105,7 +63,7 @@ func TestShapeCostRefusesBombs(t *testing.T) {
 	}
 
 	f := newFixture(t, fakebackend.Echo(), nil)
-	_, err := f.e.Evaluate(context.Background(), Call{Script: f.addr, Input: 1, Shape: json.RawMessage(refChain(20, "anyOf", 2))})
+	_, err := f.e.Evaluate(context.Background(), Call{Script: f.addr, Input: 1, Shape: json.RawMessage(shapetest.RefChain(20, "anyOf", 2))})
 	requireInvalid(t, err, ErrInvalidShape)
 	f.untouched(t)
 	assert.Zero(t, f.e.shapes.len(), "a refused shape is not cached")
@@ -115,7 +73,7 @@ func TestShapeCostRefusesBombs(t *testing.T) {
 // subschema nothing else reaches (here the root resource's $defs/x, by
 // the scopes the validator passed through); its cost counts.
 func TestShapeCostCountsDynamicAnchors(t *testing.T) {
-	chain := refChain(20, "allOf", 2)
+	chain := shapetest.RefChain(20, "allOf", 2)
 	defs := chain[len(`{"$defs":{`):strings.LastIndex(chain, `},"$ref"`)]
 	schema := `{"$defs":{"x":{"$dynamicAnchor":"n","$ref":"#/$defs/d0"},` + defs + `},` +
 		`"properties":{"a":{"$id":"inner","$dynamicAnchor":"n","items":{"$dynamicRef":"#n"}}}}`
@@ -148,7 +106,7 @@ func TestShapeCostRefusesInPlaceCycles(t *testing.T) {
 // refused at once. The check runs under a generous deadline so that a
 // regression fails instead of hanging the suite.
 func TestShapeCostBombIsRefusedNotRun(t *testing.T) {
-	schema := refChain(30, "anyOf", 2)
+	schema := shapetest.RefChain(30, "anyOf", 2)
 	done := make(chan error, 1)
 	go func() {
 		s, err := compileShape([]byte(schema))
@@ -166,54 +124,20 @@ func TestShapeCostBombIsRefusedNotRun(t *testing.T) {
 	}
 }
 
-// openAPILike is a realistic large schema: an object of 50 properties
-// (strings, enums, numbers with bounds, nested arrays of objects), $defs
-// shared through $ref, and a recursive tree.
-func openAPILike() string {
-	var b strings.Builder
-	b.WriteString(`{"$defs":{` +
-		`"status":{"enum":["active","inactive","pending","deleted","archived"]},` +
-		`"money":{"type":"object","required":["amount","currency"],"properties":{"amount":{"type":"number","minimum":0},"currency":{"enum":["EUR","USD","GBP","JPY","CHF"]}},"additionalProperties":false},` +
-		`"node":{"type":"object","properties":{"name":{"type":"string"},"children":{"type":"array","items":{"$ref":"#/$defs/node"}}}},` +
-		`"address":{"type":"object","properties":{"street":{"type":"string"},"city":{"type":"string"},"zip":{"type":"string","pattern":"^[0-9]{5}$"}},"required":["city"]}` +
-		`},"type":"object","required":["id","status"],"properties":{`)
-	for i := range 50 {
-		if i > 0 {
-			b.WriteString(",")
-		}
-		switch i % 6 {
-		case 0:
-			fmt.Fprintf(&b, `"p%d":{"type":"string","maxLength":100}`, i)
-		case 1:
-			fmt.Fprintf(&b, `"p%d":{"$ref":"#/$defs/status"}`, i)
-		case 2:
-			fmt.Fprintf(&b, `"p%d":{"type":"array","items":{"type":"array","items":{"$ref":"#/$defs/money"}}}`, i)
-		case 3:
-			fmt.Fprintf(&b, `"p%d":{"oneOf":[{"$ref":"#/$defs/address"},{"type":"null"}]}`, i)
-		case 4:
-			fmt.Fprintf(&b, `"p%d":{"$ref":"#/$defs/node"}`, i)
-		default:
-			fmt.Fprintf(&b, `"p%d":{"type":"integer","minimum":0,"maximum":1000}`, i)
-		}
-	}
-	b.WriteString(`,"id":{"type":"string"},"status":{"$ref":"#/$defs/status"}},"additionalProperties":false}`)
-	return b.String()
-}
-
 // TestShapeCostPassesOrdinarySchemas: realistic schemas compile and
 // validate, and large values of ordinary shapes stay within shape.MaxWork.
 func TestShapeCostPassesOrdinarySchemas(t *testing.T) {
 	deepTree := strings.Repeat(`{"name":"n","children":[`, 200) + `{"name":"leaf"}` + strings.Repeat(`]}`, 200)
 	value := `{"id":"x","status":"active","p1":"pending","p2":[[{"amount":3,"currency":"EUR"}]],"p3":null,"p4":` + deepTree + `,"p5":7,"p9":{"city":"Paris","zip":"75001"}}`
-	assert.NoError(t, shapeCheck(t, openAPILike(), value))
-	err := shapeCheck(t, openAPILike(), `{"id":"x","status":"gone"}`)
+	assert.NoError(t, shapeCheck(t, shapetest.OpenAPILike(), value))
+	err := shapeCheck(t, shapetest.OpenAPILike(), `{"id":"x","status":"gone"}`)
 	assert.ErrorIs(t, err, ErrShapeMismatch)
 
 	for _, tc := range []struct{ schema, value string }{
 		{`{"items":{"type":"number"}}`, jsonArray(1<<21, "1")},
 		{`{"items":{"enum":["a","b","c"]},"uniqueItems":true}`, jsonArray(100000, `"a"`)},
 		{`{"type":"array","items":{"type":"object"},"uniqueItems":true}`, jsonArray(2000, `{"a":1}`)},
-		{openAPILike(), `{"id":"x","status":"active","p2":` + jsonArray(1000, jsonArray(20, `{"amount":1,"currency":"USD"}`)) + `}`},
+		{shapetest.OpenAPILike(), `{"id":"x","status":"active","p2":` + jsonArray(1000, jsonArray(20, `{"amount":1,"currency":"USD"}`)) + `}`},
 	} {
 		s, err := compileShape([]byte(tc.schema))
 		require.NoError(t, err)
@@ -285,12 +209,6 @@ func TestShapeValidatorPanicIsAMismatch(t *testing.T) {
 	assert.Equal(t, "the value could not be checked against the shape", fail.Reason)
 }
 
-// draft7 is a draft-07 shape (format is an assertion there) of body, the
-// members of its root object.
-func draft7(body string) string {
-	return `{"$schema":"http://json-schema.org/draft-07/schema#",` + body + `}`
-}
-
 // allocated is what fn allocates on the heap, in bytes.
 func allocated(fn func()) uint64 {
 	var before, after runtime.MemStats
@@ -310,7 +228,7 @@ func TestShapeWorkWeighsARegexFormat(t *testing.T) {
 	f := newFixture(t, fakebackend.Return(okOutcome(value)), nil)
 	var err error
 	n := allocated(func() {
-		_, err = f.e.Evaluate(context.Background(), Call{Script: f.addr, Input: 1, Shape: json.RawMessage(draft7(`"format":"regex"`))})
+		_, err = f.e.Evaluate(context.Background(), Call{Script: f.addr, Input: 1, Shape: json.RawMessage(shapetest.Draft7(`"format":"regex"`))})
 	})
 	var fail *Failure
 	require.ErrorAs(t, err, &fail)
@@ -340,12 +258,12 @@ func TestShapeWorkFormats(t *testing.T) {
 	}
 	t.Run("regex", func(t *testing.T) {
 		one := worstRegex(1008)
-		require.NoError(t, shapeCheck(t, draft7(`"format":"regex"`), `"`+one+`"`), "a 1 KiB regex is checked")
-		err := shapeCheck(t, draft7(`"format":"regex"`), `"(`+strings.Repeat("a", 1023)+`"`)
+		require.NoError(t, shapeCheck(t, shapetest.Draft7(`"format":"regex"`), `"`+one+`"`), "a 1 KiB regex is checked")
+		err := shapeCheck(t, shapetest.Draft7(`"format":"regex"`), `"(`+strings.Repeat("a", 1023)+`"`)
 		assert.ErrorIs(t, err, ErrShapeMismatch, "an invalid one is a mismatch")
-		limit(t, shapeCheck(t, draft7(`"format":"regex"`), `"`+strings.Repeat("a", 1025)+`"`))
-		limit(t, shapeCheck(t, draft7(`"items":{"format":"regex"}`), jsonArray(17, `"`+one+`"`)))
-		limit(t, shapeCheck(t, draft7(`"propertyNames":{"format":"regex"}`), `{"`+strings.Repeat("a", 1025)+`":1}`))
+		limit(t, shapeCheck(t, shapetest.Draft7(`"format":"regex"`), `"`+strings.Repeat("a", 1025)+`"`))
+		limit(t, shapeCheck(t, shapetest.Draft7(`"items":{"format":"regex"}`), jsonArray(17, `"`+one+`"`)))
+		limit(t, shapeCheck(t, shapetest.Draft7(`"propertyNames":{"format":"regex"}`), `{"`+strings.Repeat("a", 1025)+`":1}`))
 	})
 	// Every format santhosh-tekuri/jsonschema/v6 asserts but "regex": each
 	// is linear in the string, and 64 subschemas asserting it on a 1 MiB
@@ -358,18 +276,18 @@ func TestShapeWorkFormats(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			one := `{"format":"` + name + `"}`
-			require.ErrorIs(t, shapeCheck(t, draft7(`"format":"`+name+`"`), `"\u0000"`), ErrShapeMismatch, "the validator asserts it")
+			require.ErrorIs(t, shapeCheck(t, shapetest.Draft7(`"format":"`+name+`"`), `"\u0000"`), ErrShapeMismatch, "the validator asserts it")
 			var err error
 			n := allocated(func() {
-				err = shapeCheck(t, draft7(`"allOf":[`+strings.TrimSuffix(strings.Repeat(one+",", 64), ",")+`]`), long)
+				err = shapeCheck(t, shapetest.Draft7(`"allOf":[`+strings.TrimSuffix(strings.Repeat(one+",", 64), ",")+`]`), long)
 			})
 			limit(t, err)
 			assert.Less(t, n, uint64(64<<20), "allocated %d MiB", n>>20)
 		})
 	}
 	for _, name := range []string{"idn-email", "idn-hostname", "no-such-format"} {
-		assert.NoError(t, shapeCheck(t, draft7(`"format":"`+name+`"`), `"\u0000"`), "%s is not asserted", name)
-		assert.NoError(t, shapeCheck(t, draft7(`"allOf":[`+strings.TrimSuffix(strings.Repeat(`{"format":"`+name+`"},`, 64), ",")+`]`), long))
+		assert.NoError(t, shapeCheck(t, shapetest.Draft7(`"format":"`+name+`"`), `"\u0000"`), "%s is not asserted", name)
+		assert.NoError(t, shapeCheck(t, shapetest.Draft7(`"allOf":[`+strings.TrimSuffix(strings.Repeat(`{"format":"`+name+`"},`, 64), ",")+`]`), long))
 	}
 }
 
@@ -381,7 +299,7 @@ func BenchmarkShapeFormatRegex(b *testing.B) {
 	b.Run("4MiB refused", func(b *testing.B) {
 		value := `"` + strings.Repeat("(a)", 4<<20/3-1) + `"`
 		f := newFixture(b, fakebackend.Return(okOutcome(value)), nil)
-		call := Call{Script: f.addr, Input: 1, Shape: json.RawMessage(draft7(`"format":"regex"`))}
+		call := Call{Script: f.addr, Input: 1, Shape: json.RawMessage(shapetest.Draft7(`"format":"regex"`))}
 		b.ReportAllocs()
 		for b.Loop() {
 			if _, err := f.e.Evaluate(context.Background(), call); !errors.Is(err, ErrLimitExceeded) {
@@ -391,7 +309,7 @@ func BenchmarkShapeFormatRegex(b *testing.B) {
 	})
 	for _, n := range []int{1, 16} {
 		b.Run(fmt.Sprintf("%d worst 1KiB", n), func(b *testing.B) {
-			s, err := compileShape([]byte(draft7(`"items":{"format":"regex"}`)))
+			s, err := compileShape([]byte(shapetest.Draft7(`"items":{"format":"regex"}`)))
 			require.NoError(b, err)
 			v, err := canon.Decode([]byte(jsonArray(n, `"`+worstRegex(1008)+`"`)))
 			require.NoError(b, err)

@@ -3,12 +3,11 @@ package shape
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"net/url"
-	"strings"
 	"testing"
 
 	"github.com/sandbank/sandbank/internal/canon"
+	"github.com/sandbank/sandbank/internal/shape/shapetest"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
@@ -56,7 +55,7 @@ func (refuse) Load(string) (any, error) { return nil, errors.New("no external sc
 func FuzzCost(f *testing.F) {
 	for _, s := range []string{
 		`{}`, `true`, `false`, `{"type":"string"}`,
-		refChain(3, "anyOf", 2), refChain(12, "oneOf", 2), ifChain(4), depChain(4), openAPILike(),
+		shapetest.RefChain(3, "anyOf", 2), shapetest.RefChain(12, "oneOf", 2), shapetest.IfChain(4), shapetest.DepChain(4), shapetest.OpenAPILike(),
 		`{"$defs":{"n":{"items":{"allOf":[{"$ref":"#/$defs/n"},{"$ref":"#/$defs/n"}]}}},"$ref":"#/$defs/n"}`,
 		`{"$defs":{"n":{"properties":{"l":{"$ref":"#/$defs/n"},"r":{"$ref":"#/$defs/n"}}}},"$ref":"#/$defs/n"}`,
 		`{"$dynamicAnchor":"n","items":{"$dynamicRef":"#n"}}`,
@@ -64,7 +63,7 @@ func FuzzCost(f *testing.F) {
 		`{"$schema":"http://json-schema.org/draft-07/schema#","items":[{"$ref":"#"},{}],"additionalItems":{"$ref":"#"},"dependencies":{"a":{"$ref":"#"}}}`,
 		`{"prefixItems":[{"$ref":"#"}],"contains":{"minimum":1},"uniqueItems":true,"patternProperties":{"^a":{"$ref":"#"}},"propertyNames":{"maxLength":3}}`,
 		`{"allOf":[{"$ref":"#"}]}`,
-		draft7(`"items":{"format":"regex"},"propertyNames":{"format":"ipv4"}`),
+		shapetest.Draft7(`"items":{"format":"regex"},"propertyNames":{"format":"ipv4"}`),
 	} {
 		f.Add([]byte(s), []byte(`[1,{"a":[2,"x"],"l":{"r":{}}},1e5]`))
 	}
@@ -97,87 +96,4 @@ func FuzzCost(f *testing.F) {
 		defer func() { _ = recover() }() // a number the validator cannot represent
 		_ = sch.Validate(v)
 	})
-}
-
-// refChain is a shape of n $defs, each applying the next one branches
-// times through comb: a value meets branches^n subschemas.
-func refChain(n int, comb string, branches int) string {
-	var b strings.Builder
-	b.WriteString(`{"$defs":{`)
-	for i := range n {
-		fmt.Fprintf(&b, `"d%d":{"%s":[`, i, comb)
-		for j := range branches {
-			if j > 0 {
-				b.WriteString(",")
-			}
-			fmt.Fprintf(&b, `{"$ref":"#/$defs/d%d"}`, i+1)
-		}
-		b.WriteString(`]},`)
-	}
-	fmt.Fprintf(&b, `"d%d":{"type":"integer"}},"$ref":"#/$defs/d0"}`, n)
-	return b.String()
-}
-
-// ifChain is a shape of n $defs whose if, then and else each apply the
-// next one.
-func ifChain(n int) string {
-	var b strings.Builder
-	b.WriteString(`{"$defs":{`)
-	for i := range n {
-		fmt.Fprintf(&b, `"d%d":{"if":{"$ref":"#/$defs/d%d"},"then":{"$ref":"#/$defs/d%d"},"else":{"$ref":"#/$defs/d%d"}},`, i, i+1, i+1, i+1)
-	}
-	fmt.Fprintf(&b, `"d%d":{"type":"integer"}},"$ref":"#/$defs/d0"}`, n)
-	return b.String()
-}
-
-// depChain is a shape of n $defs whose dependentSchemas apply the next
-// one twice, for properties a and b.
-func depChain(n int) string {
-	var b strings.Builder
-	b.WriteString(`{"$defs":{`)
-	for i := range n {
-		fmt.Fprintf(&b, `"d%d":{"dependentSchemas":{"a":{"$ref":"#/$defs/d%d"},"b":{"$ref":"#/$defs/d%d"}}},`, i, i+1, i+1)
-	}
-	fmt.Fprintf(&b, `"d%d":{}},"$ref":"#/$defs/d0"}`, n)
-	return b.String()
-}
-
-// openAPILike is a realistic large schema: an object of 50 properties
-// (strings, enums, numbers with bounds, nested arrays of objects), $defs
-// shared through $ref, and a recursive tree.
-func openAPILike() string {
-	var b strings.Builder
-	b.WriteString(`{"$defs":{` +
-		`"status":{"enum":["active","inactive","pending","deleted","archived"]},` +
-		`"money":{"type":"object","required":["amount","currency"],"properties":{"amount":{"type":"number","minimum":0},"currency":{"enum":["EUR","USD","GBP","JPY","CHF"]}},"additionalProperties":false},` +
-		`"node":{"type":"object","properties":{"name":{"type":"string"},"children":{"type":"array","items":{"$ref":"#/$defs/node"}}}},` +
-		`"address":{"type":"object","properties":{"street":{"type":"string"},"city":{"type":"string"},"zip":{"type":"string","pattern":"^[0-9]{5}$"}},"required":["city"]}` +
-		`},"type":"object","required":["id","status"],"properties":{`)
-	for i := range 50 {
-		if i > 0 {
-			b.WriteString(",")
-		}
-		switch i % 6 {
-		case 0:
-			fmt.Fprintf(&b, `"p%d":{"type":"string","maxLength":100}`, i)
-		case 1:
-			fmt.Fprintf(&b, `"p%d":{"$ref":"#/$defs/status"}`, i)
-		case 2:
-			fmt.Fprintf(&b, `"p%d":{"type":"array","items":{"type":"array","items":{"$ref":"#/$defs/money"}}}`, i)
-		case 3:
-			fmt.Fprintf(&b, `"p%d":{"oneOf":[{"$ref":"#/$defs/address"},{"type":"null"}]}`, i)
-		case 4:
-			fmt.Fprintf(&b, `"p%d":{"$ref":"#/$defs/node"}`, i)
-		default:
-			fmt.Fprintf(&b, `"p%d":{"type":"integer","minimum":0,"maximum":1000}`, i)
-		}
-	}
-	b.WriteString(`,"id":{"type":"string"},"status":{"$ref":"#/$defs/status"}},"additionalProperties":false}`)
-	return b.String()
-}
-
-// draft7 is a draft-07 shape (format is an assertion there) of body, the
-// members of its root object.
-func draft7(body string) string {
-	return `{"$schema":"http://json-schema.org/draft-07/schema#",` + body + `}`
 }
