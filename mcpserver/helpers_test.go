@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sandbank/sandbank/internal/fakebackend"
+	"github.com/sandbank/sandbank/internal/mcptest"
 	"github.com/sandbank/sandbank/mcpserver"
 	"github.com/sandbank/sandbank/registry"
 	"github.com/sandbank/sandbank/spi"
@@ -126,23 +127,10 @@ func (f *fakes) registry(langs ...string) *registry.Registry {
 }
 
 // connect serves srv on an in-memory transport and returns a client
-// session to it.
+// session to it (mcptest.Connect).
 func connect(t *testing.T, srv *mcpserver.Server, copts *mcp.ClientOptions) *mcp.ClientSession {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
-	defer cancel()
-	st, ct := mcp.NewInMemoryTransports()
-	ss, err := srv.MCP().Connect(ctx, st, nil)
-	require.NoError(t, err)
-	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, copts)
-	cs, err := client.Connect(ctx, ct, nil)
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		_ = cs.Close()
-		_ = ss.Wait()
-		_ = srv.Close()
-	})
-	return cs
+	return mcptest.Connect(t, srv, copts)
 }
 
 // newServer builds a server over f's fake engines of langs.
