@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sandbank/sandbank/internal/fenced"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -25,7 +26,7 @@ var readmeExamples = []string{"example_test.go", filepath.Join("temporal", "exam
 func TestReadmeGoBlocks(t *testing.T) {
 	readme, err := os.ReadFile("README.md")
 	require.NoError(t, err)
-	blocks := fencedBlocks(string(readme), "go")
+	blocks := fenced.Blocks(string(readme), "go")
 	require.NotEmpty(t, blocks, "README has no Go block")
 
 	type example struct {
@@ -75,23 +76,4 @@ func exampleBody(body string) (string, bool) {
 		lines[i] = l
 	}
 	return strings.TrimRight(strings.Join(lines, "\n"), "\n"), runs
-}
-
-// fencedBlocks returns the contents of md's ```lang blocks.
-func fencedBlocks(md, lang string) []string {
-	var blocks []string
-	var cur []string
-	in := false
-	for _, l := range strings.Split(md, "\n") {
-		switch {
-		case !in && l == "```"+lang:
-			in, cur = true, nil
-		case in && l == "```":
-			in = false
-			blocks = append(blocks, strings.Join(cur, "\n"))
-		case in:
-			cur = append(cur, l)
-		}
-	}
-	return blocks
 }

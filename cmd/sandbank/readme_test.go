@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sandbank/sandbank/builtin"
+	"github.com/sandbank/sandbank/internal/fenced"
 )
 
 // readmeServePort is the port README's HTTP quick start serves on; the
@@ -60,7 +61,7 @@ func TestReadmeCommands(t *testing.T) {
 		"XDG_STATE_HOME="+state) // sandbank serve's data directory
 
 	ran := 0
-	for i, block := range readmeShellBlocks(string(readme)) {
+	for i, block := range fenced.Blocks(string(readme), "sh") {
 		if !callsSandbank(block) {
 			continue
 		}
@@ -95,24 +96,6 @@ func TestReadmeCommands(t *testing.T) {
 		})
 	}
 	assert.Positive(t, ran, "README has no block that calls sandbank")
-}
-
-// readmeShellBlocks returns the contents of md's ```sh blocks.
-func readmeShellBlocks(md string) []string {
-	var blocks, cur []string
-	in := false
-	for _, l := range strings.Split(md, "\n") {
-		switch {
-		case !in && l == "```sh":
-			in, cur = true, nil
-		case in && l == "```":
-			in = false
-			blocks = append(blocks, strings.Join(cur, "\n"))
-		case in:
-			cur = append(cur, l)
-		}
-	}
-	return blocks
 }
 
 // command is a line's command, without its comment.
