@@ -175,14 +175,14 @@ func (inst *instance) Ended(j *job, callErr error) facts {
 	var exit *sys.ExitError
 	switch {
 	case callErr == nil:
-		f.ending = endExit
+		f.Ending = endExit
 	case errors.As(callErr, &exit):
-		f.ending, f.exitCode = endExit, exit.ExitCode()
+		f.Ending, f.ExitCode = endExit, exit.ExitCode()
 		if (exit.ExitCode() == sys.ExitCodeDeadlineExceeded || exit.ExitCode() == sys.ExitCodeContextCanceled) && j.ctx.Err() != nil {
-			f.ending = endKilled
+			f.Ending = endKilled
 		}
 	default:
-		f.ending, f.trap = endTrap, wasmrun.FirstLine(callErr.Error())
+		f.Ending, f.Trap = endTrap, wasmrun.FirstLine(callErr.Error())
 	}
 	return f
 }
@@ -196,14 +196,14 @@ func (inst *instance) Fail(j *job, err error) {
 // facts reads what the run of j left behind, but its ending.
 func (inst *instance) facts(j *job) facts {
 	return facts{
-		record:      j.stdout.Record(),
-		inputRead:   j.stdin.n.Load() > 0,
-		started:     j.stdout.Started(),
-		oom:         inst.Mem.Refused() || bytes.Contains(j.stderr.Bytes(), []byte("fatal error: out of memory")),
-		stack:       bytes.Contains(j.stderr.Bytes(), []byte("fatal error: stack overflow")),
-		wallExpired: j.r.WallClockExpired(),
-		late:        j.r.Late(),
-		stderr:      j.stderr,
+		Record:      j.stdout.Record(),
+		InputRead:   j.stdin.n.Load() > 0,
+		Started:     j.stdout.Started(),
+		OOM:         inst.Mem.Refused() || bytes.Contains(j.stderr.Bytes(), []byte("fatal error: out of memory")),
+		Stack:       bytes.Contains(j.stderr.Bytes(), []byte("fatal error: stack overflow")),
+		WallExpired: j.r.WallClockExpired(),
+		Late:        j.r.Late(),
+		Stderr:      j.stderr,
 	}
 }
 
@@ -256,9 +256,9 @@ func (inst *instance) Stdin(j *job) io.Reader { return j.stdin }
 // and the instance parks again when the run ended as expected.
 func (inst *instance) Exited(_ api.Module, j *job, code uint32) (facts, bool) {
 	f := inst.facts(j)
-	f.ending, f.exitCode = endExit, code
-	clean := f.record.Kind == wasmguest.RecResult || f.record.Kind == wasmguest.RecThrew || f.record.Kind == wasmguest.RecCPU
-	keep := code == 0 && clean && !f.oom && !f.stack && !f.wallExpired && !f.late &&
+	f.Ending, f.ExitCode = endExit, code
+	clean := f.Record.Kind == wasmguest.RecResult || f.Record.Kind == wasmguest.RecThrew || f.Record.Kind == wasmguest.RecCPU
+	keep := code == 0 && clean && !f.OOM && !f.Stack && !f.WallExpired && !f.Late &&
 		inst.Restores < inst.b.maxRestores && j.ctx.Err() == nil
 	return f, keep
 }

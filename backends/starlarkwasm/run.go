@@ -82,26 +82,26 @@ func (rt *engineRuntime) Run(runCtx context.Context, r *wasmrun.Run, compiled wa
 	}
 
 	f := facts{
-		record:      stdout.Record(),
-		inputRead:   stdin.n.Load() > 0,
-		started:     stdout.Started(),
-		oom:         mem.Refused() || bytes.Contains(stderr.Bytes(), []byte("fatal error: out of memory")),
-		stack:       bytes.Contains(stderr.Bytes(), []byte("fatal error: stack overflow")),
-		wallExpired: r.WallClockExpired(),
-		late:        r.Late(),
-		stderr:      stderr,
+		Record:      stdout.Record(),
+		InputRead:   stdin.n.Load() > 0,
+		Started:     stdout.Started(),
+		OOM:         mem.Refused() || bytes.Contains(stderr.Bytes(), []byte("fatal error: out of memory")),
+		Stack:       bytes.Contains(stderr.Bytes(), []byte("fatal error: stack overflow")),
+		WallExpired: r.WallClockExpired(),
+		Late:        r.Late(),
+		Stderr:      stderr,
 	}
 	var exit *sys.ExitError
 	switch {
 	case callErr == nil:
-		f.ending = endExit
+		f.Ending = endExit
 	case errors.As(callErr, &exit):
-		f.ending, f.exitCode = endExit, exit.ExitCode()
+		f.Ending, f.ExitCode = endExit, exit.ExitCode()
 		if (exit.ExitCode() == sys.ExitCodeDeadlineExceeded || exit.ExitCode() == sys.ExitCodeContextCanceled) && runCtx.Err() != nil {
-			f.ending = endKilled
+			f.Ending = endKilled
 		}
 	default:
-		f.ending, f.trap = endTrap, wasmrun.FirstLine(callErr.Error())
+		f.Ending, f.Trap = endTrap, wasmrun.FirstLine(callErr.Error())
 	}
 	if b.observe != nil {
 		b.observe(f)
@@ -111,9 +111,9 @@ func (rt *engineRuntime) Run(runCtx context.Context, r *wasmrun.Run, compiled wa
 
 // Conclude implements wasmrun.Runtime.
 func (rt *engineRuntime) Conclude(_ *wasmrun.Run, f facts, _ spi.Request) (spi.Outcome, error) {
-	out, err := f.interpret()
+	out, err := f.Interpret()
 	if err != nil {
-		return spi.Outcome{}, fmt.Errorf("%w; stderr: %q", err, f.stderr.Head(256))
+		return spi.Outcome{}, fmt.Errorf("%w; stderr: %q", err, f.Stderr.Head(256))
 	}
 	return out, nil
 }
