@@ -16,7 +16,7 @@ import (
 )
 
 func main() {
-	os.Exit(run(os.Args, os.Stdin, os.Stdout, os.Stderr))
+	os.Exit(serve())
 }
 
 // run is the whole guest; it returns the exit code (0 once a record was
