@@ -6,13 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/sys"
 
 	"github.com/sandbank/sandbank/internal/hugepage"
+	"github.com/sandbank/sandbank/internal/starlarkguest"
 	wasmguest "github.com/sandbank/sandbank/internal/wasm/guest"
 	wasmhost "github.com/sandbank/sandbank/internal/wasm/host"
 	"github.com/sandbank/sandbank/internal/wasm/park"
@@ -75,15 +75,7 @@ type poolKey struct {
 
 // args are the guest's arguments for an instance of key k.
 func (b *Backend) args(k poolKey) []string {
-	logs := "0"
-	if k.logs {
-		logs = "1"
-	}
-	return []string{"guest",
-		strconv.FormatInt(b.maxSteps, 10),
-		strconv.FormatInt(b.maxResult, 10),
-		strconv.FormatInt(goMemoryLimit(k.memoryBytes), 10),
-		logs}
+	return append([]string{"guest"}, starlarkguest.Args(b.maxSteps, b.maxResult, k.memoryBytes, k.logs)...)
 }
 
 // instance is one module instance and its park point; its Core is its
