@@ -66,7 +66,7 @@ func (b *Backend) newJob(runCtx context.Context, r *wasmrun.Run, req spi.Request
 	stderr := wasmguest.NewCapped(starlarkguest.MaxStderrBytes)
 	var host spi.Host
 	if req.Host != nil {
-		host = &stoppableHost{inner: req.Host}
+		host = &starlarkguest.StoppableHost{Inner: req.Host}
 	}
 	payload := wasmguest.SizedPayload(nonce, req.Script, req.Input, host != nil)
 	return &job{

@@ -52,7 +52,7 @@ func (rt *engineRuntime) Run(runCtx context.Context, r *wasmrun.Run, compiled wa
 	// asked of the broker with the run's context (hostcall.go).
 	var host spi.Host
 	if req.Host != nil {
-		host = &stoppableHost{inner: req.Host}
+		host = &starlarkguest.StoppableHost{Inner: req.Host}
 	}
 	payload := wasmguest.SizedPayload(nonce, req.Script, req.Input, host != nil)
 	stdin := &countingReader{r: wasmguest.NewStdin(runCtx, payload, stdout, host)}
