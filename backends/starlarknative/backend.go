@@ -5,6 +5,7 @@ package starlarknative
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/sandbank/sandbank/backends/starlark"
@@ -34,9 +35,8 @@ const (
 	// input.
 	DefaultColdStartPerMiB = time.Second
 	// DefaultSpares is how many confined children wait ready when
-	// Options leave it zero (one more is started as soon as one is
-	// taken, and waits for room).
-	DefaultSpares = 1
+	// Options leave it zero.
+	DefaultSpares = 2
 )
 
 // ErrClosed is returned (wrapped) by Evaluate and Warm after Close; match
@@ -68,8 +68,8 @@ type Options struct {
 	// refused.
 	ColdStartAllowance time.Duration
 	// Spares is how many confined children wait ready, started off the
-	// request path, each for a run it knows nothing of; one more is
-	// started as soon as one is taken, and waits for room.
+	// request path (one is started for each one a run took, once that run
+	// has ended), each for a run it knows nothing of.
 	// Zero means DefaultSpares; negative is refused. A run that finds none
 	// ready starts its own, so Spares bounds what is kept, never how many
 	// runs go side by side.
@@ -85,6 +85,7 @@ type Backend struct {
 	groups              *cgroup.Manager // nil: runs get no cgroup
 	spares              *spares
 	core                *wasmrun.Engine[*image, facts]
+	reaping             sync.WaitGroup // runs' children being reaped
 
 	// observe, nil in production, sees the facts of every run.
 	observe func(facts)
@@ -133,7 +134,7 @@ func New(opts *Options) (*Backend, error) {
 	}
 	// The first child proves, before New returns, that a child confines
 	// itself here; it is the first spare.
-	first, err := img.start()
+	first, err := b.newSpare()
 	if err != nil {
 		return nil, err
 	}
@@ -141,8 +142,27 @@ func New(opts *Options) (*Backend, error) {
 		wasmrun.Bounds{DefaultWallClock: DefaultWallClock, DefaultMemoryBytes: DefaultMemoryBytes, MaxMemoryBytes: MaxMemoryBytes},
 		wasmrun.ColdStart{Base: o.ColdStartAllowance, PerMiB: DefaultColdStartPerMiB},
 		(*childRuntime)(b))
-	b.spares = newSpares(b.core.Life(), o.Spares, img.start, first)
+	b.spares = newSpares(b.core.Life(), o.Spares, b.newSpare, first)
 	return b, nil
+}
+
+// newSpare starts a child and, where runs get cgroups, places it in a
+// group bounded for a run of the default memory limit (most runs): a run
+// with another limit moves the child to a group of its own.
+func (b *Backend) newSpare() (*spare, error) {
+	c, err := b.img.start()
+	if err != nil {
+		return nil, err
+	}
+	sp := &spare{c: c}
+	if b.groups == nil {
+		return sp, nil
+	}
+	if err := sp.place(b.groups, DefaultMemoryBytes); err != nil {
+		sp.discard()
+		return nil, err
+	}
+	return sp, nil
 }
 
 // Evaluate implements spi.Backend: a confined child per call (a spare,
@@ -167,5 +187,8 @@ func (b *Backend) Warm(ctx context.Context) error {
 // Close stops every run in flight and waits for them to return, and ends
 // the spare children. It is idempotent.
 func (b *Backend) Close() error {
-	return b.core.Close(b.spares.close)
+	return b.core.Close(func() error {
+		b.reaping.Wait()
+		return b.spares.close()
+	})
 }

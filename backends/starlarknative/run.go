@@ -10,7 +10,6 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/sandbank/sandbank/internal/cgroup"
 	"github.com/sandbank/sandbank/internal/starlarkguest"
 	wasmguest "github.com/sandbank/sandbank/internal/wasm/guest"
 	wasmrun "github.com/sandbank/sandbank/internal/wasm/run"
@@ -44,24 +43,26 @@ func (rt *childRuntime) Module(context.Context) (*image, error) { return rt.img,
 // Run implements wasmrun.Runtime: the run of one child.
 func (rt *childRuntime) Run(runCtx context.Context, r *wasmrun.Run, _ *image, req spi.Request) (facts, error) {
 	b := (*Backend)(rt)
-	c, err := b.spares.take()
+	sp, err := b.spares.take()
 	if err != nil {
 		return facts{}, err
 	}
-	defer c.discard()
-	var g *cgroup.Group
-	if b.groups != nil {
-		l := cgroup.Limits{MemoryBytes: r.Limits.MemoryBytes + groupOverhead, Tasks: groupTasks}
-		if g, err = b.groups.New(l); err != nil {
-			return facts{}, fmt.Errorf("%w: %v", errNoOutcome, err)
-		}
-		defer g.Remove()
-		// The child is blocked reading its stdin: nothing the group
-		// should bound runs before it is in the group.
-		if err := g.Place(c.cmd.Process.Pid); err != nil {
-			return facts{}, fmt.Errorf("%w: %v", errNoOutcome, err)
+	// The child is reaped, its group removed and a new spare asked for
+	// after the run, off its path (Close waits for it).
+	b.reaping.Add(1)
+	defer func() {
+		go func() {
+			defer b.reaping.Done()
+			sp.discard()
+			b.spares.replenish()
+		}()
+	}()
+	if b.groups != nil && sp.memoryBytes != r.Limits.MemoryBytes {
+		if err := sp.place(b.groups, r.Limits.MemoryBytes); err != nil {
+			return facts{}, err
 		}
 	}
+	c := sp.c
 	r.SetPhase(wasmrun.PhaseInput)
 
 	nonce, err := wasmguest.NewNonce()
@@ -78,14 +79,20 @@ func (rt *childRuntime) Run(runCtx context.Context, r *wasmrun.Run, _ *image, re
 	args := strings.Join(starlarkguest.Args(b.maxSteps, b.maxResult, r.Limits.MemoryBytes, req.Logs != nil), " ") + "\n"
 	payload := append([]byte(args), wasmguest.SizedPayload(nonce, req.Script, req.Input, host != nil)...)
 
-	// stdin: the payload, written on a goroutine (the child reads it
-	// while it converts the input), then the replies to the script's host
-	// calls, served by the reader of stdout as each call record arrives.
+	// stdin: the payload, then the replies to the script's host calls,
+	// served by the reader of stdout as each call record arrives. A
+	// payload the pipe's buffer holds is written at once; a larger one on
+	// a goroutine (the child reads it as the run's clocks go on).
 	written := make(chan struct{})
-	go func() {
-		defer close(written)
+	if len(payload) <= pipeBuffer {
 		_, _ = c.stdin.Write(payload)
-	}()
+		close(written)
+	} else {
+		go func() {
+			defer close(written)
+			_, _ = c.stdin.Write(payload)
+		}()
+	}
 	replies := wasmguest.NewStdin(runCtx, nil, stdout, host)
 	outDone := make(chan struct{})
 	go func() {
@@ -111,39 +118,91 @@ func (rt *childRuntime) Run(runCtx context.Context, r *wasmrun.Run, _ *image, re
 		_, _ = io.Copy(stderrW, c.stderr)
 	}()
 
-	select {
-	case <-c.waited:
-	case <-runCtx.Done():
-		c.kill()
-		<-c.waited
+	// The run is over when the child has exited, or when it has closed
+	// its stdout and stderr (the guest's last act before it exits) after a
+	// record that settles the run: then every log line and record is in,
+	// and the child's exit (its namespaces' teardown, most of a
+	// millisecond) is waited for after the run.
+	streams := make(chan struct{})
+	go func() {
+		<-outDone
+		<-errDone
+		close(streams)
+	}()
+	exited := false
+	for !exited {
+		select {
+		case <-c.waited:
+			exited = true
+		case <-streams:
+			streams = nil
+			if settles(stdout.Record()) {
+				c.kill()
+				<-written
+				return b.observed(factsOf(r, stdout, stderr, nil)), nil
+			}
+		case <-runCtx.Done():
+			c.kill()
+			<-c.waited
+			exited = true
+		}
 	}
 	<-outDone
 	<-errDone
 	<-written
+	return b.observed(factsOf(r, stdout, stderr, sp)), nil
+}
+
+// observed shows f to the test hook, if any, and returns it.
+func (b *Backend) observed(f facts) facts {
+	if b.observe != nil {
+		b.observe(f)
+	}
+	return f
+}
+
+// pipeBuffer is what a pipe holds before a write blocks (Linux's default).
+const pipeBuffer = 64 << 10
+
+// settles reports whether a record settles a run whatever the child does
+// next: the script's value, its thrown error, or its step budget spent.
+func settles(rec wasmguest.Record) bool {
+	return rec.Settled() || rec.Kind == wasmguest.RecCPU
+}
+
+// factsOf is what the run left behind; ended is the spare whose child
+// exited (its exit status and group are read), or nil when the run was
+// settled by its record before the child's exit.
+func factsOf(r *wasmrun.Run, stdout *wasmguest.Stdout, stderr *wasmguest.Capped, ended *spare) facts {
 
 	f := facts{
 		Record:      stdout.Record(),
 		InputRead:   true, // a spare has booted and confined itself before its run
 		Started:     stdout.Started(),
-		OOM:         (g != nil && g.OOMKilled()) || bytes.Contains(stderr.Bytes(), []byte("fatal error: out of memory")),
+		OOM:         bytes.Contains(stderr.Bytes(), []byte("fatal error: out of memory")),
 		Stack:       bytes.Contains(stderr.Bytes(), []byte("fatal error: stack overflow")),
 		WallExpired: r.WallClockExpired(),
 		Late:        r.Late(),
 		Stderr:      stderr,
 	}
+	if ended == nil {
+		return f
+	}
+	c, g := ended.c, ended.g
 	ws, _ := c.state.Sys().(syscall.WaitStatus)
 	switch {
 	case c.killed.Load():
 		f.Ending = starlarkguest.EndKilled
 	case ws.Signaled():
+		// A signal the host did not send: the kernel's OOM kill, when
+		// the group's events say so (a child that exited has not been
+		// killed, so the events are read only here).
 		f.Ending, f.Trap = starlarkguest.EndTrap, "signal: "+ws.Signal().String()
+		f.OOM = f.OOM || (g != nil && g.OOMKilled())
 	default:
 		f.Ending, f.ExitCode = starlarkguest.EndExit, uint32(ws.ExitStatus())
 	}
-	if b.observe != nil {
-		b.observe(f)
-	}
-	return f, nil
+	return f
 }
 
 // serveCalls writes to the child the replies to every host-call record

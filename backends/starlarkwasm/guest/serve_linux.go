@@ -54,5 +54,11 @@ func serve() int {
 			}
 		}
 	}
-	return run(args, in, os.Stdout, os.Stderr)
+	code := run(args, in, os.Stdout, os.Stderr)
+	// The run's last record and log line are written: closing both
+	// streams tells the host so before the process's exit (its
+	// namespaces' teardown) is over.
+	os.Stdout.Close()
+	os.Stderr.Close()
+	return code
 }
