@@ -149,7 +149,10 @@ func attr() *syscall.SysProcAttr {
 		UidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: uid, Size: 1}},
 		GidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: gid, Size: 1}},
 		GidMappingsEnableSetgroups: false,
-		Pdeathsig:                  syscall.SIGKILL,
+		// Root of the namespace, so that the process's own ids are the
+		// mapped ones (without setuid it would keep the host's).
+		Credential: &syscall.Credential{Uid: 0, Gid: 0, NoSetGroups: true},
+		Pdeathsig:  syscall.SIGKILL,
 	}
 }
 

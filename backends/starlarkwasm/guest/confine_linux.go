@@ -112,13 +112,21 @@ func dropCapabilities() error {
 }
 
 // addressSpace is the virtual memory the process holds (/proc/self/statm's
-// size), read before Landlock closes the filesystem.
+// size), read before Landlock closes the filesystem, with plain system
+// calls: an os.File would start the Go runtime's poller, whose
+// descriptors would then stay open.
 func addressSpace() (int64, error) {
-	b, err := os.ReadFile("/proc/self/statm")
+	fd, err := unix.Open("/proc/self/statm", unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("/proc/self/statm: %w", err)
 	}
-	f := strings.Fields(string(b))
+	defer unix.Close(fd)
+	var buf [128]byte
+	n, err := unix.Read(fd, buf[:])
+	if err != nil {
+		return 0, fmt.Errorf("/proc/self/statm: %w", err)
+	}
+	f := strings.Fields(string(buf[:max(n, 0)]))
 	if len(f) == 0 {
 		return 0, errors.New("empty /proc/self/statm")
 	}
