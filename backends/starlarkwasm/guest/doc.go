@@ -27,5 +27,6 @@
 // Arguments: the step budget, the result bound in bytes, and the soft
 // memory limit of the Go runtime in bytes (debug.SetMemoryLimit), each a
 // decimal integer, then 1 when the run has a log sink, else 0. The
-// collector is driven by that limit alone (debug.SetGCPercent(-1)).
+// collector is driven by that limit alone in WebAssembly
+// (debug.SetGCPercent(-1)), by Go's default and the limit natively.
 package main

@@ -62,3 +62,8 @@ func serve() int {
 	os.Stderr.Close()
 	return code
 }
+
+// gcPercent is Go's default for the native child: natively the collector
+// is cheap, and with it off a heap near the memory limit (a reshape under
+// 32 MiB) collects again and again (docs/performance.md, issue 43).
+const gcPercent = 100

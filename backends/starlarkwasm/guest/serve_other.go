@@ -13,3 +13,5 @@ func serve() int {
 	io.WriteString(os.Stderr, "guest: the native guest runs on Linux only\n")
 	return 2
 }
+
+const gcPercent = 100
