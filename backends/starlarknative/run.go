@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/sandbank/sandbank/internal/starlarkguest"
@@ -71,7 +72,15 @@ func (rt *childRuntime) Run(runCtx context.Context, r *wasmrun.Run, _ *image, re
 	}
 	stdout := r.NewStdout(nonce, starlarkguest.StdoutLimit(r.Limits.MemoryBytes, b.maxResult))
 	stderr := wasmguest.NewCapped(starlarkguest.MaxStderrBytes)
-	stderrW := wasmguest.NewStderr(nonce, req.Logs, stderr)
+	// The run's log sink is closed when Run returns: a line the child's
+	// stream still holds then is never delivered.
+	var sink spi.LogSink
+	if req.Logs != nil {
+		g := &gatedSink{inner: req.Logs}
+		defer g.close()
+		sink = g
+	}
+	stderrW := wasmguest.NewStderr(nonce, sink, stderr)
 	var host spi.Host
 	if req.Host != nil {
 		host = &starlarkguest.StoppableHost{Inner: req.Host}
@@ -142,9 +151,17 @@ func (rt *childRuntime) Run(runCtx context.Context, r *wasmrun.Run, _ *image, re
 				return b.observed(factsOf(r, stdout, stderr, nil)), nil
 			}
 		case <-runCtx.Done():
+			// The host's own stop (the wall clock, the cold-start
+			// allowance, the caller, Close) decides the run: the child's
+			// exit (freeing what it holds, tearing its namespaces down:
+			// hundreds of milliseconds for a large heap) is reaped after
+			// the run, and what its streams still hold is never read
+			// into this run (the stdout sink is sealed at the wall
+			// clock; the log sink closes).
 			c.kill()
-			<-c.waited
-			exited = true
+			f := factsOf(r, stdout, stderr, nil)
+			f.Ending = starlarkguest.EndKilled
+			return b.observed(f), nil
 		}
 	}
 	<-outDone
@@ -203,6 +220,30 @@ func factsOf(r *wasmrun.Run, stdout *wasmguest.Stdout, stderr *wasmguest.Capped,
 		f.Ending, f.ExitCode = starlarkguest.EndExit, uint32(ws.ExitStatus())
 	}
 	return f
+}
+
+// gatedSink is a run's log sink until the run returns: close waits for
+// a line being delivered and drops every later one.
+type gatedSink struct {
+	inner  spi.LogSink
+	mu     sync.Mutex
+	closed bool
+}
+
+// Log implements spi.LogSink.
+func (g *gatedSink) Log(level spi.LogLevel, stream spi.LogStream, line string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return false
+	}
+	return g.inner.Log(level, stream, line)
+}
+
+func (g *gatedSink) close() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.closed = true
 }
 
 // serveCalls writes to the child the replies to every host-call record

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -96,4 +97,40 @@ func TestCloseEndsEveryChild(t *testing.T) {
 	assert.Empty(t, children(t), "no child after Close")
 	_, err = b.Evaluate(context.Background(), spi.Request{Script: []byte("def main(input):\n    return input\n")})
 	assert.ErrorIs(t, err, ErrClosed)
+}
+
+// countingSink counts the lines delivered to it.
+type countingSink struct {
+	mu sync.Mutex
+	n  int
+}
+
+func (s *countingSink) Log(spi.LogLevel, spi.LogStream, string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.n++
+	return true
+}
+
+func (s *countingSink) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.n
+}
+
+// TestNoLogAfterTheRun: a run stopped by its wall clock returns without
+// waiting for its child's exit, and no line the child's stream still
+// held is delivered after it returned.
+func TestNoLogAfterTheRun(t *testing.T) {
+	b, err := New(nil)
+	require.NoError(t, err)
+	defer b.Close()
+	sink := &countingSink{}
+	const chatty = "def main(input):\n    for i in range(1 << 62):\n        print(\"line\", i)\n"
+	out, err := b.Evaluate(context.Background(), spi.Request{Script: []byte(chatty), Input: []byte(`{}`), Logs: sink, Limits: spi.Limits{WallClock: 100 * time.Millisecond}})
+	require.NoError(t, err)
+	require.Equal(t, spi.Limited(spi.LimitWallClock), out)
+	n := sink.count()
+	b.reaping.Wait() // the child reaped, its streams read to their end
+	assert.Equal(t, n, sink.count(), "no line after the run returned")
 }
