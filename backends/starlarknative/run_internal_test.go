@@ -87,11 +87,12 @@ func TestCloseEndsEveryChild(t *testing.T) {
 	require.Empty(t, children(t), "no child before the test")
 	b, err := New(nil)
 	require.NoError(t, err)
-	require.NoError(t, b.Warm(context.Background()))
+	t.Cleanup(func() { _ = b.Close() })
 	for range 3 {
 		_, err := b.Evaluate(context.Background(), spi.Request{Script: []byte("def main(input):\n    return input\n"), Input: []byte(`1`)})
 		require.NoError(t, err)
 	}
+	require.NoError(t, b.Warm(context.Background()), "a spare is ready")
 	require.NotEmpty(t, children(t), "spares wait")
 	require.NoError(t, b.Close())
 	assert.Empty(t, children(t), "no child after Close")
