@@ -1,6 +1,6 @@
 module github.com/sandbank/sandbank
 
-go 1.26.0
+go 1.25.0
 
 require (
 	github.com/bytecodealliance/wasmtime-go/v39 v39.0.1
@@ -10,7 +10,7 @@ require (
 	github.com/elastic/go-seccomp-bpf v1.6.0
 	github.com/evanw/esbuild v0.28.2
 	github.com/extism/go-sdk v1.7.1
-	github.com/landlock-lsm/go-landlock v0.11.2
+	github.com/landlock-lsm/go-landlock v0.10.1
 	github.com/modelcontextprotocol/go-sdk v1.8.0
 	github.com/paralin/go-quickjs-wasi v0.11.0
 	github.com/prometheus/client_golang v1.24.1
@@ -24,7 +24,7 @@ require (
 	go.starlark.net v0.0.0-20260908191801-89a6a09411d5
 	go.uber.org/goleak v1.3.0
 	golang.org/x/net v0.58.0
-	golang.org/x/sys v0.49.0
+	golang.org/x/sys v0.47.0
 	golang.org/x/term v0.45.0
 	golang.org/x/time v0.15.0
 )
@@ -61,5 +61,5 @@ require (
 	golang.org/x/sync v0.22.0 // indirect
 	golang.org/x/text v0.41.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
-	kernel.org/pub/linux/libs/security/libcap/psx v1.2.78 // indirect
+	kernel.org/pub/linux/libs/security/libcap/psx v1.2.77 // indirect
 )

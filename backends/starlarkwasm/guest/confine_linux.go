@@ -57,7 +57,7 @@ func confine() (base int64, err error) {
 	// abstract sockets outside the process: no rule grants anything.
 	// Where the kernel lacks Landlock (or some of its versions), the
 	// namespaces and the seccomp filter still hold.
-	if err := landlock.V11.BestEffort().Restrict(); err != nil {
+	if err := landlock.V10.BestEffort().Restrict(); err != nil {
 		return 0, fmt.Errorf("landlock: %w", err)
 	}
 	policy := seccomp.Policy{
