@@ -135,26 +135,34 @@ type child struct {
 	killed atomic.Bool // the host killed it
 }
 
-// attr is how every child is started: new pid, mount, ipc, uts, network
-// and user namespaces, its root the caller's user (nobody when the
-// caller is root), killed if the host dies.
+// attr is how every child is started: new pid, mount, ipc, uts and
+// network namespaces, killed if the host dies. A root host makes them
+// itself and starts the child as nobody (no capabilities, no group), so
+// that Go starts it with vfork: a fork's copy of the host's page tables
+// grows with the host's memory. Any other host adds a user namespace
+// whose root, the child, is the host's user.
 func attr() *syscall.SysProcAttr {
-	uid, gid := os.Getuid(), os.Getgid()
-	if uid == 0 {
-		uid, gid = 65534, 65534
+	a := &syscall.SysProcAttr{
+		Cloneflags: syscall.CLONE_NEWPID | syscall.CLONE_NEWNS | syscall.CLONE_NEWIPC |
+			syscall.CLONE_NEWUTS | syscall.CLONE_NEWNET,
+		Pdeathsig: syscall.SIGKILL,
 	}
-	return &syscall.SysProcAttr{
-		Cloneflags: syscall.CLONE_NEWUSER | syscall.CLONE_NEWPID | syscall.CLONE_NEWNS |
-			syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS | syscall.CLONE_NEWNET,
-		UidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: uid, Size: 1}},
-		GidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: gid, Size: 1}},
-		GidMappingsEnableSetgroups: false,
-		// Root of the namespace, so that the process's own ids are the
-		// mapped ones (without setuid it would keep the host's).
-		Credential: &syscall.Credential{Uid: 0, Gid: 0, NoSetGroups: true},
-		Pdeathsig:  syscall.SIGKILL,
+	if os.Geteuid() == 0 {
+		a.Credential = &syscall.Credential{Uid: nobody, Gid: nobody, Groups: []uint32{}}
+		return a
 	}
+	a.Cloneflags |= syscall.CLONE_NEWUSER
+	a.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getuid(), Size: 1}}
+	a.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getgid(), Size: 1}}
+	a.GidMappingsEnableSetgroups = false
+	// Root of the namespace, so that the process's own ids are the
+	// mapped ones (without setuid it would keep the host's).
+	a.Credential = &syscall.Credential{Uid: 0, Gid: 0, NoSetGroups: true}
+	return a
 }
+
+// nobody is the user and group a root host's children run as.
+const nobody = 65534
 
 // start starts a child and waits until it has confined itself.
 func (img *image) start() (*child, error) {

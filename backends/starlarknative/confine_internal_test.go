@@ -37,7 +37,8 @@ func procStatus(t *testing.T, pid int) map[string]string {
 }
 
 // TestSpareIsConfined: a spare, read from outside before it reads any
-// byte of a run, is in namespaces of its own, holds no capability, has
+// byte of a run, is in namespaces of its own (and a user namespace, or
+// nobody when the host is root), holds no capability, has
 // no new privileges, runs under a seccomp filter, holds no descriptor
 // past stdio, and has its rlimits.
 func TestSpareIsConfined(t *testing.T) {
@@ -47,7 +48,11 @@ func TestSpareIsConfined(t *testing.T) {
 	sp := spareFor(t, b)
 	pid := sp.c.cmd.Process.Pid
 
-	for _, ns := range []string{"user", "pid", "mnt", "ipc", "uts", "net"} {
+	namespaces := []string{"pid", "mnt", "ipc", "uts", "net"}
+	if os.Geteuid() != 0 {
+		namespaces = append(namespaces, "user") // a root host starts it as nobody instead
+	}
+	for _, ns := range namespaces {
 		ours, err := os.Readlink("/proc/self/ns/" + ns)
 		require.NoError(t, err)
 		its, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/%s", pid, ns))
@@ -62,7 +67,9 @@ func TestSpareIsConfined(t *testing.T) {
 	assert.Equal(t, "1", st["NoNewPrivs"])
 	assert.Equal(t, "2", st["Seccomp"], "a seccomp filter (mode 2)")
 	if os.Geteuid() == 0 {
-		assert.True(t, strings.HasPrefix(st["Uid"], "65534"), "a root host's child is nobody: %s", st["Uid"])
+		assert.Equal(t, "65534\t65534\t65534\t65534", st["Uid"], "a root host's child is nobody")
+		assert.Equal(t, "65534\t65534\t65534\t65534", st["Gid"], "a root host's child is nobody")
+		assert.Empty(t, st["Groups"], "and in no supplementary group")
 	}
 
 	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))

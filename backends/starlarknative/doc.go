@@ -22,9 +22,10 @@
 //
 // # Confinement
 //
-// A child is started in new user, pid, mount, ipc, uts and network
-// namespaces (its root is the host's user, or nobody when the host is
-// root), killed if the host dies, and confines itself before it reads any
+// A child is started in new pid, mount, ipc, uts and network namespaces,
+// as nobody when the host is root, else in a user namespace of its own
+// whose root is the host's user, killed if the host dies, and confines
+// itself before it reads any
 // byte of a run: every inherited descriptor past stdio closed, rlimits
 // (no core, no file, few descriptors), no capabilities and no new
 // privileges, Landlock with no filesystem and no network access (best
