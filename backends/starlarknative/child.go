@@ -46,10 +46,12 @@ func Available() error {
 	if _, err := os.Stat("/proc/self/fd"); err != nil {
 		return fmt.Errorf("starlarknative: /proc is not mounted: %w", err)
 	}
-	if n, ok := readProcInt("/proc/sys/user/max_user_namespaces"); ok && n == 0 {
-		return errors.New("starlarknative: the kernel allows no user namespaces (/proc/sys/user/max_user_namespaces is 0)")
-	}
 	if os.Geteuid() != 0 {
+		// A root host makes the namespaces itself; any other needs a
+		// user namespace for them.
+		if n, ok := readProcInt("/proc/sys/user/max_user_namespaces"); ok && n == 0 {
+			return errors.New("starlarknative: the kernel allows no user namespaces (/proc/sys/user/max_user_namespaces is 0)")
+		}
 		if n, ok := readProcInt("/proc/sys/kernel/unprivileged_userns_clone"); ok && n == 0 {
 			return errors.New("starlarknative: the kernel refuses user namespaces to unprivileged users (/proc/sys/kernel/unprivileged_userns_clone is 0)")
 		}
