@@ -36,7 +36,8 @@ var errNoOutcome = errors.New("starlarknative: no child to run the script")
 // Available reports, without starting anything, whether New may succeed
 // on this machine: Linux on amd64 or arm64 (where the engine has a
 // child), /proc mounted (the child is executed from a memfd through it)
-// and user namespaces allowed. A nil error is no promise (New starts a
+// and, unless the host is root, user namespaces allowed. A nil error is
+// no promise (New starts a
 // child and fails if it cannot confine itself); an error says what is
 // missing. Package builtin registers the engine only when it is nil.
 func Available() error {
