@@ -38,7 +38,8 @@ var errNoOutcome = errors.New("starlarknative: no child to run the script")
 // child), /proc mounted (the child is executed from a memfd through it)
 // and, unless the host is root, user namespaces allowed. A nil error is
 // no promise (New starts a child and fails if it cannot confine itself);
-// an error says what is missing. Package builtin registers the engine only when it is nil.
+// an error says what is missing. Package builtin registers the engine
+// only when it is nil.
 func Available() error {
 	if embeddedChild == nil {
 		return errors.New("starlarknative: no child for this architecture (linux/amd64 and linux/arm64 only)")
