@@ -9,6 +9,7 @@ import (
 	"github.com/sandbank/sandbank/backends/python"
 	"github.com/sandbank/sandbank/backends/quickjs"
 	"github.com/sandbank/sandbank/backends/starlark"
+	"github.com/sandbank/sandbank/backends/starlarknative"
 	"github.com/sandbank/sandbank/backends/starlarkwasm"
 	"github.com/sandbank/sandbank/backends/typescript"
 	"github.com/sandbank/sandbank/fixtures"
@@ -79,7 +80,7 @@ func engines() []engine {
 			factory:     func() (spi.Backend, error) { return starlarkwasm.New(nil) },
 			declare:     func() spi.Capabilities { return starlarkwasm.Declare(nil) },
 			description: "go.starlark.net compiled to WebAssembly, run by wazero, parked instances restored per run: memory cap, hard clock, step budget",
-			isDefault:   true,
+			isDefault:   !nativeStarlark(),
 		},
 	}
 }
@@ -88,12 +89,14 @@ func engines() []engine {
 // quickjs-fresh — the same engine with a new instance per run —,
 // starlark and starlark-wasm; quickjs-wasmtime too in a build with cgo;
 // python, the default of "python", on a machine that can run its sandbox:
-// [Missing] says why not otherwise), and for each
+// [Missing] says why not otherwise; starlark-native on Linux amd64 and
+// arm64 where it can confine its children), and for each
 // JavaScript engine NAME a TypeScript engine NAME-ts, the same engine
 // behind package typescript. It makes quickjs the default engine of
-// "javascript", quickjs-ts that of "typescript" and starlark-wasm that of
-// "starlark" (the in-process starlark engine bounds no memory: it is for
-// trusted scripts, by name only).
+// "javascript", quickjs-ts that of "typescript" and starlark-native that
+// of "starlark" where it is registered, else starlark-wasm (the
+// in-process starlark engine bounds no memory: it is for trusted
+// scripts, by name only).
 //
 // Register builds no backend: each entry's capabilities are its backend
 // package's declaration for the entry's options (the package's Declare,
@@ -104,7 +107,7 @@ func engines() []engine {
 // Register panics, like [registry.Registry.Register], when an engine is
 // already registered in r: a programmer error, found at start-up.
 func Register(r *registry.Registry) {
-	registerAll(r, append(append(engines(), cgoEngines()...), machineEngines()...))
+	registerAll(r, append(append(append(engines(), cgoEngines()...), machineEngines()...), nativeStarlarkEngines()...))
 }
 
 // registerAll is Register for the engines es.
@@ -219,6 +222,10 @@ func CPUBudgetFactory(engine string) spi.Factory {
 	case starlarkwasm.Engine:
 		return func() (spi.Backend, error) {
 			return starlarkwasm.New(&starlarkwasm.Options{MaxSteps: CPUBudgetSteps})
+		}
+	case starlarknative.Engine:
+		return func() (spi.Backend, error) {
+			return starlarknative.New(&starlarknative.Options{MaxSteps: CPUBudgetSteps})
 		}
 	case python.Engine:
 		return machineCPUBudgetFactory(engine)

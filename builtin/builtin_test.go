@@ -84,7 +84,7 @@ func TestRegister(t *testing.T) {
 	for _, e := range r.Engines() {
 		names = append(names, e.Engine)
 	}
-	assert.Equal(t, withMachineEngines(withTypeScript(withCgoEngines([]string{"extism", "goja", "quickjs", "quickjs-fresh", "starlark", "starlark-wasm"}))), names, "every built-in backend is registered, and every JavaScript engine as TypeScript")
+	assert.Equal(t, withNativeStarlark(withMachineEngines(withTypeScript(withCgoEngines([]string{"extism", "goja", "quickjs", "quickjs-fresh", "starlark", "starlark-wasm"})))), names, "every built-in backend is registered, and every JavaScript engine as TypeScript")
 
 	for _, e := range r.Engines() {
 		t.Run(e.Engine, func(t *testing.T) {
@@ -226,7 +226,7 @@ func TestCacheFactory(t *testing.T) {
 	for _, e := range r.Engines() {
 		f := CacheFactory(e.Engine, t.TempDir())
 		switch e.Engine {
-		case "goja", "starlark", "extism", "goja-ts":
+		case "goja", "starlark", "extism", "goja-ts", "starlark-native":
 			assert.Nil(t, f, e.Engine)
 			continue
 		}

@@ -8,12 +8,13 @@ import (
 )
 
 // Register the built-in engines in a registry the program owns, then pick
-// one by language. (Which engines are registered depends on the build:
-// quickjs-wasmtime needs cgo; the defaults do not.)
+// one by language. (Which engines are registered depends on the build and
+// the machine: quickjs-wasmtime needs cgo, and starlark's default is
+// starlark-native where it can run, starlark-wasm elsewhere.)
 func ExampleRegister() {
 	var r registry.Registry
 	builtin.Register(&r)
-	for _, lang := range []string{"javascript", "starlark", "wasm"} {
+	for _, lang := range []string{"javascript", "wasm"} {
 		e, err := r.Default(lang)
 		if err != nil {
 			fmt.Println(err)
@@ -23,6 +24,5 @@ func ExampleRegister() {
 	}
 	// Output:
 	// javascript default: quickjs
-	// starlark default: starlark-wasm
 	// wasm default: extism
 }

@@ -10,6 +10,8 @@ import (
 	seccomp "github.com/elastic/go-seccomp-bpf"
 	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
+
+	"github.com/sandbank/sandbank/internal/syscallnames"
 )
 
 // allowedSyscalls are the system calls CPython and its standard library
@@ -162,9 +164,9 @@ func filterInstructions(notListed seccomp.Action) ([]bpf.Instruction, error) {
 	lists := seccomp.Policy{
 		DefaultAction: seccomp.ActionAllow,
 		Syscalls: []seccomp.SyscallGroup{
-			{Names: existing(deniedSyscalls), Action: seccomp.ActionErrno},
+			{Names: syscallnames.Existing(deniedSyscalls), Action: seccomp.ActionErrno},
 			{Names: []string{"clone3"}, Action: seccomp.ActionErrno | seccomp.Action(unix.ENOSYS)},
-			{Names: existing(allowedSyscalls), Action: seccomp.ActionAllow},
+			{Names: syscallnames.Existing(allowedSyscalls), Action: seccomp.ActionAllow},
 		},
 	}
 	first, err := conditions.Assemble()
@@ -185,25 +187,6 @@ func filterInstructions(notListed seccomp.Action) ([]bpf.Instruction, error) {
 	}
 	second[end] = bpf.RetConstant{Val: uint32(notListed)}
 	return append(first[:last:last], second...), nil
-}
-
-// existing returns the names the running architecture has.
-func existing(names []string) []string {
-	out := make([]string, 0, len(names))
-	for _, n := range names {
-		if syscallExists(n) {
-			out = append(out, n)
-		}
-	}
-	return out
-}
-
-// syscallExists reports whether the running architecture has the system
-// call name, by assembling a one-call policy.
-func syscallExists(name string) bool {
-	p := seccomp.Policy{DefaultAction: seccomp.ActionAllow, Syscalls: []seccomp.SyscallGroup{{Names: []string{name}, Action: seccomp.ActionErrno}}}
-	_, err := p.Assemble()
-	return err == nil
 }
 
 // assembleBPF turns instructions into the kernel's sock_filter layout.

@@ -50,10 +50,6 @@ const (
 	DefaultColdStartPerMiB = 4 * time.Second
 )
 
-// maxStderrBytes bounds what a run keeps of the guest's stderr (the Go
-// runtime's fatal errors; the script cannot write there).
-const maxStderrBytes = 4 << 10
-
 // ErrClosed is returned (wrapped) by Evaluate and Warm after Close; match
 // it with errors.Is. It is the one ErrClosed of the wasm engines.
 var ErrClosed = wasmrun.ErrClosed

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sandbank/sandbank/backends/starlark"
+	"github.com/sandbank/sandbank/backends/starlarknative"
 	"github.com/sandbank/sandbank/backends/starlarkwasm"
 	"github.com/sandbank/sandbank/bench/workloads"
 	"github.com/sandbank/sandbank/effect"
@@ -18,9 +19,10 @@ import (
 	"github.com/sandbank/sandbank/storage"
 )
 
-// The two Starlark engines side by side, through the effect, as sandbank
+// The Starlark engines side by side, through the effect, as sandbank
 // bench measures them: go test -bench . ./backends/starlarkwasm
-var benchEngines = []struct {
+// (starlark-native where it can run: starlarknative.Available).
+var benchEngines = append([]struct {
 	name    string
 	factory spi.Factory
 }{
@@ -29,6 +31,20 @@ var benchEngines = []struct {
 	{"starlark-wasm-fresh", func() (spi.Backend, error) {
 		return starlarkwasm.New(&starlarkwasm.Options{Mode: starlarkwasm.ModeFresh})
 	}},
+}, nativeEngines()...)
+
+// nativeEngines is starlark-native where it can run.
+func nativeEngines() []struct {
+	name    string
+	factory spi.Factory
+} {
+	if starlarknative.Available() != nil {
+		return nil
+	}
+	return []struct {
+		name    string
+		factory spi.Factory
+	}{{starlarknative.Engine, func() (spi.Backend, error) { return starlarknative.New(nil) }}}
 }
 
 const echoScript = "def main(input):\n    return input\n"

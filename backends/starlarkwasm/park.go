@@ -6,13 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/sys"
 
 	"github.com/sandbank/sandbank/internal/hugepage"
+	"github.com/sandbank/sandbank/internal/starlarkguest"
 	wasmguest "github.com/sandbank/sandbank/internal/wasm/guest"
 	wasmhost "github.com/sandbank/sandbank/internal/wasm/host"
 	"github.com/sandbank/sandbank/internal/wasm/park"
@@ -75,15 +75,7 @@ type poolKey struct {
 
 // args are the guest's arguments for an instance of key k.
 func (b *Backend) args(k poolKey) []string {
-	logs := "0"
-	if k.logs {
-		logs = "1"
-	}
-	return []string{"guest",
-		strconv.FormatInt(b.maxSteps, 10),
-		strconv.FormatInt(b.maxResult, 10),
-		strconv.FormatInt(goMemoryLimit(k.memoryBytes), 10),
-		logs}
+	return append([]string{"guest"}, starlarkguest.Args(b.maxSteps, b.maxResult, k.memoryBytes, k.logs)...)
 }
 
 // instance is one module instance and its park point; its Core is its
@@ -175,14 +167,14 @@ func (inst *instance) Ended(j *job, callErr error) facts {
 	var exit *sys.ExitError
 	switch {
 	case callErr == nil:
-		f.ending = endExit
+		f.Ending = endExit
 	case errors.As(callErr, &exit):
-		f.ending, f.exitCode = endExit, exit.ExitCode()
+		f.Ending, f.ExitCode = endExit, exit.ExitCode()
 		if (exit.ExitCode() == sys.ExitCodeDeadlineExceeded || exit.ExitCode() == sys.ExitCodeContextCanceled) && j.ctx.Err() != nil {
-			f.ending = endKilled
+			f.Ending = endKilled
 		}
 	default:
-		f.ending, f.trap = endTrap, wasmrun.FirstLine(callErr.Error())
+		f.Ending, f.Trap = endTrap, wasmrun.FirstLine(callErr.Error())
 	}
 	return f
 }
@@ -196,14 +188,14 @@ func (inst *instance) Fail(j *job, err error) {
 // facts reads what the run of j left behind, but its ending.
 func (inst *instance) facts(j *job) facts {
 	return facts{
-		record:      j.stdout.Record(),
-		inputRead:   j.stdin.n.Load() > 0,
-		started:     j.stdout.Started(),
-		oom:         inst.Mem.Refused() || bytes.Contains(j.stderr.Bytes(), []byte("fatal error: out of memory")),
-		stack:       bytes.Contains(j.stderr.Bytes(), []byte("fatal error: stack overflow")),
-		wallExpired: j.r.WallClockExpired(),
-		late:        j.r.Late(),
-		stderr:      j.stderr,
+		Record:      j.stdout.Record(),
+		InputRead:   j.stdin.n.Load() > 0,
+		Started:     j.stdout.Started(),
+		OOM:         inst.Mem.Refused() || bytes.Contains(j.stderr.Bytes(), []byte("fatal error: out of memory")),
+		Stack:       bytes.Contains(j.stderr.Bytes(), []byte("fatal error: stack overflow")),
+		WallExpired: j.r.WallClockExpired(),
+		Late:        j.r.Late(),
+		Stderr:      j.stderr,
 	}
 }
 
@@ -256,9 +248,9 @@ func (inst *instance) Stdin(j *job) io.Reader { return j.stdin }
 // and the instance parks again when the run ended as expected.
 func (inst *instance) Exited(_ api.Module, j *job, code uint32) (facts, bool) {
 	f := inst.facts(j)
-	f.ending, f.exitCode = endExit, code
-	clean := f.record.Kind == wasmguest.RecResult || f.record.Kind == wasmguest.RecThrew || f.record.Kind == wasmguest.RecCPU
-	keep := code == 0 && clean && !f.oom && !f.stack && !f.wallExpired && !f.late &&
+	f.Ending, f.ExitCode = endExit, code
+	clean := f.Record.Kind == wasmguest.RecResult || f.Record.Kind == wasmguest.RecThrew || f.Record.Kind == wasmguest.RecCPU
+	keep := code == 0 && clean && !f.OOM && !f.Stack && !f.WallExpired && !f.Late &&
 		inst.Restores < inst.b.maxRestores && j.ctx.Err() == nil
 	return f, keep
 }

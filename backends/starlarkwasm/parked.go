@@ -5,6 +5,7 @@ import (
 
 	"github.com/tetratelabs/wazero"
 
+	"github.com/sandbank/sandbank/internal/starlarkguest"
 	wasmguest "github.com/sandbank/sandbank/internal/wasm/guest"
 	"github.com/sandbank/sandbank/internal/wasm/park"
 	wasmrun "github.com/sandbank/sandbank/internal/wasm/run"
@@ -61,11 +62,11 @@ func (b *Backend) newJob(runCtx context.Context, r *wasmrun.Run, req spi.Request
 	if err != nil {
 		return nil, err
 	}
-	stdout := r.NewStdout(nonce, stdoutLimit(r.Limits.MemoryBytes, b.maxResult))
-	stderr := wasmguest.NewCapped(maxStderrBytes)
+	stdout := r.NewStdout(nonce, starlarkguest.StdoutLimit(r.Limits.MemoryBytes, b.maxResult))
+	stderr := wasmguest.NewCapped(starlarkguest.MaxStderrBytes)
 	var host spi.Host
 	if req.Host != nil {
-		host = &stoppableHost{inner: req.Host}
+		host = &starlarkguest.StoppableHost{Inner: req.Host}
 	}
 	payload := wasmguest.SizedPayload(nonce, req.Script, req.Input, host != nil)
 	return &job{

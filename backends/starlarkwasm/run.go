@@ -6,14 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
-	"strconv"
 	"sync/atomic"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/sys"
 
+	"github.com/sandbank/sandbank/internal/starlarkguest"
 	wasmguest "github.com/sandbank/sandbank/internal/wasm/guest"
 	wasmhost "github.com/sandbank/sandbank/internal/wasm/host"
 	wasmrun "github.com/sandbank/sandbank/internal/wasm/run"
@@ -44,8 +43,8 @@ func (rt *engineRuntime) Run(runCtx context.Context, r *wasmrun.Run, compiled wa
 	if err != nil {
 		return facts{}, err
 	}
-	stdout := r.NewStdout(nonce, stdoutLimit(r.Limits.MemoryBytes, b.maxResult))
-	stderr := wasmguest.NewCapped(maxStderrBytes)
+	stdout := r.NewStdout(nonce, starlarkguest.StdoutLimit(r.Limits.MemoryBytes, b.maxResult))
+	stderr := wasmguest.NewCapped(starlarkguest.MaxStderrBytes)
 	// stderr: the log records go to the request's sink as they arrive,
 	// the rest (the Go runtime's own text) to the run's bounded buffer.
 	stderrW := wasmguest.NewStderr(nonce, req.Logs, stderr)
@@ -53,24 +52,16 @@ func (rt *engineRuntime) Run(runCtx context.Context, r *wasmrun.Run, compiled wa
 	// asked of the broker with the run's context (hostcall.go).
 	var host spi.Host
 	if req.Host != nil {
-		host = &stoppableHost{inner: req.Host}
+		host = &starlarkguest.StoppableHost{Inner: req.Host}
 	}
 	payload := wasmguest.SizedPayload(nonce, req.Script, req.Input, host != nil)
 	stdin := &countingReader{r: wasmguest.NewStdin(runCtx, payload, stdout, host)}
-	logs := "0"
-	if req.Logs != nil {
-		logs = "1"
-	}
 	mem := wasmhost.NewAllocator(uint64(r.Limits.MemoryBytes))
 	defer mem.Release() // after the module is closed (deferred below, so run first)
 
 	cfg := wasmhost.Isolate(wazero.NewModuleConfig()).
 		WithName(""). // anonymous: any number of instances side by side
-		WithArgs("guest",
-			strconv.FormatInt(b.maxSteps, 10),
-			strconv.FormatInt(b.maxResult, 10),
-			strconv.FormatInt(goMemoryLimit(r.Limits.MemoryBytes), 10),
-			logs).
+		WithArgs(append([]string{"guest"}, starlarkguest.Args(b.maxSteps, b.maxResult, r.Limits.MemoryBytes, req.Logs != nil)...)...).
 		WithStdin(stdin).
 		WithStdout(stdout).
 		WithStderr(stderrW)
@@ -82,26 +73,26 @@ func (rt *engineRuntime) Run(runCtx context.Context, r *wasmrun.Run, compiled wa
 	}
 
 	f := facts{
-		record:      stdout.Record(),
-		inputRead:   stdin.n.Load() > 0,
-		started:     stdout.Started(),
-		oom:         mem.Refused() || bytes.Contains(stderr.Bytes(), []byte("fatal error: out of memory")),
-		stack:       bytes.Contains(stderr.Bytes(), []byte("fatal error: stack overflow")),
-		wallExpired: r.WallClockExpired(),
-		late:        r.Late(),
-		stderr:      stderr,
+		Record:      stdout.Record(),
+		InputRead:   stdin.n.Load() > 0,
+		Started:     stdout.Started(),
+		OOM:         mem.Refused() || bytes.Contains(stderr.Bytes(), []byte("fatal error: out of memory")),
+		Stack:       bytes.Contains(stderr.Bytes(), []byte("fatal error: stack overflow")),
+		WallExpired: r.WallClockExpired(),
+		Late:        r.Late(),
+		Stderr:      stderr,
 	}
 	var exit *sys.ExitError
 	switch {
 	case callErr == nil:
-		f.ending = endExit
+		f.Ending = endExit
 	case errors.As(callErr, &exit):
-		f.ending, f.exitCode = endExit, exit.ExitCode()
+		f.Ending, f.ExitCode = endExit, exit.ExitCode()
 		if (exit.ExitCode() == sys.ExitCodeDeadlineExceeded || exit.ExitCode() == sys.ExitCodeContextCanceled) && runCtx.Err() != nil {
-			f.ending = endKilled
+			f.Ending = endKilled
 		}
 	default:
-		f.ending, f.trap = endTrap, wasmrun.FirstLine(callErr.Error())
+		f.Ending, f.Trap = endTrap, wasmrun.FirstLine(callErr.Error())
 	}
 	if b.observe != nil {
 		b.observe(f)
@@ -111,25 +102,12 @@ func (rt *engineRuntime) Run(runCtx context.Context, r *wasmrun.Run, compiled wa
 
 // Conclude implements wasmrun.Runtime.
 func (rt *engineRuntime) Conclude(_ *wasmrun.Run, f facts, _ spi.Request) (spi.Outcome, error) {
-	out, err := f.interpret()
+	out, err := f.Interpret()
 	if err != nil {
-		return spi.Outcome{}, fmt.Errorf("%w; stderr: %q", err, f.stderr.Head(256))
+		return spi.Outcome{}, fmt.Errorf("%w; stderr: %q", err, f.Stderr.Head(256))
 	}
 	return out, nil
 }
-
-// stdoutLimit bounds the stdout kept for a run: the records, and a result
-// the guest held in its memory (within the result bound).
-func stdoutLimit(memoryBytes, maxResult int64) int {
-	return int(min(memoryBytes, maxResult, math.MaxInt32-64<<10) + 64<<10)
-}
-
-// goMemoryLimit is the guest Go runtime's soft memory limit
-// (debug.SetMemoryLimit) under a linear memory of memoryBytes: seven
-// eighths of it, so that the collector works harder before the hard cap
-// is reached and a script that holds half the limit still fits. It is the
-// collector's only trigger: the guest turns GOGC off (guest/main.go).
-func goMemoryLimit(memoryBytes int64) int64 { return max(memoryBytes/8*7, 1) }
 
 // countingReader counts what the guest read of its stdin.
 type countingReader struct {

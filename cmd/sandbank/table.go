@@ -113,6 +113,7 @@ var shortNames = map[string]string{
 	"quickjs-wasmtime-ts": "qwt-ts",
 	"starlark":            "star",
 	"starlark-wasm":       "star-w",
+	"starlark-native":     "star-n",
 }
 
 // maxLabel is the widest engine column head.

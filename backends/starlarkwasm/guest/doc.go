@@ -1,8 +1,12 @@
 // Command guest is the starlark-wasm guest: the project's in-process
 // Starlark engine (backends/starlark) compiled with GOOS=wasip1
-// GOARCH=wasm, one run per process (it builds natively too, so that its tests
-// run on the host). The host (backends/starlarkwasm)
-// builds it with go generate and embeds the result.
+// GOARCH=wasm, one run per process. The host (backends/starlarkwasm)
+// builds it with go generate and embeds the result. The same code built
+// natively for Linux is the starlark-native engine's child
+// (backends/starlarknative): started with no arguments, it confines
+// itself (confine_linux.go), writes one Ready byte, and reads the
+// arguments below as one line on stdin before the payload
+// (serve_linux.go).
 //
 // It reads a wasmguest.SizedPayload from stdin (the nonce, the script as
 // a JSON string literal, the input's length, prefixed with "h" when the
@@ -23,5 +27,6 @@
 // Arguments: the step budget, the result bound in bytes, and the soft
 // memory limit of the Go runtime in bytes (debug.SetMemoryLimit), each a
 // decimal integer, then 1 when the run has a log sink, else 0. The
-// collector is driven by that limit alone (debug.SetGCPercent(-1)).
+// collector is driven by that limit alone in WebAssembly
+// (debug.SetGCPercent(-1)), by Go's default and the limit natively.
 package main

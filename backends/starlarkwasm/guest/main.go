@@ -16,7 +16,7 @@ import (
 )
 
 func main() {
-	os.Exit(run(os.Args, os.Stdin, os.Stdout, os.Stderr))
+	os.Exit(serve())
 }
 
 // run is the whole guest; it returns the exit code (0 once a record was
@@ -40,12 +40,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 2
 	}
 	logs := args[4] == "1"
-	// The collector runs only as the heap nears the memory limit: one run
-	// is short and its instance's memory is restored (or dropped) after
-	// it, so collecting on the heap's growth alone (GOGC=100) is work the
-	// run does not need; in WebAssembly it was a fifth of a reshape's
-	// time (docs/performance.md, issue 43).
-	debug.SetGCPercent(-1)
+	// How the collector runs besides the memory limit is the build's
+	// (gcPercent: serve_wasip1.go, serve_linux.go).
+	debug.SetGCPercent(gcPercent)
 	debug.SetMemoryLimit(n[2])
 
 	in := bufio.NewReader(stdin)
