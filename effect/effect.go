@@ -301,6 +301,14 @@ func (e *Effect) evaluate(ctx context.Context, call Call, st *runState) (json.Ra
 	if err != nil {
 		return nil, err
 	}
+	if call.Durable != nil {
+		if err := e.checkDurable(call.Durable); err != nil {
+			return nil, err
+		}
+		if len(call.Durable.Replay) > 0 && hostFuncs == nil {
+			return nil, errDurableReplay
+		}
+	}
 	input, err := encodeInput(call.Input)
 	if err != nil {
 		return nil, err
@@ -336,7 +344,7 @@ func (e *Effect) evaluate(ctx context.Context, call Call, st *runState) (json.Ra
 	// Its result is used only when ctx is not done: Evaluate checks.
 	req := spi.Request{Script: script, Input: input, Limits: limits}
 	if hostFuncs != nil {
-		req.Host = e.newBroker(hostFuncs, st)
+		req.Host = e.newBroker(hostFuncs, st, call.Durable)
 	}
 	st.backendBegins(&req)
 	out, err := e.callBackend(ctx, req)
@@ -347,6 +355,11 @@ func (e *Effect) evaluate(ctx context.Context, call Call, st *runState) (json.Ra
 	if b := hostBroker(req); b != nil {
 		if v := b.decided(); v != nil {
 			return nil, v
+		}
+		if err == nil {
+			if v := b.unreplayed(); v != nil {
+				return nil, v
+			}
 		}
 	}
 	if err != nil {

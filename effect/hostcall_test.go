@@ -248,7 +248,7 @@ func TestHostCallArgsMustBeJSON(t *testing.T) {
 	called := false
 	e, _ := hostFixture(t, &Options{Host: HostFuncs{"f": func(context.Context, json.RawMessage) (any, error) { called = true; return 1, nil }}})
 	// A backend's bytes straight to the broker: the relay would re-encode.
-	b := e.newBroker(e.host, nil)
+	b := e.newBroker(e.host, nil, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	b.arm(ctx, cancel, time.Minute, e.newJob())

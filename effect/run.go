@@ -46,7 +46,7 @@ func (e *Effect) observed(call Call) bool {
 
 // run is Run with a non-nil ctx.
 func (e *Effect) run(ctx context.Context, call Call) (*Record, error) {
-	st := &runState{e: e, script: call.Script, source: call.Source, start: time.Now()}
+	st := &runState{e: e, script: call.Script, source: call.Source, start: time.Now(), dur: call.Durable}
 	if call.Events != nil {
 		st.events = newEventQueue(call.Events, e.rc.eventBuffer)
 	}
@@ -94,7 +94,8 @@ type runState struct {
 	logBuf logBuffer   // the run's log sink, in the same allocation
 	events *eventQueue // nil: no Call.Events
 
-	hostCalls hostLog // the run's host calls (hostcall_record.go)
+	hostCalls hostLog  // the run's host calls (hostcall_record.go)
+	dur       *Durable // a durable run's (durable.go); nil: not durable
 }
 
 // hostCallStats totals a run's host calls (see hostCallBegun).
@@ -191,6 +192,9 @@ func (st *runState) receipt() Receipt {
 		},
 		Started: st.start.UTC(),
 	}
+	if st.dur != nil {
+		r.Previous = st.dur.Previous
+	}
 	if !st.haveLimits {
 		r.Limits.WallClock, r.Limits.MemoryBytes = e.limits.WallClock, e.limits.MemoryBytes
 	}
@@ -252,6 +256,14 @@ func (st *runState) finish(ctx context.Context, value []byte, err error, cancele
 		r.OutputDigest, _ = canon.DigestJSON(f)
 	}
 	r.Duration = time.Since(st.start)
+	calls, hs := st.hostCalls.seal(time.Now(), st.start)
+	if st.dur != nil {
+		d, derr := HostLogDigest(calls) // its arguments and answers are valid JSON: checked when kept
+		if derr != nil {
+			return nil, foreignError("effect: the durable run's host-call log: ", derr)
+		}
+		r.HostLog = d
+	}
 	serr := st.e.rc.signer.sign(ctx, &r)
 	rec.Receipt = r
 	rec.Stats.Duration = r.Duration
@@ -263,7 +275,6 @@ func (st *runState) finish(ctx context.Context, value []byte, err error, cancele
 	rec.Stats.ScriptTime = st.engine.ScriptTime
 	rec.Stats.MemoryPeakBytes = st.engine.MemoryPeakBytes
 	rec.Stats.CPUUnit, rec.Stats.CPUUnits = st.engine.CPUUnit, st.engine.CPUUnits
-	calls, hs := st.hostCalls.seal(time.Now(), st.start)
 	rec.HostCalls = calls
 	rec.Stats.HostCalls = hs.calls
 	rec.Stats.HostCallBytesIn, rec.Stats.HostCallBytesOut = hs.bytesIn, hs.bytesOut
