@@ -12,6 +12,7 @@ import (
 	"strconv"
 
 	"github.com/sandbank/sandbank/internal/canon"
+	"github.com/sandbank/sandbank/spi"
 )
 
 // Durable makes a run durable. Its host calls' arguments and answers are
@@ -32,19 +33,23 @@ type Durable struct {
 	// live, once checked. A run that ends having issued fewer calls than
 	// Replay holds ends replayDiverged too.
 	Replay []HostCall
-	// Suspensions counts the times the runs this one resumes suspended.
-	// A host function's Suspend when Suspensions is MaxSuspensions ends
-	// the run limitExceeded (LimitSuspensions). MaxSuspensions must be
-	// positive.
-	Suspensions, MaxSuspensions int
+	// Resumes is the receipt of the suspended run this one resumes; nil
+	// for a first run. The call is refused (ErrInvalidHost) unless its
+	// outcome is suspended and its engine, backend, SPI version and
+	// capabilities are this effect's, its script the call's and its
+	// input digest the call's input's. This run's receipt names it
+	// (Receipt.Previous, its digest) and counts its suspensions
+	// (Receipt.Suspensions: one more than it).
+	Resumes *Receipt
+	// MaxSuspensions bounds the suspensions of a durable run, all its
+	// segments counted: a host function's Suspend when the run has
+	// suspended MaxSuspensions times ends it limitExceeded
+	// (LimitSuspensions). It must be positive.
+	MaxSuspensions int
 	// MaxLogBytes bounds the bytes of arguments and answers the run's log
 	// holds, the replayed ones included: past it the run ends
 	// limitExceeded (LimitHostLog). It must be positive.
 	MaxLogBytes int64
-	// Previous is the digest of the receipt of the run this one resumes,
-	// written into this run's receipt (Receipt.Previous); empty for a
-	// first run.
-	Previous string
 }
 
 // suspension is the error Suspend returns.
@@ -64,8 +69,9 @@ func Suspend(reason string) error { return &suspension{reason: boundText(reason)
 var (
 	errSuspendNotDurable  = invalid(ErrInvalidHost, "effect: a host function answered Suspend in a run that is not durable (Call.Durable)")
 	errDurableNotDetermin = invalid(ErrInvalidHost, "effect: a durable call needs a backend that declares Deterministic")
-	errDurableBounds      = invalid(ErrInvalidHost, "effect: a durable call needs positive MaxSuspensions and MaxLogBytes, and Suspensions between 0 and MaxSuspensions")
-	errDurableReplay      = invalid(ErrInvalidHost, "effect: a durable call's replay log holds an entry with an invalid name, outcome or JSON text, or more entries than MaxHostCalls")
+	errDurableBounds      = invalid(ErrInvalidHost, "effect: a durable call needs positive MaxSuspensions and MaxLogBytes")
+	errDurableResumes     = invalid(ErrInvalidHost, "effect: a durable call resumes a run that did not suspend, or that ran another script, input, engine, backend, SPI version or capabilities")
+	errDurableReplay      = invalid(ErrInvalidHost, "effect: a durable call's replay log holds an entry with an invalid name, outcome or JSON text, one over MaxHostArgBytes or MaxHostResultBytes, or more entries than MaxHostCalls")
 	errHostSuspended      = &hostError{"effect: the run was suspended at a host call"}
 	errHostDiverged       = &hostError{"effect: the host call is not the one the replay log holds"}
 )
@@ -76,7 +82,7 @@ func (e *Effect) checkDurable(d *Durable) error {
 	if !e.caps.Deterministic {
 		return errDurableNotDetermin
 	}
-	if d.MaxSuspensions <= 0 || d.MaxLogBytes <= 0 || d.Suspensions < 0 || d.Suspensions > d.MaxSuspensions {
+	if d.MaxSuspensions <= 0 || d.MaxLogBytes <= 0 {
 		return errDurableBounds
 	}
 	if len(d.Replay) > e.maxHostCalls {
@@ -85,6 +91,7 @@ func (e *Effect) checkDurable(d *Durable) error {
 	for _, c := range d.Replay {
 		switch {
 		case !validHostName(c.Name), !c.Outcome.Valid(), !json.Valid(c.Args),
+			int64(len(c.Args)) > e.maxHostArg, int64(len(c.Answer)) > e.maxHostResult,
 			c.Outcome == HostCallOK && !json.Valid(c.Answer):
 			return errDurableReplay
 		}
@@ -162,7 +169,7 @@ func (b *broker) suspend(c *hostCall, s *suspension) error {
 	switch {
 	case b.dur == nil:
 		verdict = errSuspendNotDurable
-	case b.dur.Suspensions >= b.dur.MaxSuspensions:
+	case b.dur.suspensions() >= b.dur.MaxSuspensions:
 		verdict = &Failure{Code: CodeLimitExceeded, Kind: LimitSuspensions, Limit: int64(b.dur.MaxSuspensions)}
 	default:
 		verdict = &Failure{Code: CodeSuspended, Reason: s.reason}
@@ -224,4 +231,30 @@ func HostLogDigest(calls []HostCall) (string, error) {
 		lines[i] = line{Name: c.Name, Args: c.Args, Outcome: c.Outcome, Answer: c.Answer, Error: c.Error}
 	}
 	return canon.DigestJSON(lines)
+}
+
+// suspensions is how often the run suspended before this segment.
+func (d *Durable) suspensions() int {
+	if d.Resumes == nil {
+		return 0
+	}
+	return d.Resumes.Suspensions + 1
+}
+
+// checkResumes refuses a durable call whose Resumes is not a suspension
+// of this script and input on this engine.
+func (e *Effect) checkResumes(d *Durable, addr Address, input []byte) error {
+	r := d.Resumes
+	if r == nil {
+		return nil
+	}
+	if r.Outcome != CodeSuspended.String() || r.Engine != e.rc.engine || r.Backend != e.rc.module ||
+		r.SPIVersion != spi.Version || r.Capabilities != e.caps || r.Script != addr ||
+		r.InputDigest == "" || r.InputDigest != inputDigest(input) || r.Suspensions < 0 {
+		return errDurableResumes
+	}
+	if _, err := r.Digest(); err != nil {
+		return errDurableResumes
+	}
+	return nil
 }

@@ -339,6 +339,11 @@ func (e *Effect) evaluate(ctx context.Context, call Call, st *runState) (json.Ra
 		return nil, err
 	}
 	st.noteScript(addr, script)
+	if call.Durable != nil {
+		if err := e.checkResumes(call.Durable, AddressOf(script), input); err != nil {
+			return nil, err
+		}
+	}
 
 	// 3 and 4. The backend, raced against ctx and the deadline.
 	// Its result is used only when ctx is not done: Evaluate checks.

@@ -192,8 +192,9 @@ func (st *runState) receipt() Receipt {
 		},
 		Started: st.start.UTC(),
 	}
-	if st.dur != nil {
-		r.Previous = st.dur.Previous
+	if st.dur != nil && st.dur.Resumes != nil {
+		r.Previous, _ = st.dur.Resumes.Digest() // checked in checkResumes
+		r.Suspensions = st.dur.suspensions()
 	}
 	if !st.haveLimits {
 		r.Limits.WallClock, r.Limits.MemoryBytes = e.limits.WallClock, e.limits.MemoryBytes
