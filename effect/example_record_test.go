@@ -70,7 +70,7 @@ func ExampleEffect_Run() {
 	// info stdout "starting"
 	// warn stderr "careful\ufffd"
 	// steps: 12
-	// receipt: chatty scriptError true 1.3.0
+	// receipt: chatty scriptError true 1.4.0
 	// verify: <nil>
 	// verify other input: true
 }
