@@ -347,14 +347,8 @@ func (b *broker) issue(ctx context.Context, name string, args json.RawMessage, d
 		return
 	}
 	fn, ok := b.funcs[name]
-	if !ok {
-		if b.dur != nil && b.replaying() {
-			// The log answered this call: a name unknown now is a
-			// divergence, never an error the script could catch.
-			b.decide(&Failure{Code: CodeReplayDiverged, Reason: "host call to " + quoteName(name) + " has no host function to answer it"})
-			done(nil, errHostDiverged)
-			return
-		}
+	if !ok && (b.dur == nil || !b.replaying()) {
+		// (A call a durable run's log answers needs no host function.)
 		done(nil, &hostError{"effect: unknown host function " + quoteName(name)})
 		return
 	}
@@ -392,6 +386,15 @@ func (b *broker) issue(ctx context.Context, name string, args json.RawMessage, d
 			return
 		}
 		if idx <= len(b.dur.Replay) && b.replay(c, idx) {
+			return
+		}
+		if c.fn == nil {
+			// The log holds the call but no answer, and no host function
+			// answers it now: a divergence, never an error the script
+			// could catch.
+			b.decide(&Failure{Code: CodeReplayDiverged, Reason: "host call " + strconv.Itoa(idx) + " to " + quoteName(name) + " has no host function to answer it"})
+			c.ended(0, errHostDiverged, HostCallCanceled)
+			done(nil, errHostDiverged)
 			return
 		}
 	}
