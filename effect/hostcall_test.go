@@ -27,7 +27,8 @@ import (
 // leave their script's goroutine in a host function that ignores its
 // context).
 type relay struct {
-	hostCalls bool
+	hostCalls     bool
+	deterministic bool // declares Deterministic (durable_test.go)
 	entered   atomic.Int64
 	ctxDone   atomic.Bool // the backend's context was done when it returned
 	lateErr   chan error
@@ -50,7 +51,7 @@ func (r *relay) waitExit(t testing.TB) {
 }
 
 func (r *relay) Capabilities() spi.Capabilities {
-	return spi.Capabilities{Language: "relay", Network: spi.NetworkNone, WallClock: spi.WallClockHard, FreshPerRun: true, HostCalls: r.hostCalls}
+	return spi.Capabilities{Language: "relay", Network: spi.NetworkNone, WallClock: spi.WallClockHard, FreshPerRun: true, HostCalls: r.hostCalls, Deterministic: r.deterministic}
 }
 
 type relayCall struct {
