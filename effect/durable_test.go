@@ -88,7 +88,6 @@ func TestDurableCallRefused(t *testing.T) {
 		"bad args":      {MaxSuspensions: 1, MaxLogBytes: 1, Replay: []HostCall{{Name: "f", Args: json.RawMessage(`{`), Outcome: HostCallCanceled}}},
 		"no answer":     {MaxSuspensions: 1, MaxLogBytes: 1, Replay: []HostCall{{Name: "f", Args: json.RawMessage(`1`), Outcome: HostCallOK}}},
 		"no outcome":    {MaxSuspensions: 1, MaxLogBytes: 1, Replay: []HostCall{{Name: "f", Args: json.RawMessage(`1`)}}},
-		"not suspended": {MaxSuspensions: 1, MaxLogBytes: 1, Resumes: &Receipt{Outcome: OutcomeOK}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			rec, err := e.Run(context.Background(), Call{Source: hostScript, Input: in, Durable: d})
@@ -99,4 +98,49 @@ func TestDurableCallRefused(t *testing.T) {
 	plain, _ := hostFixture(t, &Options{Host: HostFuncs{"f": echoHost}})
 	_, err := plain.Run(context.Background(), durableCall(in))
 	assert.ErrorIs(t, err, ErrInvalidHost, "the relay does not declare Deterministic")
+}
+
+// TestResumesChecked: a durable call resumes only a suspension of its own
+// script and input on this engine; the effect itself decides a
+// suspension (the host function's Suspend) and records it.
+func TestResumesChecked(t *testing.T) {
+	r := newRelay()
+	r.deterministic = true
+	e, err := New(newMemoryStore(), r, &Options{Host: HostFuncs{"f": func(context.Context, json.RawMessage) (any, error) {
+		return nil, Suspend("later")
+	}}})
+	require.NoError(t, err)
+	in := relayInput(false, relayCall{"f", json.RawMessage(`1`)})
+	rec, err := e.Run(context.Background(), durableCall(in))
+	require.ErrorIs(t, err, ErrSuspended)
+	assert.Equal(t, "later", rec.Failure.Reason)
+	require.Len(t, rec.HostCalls, 1)
+	assert.Equal(t, HostCallSuspended, rec.HostCalls[0].Outcome)
+	suspended := rec.Receipt
+	for name, change := range map[string]func(r *Receipt){
+		"as it is":       func(*Receipt) {},
+		"not suspended":  func(r *Receipt) { r.Outcome = OutcomeOK },
+		"another engine": func(r *Receipt) { r.Engine = "other" },
+		"another input":  func(r *Receipt) { r.InputDigest = inputDigest([]byte(`2`)) },
+		"another script": func(r *Receipt) { r.Script = AddressOf([]byte("other")) },
+		"another SPI":    func(r *Receipt) { r.SPIVersion = "1.0.0" },
+		"other caps":     func(r *Receipt) { r.Capabilities.Logs = true },
+	} {
+		t.Run(name, func(t *testing.T) {
+			resumes := suspended
+			change(&resumes)
+			call := durableCall(in, HostCall{Name: "f", Args: json.RawMessage(`1`), Outcome: HostCallOK, Answer: json.RawMessage(`1`)})
+			call.Durable.Resumes = &resumes
+			rec, err := e.Run(context.Background(), call)
+			if name == "as it is" {
+				require.NoError(t, err)
+				assert.Equal(t, 1, rec.Receipt.Suspensions)
+				d, _ := suspended.Digest()
+				assert.Equal(t, d, rec.Receipt.Previous)
+				return
+			}
+			assert.ErrorIs(t, err, ErrInvalidHost)
+			assert.Nil(t, rec)
+		})
+	}
 }
