@@ -83,11 +83,11 @@ func TestDurableCallRefused(t *testing.T) {
 	e, _ := durableFixture(t)
 	in := relayInput(false)
 	for name, d := range map[string]*Durable{
-		"no bounds":     {},
-		"bad name":      {MaxSuspensions: 1, MaxLogBytes: 1, Replay: []HostCall{{Name: "1x", Args: json.RawMessage(`1`), Outcome: HostCallCanceled}}},
-		"bad args":      {MaxSuspensions: 1, MaxLogBytes: 1, Replay: []HostCall{{Name: "f", Args: json.RawMessage(`{`), Outcome: HostCallCanceled}}},
-		"no answer":     {MaxSuspensions: 1, MaxLogBytes: 1, Replay: []HostCall{{Name: "f", Args: json.RawMessage(`1`), Outcome: HostCallOK}}},
-		"no outcome":    {MaxSuspensions: 1, MaxLogBytes: 1, Replay: []HostCall{{Name: "f", Args: json.RawMessage(`1`)}}},
+		"no bounds":  {},
+		"bad name":   {MaxSuspensions: 1, MaxLogBytes: 1, Replay: []HostCall{{Name: "1x", Args: json.RawMessage(`1`), Outcome: HostCallCanceled}}},
+		"bad args":   {MaxSuspensions: 1, MaxLogBytes: 1, Replay: []HostCall{{Name: "f", Args: json.RawMessage(`{`), Outcome: HostCallCanceled}}},
+		"no answer":  {MaxSuspensions: 1, MaxLogBytes: 1, Replay: []HostCall{{Name: "f", Args: json.RawMessage(`1`), Outcome: HostCallOK}}},
+		"no outcome": {MaxSuspensions: 1, MaxLogBytes: 1, Replay: []HostCall{{Name: "f", Args: json.RawMessage(`1`)}}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			rec, err := e.Run(context.Background(), Call{Source: hostScript, Input: in, Durable: d})

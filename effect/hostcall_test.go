@@ -29,10 +29,10 @@ import (
 type relay struct {
 	hostCalls     bool
 	deterministic bool // declares Deterministic (durable_test.go)
-	entered   atomic.Int64
-	ctxDone   atomic.Bool // the backend's context was done when it returned
-	lateErr   chan error
-	exited    chan struct{} // one value per Evaluate that returned
+	entered       atomic.Int64
+	ctxDone       atomic.Bool // the backend's context was done when it returned
+	lateErr       chan error
+	exited        chan struct{} // one value per Evaluate that returned
 }
 
 func newRelay() *relay {
