@@ -9,6 +9,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/sandbank/sandbank/internal/fakebackend"
+	"github.com/sandbank/sandbank/spi"
 )
 
 // durableFixture is an effect over a relay that declares Deterministic,
@@ -61,6 +64,7 @@ func TestReplayDivergesAtTheFirstDifference(t *testing.T) {
 		"other arguments": relayInput(false, relayCall{"f", json.RawMessage(`2`)}),
 		"other name":      relayInput(false, relayCall{"g", json.RawMessage(`1`)}),
 		"fewer calls":     relayInput(false),
+		"threw first":     json.RawMessage(`"not the relay's input"`),
 	} {
 		t.Run(name, func(t *testing.T) {
 			e, calls := durableFixture(t)
@@ -143,4 +147,19 @@ func TestResumesChecked(t *testing.T) {
 			assert.Nil(t, rec)
 		})
 	}
+}
+
+// TestReplayStoppedByALimit: a replay the engine stops at a limit before
+// the logged calls ends limitExceeded: it ran out, it did not diverge.
+func TestReplayStoppedByALimit(t *testing.T) {
+	caps := fakebackend.Capabilities()
+	caps.HostCalls, caps.Deterministic = true, true
+	e, err := New(newMemoryStore(), fakebackend.New(caps, fakebackend.Return(spi.Limited(spi.LimitCPU))), &Options{Host: HostFuncs{"f": echoHost}})
+	require.NoError(t, err)
+	_, err = e.Run(context.Background(), durableCall(json.RawMessage(`1`),
+		HostCall{Name: "f", Args: json.RawMessage(`1`), Outcome: HostCallOK, Answer: json.RawMessage(`1`)}))
+	var f *Failure
+	require.True(t, errors.As(err, &f), "%v", err)
+	assert.Equal(t, CodeLimitExceeded, f.Code)
+	assert.Equal(t, LimitCPU, f.Kind)
 }
