@@ -38,7 +38,7 @@ var (
 
 // quickjsBackend is one QuickJS backend for the package's tests: New
 // compiles its module, which is worth doing once.
-func quickjsBackend(t *testing.T) spi.Backend {
+func quickjsBackend(t testing.TB) spi.Backend {
 	t.Helper()
 	qjsOnce.Do(func() { qjs, qjsErr = quickjs.New(nil) })
 	require.NoError(t, qjsErr)
@@ -46,7 +46,7 @@ func quickjsBackend(t *testing.T) spi.Backend {
 }
 
 // newEffect is an effect over backend, signing with signer when not nil.
-func newEffect(t *testing.T, backend spi.Backend, signer effect.Signer) *effect.Effect {
+func newEffect(t testing.TB, backend spi.Backend, signer effect.Signer) *effect.Effect {
 	t.Helper()
 	opts := &effect.Options{}
 	if signer != nil {
