@@ -258,3 +258,24 @@ func (e *Effect) checkResumes(d *Durable, addr Address, input []byte) error {
 	}
 	return nil
 }
+
+// clone returns a copy of d that shares nothing with it.
+func (d *Durable) clone() *Durable {
+	c := *d
+	c.Replay = make([]HostCall, len(d.Replay))
+	for i, h := range d.Replay {
+		h.Args = bytes.Clone(h.Args)
+		h.Answer = bytes.Clone(h.Answer)
+		c.Replay[i] = h
+	}
+	if d.Resumes != nil {
+		r := *d.Resumes
+		if r.Signature != nil {
+			sig := *r.Signature
+			sig.Value = bytes.Clone(sig.Value)
+			r.Signature = &sig
+		}
+		c.Resumes = &r
+	}
+	return &c
+}

@@ -302,9 +302,11 @@ func (e *Effect) evaluate(ctx context.Context, call Call, st *runState) (json.Ra
 		return nil, err
 	}
 	if call.Durable != nil {
+		call.Durable = call.Durable.clone() // the caller's may change while the run reads it
 		if err := e.checkDurable(call.Durable); err != nil {
 			return nil, err
 		}
+		st.noteDurable(call.Durable)
 		if len(call.Durable.Replay) > 0 && hostFuncs == nil {
 			return nil, errDurableReplay
 		}

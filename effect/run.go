@@ -46,7 +46,7 @@ func (e *Effect) observed(call Call) bool {
 
 // run is Run with a non-nil ctx.
 func (e *Effect) run(ctx context.Context, call Call) (*Record, error) {
-	st := &runState{e: e, script: call.Script, source: call.Source, start: time.Now(), dur: call.Durable}
+	st := &runState{e: e, script: call.Script, source: call.Source, start: time.Now()}
 	if call.Events != nil {
 		st.events = newEventQueue(call.Events, e.rc.eventBuffer)
 	}
@@ -102,6 +102,12 @@ type runState struct {
 type hostCallStats struct {
 	calls, bytesIn, bytesOut int64
 	time                     time.Duration
+}
+
+func (st *runState) noteDurable(d *Durable) {
+	if st != nil {
+		st.dur = d
+	}
 }
 
 func (st *runState) noteLimits(l spi.Limits) {
