@@ -35,4 +35,8 @@ type Call struct {
 	// Events, when not nil, receives the run's events as they happen
 	// (see Event): on a goroutine of its own, never stalling the run.
 	Events func(Event)
+	// Durable, when not nil, makes the run durable: see Durable. A
+	// durable call on a backend that does not declare
+	// spi.Capabilities.Deterministic is refused with ErrInvalidHost.
+	Durable *Durable
 }

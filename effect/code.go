@@ -18,6 +18,15 @@ const (
 	CodeScriptError
 	CodeShapeMismatch
 	CodeScriptTooLarge
+	// CodeSuspended: a host function of a durable run answered "not yet"
+	// (Suspend); Reason is its reason. The host decided it, never the
+	// script: the same script, input and answers suspend the same way.
+	CodeSuspended
+	// CodeReplayDiverged: a durable run, replayed, made a host call other
+	// than its log holds at that place (another name or other arguments);
+	// Reason says which call. The replay stops there: the script never
+	// gets an answer that was given to another call.
+	CodeReplayDiverged
 )
 
 var codeNames = [...]string{
@@ -28,10 +37,12 @@ var codeNames = [...]string{
 	CodeScriptError:          "scriptError",
 	CodeShapeMismatch:        "shapeMismatch",
 	CodeScriptTooLarge:       "scriptTooLarge",
+	CodeSuspended:            "suspended",
+	CodeReplayDiverged:       "replayDiverged",
 }
 
 // Valid reports whether c is one of the defined codes.
-func (c Code) Valid() bool { return c >= CodeInputNotSerializable && c <= CodeScriptTooLarge }
+func (c Code) Valid() bool { return c >= CodeInputNotSerializable && c <= CodeReplayDiverged }
 
 // String returns the code's name, such as "limitExceeded".
 func (c Code) String() string {
@@ -51,4 +62,6 @@ var (
 	ErrScriptError          = errors.New("effect: script error")
 	ErrShapeMismatch        = errors.New("effect: shape mismatch")
 	ErrScriptTooLarge       = errors.New("effect: script too large")
+	ErrSuspended            = errors.New("effect: suspended")
+	ErrReplayDiverged       = errors.New("effect: replay diverged")
 )

@@ -100,6 +100,12 @@
 // delivers none after the run
 // ended. See [HostFunc] and ExampleHostFunc.
 //
+// A durable run ([Call].Durable, on a backend that declares
+// Deterministic) may be suspended by a host function's [Suspend] and
+// replayed from a log of answers, each call checked against it
+// (replayDiverged otherwise); package durable builds such calls and their
+// continuations (docs/design.md, "Durable runs").
+//
 // # Security considerations
 //
 //   - Refusals by default: a backend that declares network access or an

@@ -301,6 +301,16 @@ func (e *Effect) evaluate(ctx context.Context, call Call, st *runState) (json.Ra
 	if err != nil {
 		return nil, err
 	}
+	if call.Durable != nil {
+		call.Durable = call.Durable.clone() // the caller's may change while the run reads it
+		if err := e.checkDurable(call.Durable); err != nil {
+			return nil, err
+		}
+		st.noteDurable(call.Durable)
+		if len(call.Durable.Replay) > 0 && hostFuncs == nil {
+			return nil, errDurableReplay
+		}
+	}
 	input, err := encodeInput(call.Input)
 	if err != nil {
 		return nil, err
@@ -331,12 +341,17 @@ func (e *Effect) evaluate(ctx context.Context, call Call, st *runState) (json.Ra
 		return nil, err
 	}
 	st.noteScript(addr, script)
+	if call.Durable != nil {
+		if err := e.checkResumes(call.Durable, AddressOf(script), input); err != nil {
+			return nil, err
+		}
+	}
 
 	// 3 and 4. The backend, raced against ctx and the deadline.
 	// Its result is used only when ctx is not done: Evaluate checks.
 	req := spi.Request{Script: script, Input: input, Limits: limits}
 	if hostFuncs != nil {
-		req.Host = e.newBroker(hostFuncs, st)
+		req.Host = e.newBroker(hostFuncs, st, call.Durable)
 	}
 	st.backendBegins(&req)
 	out, err := e.callBackend(ctx, req)
@@ -347,6 +362,14 @@ func (e *Effect) evaluate(ctx context.Context, call Call, st *runState) (json.Ra
 	if b := hostBroker(req); b != nil {
 		if v := b.decided(); v != nil {
 			return nil, v
+		}
+		// A script that finished (or threw) before the calls its replay
+		// log holds diverged: the original run made them. One a limit
+		// stopped ran out, whatever it would have done.
+		if err == nil && (out.Kind == spi.KindOK || out.Kind == spi.KindThrew) {
+			if v := b.unreplayed(); v != nil {
+				return nil, v
+			}
 		}
 	}
 	if err != nil {

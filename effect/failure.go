@@ -20,7 +20,8 @@ type Failure struct {
 	// storable.
 	Name    string
 	Message string
-	// Reason says why (CodeInputNotSerializable; CodeShapeMismatch: the
+	// Reason says why (CodeInputNotSerializable; CodeSuspended: the host
+	// function's reason; CodeReplayDiverged: which call; CodeShapeMismatch: the
 	// first violation; CodeLimitExceeded, when the effect can say more
 	// than the kind: the output depth limit), bounded.
 	Reason string
@@ -28,7 +29,8 @@ type Failure struct {
 	// MaxInputBytes when the input was refused before the run, or the
 	// memory limit when it did not fit while being parsed. For
 	// CodeScriptTooLarge they size the script against MaxScriptBytes. For
-	// CodeLimitExceeded with Kind LimitHostCalls, Limit is MaxHostCalls.
+	// CodeLimitExceeded with Kind LimitHostCalls, Limit is MaxHostCalls;
+	// with LimitSuspensions or LimitHostLog, the durable run's bound.
 	Bytes int64
 	Limit int64
 	// Script is the missing script's address (CodeScriptMissing).
@@ -74,6 +76,10 @@ func (f *Failure) Error() string {
 		return "effect: scriptError: " + f.Name + ": " + f.Message
 	case CodeShapeMismatch:
 		return "effect: shapeMismatch: " + f.Reason
+	case CodeSuspended:
+		return "effect: suspended: " + f.Reason
+	case CodeReplayDiverged:
+		return "effect: replayDiverged: " + f.Reason
 	default:
 		return "effect: " + f.Code.String()
 	}
@@ -96,6 +102,10 @@ func (f *Failure) Unwrap() error {
 		return ErrShapeMismatch
 	case CodeScriptTooLarge:
 		return ErrScriptTooLarge
+	case CodeSuspended:
+		return ErrSuspended
+	case CodeReplayDiverged:
+		return ErrReplayDiverged
 	default:
 		return nil
 	}
@@ -125,7 +135,7 @@ func (f *Failure) MarshalJSON() ([]byte, error) {
 	}
 	w := wire{Code: f.Code.String()}
 	switch f.Code {
-	case CodeInputNotSerializable, CodeShapeMismatch:
+	case CodeInputNotSerializable, CodeShapeMismatch, CodeSuspended, CodeReplayDiverged:
 		w.Reason = &f.Reason
 	case CodeInputTooLarge:
 		w.Bytes, w.Limit = &f.Bytes, &f.Limit

@@ -150,6 +150,7 @@ type broker struct {
 	e         *Effect
 	st        *runState // the run's record (hostcall_record.go); may be nil
 	job       *job      // the backend call; a running host function holds it
+	dur       *Durable  // the durable run's log and bounds (durable.go); nil: not durable
 
 	mu        sync.Mutex
 	runCtx    context.Context // the backend's context
@@ -162,13 +163,14 @@ type broker struct {
 	queue     []*hostCall // issued calls waiting for a slot, in order
 	waiting   int64       // the bytes of their arguments
 	verdict   error       // what ends the run, when the broker decided it
+	logBytes  int64       // a durable run's log bytes so far (durable.go)
 }
 
 var _ spi.HostStarter = (*broker)(nil)
 
-func (e *Effect) newBroker(funcs HostFuncs, st *runState) *broker {
+func (e *Effect) newBroker(funcs HostFuncs, st *runState, dur *Durable) *broker {
 	return &broker{funcs: funcs, maxCalls: e.maxHostCalls, maxArg: e.maxHostArg, maxResult: e.maxHostResult,
-		maxConc: e.maxHostConc, e: e, st: st}
+		maxConc: e.maxHostConc, e: e, st: st, dur: dur}
 }
 
 // maxWaiting bounds the argument bytes the calls waiting for a slot hold:
@@ -212,10 +214,12 @@ func (b *broker) end() {
 }
 
 // decide records what ends the run (the first decision wins) and cancels
-// the backend's context, so that the backend stops.
-func (b *broker) decide(err error) {
+// the backend's context, so that the backend stops. It reports whether
+// err is the verdict.
+func (b *broker) decide(err error) bool {
 	b.mu.Lock()
-	if b.verdict == nil {
+	won := b.verdict == nil
+	if won {
 		b.verdict = err
 	}
 	cancelRun := b.cancelRun
@@ -223,6 +227,7 @@ func (b *broker) decide(err error) {
 	if cancelRun != nil {
 		cancelRun()
 	}
+	return won
 }
 
 // decided returns the broker's verdict on the run, or nil.
@@ -342,7 +347,8 @@ func (b *broker) issue(ctx context.Context, name string, args json.RawMessage, d
 		return
 	}
 	fn, ok := b.funcs[name]
-	if !ok {
+	if !ok && (b.dur == nil || !b.replaying()) {
+		// (A call a durable run's log answers needs no host function.)
 		done(nil, &hostError{"effect: unknown host function " + quoteName(name)})
 		return
 	}
@@ -367,8 +373,30 @@ func (b *broker) issue(ctx context.Context, name string, args json.RawMessage, d
 	b.accepted++
 	c.seq = b.accepted
 	b.mu.Unlock()
+	idx := c.seq
 	if c.rec != nil {
 		c.seq = c.rec.i + 1 // the record's own order, when it keeps one
+	}
+	if b.dur != nil {
+		// A durable run keeps each call's argument, bounded by its log.
+		c.rec.keep(c.arg, nil)
+		if !b.logged(len(c.arg)) {
+			c.ended(0, errHostRunEnded, HostCallCanceled)
+			done(nil, errHostRunEnded)
+			return
+		}
+		if idx <= len(b.dur.Replay) && b.replay(c, idx) {
+			return
+		}
+		if c.fn == nil {
+			// The log holds the call but no answer, and no host function
+			// answers it now: a divergence, never an error the script
+			// could catch.
+			b.decide(&Failure{Code: CodeReplayDiverged, Reason: "host call " + strconv.Itoa(idx) + " to " + quoteName(name) + " has no host function to answer it"})
+			c.ended(0, errHostDiverged, HostCallCanceled)
+			done(nil, errHostDiverged)
+			return
+		}
 	}
 
 	// A running host function holds the backend call, so that it counts
@@ -448,6 +476,8 @@ func (b *broker) exec(c *hostCall) (json.RawMessage, error) {
 	}
 	var err error
 	switch {
+	case asSuspension(r.err) != nil:
+		return nil, b.suspend(c, asSuspension(r.err))
 	case r.panicked:
 		b.decide(&untypedError{msg: "effect: host function " + quoteName(c.name) + " panicked"})
 		err = errHostPanicked
@@ -469,6 +499,13 @@ func (b *broker) exec(c *hostCall) (json.RawMessage, error) {
 	if ended {
 		c.ended(int64(len(r.text)), errHostRunEnded, HostCallCanceled)
 		return nil, errHostRunEnded
+	}
+	if !b.logged(len(r.text)) {
+		c.ended(int64(len(r.text)), errHostRunEnded, HostCallCanceled)
+		return nil, errHostRunEnded
+	}
+	if b.dur != nil {
+		c.rec.keep(nil, r.text)
 	}
 	c.ended(int64(len(r.text)), nil, HostCallOK)
 	return r.text, nil

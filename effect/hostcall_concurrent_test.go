@@ -216,7 +216,7 @@ func TestHostCallsConcurrentCallBounded(t *testing.T) {
 func TestHostCallQueuedNeverRunsOnceStopped(t *testing.T) {
 	g := newGate(3)
 	e, _ := hostFixture(t, &Options{MaxConcurrentHostCalls: 1})
-	b := e.newBroker(HostFuncs{"wait": g.fn}, nil)
+	b := e.newBroker(HostFuncs{"wait": g.fn}, nil, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	b.arm(ctx, cancel, watchdog, e.newJob())

@@ -1,6 +1,7 @@
 package effect
 
 import (
+	"encoding/json"
 	"fmt"
 	"sync"
 	"time"
@@ -33,6 +34,11 @@ type HostCall struct {
 	// Error is the error's text thrown into the script, bounded and
 	// storable (HostCallError, HostCallCanceled).
 	Error string `json:"error,omitempty"`
+	// Args is the call's argument as JSON text, and Answer the result
+	// the script got (HostCallOK): kept only in a durable run's record
+	// (Call.Durable), whose log they are.
+	Args   json.RawMessage `json:"args,omitempty"`
+	Answer json.RawMessage `json:"answer,omitempty"`
 }
 
 // HostCallOutcome says what became of a host call. The zero value is
@@ -50,16 +56,20 @@ const (
 	// time, or finished without awaiting the call); the answer, if any,
 	// was not delivered.
 	HostCallCanceled
+	// HostCallSuspended: the host function answered Suspend and the run
+	// ended suspended at this call (a durable run's pending call).
+	HostCallSuspended
 )
 
 var hostCallOutcomeNames = [...]string{
-	HostCallOK:       "ok",
-	HostCallError:    "error",
-	HostCallCanceled: "canceled",
+	HostCallOK:        "ok",
+	HostCallError:     "error",
+	HostCallCanceled:  "canceled",
+	HostCallSuspended: "suspended",
 }
 
 // Valid reports whether o is one of the defined outcomes.
-func (o HostCallOutcome) Valid() bool { return o >= HostCallOK && o <= HostCallCanceled }
+func (o HostCallOutcome) Valid() bool { return o >= HostCallOK && o <= HostCallSuspended }
 
 // String returns the outcome's name, such as "ok".
 func (o HostCallOutcome) String() string {
@@ -79,7 +89,7 @@ func (o HostCallOutcome) MarshalText() ([]byte, error) {
 
 // UnmarshalText implements encoding.TextUnmarshaler.
 func (o *HostCallOutcome) UnmarshalText(b []byte) error {
-	for k := HostCallOK; k <= HostCallCanceled; k++ {
+	for k := HostCallOK; k <= HostCallSuspended; k++ {
 		if string(b) == hostCallOutcomeNames[k] {
 			*o = k
 			return nil
@@ -135,6 +145,26 @@ func (st *runState) hostCallIssued(name string, bytesIn int64) *hostCallEntry {
 			attribute.String("sandbank.host_function", name), attribute.Int64("sandbank.bytes_in", bytesIn)))
 	}
 	return en
+}
+
+// keep writes the call's argument and, when it had one, the answer the
+// script got into its line: a durable run's log.
+func (en *hostCallEntry) keep(args, answer json.RawMessage) {
+	if en == nil {
+		return
+	}
+	l := &en.st.hostCalls
+	l.mu.Lock()
+	if !l.sealed {
+		c := &l.calls[en.i]
+		if args != nil {
+			c.Args = args
+		}
+		if answer != nil {
+			c.Answer = answer
+		}
+	}
+	l.mu.Unlock()
 }
 
 // begin marks the start of the host function.

@@ -27,11 +27,12 @@ import (
 // leave their script's goroutine in a host function that ignores its
 // context).
 type relay struct {
-	hostCalls bool
-	entered   atomic.Int64
-	ctxDone   atomic.Bool // the backend's context was done when it returned
-	lateErr   chan error
-	exited    chan struct{} // one value per Evaluate that returned
+	hostCalls     bool
+	deterministic bool // declares Deterministic (durable_test.go)
+	entered       atomic.Int64
+	ctxDone       atomic.Bool // the backend's context was done when it returned
+	lateErr       chan error
+	exited        chan struct{} // one value per Evaluate that returned
 }
 
 func newRelay() *relay {
@@ -50,7 +51,7 @@ func (r *relay) waitExit(t testing.TB) {
 }
 
 func (r *relay) Capabilities() spi.Capabilities {
-	return spi.Capabilities{Language: "relay", Network: spi.NetworkNone, WallClock: spi.WallClockHard, FreshPerRun: true, HostCalls: r.hostCalls}
+	return spi.Capabilities{Language: "relay", Network: spi.NetworkNone, WallClock: spi.WallClockHard, FreshPerRun: true, HostCalls: r.hostCalls, Deterministic: r.deterministic}
 }
 
 type relayCall struct {
@@ -248,7 +249,7 @@ func TestHostCallArgsMustBeJSON(t *testing.T) {
 	called := false
 	e, _ := hostFixture(t, &Options{Host: HostFuncs{"f": func(context.Context, json.RawMessage) (any, error) { called = true; return 1, nil }}})
 	// A backend's bytes straight to the broker: the relay would re-encode.
-	b := e.newBroker(e.host, nil)
+	b := e.newBroker(e.host, nil, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	b.arm(ctx, cancel, time.Minute, e.newJob())

@@ -37,15 +37,22 @@ const (
 	// (Failure.Limit holds the bound). The effect's own limit; no spi
 	// kind.
 	LimitHostCalls
+	// LimitSuspensions: a durable run suspended more often than its bound
+	// (Durable.MaxSuspensions, in Failure.Limit). The effect's own limit.
+	LimitSuspensions
+	// LimitHostLog: a durable run's host-call log (the arguments and
+	// answers it keeps for replay) grew past its bound
+	// (Durable.MaxLogBytes, in Failure.Limit). The effect's own limit.
+	LimitHostLog
 )
 
-var limitNames = [...]string{LimitCPU: "cpu", LimitMemory: "memory", LimitWallClock: "wallClock", LimitOutput: "output", LimitInput: "input", LimitHostCalls: "hostCalls"}
+var limitNames = [...]string{LimitCPU: "cpu", LimitMemory: "memory", LimitWallClock: "wallClock", LimitOutput: "output", LimitInput: "input", LimitHostCalls: "hostCalls", LimitSuspensions: "suspensions", LimitHostLog: "hostLog"}
 
 // Valid reports whether k is one of the defined limit kinds.
-func (k LimitKind) Valid() bool { return k >= LimitCPU && k <= LimitHostCalls }
+func (k LimitKind) Valid() bool { return k >= LimitCPU && k <= LimitHostLog }
 
-// String returns "cpu", "memory", "wallClock", "output", "input" or
-// "hostCalls".
+// String returns "cpu", "memory", "wallClock", "output", "input",
+// "hostCalls", "suspensions" or "hostLog".
 func (k LimitKind) String() string {
 	if !k.Valid() {
 		return fmt.Sprintf("LimitKind(%d)", int(k))

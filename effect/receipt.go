@@ -63,6 +63,16 @@ type Receipt struct {
 	Started time.Time `json:"started"`
 	// Duration is how long the run took.
 	Duration time.Duration `json:"durationNs"`
+	// HostLog is a durable run's HostLogDigest of its record's host
+	// calls; empty for a run that is not durable (Call.Durable).
+	HostLog string `json:"hostLog,omitempty"`
+	// Previous is the digest ([Receipt.Digest]) of the receipt of the
+	// run this one resumes (Durable.Resumes): the segments of a durable
+	// run form a chain, each receipt naming the one before.
+	Previous string `json:"previous,omitempty"`
+	// Suspensions counts the times a durable run suspended before this
+	// segment (zero for a first run).
+	Suspensions int `json:"suspensions,omitempty"`
 	// Signature is the host's signature over the receipt's other fields
 	// (see Options.Signer and SignedBytes); nil when the effect has no
 	// signer. receipt.Verify checks it against trusted keys.

@@ -94,13 +94,20 @@ type runState struct {
 	logBuf logBuffer   // the run's log sink, in the same allocation
 	events *eventQueue // nil: no Call.Events
 
-	hostCalls hostLog // the run's host calls (hostcall_record.go)
+	hostCalls hostLog  // the run's host calls (hostcall_record.go)
+	dur       *Durable // a durable run's (durable.go); nil: not durable
 }
 
 // hostCallStats totals a run's host calls (see hostCallBegun).
 type hostCallStats struct {
 	calls, bytesIn, bytesOut int64
 	time                     time.Duration
+}
+
+func (st *runState) noteDurable(d *Durable) {
+	if st != nil {
+		st.dur = d
+	}
 }
 
 func (st *runState) noteLimits(l spi.Limits) {
@@ -191,6 +198,10 @@ func (st *runState) receipt() Receipt {
 		},
 		Started: st.start.UTC(),
 	}
+	if st.dur != nil && st.dur.Resumes != nil {
+		r.Previous, _ = st.dur.Resumes.Digest() // checked in checkResumes
+		r.Suspensions = st.dur.suspensions()
+	}
 	if !st.haveLimits {
 		r.Limits.WallClock, r.Limits.MemoryBytes = e.limits.WallClock, e.limits.MemoryBytes
 	}
@@ -252,6 +263,14 @@ func (st *runState) finish(ctx context.Context, value []byte, err error, cancele
 		r.OutputDigest, _ = canon.DigestJSON(f)
 	}
 	r.Duration = time.Since(st.start)
+	calls, hs := st.hostCalls.seal(time.Now(), st.start)
+	if st.dur != nil {
+		d, derr := HostLogDigest(calls) // its arguments and answers are valid JSON: checked when kept
+		if derr != nil {
+			return nil, foreignError("effect: the durable run's host-call log: ", derr)
+		}
+		r.HostLog = d
+	}
 	serr := st.e.rc.signer.sign(ctx, &r)
 	rec.Receipt = r
 	rec.Stats.Duration = r.Duration
@@ -263,7 +282,6 @@ func (st *runState) finish(ctx context.Context, value []byte, err error, cancele
 	rec.Stats.ScriptTime = st.engine.ScriptTime
 	rec.Stats.MemoryPeakBytes = st.engine.MemoryPeakBytes
 	rec.Stats.CPUUnit, rec.Stats.CPUUnits = st.engine.CPUUnit, st.engine.CPUUnits
-	calls, hs := st.hostCalls.seal(time.Now(), st.start)
 	rec.HostCalls = calls
 	rec.Stats.HostCalls = hs.calls
 	rec.Stats.HostCallBytesIn, rec.Stats.HostCallBytesOut = hs.bytesIn, hs.bytesOut

@@ -238,6 +238,12 @@ func (v *verifier) record(rec *effect.Record, script []byte) {
 	if rec.Error != "" && (r.Outcome == effect.OutcomeOK || v.code != 0) {
 		v.bad("outcome %s with an error text", r.Outcome)
 	}
+	if r.HostLog != "" {
+		// A durable run's receipt digests its host-call log.
+		if got, err := effect.HostLogDigest(rec.HostCalls); err != nil || got != r.HostLog {
+			v.bad("the host calls' log digest is %s, the receipt says %q", got, boundText(r.HostLog))
+		}
+	}
 	switch {
 	case r.Outcome == effect.OutcomeOK:
 		v.value(rec)
@@ -305,9 +311,10 @@ func (v *verifier) failure(f *effect.Failure, script []byte) {
 	carries("kind", f.Kind != 0, effect.CodeLimitExceeded, effect.CodeInputTooLarge)
 	carries("name", f.Name != "", effect.CodeScriptError)
 	carries("message", f.Message != "", effect.CodeScriptError)
-	carries("reason", f.Reason != "", effect.CodeInputNotSerializable, effect.CodeShapeMismatch, effect.CodeLimitExceeded)
+	carries("reason", f.Reason != "", effect.CodeInputNotSerializable, effect.CodeShapeMismatch, effect.CodeLimitExceeded,
+		effect.CodeSuspended, effect.CodeReplayDiverged)
 	carries("bytes", f.Bytes != 0, effect.CodeInputTooLarge, effect.CodeScriptTooLarge)
-	if f.Code != effect.CodeLimitExceeded || f.Kind != effect.LimitHostCalls {
+	if f.Code != effect.CodeLimitExceeded || (f.Kind != effect.LimitHostCalls && f.Kind != effect.LimitSuspensions && f.Kind != effect.LimitHostLog) {
 		carries("limit", f.Limit != 0, effect.CodeInputTooLarge, effect.CodeScriptTooLarge)
 	}
 	carries("script", f.Script != "", effect.CodeScriptMissing)

@@ -94,6 +94,20 @@ func realRunsSignedBy(t testing.TB, s effect.Signer) map[string]verifyRun {
 	t.Cleanup(func() { _ = e.Close() })
 	add("limitExceeded hostCalls", e, context.Background(),
 		effect.Call{Source: hostScript, Input: json.RawMessage(`{}`)}, hostScript)
+
+	// Durable runs, on an engine that declares Deterministic: one whose
+	// host function suspends it, one whose replay log holds another call.
+	caps.Deterministic = true
+	suspend := func(context.Context, json.RawMessage) (any, error) { return nil, effect.Suspend("wait") }
+	e, err = effect.New(new(storage.MemoryStore), fakebackend.New(caps, callHostTwice), signing(&effect.Options{Host: effect.HostFuncs{"f": suspend}}))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = e.Close() })
+	durable := func(replay ...effect.HostCall) *effect.Durable {
+		return &effect.Durable{Replay: replay, MaxSuspensions: 1, MaxLogBytes: 1 << 10}
+	}
+	add("suspended", e, context.Background(), effect.Call{Source: hostScript, Input: json.RawMessage(`{}`), Durable: durable()}, hostScript)
+	add("replayDiverged", e, context.Background(), effect.Call{Source: hostScript, Input: json.RawMessage(`{}`),
+		Durable: durable(effect.HostCall{Name: "f", Args: json.RawMessage(`1`), Outcome: effect.HostCallOK, Answer: json.RawMessage(`2`)})}, hostScript)
 	return runs
 }
 
@@ -153,7 +167,7 @@ func TestVerifyRefusesTamperedRecords(t *testing.T) {
 			redigest(r)
 		}, "but the input serialises", true},
 		{"outcome outside the vocabulary", "ok", func(r *effect.Record) { r.Receipt.Outcome = "fine" },
-			`outcome "fine" is not one of ok, inputNotSerializable, inputTooLarge, scriptMissing, limitExceeded, scriptError, shapeMismatch, scriptTooLarge, infrastructure, canceled`, true},
+			`outcome "fine" is not one of ok, inputNotSerializable, inputTooLarge, scriptMissing, limitExceeded, scriptError, shapeMismatch, scriptTooLarge, suspended, replayDiverged, infrastructure, canceled`, true},
 		{"no outcome", "ok", func(r *effect.Record) { r.Receipt.Outcome = "" }, "is not one of", true},
 		{"limitExceeded with no failure and no digest", "ok", func(r *effect.Record) {
 			r.Value, r.Receipt.OutputDigest, r.Receipt.Outcome = nil, "", "limitExceeded"

@@ -210,3 +210,18 @@ func verifyOptions(opts []VerifyOption) *verifyConfig {
 	}
 	return c
 }
+
+// VerifySignature checks a receipt's signature alone, as Verify does with
+// the same options (WithKeys, RequireSignature), without the script or the
+// input: for a receipt whose other fields something else checks (a durable
+// run's continuation, which the effect checks against the script and the
+// input it resumes).
+func VerifySignature(r effect.Receipt, opts ...VerifyOption) error {
+	c := verifyOptions(opts)
+	if c.err != nil {
+		return c.err
+	}
+	v := &verifier{r: r}
+	v.signature(c)
+	return errors.Join(v.errs...)
+}

@@ -81,7 +81,7 @@ var layers = []struct {
 	{"engines", []string{"backends/"}},
 	{"the run", []string{"effect"}},
 	{"receipts", []string{"receipt"}},
-	{"products", []string{"registry", "pool", "tenant", "storage", "codemode"}},
+	{"products", []string{"registry", "pool", "tenant", "storage", "codemode", "durable"}},
 	{"kits and clients", []string{"conformance", "builtin", "client", "internal/doortest", "internal/hostbench"}},
 	{"doors", []string{"server", "mcpserver"}},
 	{"programs", []string{"cmd/", "bench/", "internal/apicount", ""}},

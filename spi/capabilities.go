@@ -120,6 +120,13 @@ type Capabilities struct {
 	// kin, print, a module's stdout and stderr) reaches Request.Logs, in
 	// order, with its level and stream (SPI 1.1.0).
 	Logs bool `json:"logs,omitempty"`
+	// Deterministic is true when a run's host calls and value depend only
+	// on the script, its input and its host calls' answers (SPI 1.4.0):
+	// the script sees a fake clock and seeded randomness, never the
+	// machine's. Only such an engine's runs may suspend at a host call
+	// and resume later by replay (docs/design.md, "Durable runs"); the
+	// effect refuses a durable call on any other.
+	Deterministic bool `json:"deterministic,omitempty"`
 }
 
 // Validate reports an error when a field holds a value outside its closed

@@ -54,5 +54,7 @@
 // log sink and stats); a 1.0 backend compiles and works unchanged. 1.2.0
 // added [StartupError], the error of a backend whose start-up overran its
 // cold-start allowance. 1.3.0 added [HostStarter], the broker's way of
-// running several host calls of one run at once.
+// running several host calls of one run at once. 1.4.0 added
+// [Capabilities].Deterministic, the declaration that lets a run suspend
+// and resume by replay.
 package spi

@@ -7,7 +7,7 @@ import (
 )
 
 // Version is the semantic version of this service-provider interface.
-const Version = "1.3.0"
+const Version = "1.4.0"
 
 // Backend is a sandbox engine. Implementations must be safe for concurrent
 // use: the effect may call Evaluate from many goroutines at once.

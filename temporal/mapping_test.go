@@ -111,7 +111,12 @@ func TestTypedFailuresAreNotRetried(t *testing.T) {
 			MaxHostCalls: 2,
 		}}, effect.CodeLimitExceeded, effect.LimitHostCalls},
 	}
-	codes, kinds := map[effect.Code]bool{effect.CodeInputNotSerializable: true}, map[effect.LimitKind]bool{}
+	// A durable run's codes and limit kinds (suspended, replayDiverged;
+	// suspensions, hostLog) cannot come from the activity yet: it runs
+	// no durable call (issue 45's Temporal door is to come).
+	// TestMappingRoundTrip covers their mapping.
+	codes := map[effect.Code]bool{effect.CodeInputNotSerializable: true, effect.CodeSuspended: true, effect.CodeReplayDiverged: true}
+	kinds := map[effect.LimitKind]bool{effect.LimitSuspensions: true, effect.LimitHostLog: true}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			codes[c.code], kinds[c.kind] = true, true
@@ -158,6 +163,8 @@ func TestMappingRoundTrip(t *testing.T) {
 		{Code: effect.CodeScriptError, Name: "TypeError", Message: "boom"},
 		{Code: effect.CodeShapeMismatch, Reason: "not a string"},
 		{Code: effect.CodeScriptTooLarge, Bytes: 40, Limit: 32},
+		{Code: effect.CodeSuspended, Reason: "a person must approve"},
+		{Code: effect.CodeReplayDiverged, Reason: "host call 2 differs"},
 	}
 	for k := effect.LimitKind(1); k.Valid(); k++ {
 		failures = append(failures, &effect.Failure{Code: effect.CodeLimitExceeded, Kind: k})

@@ -34,5 +34,7 @@ func (s settings) capabilities() spi.Capabilities {
 		FreshPerRun: true,
 		HostCalls:   true,
 		Logs:        true,
+		// determinism.go: a fake clock and a seeded random source.
+		Deterministic: true,
 	}
 }

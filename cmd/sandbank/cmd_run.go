@@ -44,9 +44,10 @@ type runOptions struct {
 	allowReusedRuntime bool
 	cacheDir           string
 	noCache            bool
-	hosts              []string      // --host NAME=FILE.json (host.go)
-	hostLog            *hostLog      // the calls the run made, for --json
-	rec                recordOptions // record.go
+	hosts              []string       // --host NAME=FILE.json (host.go)
+	hostLog            *hostLog       // the calls the run made, for --json
+	rec                recordOptions  // record.go
+	dur                durableOptions // --suspend, --continuation; resume (cmd_resume.go)
 }
 
 func (a *app) runCommand() *cobra.Command {
@@ -77,6 +78,14 @@ in order, as "hostCalls": [{"name":…,"args":…}]. An engine that does not
 declare host calls is refused. No host function the command line offers
 runs a command or reaches the network.
 
+--suspend NAME gives the script a host function NAME that answers "not
+yet": the run ends suspended (exit code 3) and its continuation is
+written to --continuation FILE (canonical JSON: the receipt, the input,
+the script, the host calls so far and the pending one). "sandbank
+resume FILE --answer JSON" continues it later, on any machine with the
+same engine. Only an engine that declares deterministic runs may
+suspend.
+
 Compiled modules are cached in the user cache directory's sandbank/
 (--cache-dir DIR elsewhere, --no-cache for none), so only the first run
 of a QuickJS engine compiles it; a damaged cache entry is recompiled.
@@ -90,6 +99,7 @@ Exit codes, from one classification of the error:
        language, invalid JSON input, an invalid --shape, an engine refused
        without its opt-in; not retryable
   1    infrastructure: the engine failed; retrying may help
+  3    suspended (--suspend): the continuation is written; see resume
   130  cancelled by SIGINT (143: by SIGTERM); not retried by itself
 
 What the script logs (console.log and its kin, print, a module's log
@@ -147,6 +157,7 @@ If the object cannot be written, the run exits 1, never 2.`,
 	f.StringVar(&o.cacheDir, "cache-dir", "", "keep compiled modules in `DIR` (default: the user cache directory's sandbank/)")
 	f.BoolVar(&o.noCache, "no-cache", false, "compile the engine's module afresh, with no compiled-module cache")
 	o.rec.addFlags(cmd)
+	o.dur.addFlags(cmd)
 	return cmd
 }
 
@@ -209,6 +220,9 @@ func (a *app) evaluate(ctx context.Context, o *runOptions, script string) (json.
 	if err != nil {
 		return nil, err
 	}
+	if hostFuncs, hostLog, err = o.dur.suspending(hostFuncs, hostLog, o.store); err != nil {
+		return nil, err
+	}
 	o.hostLog = hostLog
 
 	var shape json.RawMessage
@@ -244,7 +258,14 @@ func (a *app) evaluate(ctx context.Context, o *runOptions, script string) (json.
 	if err := o.rec.openReceipt(); err != nil {
 		return nil, err
 	}
+	call := effect.Call{Input: input, Shape: shape, Host: hostFuncs, Source: src}
+	return a.runOn(ctx, o, script, limits, call)
+}
 
+// runOn builds the engine that --engine, --lang or the script's name
+// chooses, with limits as its ceiling, and runs call on it: durably with
+// --suspend, as a resumption for "sandbank resume".
+func (a *app) runOn(ctx context.Context, o *runOptions, script string, limits spi.Limits, call effect.Call) (json.RawMessage, error) {
 	reg, err := a.registry()
 	if err != nil {
 		return nil, err
@@ -284,9 +305,8 @@ func (a *app) evaluate(ctx context.Context, o *runOptions, script string) (json.
 	if refusal := refuse(entry.Capabilities, o); refusal != nil {
 		return nil, refusal
 	}
-	call := effect.Call{Input: input, Shape: shape, Host: hostFuncs, Source: src}
-	if dir != nil {
-		addr, err := dir.Put(src)
+	if dir != nil && call.Source != nil {
+		addr, err := dir.Put(call.Source)
 		if err != nil {
 			return nil, untyped(fmt.Errorf("storing the script: %w", err))
 		}
@@ -338,7 +358,7 @@ func (a *app) report(o *runOptions, value json.RawMessage, err error) error {
 	}
 	var out []byte
 	var failure *effect.Failure
-	if code == exitFailure && errors.As(err, &failure) {
+	if (code == exitFailure || code == exitSuspend) && errors.As(err, &failure) {
 		b, merr := json.Marshal(failure)
 		if merr != nil || len(b) < 2 || b[0] != '{' {
 			return untyped(fmt.Errorf("encoding the failure: %v", merr))

@@ -38,6 +38,9 @@
 //	2    run: a typed failure, the script's own doing (scriptError,
 //	     limitExceeded, inputTooLarge, scriptTooLarge, shapeMismatch); not
 //	     retryable
+//	3    run --suspend, resume: the run suspended at a host call and its
+//	     continuation was written (--continuation FILE); not retryable:
+//	     resume it
 //	64   an invalid request, not retryable: bad flags or arguments,
 //	     unreadable files, an unknown engine or language, invalid JSON
 //	     input, and every effect.ErrInvalidCall (an invalid --shape, …);

@@ -18,6 +18,7 @@ const (
 	exitOK      = 0   // a value, or a command that succeeded
 	exitUntyped = 1   // infrastructure: retryable; or a failing matrix
 	exitFailure = 2   // a typed failure: the script's own doing
+	exitSuspend = 3   // run --suspend, resume: the run suspended, its continuation written
 	exitUsage   = 64  // the caller's invalid request (EX_USAGE)
 	exitSIGINT  = 130 // cancelled by SIGINT (128 + 2)
 	exitSIGTERM = 143 // cancelled by SIGTERM (128 + 15)
@@ -44,6 +45,8 @@ var exitCodes = map[effect.Kind]int{
 //     for exitUntyped;
 //   - a signal that cancelled the run: 130 or 143, not retryable (the
 //     person or supervisor who sent it wanted the run to stop);
+//   - a durable run's suspension (effect.ErrSuspended): 3, not retryable
+//     (resume it instead);
 //   - anything else is looked up by effect.KindOf in exitCodes, and is
 //     retryable as effect.Retryable says: the script's typed failure is
 //     2, the caller's invalid request (effect.ErrInvalidCall: limits
@@ -62,6 +65,8 @@ func classify(err error) (code int, retryable bool) {
 		return sig.exitCode(), false
 	case errors.As(err, &ee):
 		return ee.code, ee.code == exitUntyped
+	case errors.Is(err, effect.ErrSuspended):
+		return exitSuspend, false // a typed failure the host decided: its own code
 	}
 	kind := effect.KindOf(err)
 	code, ok := exitCodes[kind]

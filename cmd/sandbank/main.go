@@ -204,6 +204,7 @@ invalid request; 130/143 cancelled by SIGINT/SIGTERM.`,
 	wrapHelp(root, a.width(a.stdout))
 	root.AddCommand(
 		a.runCommand(),
+		a.resumeCommand(),
 		a.verifyCommand(),
 		a.matrixCommand(),
 		a.enginesCommand(),

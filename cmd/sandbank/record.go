@@ -65,7 +65,7 @@ func (a *app) runRecorded(ctx context.Context, eff *effect.Effect, call effect.C
 			}
 		}
 	}
-	rec, err := eff.Run(ctx, call)
+	rec, err := o.dur.run(ctx, eff, call)
 	if rec == nil && !r.quiet {
 		close(finished) // no record, no events
 	}

@@ -1,0 +1,54 @@
+package durable_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/sandbank/sandbank/backends/quickjs"
+	"github.com/sandbank/sandbank/durable"
+	"github.com/sandbank/sandbank/effect"
+	"github.com/sandbank/sandbank/storage"
+)
+
+// A script asks a person to approve a deletion: the host function
+// suspends the run, the continuation is stored as text, and the run
+// resumes, later and elsewhere, with the person's answer.
+func ExampleResume() {
+	backend, err := quickjs.New(nil)
+	if err != nil {
+		panic(err)
+	}
+	defer backend.Close()
+	eff, err := effect.New(new(storage.MemoryStore), backend, nil)
+	if err != nil {
+		panic(err)
+	}
+	script := []byte(`const ok = await host.approve({delete: input.rows});
+ok ? "deleted " + input.rows + " rows" : "kept them"`)
+	host := effect.HostFuncs{"approve": func(context.Context, json.RawMessage) (any, error) {
+		return nil, effect.Suspend("waiting for a person")
+	}}
+
+	_, cont, err := durable.Run(context.Background(), eff, effect.Call{Source: script, Input: map[string]int{"rows": 40}, Host: host})
+	var f *effect.Failure
+	if errors.As(err, &f) {
+		name, args, _ := cont.Pending()
+		fmt.Println(f.Code, "at", name, string(args))
+	}
+	text, _ := cont.Encode() // store it anywhere; nothing holds the run meanwhile
+
+	later, err := durable.Decode(text)
+	if err != nil {
+		panic(err)
+	}
+	rec, _, err := durable.Resume(context.Background(), eff, later, json.RawMessage(`true`), effect.Call{Host: host}, nil)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(string(rec.Value))
+	// Output:
+	// suspended at approve {"delete":40}
+	// "deleted 40 rows"
+}
