@@ -109,6 +109,7 @@ var allCases = []*caseDef{
 	{name: "composition", gate: always, scripts: []string{"composition_throw", "composition_output"}, run: caseComposition},
 	{name: "logs", gate: needLogs, scripts: []string{"logs"}, run: caseLogs},
 	{name: "logs_order", gate: needLogs, scripts: []string{"logs_order"}, run: caseLogsOrder},
+	{name: "deterministic", gate: needDeterministic, scripts: []string{"durable_replay"}, run: caseDeterministic, proves: []string{"deterministic"}},
 }
 
 // echoInput is the input of echo (and of the echo runs other cases make).

@@ -33,6 +33,10 @@ func provesKey(p string, caps spi.Capabilities) string {
 		if caps.HostCalls {
 			return p
 		}
+	case "deterministic":
+		if caps.Deterministic {
+			return p
+		}
 	}
 	return ""
 }

@@ -130,7 +130,7 @@ type Proof struct {
 
 // CapabilityKeys returns the keys of the capabilities caps declares, as
 // Report.Proofs names them: "network=none" or "network=allowlist",
-// "wallClock=hard", "memory", "cpu", "freshPerRun", "hostCalls". Weak declarations
+// "wallClock=hard", "memory", "cpu", "freshPerRun", "hostCalls", "deterministic". Weak declarations
 // (network open, a soft wall clock) promise nothing and have no key.
 func CapabilityKeys(caps spi.Capabilities) []string {
 	var keys []string
@@ -151,6 +151,9 @@ func CapabilityKeys(caps spi.Capabilities) []string {
 	}
 	if caps.HostCalls {
 		keys = append(keys, "hostCalls")
+	}
+	if caps.Deterministic {
+		keys = append(keys, "deterministic")
 	}
 	return keys
 }
