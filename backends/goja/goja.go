@@ -276,6 +276,11 @@ func (b *Backend) Evaluate(ctx context.Context, req spi.Request) (spi.Outcome, e
 	}
 }
 
+// Leftovers returns how many runs Evaluate has returned from (stopped at
+// their wall clock, or cancelled) are still running a native operation:
+// the runs that count against Options.MaxLeftovers.
+func (b *Backend) Leftovers() int { return int(b.leftovers.Load()) }
+
 // The phases of a run's goroutine, for the count of leftovers.
 const (
 	phaseRunning int32 = iota // Evaluate is waiting for it

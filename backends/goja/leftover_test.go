@@ -74,6 +74,7 @@ func TestLeftoversAreBounded(t *testing.T) {
 		cancel()
 	}
 
+	assert.Equal(t, max, b.Leftovers())
 	quick := spi.Request{Script: []byte(`1 + 1`), Input: []byte("null"), Limits: spi.Limits{WallClock: time.Hour}}
 	out, err := b.Evaluate(context.Background(), quick)
 	require.NoError(t, err)
@@ -83,7 +84,7 @@ func TestLeftoversAreBounded(t *testing.T) {
 	// The leftovers end as soon as their log calls return; wait for the
 	// count to fall (a condition, not a duration: the bound is only there
 	// so that a broken count fails instead of hanging).
-	require.Eventually(t, func() bool { return b.leftovers.Load() == 0 }, time.Minute, time.Millisecond)
+	require.Eventually(t, func() bool { return b.Leftovers() == 0 }, time.Minute, time.Millisecond)
 	out, err = b.Evaluate(context.Background(), quick)
 	require.NoError(t, err)
 	assert.Equal(t, spi.OK([]byte("2")), out)
