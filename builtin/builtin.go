@@ -52,7 +52,7 @@ func engines() []engine {
 			javascript:  true,
 			factory:     func() (spi.Backend, error) { return goja.New(nil) },
 			declare:     func() spi.Capabilities { return goja.Declare(nil) },
-			description: "goja, JavaScript interpreted in Go",
+			description: "goja, JavaScript interpreted in Go (soft wall clock: a stopped run still inside a native operation counts against the engine until it ends)",
 		},
 		{
 			name:        "quickjs",

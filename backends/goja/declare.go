@@ -9,7 +9,13 @@ import "github.com/sandbank/sandbank/spi"
 //
 // goja declares no network, a soft wall clock (a native built-in runs to
 // completion), no memory limit, no CPU budget, a fresh runtime per run,
-// and host calls (the global host; see host.go).
+// and host calls (the global host; see host.go). What the soft clock
+// costs is bounded: a run stopped inside a native built-in goes on in the
+// background, holding a core, and counts against the backend's
+// concurrency until it ends; while Options.MaxLeftovers (default
+// GOMAXPROCS) such runs go on, every new run is refused at once with a
+// retryable infrastructure outcome (MsgLeftovers) instead of running
+// beside them.
 func Declare(*Options) spi.Capabilities {
 	return spi.Capabilities{
 		Language:    Language,

@@ -58,7 +58,11 @@
 //   - WallClock soft: a native built-in (a huge repeat or sort, a
 //     backtracking regular expression, compiling a long operator chain)
 //     runs to completion first; Evaluate returns at the deadline while the
-//     run's goroutine finishes in the background, holding its CPU.
+//     run's goroutine finishes in the background, holding its CPU. Such
+//     a leftover counts against the backend until it ends: while
+//     [Options].MaxLeftovers (default GOMAXPROCS) of them go on, a new run
+//     is refused at once (an infrastructure outcome, [MsgLeftovers],
+//     retryable) rather than stacked beside them.
 //   - Memory false: an allocation bomb grows the host process until the Go
 //     runtime fails, and that ends the whole process. Run goja only on
 //     scripts you would let use the host's memory.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -64,7 +66,22 @@ type Options struct {
 	// text and of every source parsed at run time. Default
 	// DefaultMaxScriptNesting.
 	MaxScriptNesting int
+	// MaxLeftovers bounds the leftovers: runs Evaluate has returned from
+	// (stopped at their wall clock, or cancelled) whose goroutine is still
+	// inside a native operation goja cannot interrupt (WallClock soft).
+	// Each holds a core until its operation ends, so each counts against
+	// the backend's concurrency until then: while MaxLeftovers are
+	// running, Evaluate refuses every new run at once with an
+	// infrastructure outcome (retryable; see [MsgLeftovers]) rather than
+	// run it beside them. Zero means runtime.GOMAXPROCS(0) at New: at
+	// worst every core is taken by leftovers, never more goroutines than
+	// cores.
+	MaxLeftovers int
 }
+
+// MsgLeftovers is the message of the infrastructure outcome of a run
+// refused while [Options].MaxLeftovers stopped runs are still running.
+const MsgLeftovers = "goja: refused: too many stopped runs are still running a native operation (MaxLeftovers); retry later"
 
 // The ceilings are the largest values New accepts for the options. goja
 // recurses on the Go stack when it parses source text and JSON and when it
@@ -88,6 +105,10 @@ type Backend struct {
 	maxNesting       int
 	maxScriptBytes   int
 	maxScriptNesting int
+	maxLeftovers     int64
+	// leftovers counts the runs Evaluate returned from whose goroutine
+	// has not ended (see Options.MaxLeftovers).
+	leftovers atomic.Int64
 	// timer arms the wall clock (time.NewTimer; tests replace it).
 	timer func(time.Duration) (<-chan time.Time, func() bool)
 }
@@ -116,6 +137,7 @@ func New(opts *Options) (*Backend, error) {
 		maxNesting:       DefaultMaxNesting,
 		maxScriptBytes:   DefaultMaxScriptBytes,
 		maxScriptNesting: DefaultMaxScriptNesting,
+		maxLeftovers:     int64(runtime.GOMAXPROCS(0)),
 		timer:            newTimer,
 	}
 	var errs []error
@@ -133,6 +155,12 @@ func New(opts *Options) (*Backend, error) {
 	set(&b.maxNesting, o.MaxNesting, ceilingNesting, "MaxNesting")
 	set(&b.maxScriptBytes, o.MaxScriptBytes, ceilingScriptBytes, "MaxScriptBytes")
 	set(&b.maxScriptNesting, o.MaxScriptNesting, ceilingScriptNesting, "MaxScriptNesting")
+	switch {
+	case o.MaxLeftovers < 0:
+		errs = append(errs, fmt.Errorf("goja: negative MaxLeftovers %d", o.MaxLeftovers))
+	case o.MaxLeftovers > 0:
+		b.maxLeftovers = int64(o.MaxLeftovers)
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
@@ -179,6 +207,13 @@ func (b *Backend) Evaluate(ctx context.Context, req spi.Request) (spi.Outcome, e
 		return spi.InputTooLarge(), nil
 	}
 
+	// Refused while too many stopped runs go on (Options.MaxLeftovers).
+	// The cap is checked, not reserved, as the effect's MaxAbandoned is:
+	// runs already in flight may still be left over past it.
+	if b.leftovers.Load() >= b.maxLeftovers {
+		return spi.Infrastructure(MsgLeftovers), nil
+	}
+
 	begun := time.Now()
 	r, err := b.newRun(req)
 	if err != nil {
@@ -190,7 +225,10 @@ func (b *Backend) Evaluate(ctx context.Context, req spi.Request) (spi.Outcome, e
 		}
 	}
 	done := make(chan spi.Outcome, 1)
-	go func() { done <- r.exec() }()
+	go func() {
+		done <- r.exec()
+		b.ended(r)
+	}()
 
 	started := r.started
 	var expired <-chan time.Time
@@ -224,14 +262,45 @@ func (b *Backend) Evaluate(ctx context.Context, req spi.Request) (spi.Outcome, e
 			if r.stop(causeWall) {
 				// goja stops at its next instruction; a long built-in call
 				// finishes first, in the background (WallClock soft).
+				b.leave(r)
 				return spi.Limited(spi.LimitWallClock), nil
 			}
 			return <-done, nil // the run ended first and is delivering
 		case <-ctx.Done():
 			if r.stop(causeCtx) {
+				b.leave(r)
 				return spi.Outcome{}, ctx.Err()
 			}
 			return <-done, nil
 		}
+	}
+}
+
+// Leftovers returns how many runs Evaluate has returned from (stopped at
+// their wall clock, or cancelled) are still running a native operation:
+// the runs that count against Options.MaxLeftovers.
+func (b *Backend) Leftovers() int { return int(b.leftovers.Load()) }
+
+// The phases of a run's goroutine, for the count of leftovers.
+const (
+	phaseRunning int32 = iota // Evaluate is waiting for it
+	phaseLeft                 // Evaluate returned; it counts as a leftover
+	phaseEnded                // it returned
+)
+
+// leave is called when Evaluate returns without waiting for the run's
+// goroutine: the run counts as a leftover until the goroutine ends.
+func (b *Backend) leave(r *run) {
+	b.leftovers.Add(1)
+	if !r.phase.CompareAndSwap(phaseRunning, phaseLeft) {
+		b.leftovers.Add(-1) // it ended first
+	}
+}
+
+// ended is called by the run's goroutine as it ends: a leftover frees its
+// place.
+func (b *Backend) ended(r *run) {
+	if r.phase.Swap(phaseEnded) == phaseLeft {
+		b.leftovers.Add(-1)
 	}
 }

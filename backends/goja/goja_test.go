@@ -55,6 +55,7 @@ func TestNewValidatesOptions(t *testing.T) {
 		{goja.Options{MaxNesting: -1}, "goja: negative MaxNesting -1"},
 		{goja.Options{MaxScriptBytes: -1}, "goja: negative MaxScriptBytes -1"},
 		{goja.Options{MaxScriptNesting: -1}, "goja: negative MaxScriptNesting -1"},
+		{goja.Options{MaxLeftovers: -1}, "goja: negative MaxLeftovers -1"},
 		{goja.Options{MaxCallStackSize: 10001}, "goja: MaxCallStackSize 10001 is above the ceiling 10000"},
 		{goja.Options{MaxNesting: 100001}, "goja: MaxNesting 100001 is above the ceiling 100000"},
 		{goja.Options{MaxScriptBytes: goja.DefaultMaxScriptBytes + 1}, "goja: MaxScriptBytes 262145 is above the ceiling 262144"},

@@ -73,6 +73,7 @@ type run struct {
 	// closed; zero if it never did): the stats' start-up and script time.
 	startedAt time.Time
 	cause     atomic.Int32
+	phase     atomic.Int32 // phaseRunning, phaseLeft, phaseEnded (goja.go)
 
 	decode    func() (js.Value, error) // converts the input (input.go)
 	parse     js.Callable              // the original JSON.parse

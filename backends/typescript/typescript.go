@@ -214,6 +214,16 @@ func (b *Backend) HostObjects() []string {
 	return nil
 }
 
+// Leftovers returns the inner backend's count of stopped runs still
+// going on when it reports one (goja's Leftovers), and 0 otherwise: type
+// stripping leaves nothing running.
+func (b *Backend) Leftovers() int {
+	if l, ok := b.inner.(interface{ Leftovers() int }); ok {
+		return l.Leftovers()
+	}
+	return 0
+}
+
 // Warm warms the inner backend when it implements spi.Warmer.
 func (b *Backend) Warm(ctx context.Context) error {
 	if w, ok := b.inner.(spi.Warmer); ok {

@@ -231,3 +231,28 @@ func TestTheInnerBackendsScriptBoundIsKept(t *testing.T) {
 	require.NoError(t, err)
 	assert.Zero(t, ts.MaxScriptBytes(), "no bound of its own")
 }
+
+// leftoverBackend is a JavaScript backend that reports n stopped runs
+// still going on.
+type leftoverBackend struct {
+	spi.Backend
+	n int
+}
+
+func (l leftoverBackend) Leftovers() int { return l.n }
+
+// TestLeftoversAreTheInnerBackends: the wrapper reports its inner
+// backend's leftovers (goja's), and none for a backend that reports none.
+func TestLeftoversAreTheInnerBackends(t *testing.T) {
+	js, err := goja.New(nil)
+	require.NoError(t, err)
+	ts, err := typescript.Wrap(leftoverBackend{Backend: js, n: 3}, nil)
+	require.NoError(t, err)
+	assert.Equal(t, 3, ts.Leftovers())
+	q, err := quickjs.New(&quickjs.Options{Mode: quickjs.ModeFresh})
+	require.NoError(t, err)
+	ts, err = typescript.Wrap(q, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ts.Close() })
+	assert.Equal(t, 0, ts.Leftovers())
+}

@@ -153,6 +153,12 @@ type killFigures struct {
 	// EndedBy counts how the runs ended: "limitExceeded/wallClock",
 	// "limitExceeded/memory", "value", "error", ...
 	EndedBy map[string]int `json:"ended_by"`
+	// LeftoverMaxMs, for an engine that reports the runs it stopped but
+	// could not end (goja: a native operation goes on after Evaluate
+	// returned), is the longest time from Evaluate's return until no such
+	// run was left: bench waits for it after each kill, so that no other
+	// figure is measured beside a leftover.
+	LeftoverMaxMs float64 `json:"leftover_max_ms,omitempty"`
 }
 
 type coldFigures struct {
@@ -197,7 +203,10 @@ in rotating order, so machine noise hits all engines alike):
   kill         the runaway_loop fixture with a 50 ms wall clock: time until
                Evaluate returns, p50 and max, and the overshoot past 50 ms
   kill-native  the same with runaway_native (one long native operation),
-               memory limit 1 GiB so that the clock has to stop it
+               memory limit 1 GiB so that the clock has to stop it; an
+               engine that reports stopped runs still going on (goja) is
+               waited for after each kill (--json: leftover_max_ms), so no
+               other figure is measured beside one
 Then, per engine:
   cold         a new sandbank process per sample (this binary, re-executed):
                time from starting it to its first echo result, without and
@@ -244,12 +253,22 @@ type benchEngine struct {
 	reshapeCPU                  []time.Duration // processCPU during each kept reshape
 	loopKill, nativeKill        killSamples
 	reshapeMatches              bool
+	leftovers                   leftovers // nil unless the backend reports them
 }
 
 type killSamples struct {
-	d       []time.Duration
-	endedBy map[string]int
+	d        []time.Duration
+	endedBy  map[string]int
+	leftover []time.Duration // how long a stopped run went on (leftovers)
 }
+
+// leftovers is implemented by a backend whose stopped runs may go on after
+// Evaluate returned (goja's Leftovers).
+type leftovers interface{ Leftovers() int }
+
+// leftoverWait bounds how long bench waits for an engine's stopped runs
+// to end after a kill.
+const leftoverWait = 2 * time.Minute
 
 func (a *app) bench(ctx context.Context, o *benchOptions) error {
 	switch {
@@ -433,6 +452,7 @@ func (a *app) prepareEngine(ctx context.Context, entry registry.Entry) *benchEng
 	if err != nil {
 		return fail(fmt.Errorf("building the backend: %w", err))
 	}
+	e.leftovers, _ = backend.(leftovers)
 	// The benchmark measures every engine as registered, whatever it
 	// declares: the table prints the declaration next to the figures.
 	// The ceiling admits the native kill's memory; every other call asks
@@ -504,10 +524,36 @@ func (e *benchEngine) kill(ctx context.Context, script effect.Address, limits sp
 	if ctx.Err() != nil {
 		return
 	}
+	left := e.waitLeftovers(ctx)
 	if keep {
 		s.d = append(s.d, d)
 		s.endedBy[endedBy(err)]++
+		if e.leftovers != nil {
+			s.leftover = append(s.leftover, left)
+		}
 	}
+}
+
+// waitLeftovers waits until the engine reports no stopped run still going
+// on (at most leftoverWait; past it the run is an error) and returns how
+// long that took. Engines that do not report leftovers return at once.
+func (e *benchEngine) waitLeftovers(ctx context.Context) time.Duration {
+	if e.leftovers == nil {
+		return 0
+	}
+	start := time.Now()
+	for e.leftovers.Leftovers() > 0 {
+		if time.Since(start) > leftoverWait {
+			e.addError("a stopped run still going on after " + leftoverWait.String())
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return time.Since(start)
+		case <-time.After(time.Millisecond):
+		}
+	}
+	return time.Since(start)
 }
 
 // endedBy names how a run ended.
@@ -579,6 +625,9 @@ func killFigure(fixture string, script effect.Address, s *killSamples) *killFigu
 		k.MaxMs = millis(slices.Max(s.d))
 		k.OvershootP50ms = k.P50ms - k.DeadlineMs
 		k.OvershootMaxms = k.MaxMs - k.DeadlineMs
+		if len(s.leftover) > 0 {
+			k.LeftoverMaxMs = millis(slices.Max(s.leftover))
+		}
 	}
 	return k
 }

@@ -414,3 +414,26 @@ func TestSameJSON(t *testing.T) {
 	assert.False(t, sameJSON([]byte(`{"a":1}`), []byte(`{"a":2}`)))
 	assert.False(t, sameJSON([]byte(`{`), []byte(`{`)))
 }
+
+// countdown reports n leftovers, one fewer at each look.
+type countdown struct{ n int }
+
+func (c *countdown) Leftovers() int {
+	if c.n > 0 {
+		c.n--
+		return c.n + 1
+	}
+	return 0
+}
+
+// TestBenchWaitsForLeftovers: after a kill, bench waits until the engine
+// reports no stopped run still going on, and records nothing wrong; an
+// engine that reports none is not waited for.
+func TestBenchWaitsForLeftovers(t *testing.T) {
+	c := &countdown{n: 3}
+	e := &benchEngine{fig: &engineBench{}, leftovers: c}
+	e.waitLeftovers(context.Background())
+	assert.Zero(t, c.n, "bench looked until no leftover was left")
+	assert.Empty(t, e.fig.Errors)
+	assert.Zero(t, (&benchEngine{fig: &engineBench{}}).waitLeftovers(context.Background()))
+}
