@@ -65,7 +65,7 @@ var (
 
 // goodCaps is the strongest declaration.
 func goodCaps() spi.Capabilities {
-	return spi.Capabilities{Language: "javascript", Network: spi.NetworkNone, WallClock: spi.WallClockHard, Memory: true, CPU: true, FreshPerRun: true, HostCalls: true, Logs: true}
+	return spi.Capabilities{Language: "javascript", Network: spi.NetworkNone, WallClock: spi.WallClockHard, Memory: true, CPU: true, FreshPerRun: true, HostCalls: true, Logs: true, Deterministic: true}
 }
 
 // newFakeConfig returns a well-behaved configuration over the JavaScript

@@ -170,6 +170,7 @@ func TestHostCasesGated(t *testing.T) {
 // broker, as an engine relays a script's calls.
 func init() {
 	goodBehaviors["host_calls"] = hostCallsBehavior
+	goodBehaviors["durable_replay"] = durableReplayBehavior
 	goodBehaviors["host_error"] = hostErrorBehavior
 	goodBehaviors["host_loop"] = hostLoopBehavior
 	goodBehaviors["host_concurrent"] = hostConcurrentBehavior
@@ -385,4 +386,38 @@ func hostLoopBehavior(ctx context.Context, _ *fake, req spi.Request) (spi.Outcom
 			return hostThrew(ctx, err)
 		}
 	}
+}
+
+// durableReplayBehavior is durable_replay on a deterministic engine: its
+// clock and random numbers are fixed sequences, so the same input and
+// answers give the same calls and value.
+func durableReplayBehavior(ctx context.Context, _ *fake, req spi.Request) (spi.Outcome, error) {
+	if req.Host == nil {
+		return spi.Threw("ReferenceError", "host is not defined"), nil
+	}
+	clock, random := int64(946684800000), 0.0
+	now := func() int64 { clock++; return clock }
+	draw := func() float64 { random += 0.125; return random }
+	t1, err := req.Host.Call(ctx, "ticket", mustJSON(map[string]any{"at": now(), "r": draw(), "input": req.Input}))
+	if err != nil {
+		return hostThrew(ctx, err)
+	}
+	ok, err := req.Host.Call(ctx, "approve", t1)
+	if err != nil {
+		return hostThrew(ctx, err)
+	}
+	t2, err := req.Host.Call(ctx, "ticket", mustJSON(map[string]any{"at": now(), "r": draw(), "after": t1}))
+	if err != nil {
+		return hostThrew(ctx, err)
+	}
+	return spi.OK(mustJSON(map[string]any{"t1": t1, "ok": ok, "t2": t2, "at": now(), "r": draw()})), nil
+}
+
+// mustJSON is v as JSON text; v is the test's own, so it always encodes.
+func mustJSON(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
 }

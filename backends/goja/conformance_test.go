@@ -24,7 +24,7 @@ func TestConformance(t *testing.T) {
 		"abort_mid_run":   true, // WallClock hard
 		"host_clock":      true, // HostCalls and WallClock hard
 		"host_exact":      true, // declared inapplicable by the JavaScript set
-		"durable_replay":  true, // Deterministic
+		"deterministic":   true, // Deterministic
 	}
 	for _, c := range report.Cases {
 		t.Logf("%-16s %-4s %8v %s", c.Name, c.Status, c.Duration.Round(1e6), c.Reason)

@@ -33,7 +33,7 @@ func TestConformance(t *testing.T) {
 			report := conformancetest.Run(t, func() (spi.Backend, error) { return wasmtime.New(main) }, opts)
 			for _, c := range report.Cases {
 				t.Logf("%-16s %-4s %8v %s", c.Name, c.Status, c.Duration.Round(1e6), c.Reason)
-				if c.Status == conformance.StatusSkip && (fuel || c.Name != "cpu_budget") && c.Name != "host_exact" && c.Name != "durable_replay" {
+				if c.Status == conformance.StatusSkip && (fuel || c.Name != "cpu_budget") && c.Name != "host_exact" && c.Name != "deterministic" {
 					t.Errorf("%s was skipped: %s", c.Name, c.Reason)
 				}
 			}
