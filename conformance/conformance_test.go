@@ -151,7 +151,7 @@ func TestReportJSON(t *testing.T) {
 	assert.Equal(t, "distinctRuns", ev["name"])
 	assert.InDelta(t, echoSequential+2*echoConcurrent, ev["value"], 0)
 	proofs := back["proofs"].([]any)
-	require.Len(t, proofs, 5, "network=none, wallClock=hard, memory, freshPerRun, hostCalls (CPU is not declared)")
+	require.Len(t, proofs, 6, "network=none, wallClock=hard, memory, freshPerRun, hostCalls, deterministic (CPU is not declared)")
 	assert.Equal(t, false, proofs[0].(map[string]any)["proven"], "its cases did not run")
 }
 
@@ -165,8 +165,8 @@ func TestProofs(t *testing.T) {
 	for _, p := range rep.Proofs {
 		byCap[p.Capability] = p
 	}
-	assert.Equal(t, []string{"network=none", "wallClock=hard", "memory", "cpu", "freshPerRun", "hostCalls"}, verdict.CapabilityKeys(cfg.caps))
-	require.Len(t, byCap, 6)
+	assert.Equal(t, []string{"network=none", "wallClock=hard", "memory", "cpu", "freshPerRun", "hostCalls", "deterministic"}, verdict.CapabilityKeys(cfg.caps))
+	require.Len(t, byCap, 7)
 	assert.False(t, byCap["wallClock=hard"].Proven, "runaway_native and abort_mid_run did not run: %v", byCap["wallClock=hard"].By)
 	assert.Contains(t, byCap["wallClock=hard"].By, "runaway_native: not run")
 	assert.Contains(t, strings.Join(byCap["wallClock=hard"].By, "|"), "runaway_loop: stopAfter=")
