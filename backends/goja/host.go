@@ -192,6 +192,13 @@ func (h *hostObject) deliver(a hostAnswer) {
 // goroutine (spi.Host.Call: no hand-off); otherwise each is started
 // (spi.HostStarter), to run concurrently.
 func (h *hostObject) send() {
+	if h.r.cause.Load() != causeNone {
+		// A stopped run relays no more calls: its Evaluate has returned,
+		// or is returning, and a call now would reach the host after the
+		// run's end (waitHost's select may take an arrived answer before
+		// the halt, and the script's reaction issue more calls).
+		return
+	}
 	if len(h.unstarted) == 1 && len(h.inflight) == 1 {
 		u := h.unstarted[0]
 		h.unstarted = h.unstarted[:0]

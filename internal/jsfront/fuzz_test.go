@@ -41,7 +41,7 @@ func seeds(t testing.TB) [][]byte {
 // topLevelAwait names the repository scripts that use top-level await on
 // purpose: the kit's async_value and throw_named fixtures and the host-call
 // fixtures.
-var topLevelAwait = map[string]bool{"async_value.js": true, "host_calls.js": true, "host_clock.js": true, "host_concurrent.js": true, "host_error.js": true, "host_loop.js": true, "throw_named.js": true}
+var topLevelAwait = map[string]bool{"async_value.js": true, "host_calls.js": true, "host_clock.js": true, "host_concurrent.js": true, "host_error.js": true, "host_loop.js": true, "throw_named.js": true, "durable_replay.js": true}
 
 // TestFixturesUnchanged is the differential half that matters most: every
 // script the kit and the benchmarks run is returned as it is.
