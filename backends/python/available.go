@@ -5,8 +5,8 @@ package python
 import (
 	"fmt"
 	"os"
-	"strconv"
-	"strings"
+
+	"github.com/sandbank/sandbank/internal/userns"
 )
 
 // Available reports, without starting anything, whether New(opts) may
@@ -22,25 +22,8 @@ func Available(opts *Options) error {
 	if _, _, err := tools(o); err != nil {
 		return err
 	}
-	if n, ok := readProcInt("/proc/sys/user/max_user_namespaces"); ok && n == 0 {
-		return fmt.Errorf("python: the kernel allows no user namespaces (/proc/sys/user/max_user_namespaces is 0)")
-	}
-	if os.Geteuid() != 0 {
-		if n, ok := readProcInt("/proc/sys/kernel/unprivileged_userns_clone"); ok && n == 0 {
-			return fmt.Errorf("python: the kernel refuses user namespaces to unprivileged users (/proc/sys/kernel/unprivileged_userns_clone is 0)")
-		}
-		if n, ok := readProcInt("/proc/sys/kernel/apparmor_restrict_unprivileged_userns"); ok && n != 0 {
-			return fmt.Errorf("python: AppArmor refuses user namespaces to unprivileged users (/proc/sys/kernel/apparmor_restrict_unprivileged_userns is 1)")
-		}
+	if err := userns.Check(os.Geteuid() != 0); err != nil {
+		return fmt.Errorf("python: %w", err)
 	}
 	return nil
-}
-
-func readProcInt(path string) (int64, bool) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return 0, false
-	}
-	n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
-	return n, err == nil
 }

@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -18,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sandbank/sandbank/internal/cgroup"
+	"github.com/sandbank/sandbank/internal/userns"
 )
 
 // readyByte is what the child writes once it has confined itself
@@ -50,14 +50,8 @@ func Available() error {
 	if os.Geteuid() != 0 {
 		// A root host makes the namespaces itself; any other needs a
 		// user namespace for them.
-		if n, ok := readProcInt("/proc/sys/user/max_user_namespaces"); ok && n == 0 {
-			return errors.New("starlarknative: the kernel allows no user namespaces (/proc/sys/user/max_user_namespaces is 0)")
-		}
-		if n, ok := readProcInt("/proc/sys/kernel/unprivileged_userns_clone"); ok && n == 0 {
-			return errors.New("starlarknative: the kernel refuses user namespaces to unprivileged users (/proc/sys/kernel/unprivileged_userns_clone is 0)")
-		}
-		if n, ok := readProcInt("/proc/sys/kernel/apparmor_restrict_unprivileged_userns"); ok && n != 0 {
-			return errors.New("starlarknative: AppArmor refuses user namespaces to unprivileged users (/proc/sys/kernel/apparmor_restrict_unprivileged_userns is 1)")
+		if err := userns.Check(true); err != nil {
+			return fmt.Errorf("starlarknative: %w", err)
 		}
 	}
 	return nil
@@ -73,15 +67,6 @@ func KernelBounds() error {
 		return fmt.Errorf("starlarknative: no cgroup for runs, so the memory limit is the child's own Go limit and RLIMIT_AS only: %w", err)
 	}
 	return nil
-}
-
-func readProcInt(path string) (int64, bool) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return 0, false
-	}
-	n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
-	return n, err == nil
 }
 
 // image is the child's executable in a sealed memfd, executed through
