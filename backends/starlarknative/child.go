@@ -75,17 +75,8 @@ type image struct {
 	path string // /proc/self/fd/N, N a read-only descriptor of the memfd
 }
 
-var (
-	imageOnce sync.Once
-	theImage  *image
-	errImage  error
-)
-
 // childImage returns the process's image, making it on first use.
-func childImage() (*image, error) {
-	imageOnce.Do(func() { theImage, errImage = newImage(embeddedChild) })
-	return theImage, errImage
-}
+var childImage = sync.OnceValues(func() (*image, error) { return newImage(embeddedChild) })
 
 // newImage copies exe into a memfd, seals it against any change, and
 // keeps a read-only descriptor of it (a writable one would make every

@@ -69,18 +69,11 @@ func (m *Manager) Version() Version { return m.version }
 // memory hierarchy's then the pids hierarchy's on v1.
 func (m *Manager) Parents() []string { return append([]string(nil), m.parents...) }
 
-var (
-	defaultOnce sync.Once
-	defaultMgr  *Manager
-	errDefault  error
-)
-
 // Default is Open(nil), computed once per process: whether this process
 // may create groups does not change while it runs.
-func Default() (*Manager, error) {
-	defaultOnce.Do(func() { defaultMgr, errDefault = Open(nil) })
-	return defaultMgr, errDefault
-}
+func Default() (*Manager, error) { return openDefault() }
+
+var openDefault = sync.OnceValues(func() (*Manager, error) { return Open(nil) })
 
 // Open finds where this process may create groups, creating and
 // removing one to be sure, and removes the groups of processes that
