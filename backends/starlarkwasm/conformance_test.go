@@ -21,8 +21,9 @@ const smallBudget = 100_000
 // and input size included; only the four the Starlark set declares
 // inapplicable are skipped (host_objects: a script cannot enumerate its
 // predeclared names; async_value and host_concurrent: Starlark has no
-// asynchrony; throw_named: its errors have no names). The host calls and the logs cases run across the guest
-// boundary.
+// asynchrony; throw_named: its errors have no names), and deterministic,
+// gated by Deterministic, which the backend does not declare. The host
+// calls and the logs cases run across the guest boundary.
 func TestConformance(t *testing.T) {
 	set := starlarkfixtures.Set()
 	factory := func() (spi.Backend, error) { return starlarkwasm.New(nil) }
