@@ -75,9 +75,18 @@ type Options struct {
 	// infrastructure outcome (retryable; see [MsgLeftovers]) rather than
 	// run it beside them. Zero means runtime.GOMAXPROCS(0) at New: at
 	// worst every core is taken by leftovers, never more goroutines than
-	// cores.
+	// cores. A stopped run counts against it once its goroutine is still
+	// running LeftoverGrace after the stop: goja stops a script at its
+	// next instruction, so only a native operation outlasts the grace,
+	// and runs stopped in plain JavaScript never refuse others.
 	MaxLeftovers int
 }
+
+// LeftoverGrace is how long a stopped run's goroutine may go on before it
+// counts against [Options].MaxLeftovers: ample for goja to reach its next
+// instruction on a loaded machine, short beside a native operation's
+// seconds.
+const LeftoverGrace = 250 * time.Millisecond
 
 // MsgLeftovers is the message of the infrastructure outcome of a run
 // refused while [Options].MaxLeftovers stopped runs are still running.
@@ -107,8 +116,12 @@ type Backend struct {
 	maxScriptNesting int
 	maxLeftovers     int64
 	// leftovers counts the runs Evaluate returned from whose goroutine
-	// has not ended (see Options.MaxLeftovers).
-	leftovers atomic.Int64
+	// has not ended; heavy, those of them still running LeftoverGrace
+	// after their stop, which count against maxLeftovers.
+	leftovers, heavy atomic.Int64
+	// grace runs f once a stopped run's LeftoverGrace has passed
+	// (time.AfterFunc; tests replace it).
+	grace func(f func())
 	// timer arms the wall clock (time.NewTimer; tests replace it).
 	timer func(time.Duration) (<-chan time.Time, func() bool)
 }
@@ -139,6 +152,7 @@ func New(opts *Options) (*Backend, error) {
 		maxScriptNesting: DefaultMaxScriptNesting,
 		maxLeftovers:     int64(runtime.GOMAXPROCS(0)),
 		timer:            newTimer,
+		grace:            func(f func()) { time.AfterFunc(LeftoverGrace, f) },
 	}
 	var errs []error
 	set := func(dst *int, v, ceiling int, name string) {
@@ -210,7 +224,7 @@ func (b *Backend) Evaluate(ctx context.Context, req spi.Request) (spi.Outcome, e
 	// Refused while too many stopped runs go on (Options.MaxLeftovers).
 	// The cap is checked, not reserved, as the effect's MaxAbandoned is:
 	// runs already in flight may still be left over past it.
-	if b.leftovers.Load() >= b.maxLeftovers {
+	if b.heavy.Load() >= b.maxLeftovers {
 		return spi.Infrastructure(MsgLeftovers), nil
 	}
 
@@ -284,23 +298,36 @@ func (b *Backend) Leftovers() int { return int(b.leftovers.Load()) }
 // The phases of a run's goroutine, for the count of leftovers.
 const (
 	phaseRunning int32 = iota // Evaluate is waiting for it
-	phaseLeft                 // Evaluate returned; it counts as a leftover
+	phaseLeft                 // Evaluate returned; it is a leftover
+	phaseHeavy                // a leftover past its grace: it counts against MaxLeftovers
 	phaseEnded                // it returned
 )
 
 // leave is called when Evaluate returns without waiting for the run's
-// goroutine: the run counts as a leftover until the goroutine ends.
+// goroutine: the run is a leftover until the goroutine ends, and counts
+// against MaxLeftovers once it outlasts LeftoverGrace.
 func (b *Backend) leave(r *run) {
 	b.leftovers.Add(1)
 	if !r.phase.CompareAndSwap(phaseRunning, phaseLeft) {
 		b.leftovers.Add(-1) // it ended first
+		return
 	}
+	b.grace(func() {
+		b.heavy.Add(1)
+		if !r.phase.CompareAndSwap(phaseLeft, phaseHeavy) {
+			b.heavy.Add(-1) // it ended within its grace
+		}
+	})
 }
 
 // ended is called by the run's goroutine as it ends: a leftover frees its
 // place.
 func (b *Backend) ended(r *run) {
-	if r.phase.Swap(phaseEnded) == phaseLeft {
+	switch r.phase.Swap(phaseEnded) {
+	case phaseLeft:
 		b.leftovers.Add(-1)
+	case phaseHeavy:
+		b.leftovers.Add(-1)
+		b.heavy.Add(-1)
 	}
 }

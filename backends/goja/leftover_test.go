@@ -38,6 +38,7 @@ func TestLeftoversAreBounded(t *testing.T) {
 	require.NoError(t, err)
 	fire := make(chan time.Time)
 	b.timer = func(time.Duration) (<-chan time.Time, func() bool) { return fire, func() bool { return true } }
+	b.grace = func(f func()) { f() } // the grace has passed at once
 	sink := stuckSink{entered: make(chan struct{}), release: make(chan struct{})}
 	released := false
 	release := func() {
@@ -95,6 +96,7 @@ func TestLeftoversAreBounded(t *testing.T) {
 func TestALeftoverThatEndedFirstIsNotCounted(t *testing.T) {
 	b, err := New(&Options{MaxLeftovers: 1})
 	require.NoError(t, err)
+	b.grace = func(f func()) { f() }
 	r := &run{}
 	b.ended(r)
 	b.leave(r)
@@ -104,4 +106,44 @@ func TestALeftoverThatEndedFirstIsNotCounted(t *testing.T) {
 	assert.EqualValues(t, 1, b.leftovers.Load())
 	b.ended(r)
 	assert.Zero(t, b.leftovers.Load())
+}
+
+// TestALeftoverWithinItsGraceRefusesNone: a stopped run whose goroutine
+// is still going on is a leftover at once (Leftovers, which the bench
+// waits for), but refuses no run until LeftoverGrace has passed, and
+// never if it ended within it (goja stops plain JavaScript at its next
+// instruction: a load of runaway loops stopped at their clocks must not
+// refuse the good runs beside them).
+func TestALeftoverWithinItsGraceRefusesNone(t *testing.T) {
+	b, err := New(&Options{MaxLeftovers: 1})
+	require.NoError(t, err)
+	var graced []func()
+	b.grace = func(f func()) { graced = append(graced, f) }
+	quick := spi.Request{Script: []byte(`1 + 1`), Input: []byte("null"), Limits: spi.Limits{WallClock: time.Hour}}
+
+	r := &run{}
+	b.leave(r)
+	assert.Equal(t, 1, b.Leftovers())
+	out, err := b.Evaluate(context.Background(), quick)
+	require.NoError(t, err)
+	assert.Equal(t, spi.OK([]byte("2")), out, "a leftover within its grace refuses no run")
+
+	b.ended(r) // within its grace
+	require.Len(t, graced, 1)
+	graced[0]()
+	assert.Zero(t, b.Leftovers())
+	out, err = b.Evaluate(context.Background(), quick)
+	require.NoError(t, err)
+	assert.Equal(t, spi.OK([]byte("2")), out, "a leftover that ended within its grace never counts")
+
+	r = &run{}
+	b.leave(r)
+	graced[1]() // past its grace, still going on
+	out, err = b.Evaluate(context.Background(), quick)
+	require.NoError(t, err)
+	assert.Equal(t, spi.Infrastructure(MsgLeftovers), out, "a leftover past its grace refuses")
+	b.ended(r)
+	out, err = b.Evaluate(context.Background(), quick)
+	require.NoError(t, err)
+	assert.Equal(t, spi.OK([]byte("2")), out)
 }
