@@ -2,6 +2,7 @@ package starlarknative_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -37,6 +38,12 @@ func TestConformance(t *testing.T) {
 			want := conformance.StatusPass
 			if skipped[c.Name] {
 				want = conformance.StatusSkip
+			}
+			// Without a cgroup (an unprivileged host, as CI's second run
+			// is) the engine does not declare the memory limit, and the
+			// kit skips what it gates, saying so.
+			if err := starlarknative.KernelBounds(); err != nil && c.Status == conformance.StatusSkip && strings.HasPrefix(c.Reason, "gated by Memory") {
+				t.Skipf("%s (%v)", c.Reason, err)
 			}
 			assert.Equal(t, want, c.Status, c.Reason)
 			if c.Reason != "" {
