@@ -40,7 +40,7 @@ const (
 	// killDeadline is the wall clock of the kill workloads.
 	killDeadline = 50 * time.Millisecond
 	// nativeKillMemory is the memory limit of the native kill: above the
-	// 300 MB the runaway_native fixtures build, so that the wall clock,
+	// 300 MB JavaScript's runaway_native builds, so that the wall clock,
 	// not the memory limit, has to stop the one long native operation.
 	nativeKillMemory int64 = 1 << 30
 )
