@@ -127,6 +127,12 @@ type Capabilities struct {
 	// and resume later by replay (docs/design.md, "Durable runs"); the
 	// effect refuses a durable call on any other.
 	Deterministic bool `json:"deterministic,omitempty"`
+	// Files is true when the backend gives the script the request's
+	// input files and returns the files it writes (SPI 1.5.0), each in its
+	// language's idiom (docs/design.md, "Files"), bounded by
+	// Limits.MaxOutFiles and MaxOutFileBytes. The effect refuses a call
+	// with input files on any other backend.
+	Files bool `json:"files,omitempty"`
 }
 
 // Validate reports an error when a field holds a value outside its closed

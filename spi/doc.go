@@ -56,5 +56,7 @@
 // cold-start allowance. 1.3.0 added [HostStarter], the broker's way of
 // running several host calls of one run at once. 1.4.0 added
 // [Capabilities].Deterministic, the declaration that lets a run suspend
-// and resume by replay.
+// and resume by replay. 1.5.0 added files: [Request].Files,
+// [Outcome].Files, [Limits].MaxOutFiles and MaxOutFileBytes,
+// [Capabilities].Files, [LimitFiles] and [CheckFileName].
 package spi

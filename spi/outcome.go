@@ -63,18 +63,27 @@ const (
 	LimitMemory
 	// LimitWallClock: the wall clock ran out.
 	LimitWallClock
+	// LimitFiles: the script wrote more output files, or more bytes of
+	// them, than Limits.MaxOutFiles or Limits.MaxOutFileBytes allow
+	// (SPI 1.5.0). Its number is effect.LimitFiles's: 4 to 8 are limits
+	// only the effect enforces.
+	LimitFiles LimitKind = 9
 )
 
 var limitKindNames = [...]string{
 	LimitCPU:       "cpu",
 	LimitMemory:    "memory",
 	LimitWallClock: "wallClock",
+	LimitFiles:     "files",
 }
 
 // Valid reports whether k is one of the defined limit kinds.
-func (k LimitKind) Valid() bool { return k >= LimitCPU && k <= LimitWallClock }
+func (k LimitKind) Valid() bool {
+	return k >= LimitCPU && k <= LimitWallClock || k == LimitFiles
+}
 
-// String returns the limit's name ("cpu", "memory", "wallClock"), or
+// String returns the limit's name ("cpu", "memory", "wallClock",
+// "files"), or
 // "LimitKind(N)" for an invalid value.
 func (k LimitKind) String() string {
 	if !k.Valid() {
@@ -101,6 +110,11 @@ type Outcome struct {
 	// Stats are what the engine measured about the run, whatever its
 	// kind (SPI 1.1.0); zero fields are not known.
 	Stats Stats
+	// Files are the output files the script wrote (KindOK only; SPI
+	// 1.5.0), within the request's Limits.MaxOutFiles and
+	// MaxOutFileBytes, names checked by CheckFileName, in name order. The
+	// effect checks them again and never believes the backend's count.
+	Files []File
 }
 
 // OK reports a finished script and its value as JSON text.

@@ -42,8 +42,11 @@ func TestLimitKind(t *testing.T) {
 		{spi.LimitCPU, true, "cpu"},
 		{spi.LimitMemory, true, "memory"},
 		{spi.LimitWallClock, true, "wallClock"},
+		{spi.LimitFiles, true, "files"},
 		{0, false, "LimitKind(0)"},
 		{4, false, "LimitKind(4)"},
+		{8, false, "LimitKind(8)"},
+		{10, false, "LimitKind(10)"},
 		{-3, false, "LimitKind(-3)"},
 	}
 	for _, tt := range tests {
@@ -61,7 +64,7 @@ func TestEnumsAreNeverRenumbered(t *testing.T) {
 	assert.Equal(t, []int{1, 2}, []int{int(spi.WallClockHard), int(spi.WallClockSoft)})
 	assert.Equal(t, []int{1, 2, 3, 4, 5}, []int{int(spi.KindOK), int(spi.KindLimit), int(spi.KindThrew),
 		int(spi.KindInputTooLarge), int(spi.KindInfrastructure)})
-	assert.Equal(t, []int{1, 2, 3}, []int{int(spi.LimitCPU), int(spi.LimitMemory), int(spi.LimitWallClock)})
+	assert.Equal(t, []int{1, 2, 3, 9}, []int{int(spi.LimitCPU), int(spi.LimitMemory), int(spi.LimitWallClock), int(spi.LimitFiles)})
 }
 
 func TestOutcomeConstructors(t *testing.T) {

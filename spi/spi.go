@@ -7,7 +7,7 @@ import (
 )
 
 // Version is the semantic version of this service-provider interface.
-const Version = "1.4.0"
+const Version = "1.5.0"
 
 // Backend is a sandbox engine. Implementations must be safe for concurrent
 // use: the effect may call Evaluate from many goroutines at once.
@@ -65,6 +65,13 @@ type Limits struct {
 	WallClock time.Duration
 	// MemoryBytes is the most memory the script's environment may use.
 	MemoryBytes int64
+	// MaxOutFiles and MaxOutFileBytes bound the output files of a run
+	// (SPI 1.5.0): how many the script may write and their bytes in all.
+	// A backend that declares Capabilities.Files stops a script that
+	// writes past either with LimitFiles, and never buffers more than
+	// they allow. The effect always sets both for such a backend.
+	MaxOutFiles     int
+	MaxOutFileBytes int64
 }
 
 // Request is one evaluation.
@@ -81,6 +88,11 @@ type Request struct {
 	// nil when the call has no host functions. The effect sets it only for
 	// a backend that declares Capabilities.HostCalls. See [Host].
 	Host Host
+	// Files are the run's input files (SPI 1.5.0): names checked by
+	// CheckFileName and unique, count and bytes bounded by the effect.
+	// The effect sets them only for a backend that declares
+	// Capabilities.Files. The backend must not modify them.
+	Files []File
 	// Logs receives the lines the script logs, when not nil (SPI 1.1.0).
 	// A backend that declares Capabilities.Logs writes every line there
 	// (see LogSink); the others may ignore it.
