@@ -25,6 +25,13 @@ type Call struct {
 	// Limits may tighten the effect's limits for this call; zero fields
 	// mean the effect's. A field above the effect's ceiling is refused.
 	Limits spi.Limits
+	// Files are the run's input files (see docs/design.md, "Files"): each
+	// name checked by spi.CheckFileName and unique, their count and bytes
+	// bounded by Options.MaxInputFiles and MaxInputFileBytes. A call with
+	// files on a backend that does not declare spi.Capabilities.Files is
+	// refused with ErrInvalidCall before the backend is called. Each
+	// file's digest is in the receipt (Receipt.InputFiles).
+	Files []spi.File
 	// Shape is an optional JSON Schema the result must satisfy.
 	Shape json.RawMessage
 	// Host holds host functions for this call only, added to

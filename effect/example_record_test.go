@@ -70,7 +70,7 @@ func ExampleEffect_Run() {
 	// info stdout "starting"
 	// warn stderr "careful\ufffd"
 	// steps: 12
-	// receipt: chatty scriptError true 1.4.0
+	// receipt: chatty scriptError true 1.5.0
 	// verify: <nil>
 	// verify other input: true
 }
@@ -87,7 +87,7 @@ func ExampleReceipt_Canonical() {
 	b, _ := r.Canonical()
 	fmt.Println(string(b))
 	// Output:
-	// {"capabilities":{"cpu":false,"freshPerRun":true,"language":"example","logs":true,"memory":false,"network":"none","wallClock":"hard"},"durationNs":1500000,"engine":"chatty","format":"sandbank.receipt/1","inputDigest":"sha256:2bfd14f43d17fc7cea24e0917a8879b4b2f880b8baeec1b9d90fbaad655e71bd","limits":{"maxInputBytes":33554432,"maxLogBytes":262144,"maxLogLines":1000,"maxOutputBytes":4194304,"maxScriptBytes":16777216,"memoryBytes":33554432,"wallClockNs":5000000000},"outcome":"ok","outputDigest":"sha256:ace9288a3ff79a9132b9ddf621bc19354ffb04b3eacb17486ad6dc4d51303961","script":"sha256:21a0270b7f66a1e4c25933f13a1e5a1bbb4757578072930c8189131f9c6aaae1","spiVersion":"1.4.0","started":"2026-12-01T14:00:00Z"}
+	// {"capabilities":{"cpu":false,"freshPerRun":true,"language":"example","logs":true,"memory":false,"network":"none","wallClock":"hard"},"durationNs":1500000,"engine":"chatty","format":"sandbank.receipt/1","inputDigest":"sha256:2bfd14f43d17fc7cea24e0917a8879b4b2f880b8baeec1b9d90fbaad655e71bd","limits":{"maxInputBytes":33554432,"maxLogBytes":262144,"maxLogLines":1000,"maxOutputBytes":4194304,"maxScriptBytes":16777216,"memoryBytes":33554432,"wallClockNs":5000000000},"outcome":"ok","outputDigest":"sha256:ace9288a3ff79a9132b9ddf621bc19354ffb04b3eacb17486ad6dc4d51303961","script":"sha256:21a0270b7f66a1e4c25933f13a1e5a1bbb4757578072930c8189131f9c6aaae1","spiVersion":"1.5.0","started":"2026-12-01T14:00:00Z"}
 }
 
 // Tracing is off unless a TracerProvider is given; here an SDK provider

@@ -96,7 +96,9 @@ func TestEnumStrings(t *testing.T) {
 	assert.Equal(t, "LimitKind(0)", LimitKind(0).String())
 	assert.Equal(t, LimitKind(7), LimitSuspensions, "limit kinds are appended, never renumbered")
 	assert.Equal(t, LimitKind(8), LimitHostLog, "limit kinds are appended, never renumbered")
-	assert.Equal(t, "LimitKind(9)", LimitKind(9).String())
+	assert.Equal(t, LimitKind(9), LimitFiles, "limit kinds are appended, never renumbered")
+	assert.Equal(t, "files", LimitFiles.String())
+	assert.Equal(t, "LimitKind(10)", LimitKind(10).String())
 	assert.Equal(t, LimitKind(6), LimitHostCalls, "limit kinds are appended, never renumbered")
 	assert.Equal(t, "input", LimitInput.String())
 	assert.Equal(t, "wallClock", LimitWallClock.String())
@@ -119,7 +121,7 @@ func TestLimitKindOf(t *testing.T) {
 		assert.Equal(t, k.String(), got.String(), "same name")
 		assert.Equal(t, int(k), int(got), "same number")
 	}
-	assert.Equal(t, 3, n, "spi's set grew: map the new kind in LimitKindOf")
+	assert.Equal(t, 4, n, "spi's set grew: map the new kind in LimitKindOf")
 	for _, k := range []LimitKind{LimitOutput, LimitInput, LimitHostCalls} {
 		assert.False(t, spi.LimitKind(k).Valid(), "%s is the effect's own kind", k)
 	}

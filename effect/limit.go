@@ -44,15 +44,19 @@ const (
 	// answers it keeps for replay) grew past its bound
 	// (Durable.MaxLogBytes, in Failure.Limit). The effect's own limit.
 	LimitHostLog
+	// LimitFiles: the script wrote more output files, or more bytes of
+	// them, than the call's Limits.MaxOutFiles or MaxOutFileBytes allow
+	// (spi.LimitFiles; Failure.Limit holds the bound).
+	LimitFiles
 )
 
-var limitNames = [...]string{LimitCPU: "cpu", LimitMemory: "memory", LimitWallClock: "wallClock", LimitOutput: "output", LimitInput: "input", LimitHostCalls: "hostCalls", LimitSuspensions: "suspensions", LimitHostLog: "hostLog"}
+var limitNames = [...]string{LimitCPU: "cpu", LimitMemory: "memory", LimitWallClock: "wallClock", LimitOutput: "output", LimitInput: "input", LimitHostCalls: "hostCalls", LimitSuspensions: "suspensions", LimitHostLog: "hostLog", LimitFiles: "files"}
 
 // Valid reports whether k is one of the defined limit kinds.
-func (k LimitKind) Valid() bool { return k >= LimitCPU && k <= LimitHostLog }
+func (k LimitKind) Valid() bool { return k >= LimitCPU && k <= LimitFiles }
 
 // String returns "cpu", "memory", "wallClock", "output", "input",
-// "hostCalls", "suspensions" or "hostLog".
+// "hostCalls", "suspensions", "hostLog" or "files".
 func (k LimitKind) String() string {
 	if !k.Valid() {
 		return fmt.Sprintf("LimitKind(%d)", int(k))
@@ -70,6 +74,8 @@ func LimitKindOf(k spi.LimitKind) (LimitKind, bool) {
 		return LimitMemory, true
 	case spi.LimitWallClock:
 		return LimitWallClock, true
+	case spi.LimitFiles:
+		return LimitFiles, true
 	default:
 		return 0, false
 	}

@@ -55,6 +55,14 @@ type Options struct {
 	// MaxInputBytes bounds the input as JSON text. Zero means
 	// DefaultMaxInputBytes.
 	MaxInputBytes int64
+	// MaxInputFiles and MaxInputFileBytes bound a call's input files:
+	// their count and their bytes in all. Zero means the defaults (64
+	// files, 16 MiB); a call past either is refused with ErrInputTooLarge
+	// (LimitInput) before the backend is called. The output files' bounds
+	// are Limits.MaxOutFiles and MaxOutFileBytes (zero: the same
+	// defaults).
+	MaxInputFiles     int
+	MaxInputFileBytes int64
 	// MaxOutputBytes bounds the result as JSON text. Zero means
 	// DefaultMaxOutputBytes. Both the backend's text without insignificant
 	// white space and the canonical text returned to the caller must fit:

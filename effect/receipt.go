@@ -42,6 +42,11 @@ type Receipt struct {
 	// Failure.MarshalJSON writes it, keys sorted), when it failed typed;
 	// empty otherwise. Outcome tells the two apart.
 	OutputDigest string `json:"outputDigest,omitempty"`
+	// InputFiles and OutputFiles name the run's input files and the output
+	// files of a run that succeeded, each by its content address, in name
+	// order; empty when there are none.
+	InputFiles  []FileRef `json:"inputFiles,omitempty"`
+	OutputFiles []FileRef `json:"outputFiles,omitempty"`
 	// Engine is the engine's name (Options.Engine, or the backend's Go
 	// type).
 	Engine string `json:"engine"`
@@ -89,6 +94,16 @@ type ReceiptLimits struct {
 	MaxScriptBytes int64         `json:"maxScriptBytes"`
 	MaxLogBytes    int64         `json:"maxLogBytes"`
 	MaxLogLines    int           `json:"maxLogLines"`
+}
+
+// FileRef names one file of a run in its receipt.
+type FileRef struct {
+	// Name is the file's name (spi.CheckFileName).
+	Name string `json:"name"`
+	// Digest is the file's content address ("sha256:<64 hex>").
+	Digest Address `json:"digest"`
+	// Bytes is the file's size.
+	Bytes int64 `json:"bytes"`
 }
 
 // Canonical returns the receipt as canonical JSON text: compact, object

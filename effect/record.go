@@ -25,6 +25,10 @@ import (
 type Record struct {
 	// Value is the result as canonical JSON text, when the run succeeded.
 	Value json.RawMessage `json:"value,omitempty"`
+	// Files are the output files the script wrote, when the run
+	// succeeded, in name order (see docs/design.md, "Files"); each file's
+	// digest is in the receipt (Receipt.OutputFiles).
+	Files []spi.File `json:"files,omitempty"`
 	// Failure is the typed failure, when the script failed (the same
 	// value Run returns as its error).
 	Failure *Failure `json:"failure,omitempty"`
