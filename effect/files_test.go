@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"sync"
 	"testing"
 
@@ -261,8 +260,8 @@ func TestResumeChecksInputFiles(t *testing.T) {
 				require.NoError(t, err)
 				return
 			}
-			assert.ErrorIs(t, err, ErrInvalidHost)
-			assert.True(t, strings.Contains(err.Error(), "input files"))
+			require.ErrorIs(t, err, ErrInvalidHost)
+			assert.Contains(t, err.Error(), "input files")
 		})
 	}
 }
