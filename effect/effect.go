@@ -222,7 +222,10 @@ func (e *Effect) Idempotent() bool {
 //     a script (a well-formed Script, a Source, or both); a mistake is an
 //     invalid call (ErrInvalidCall and its case's sentinel). Then the input
 //     is serialised and bounded (typed inputNotSerializable,
-//     inputTooLarge) before the script is read or the backend called.
+//     inputTooLarge), and the input files checked (names and
+//     uniqueness: an invalid call; count and bytes: typed inputTooLarge;
+//     files for a backend that does not declare Files: an invalid call),
+//     before the script is read or the backend called.
 //     While Options.MaxAbandoned earlier calls are abandoned and still
 //     running, the call is refused here with ErrOverloaded (retryable);
 //  2. the script: a Source is bounded (typed scriptTooLarge), copied and
@@ -237,7 +240,10 @@ func (e *Effect) Idempotent() bool {
 //     backend that does not return loses, a panic becomes an untyped error;
 //  4. when ctx is done, ctx.Err() is returned as is, whatever the backend
 //     did;
-//  5. the outcome is validated and mapped (OK: a value nested deeper than
+//  5. the output files are checked (past Limits.MaxOutFiles or
+//     MaxOutFileBytes: limitExceeded (files); a malformed list, or files
+//     on an outcome other than OK: untyped), then the outcome is
+//     validated and mapped (OK: a value nested deeper than
 //     MaxOutputDepth is limitExceeded (output), checked before the text
 //     is parsed; Limit: limitExceeded; Threw: scriptError; InputTooLarge:
 //     inputTooLarge with Kind LimitMemory and the memory limit;
