@@ -39,6 +39,9 @@ func TestMain(m *testing.M) {
 	if v := os.Getenv(workerEnv); v != "" {
 		os.Exit(workerProcess(v))
 	}
+	if v := os.Getenv(durableWorkerEnv); v != "" {
+		os.Exit(durableWorkerProcess(v))
+	}
 	os.Exit(cachetest.Main(m)) // the engines' default cache directory is a temporary one
 }
 
