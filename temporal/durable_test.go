@@ -299,3 +299,14 @@ func TestDurableNeedsDeterminism(t *testing.T) {
 	require.Error(t, err)
 	assert.Equal(t, TypeInvalidCall, appError(t, err).Type())
 }
+
+// TestRunGivesTheHostFunctions: the activity ActivityName gives the
+// script the worker's host functions too; a Suspend there, outside a
+// durable run, is TypeInvalidCall, not a suspension.
+func TestRunGivesTheHostFunctions(t *testing.T) {
+	var doubles atomic.Int32
+	_, err := activityOf(durableActs(t, Options{}, &doubles), ActivityName, fakeRequestOf(t, approvals, 21))
+	require.Error(t, err)
+	assert.Equal(t, TypeInvalidCall, appError(t, err).Type())
+	assert.Equal(t, int32(1), doubles.Load(), "the script called the worker's host function")
+}
