@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sandbank/sandbank/durable"
 	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/internal/fakebackend"
 	"github.com/sandbank/sandbank/receipt"
@@ -27,10 +28,21 @@ import (
 // answer before it, and returns the three answers.
 const approvals = "approvals"
 
+// approvalLoop is the durable fake's script that asks for approvals for
+// ever.
+const approvalLoop = "approval loop"
+
 // durableBehavior runs approvals on the fake engine: a deterministic
 // script, as far as the effect can tell, whose every answer comes from the
 // host.
 func durableBehavior(ctx context.Context, req spi.Request) (spi.Outcome, error) {
+	if string(req.Script) == approvalLoop {
+		for {
+			if _, err := req.Host.Call(ctx, "approve", json.RawMessage(`null`)); err != nil {
+				return spi.Threw("Error", err.Error()), nil
+			}
+		}
+	}
 	if string(req.Script) != approvals {
 		return spi.Infrastructure("unknown test script"), nil
 	}
@@ -195,7 +207,7 @@ func fakeRequestOf(t *testing.T, script string, input any) Request {
 func runDurable(t *testing.T, acts *Activities, req Request) (*DurableResult, error) {
 	t.Helper()
 	env, _, _ := durableEnv(acts)
-	for i := 1; i <= 2; i++ {
+	for i := 1; i <= durable.MaxSuspensions+2; i++ {
 		env.RegisterDelayedCallback(func() { env.SignalWorkflow(AnswerSignal, Answer{Value: json.RawMessage(`true`)}) }, time.Duration(i)*time.Hour)
 	}
 	env.ExecuteWorkflow(DurableWorkflow, DurableInput{Request: req})
@@ -309,4 +321,20 @@ func TestRunGivesTheHostFunctions(t *testing.T) {
 	require.Error(t, err)
 	assert.Equal(t, TypeInvalidCall, appError(t, err).Type())
 	assert.Equal(t, int32(1), doubles.Load(), "the script called the worker's host function")
+}
+
+// TestSuspensionsBoundedInTheWorkflow: a script that asks for approval
+// for ever is answered durable.MaxSuspensions times, then ends
+// limitExceeded (suspensions), its result holding every suspended
+// receipt, chained.
+func TestSuspensionsBoundedInTheWorkflow(t *testing.T) {
+	s, keys := signer(t)
+	req := fakeRequestOf(t, approvalLoop, nil)
+	res, err := runDurable(t, durableActs(t, Options{Signer: s}, new(atomic.Int32)), req)
+	require.NoError(t, err)
+	require.NotNil(t, res.Record.Failure)
+	assert.Equal(t, effect.CodeLimitExceeded, res.Record.Failure.Code)
+	assert.Equal(t, effect.LimitSuspensions, res.Record.Failure.Kind)
+	assert.Len(t, res.Chain, durable.MaxSuspensions)
+	verifyChain(t, *res, req, keys)
 }
