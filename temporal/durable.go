@@ -47,8 +47,8 @@ const MaxInlineContinuation = 128 << 10
 
 // DurableInput is the input of DurableWorkflow.
 type DurableInput struct {
-	// Request is the run. Its engine must declare Deterministic (quickjs,
-	// quickjs-wasmtime, starlark-wasm…), else the run is refused
+	// Request is the run. Its engine must declare Deterministic (today
+	// quickjs and its variants), else the run is refused
 	// (TypeInvalidCall).
 	Request Request `json:"request"`
 	// Grace chooses the activities' timeouts with the request's wall
