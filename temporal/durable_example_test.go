@@ -38,6 +38,9 @@ func ExampleDurableWorkflow() {
 		log.Fatal(err)
 	}
 	defer acts.Close()
+	if err := acts.Warm(context.Background()); err != nil { // compile QuickJS before the first run
+		log.Fatal(err)
+	}
 	req, err := sbtemporal.NewRequest([]byte(`const ok = await host.approve({delete: input.rows});
 ok ? "deleted " + input.rows + " rows" : "kept them"`), map[string]int{"rows": 40})
 	if err != nil {
