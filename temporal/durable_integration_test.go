@@ -21,6 +21,7 @@ import (
 	"github.com/sandbank/sandbank/storage"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 )
 
@@ -82,6 +83,9 @@ func durableWorkerProcess(v string) int {
 		return 1
 	}
 	w, err := newDurableWorker(c, f[1], f[2], seed)
+	if err == nil {
+		err = w.Activities().Warm(context.Background()) // QuickJS compiled before the first run
+	}
 	if err == nil {
 		err = w.Start()
 	}
@@ -165,6 +169,16 @@ func TestDurableRunsOnDevServer(t *testing.T) {
 				break
 			}
 			require.NoError(t, ctx.Err(), "run %d never suspended (last query: %v)", i, err)
+			if err == nil {
+				// A run that ended instead of suspending fails the test now.
+				d, err := c.DescribeWorkflowExecution(ctx, wf.GetID(), wf.GetRunID())
+				require.NoError(t, err)
+				if st := d.GetWorkflowExecutionInfo().GetStatus(); st != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+					var res DurableResult
+					err := wf.Get(ctx, &res)
+					t.Fatalf("run %d ended %v before it suspended: %+v, %v", i, st, res.Record, err)
+				}
+			}
 			time.Sleep(100 * time.Millisecond) // the next look at the server
 		}
 		d, err := c.DescribeWorkflowExecution(ctx, wf.GetID(), wf.GetRunID())
@@ -182,6 +196,7 @@ func TestDurableRunsOnDevServer(t *testing.T) {
 	// Worker A, in this process, after worker B is gone.
 	wa, err := newDurableWorker(c, queue, dir, seed)
 	require.NoError(t, err)
+	require.NoError(t, wa.Activities().Warm(ctx))
 	require.NoError(t, wa.Start())
 	t.Cleanup(wa.Stop)
 
