@@ -42,7 +42,9 @@ func TestMain(m *testing.M) {
 	if v := os.Getenv(durableWorkerEnv); v != "" {
 		os.Exit(durableWorkerProcess(v))
 	}
-	os.Exit(cachetest.Main(m)) // the engines' default cache directory is a temporary one
+	code := cachetest.Main(m) // the engines' default cache directory is a temporary one
+	removeBuilt()
+	os.Exit(code)
 }
 
 // quietLogger is the SDK logger of the integration test: errors only.
