@@ -40,8 +40,9 @@ const (
 
 // MaxInlineContinuation bounds an encoded continuation that travels in the
 // workflow's history (in a DurableStep, then in a ResumeRequest): 128
-// KiB, so that a run's MaxSuspensions (64) suspensions add at most 16 MiB
-// to its history, under Temporal's default history bound of 50 MiB. A
+// KiB, so that a run's MaxSuspensions (64) suspensions add at most about
+// 22 MiB to its history (each twice, in base64), under Temporal's default
+// history bound of 50 MiB. A
 // larger one goes to Options.Continuations, by content address.
 const MaxInlineContinuation = 128 << 10
 
