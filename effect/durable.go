@@ -176,11 +176,15 @@ func (b *broker) suspend(c *hostCall, s *suspension) error {
 	default:
 		verdict = &Failure{Code: CodeSuspended, Reason: s.reason}
 	}
+	// The call's line is complete before the backend is cancelled: the
+	// record is sealed as soon as the backend returns.
+	won, stop := b.settle(verdict)
 	o := HostCallCanceled
-	if f, ok := verdict.(*Failure); b.decide(verdict) && ok && f.Code == CodeSuspended {
+	if f, ok := verdict.(*Failure); won && ok && f.Code == CodeSuspended {
 		o = HostCallSuspended
 	}
 	c.ended(0, errHostSuspended, o)
+	stop()
 	return errHostSuspended
 }
 
