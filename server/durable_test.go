@@ -174,4 +174,3 @@ func TestDurableTamperedRefusedOverHTTP(t *testing.T) {
 		})
 	}
 }
-
