@@ -174,11 +174,15 @@ func (b *broker) suspend(c *hostCall, s *suspension) error {
 	default:
 		verdict = &Failure{Code: CodeSuspended, Reason: s.reason}
 	}
-	o := HostCallCanceled
-	if f, ok := verdict.(*Failure); b.decide(verdict) && ok && f.Code == CodeSuspended {
-		o = HostCallSuspended
-	}
-	c.ended(0, errHostSuspended, o)
+	// The call's line is ended before the run is stopped: a backend that
+	// returns at once must find it suspended, not sealed as canceled.
+	b.decideThen(verdict, func(won bool) {
+		o := HostCallCanceled
+		if f, ok := verdict.(*Failure); won && ok && f.Code == CodeSuspended {
+			o = HostCallSuspended
+		}
+		c.ended(0, errHostSuspended, o)
+	})
 	return errHostSuspended
 }
 

@@ -216,7 +216,12 @@ func (b *broker) end() {
 // decide records what ends the run (the first decision wins) and cancels
 // the backend's context, so that the backend stops. It reports whether
 // err is the verdict.
-func (b *broker) decide(err error) bool {
+func (b *broker) decide(err error) bool { return b.decideThen(err, nil) }
+
+// decideThen is decide, calling before (when not nil) with whether err is
+// the verdict before the backend's context is cancelled: what must be in
+// the record when the backend returns is written there first.
+func (b *broker) decideThen(err error, before func(won bool)) bool {
 	b.mu.Lock()
 	won := b.verdict == nil
 	if won {
@@ -224,6 +229,9 @@ func (b *broker) decide(err error) bool {
 	}
 	cancelRun := b.cancelRun
 	b.mu.Unlock()
+	if before != nil {
+		before(won)
+	}
 	if cancelRun != nil {
 		cancelRun()
 	}
