@@ -113,19 +113,11 @@ func encodeSuspended(s Suspended) ([]byte, error) {
 	if !json.Valid(s.Continuation) {
 		return nil, fmt.Errorf("storage: continuations: the continuation is not JSON text: %w", effect.ErrInvalidCall)
 	}
-	var b bytes.Buffer
-	if err := json.Compact(&b, mustJSON(s)); err != nil {
+	b, err := json.Marshal(s) // compact: a RawMessage is compacted as it is written
+	if err != nil {
 		return nil, fmt.Errorf("storage: continuations: %w", err)
 	}
-	return b.Bytes(), nil
-}
-
-func mustJSON(s Suspended) []byte {
-	b, err := json.Marshal(s)
-	if err != nil {
-		panic(err) // a RawMessage that is valid JSON and strings always marshal
-	}
-	return b
+	return b, nil
 }
 
 // decodeSuspended reads a stored run, strictly.
