@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
 	"github.com/sandbank/sandbank/spi"
 )
@@ -121,6 +123,43 @@ func TestZygoteServesRuns(t *testing.T) {
 	assert.Equal(t, first, zygotePid(b), "a run that ends of its own accord keeps the zygote")
 }
 
+// forgedFrame writes a frame the runner never writes on every descriptor
+// it can (the runner's channel among them), then loops.
+const forgedFrame = "import os\nfor fd in range(3, 16):\n    try:\n        os.write(fd, b'Z\\0\\0\\0\\0')\n    except OSError:\n        pass\nwhile True:\n    pass"
+
+// TestZygoteKeptWhenTheHostEndsARun: a run the host itself ended (at its
+// wall clock, or because the caller's context was done) did nothing the
+// host did not cause: its zygote goes on serving, and the next run is
+// forked from it. Seen failing with every killed run retiring the zygote.
+func TestZygoteKeptWhenTheHostEndsARun(t *testing.T) {
+	b := zygoteOrSkip(t)
+	evalOK(t, b, "1", "1")
+	first := zygotePid(b)
+	require.Positive(t, first)
+	out, err := b.Evaluate(context.Background(), spi.Request{Script: []byte("while True:\n    pass"), Input: json.RawMessage("null"),
+		Limits: spi.Limits{WallClock: 100 * time.Millisecond, MemoryBytes: 64 << 20}})
+	require.NoError(t, err)
+	require.Equal(t, spi.LimitWallClock, out.Limit, "%+v", out)
+	evalOK(t, b, "2", "2")
+	assert.Equal(t, first, zygotePid(b), "a run ended at its wall clock keeps the zygote")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	_, err = b.Evaluate(ctx, spi.Request{Script: []byte("host.stop()\nwhile True:\n    pass"), Input: json.RawMessage("null"),
+		Limits: spi.Limits{WallClock: time.Hour, MemoryBytes: 64 << 20}, Host: cancelHost{cancel}})
+	require.ErrorIs(t, err, context.Canceled)
+	evalOK(t, b, "3", "3")
+	assert.Equal(t, first, zygotePid(b), "a run ended by its caller's context keeps the zygote")
+}
+
+// cancelHost cancels a context when called.
+type cancelHost struct{ cancel context.CancelFunc }
+
+func (h cancelHost) Call(context.Context, string, json.RawMessage) (json.RawMessage, error) {
+	h.cancel()
+	return json.RawMessage("null"), nil
+}
+
 // TestZygoteReplacedAfterItsRuns: a zygote forks a bounded number of
 // runs, then another takes over.
 func TestZygoteReplacedAfterItsRuns(t *testing.T) {
@@ -136,17 +175,19 @@ func TestZygoteReplacedAfterItsRuns(t *testing.T) {
 	assert.True(t, waitExited([]int{first}), "the zygote that served its runs has ended")
 }
 
-// TestZygoteReplacedWhenARunMisbehaves: a run the host had to kill (its
-// wall clock), one the kernel killed (its memory) and one that ends the
-// interpreter each retire the zygote that forked it.
+// TestZygoteReplacedWhenARunMisbehaves: a run the kernel killed (its
+// memory), one that ends the interpreter and one that writes to the
+// runner's channel each retire the zygote that forked it.
 func TestZygoteReplacedWhenARunMisbehaves(t *testing.T) {
 	b := zygoteOrSkip(t)
-	for _, script := range []string{"while True:\n    pass", "import os\nos._exit(3)", "x = 'y' * 10**10"} {
+	for _, script := range []string{"import os\nos._exit(3)", "x = 'y' * 10**10", forgedFrame} {
 		evalOK(t, b, "1", "1")
 		before := zygotePid(b)
-		_, err := b.Evaluate(context.Background(), spi.Request{Script: []byte(script), Input: json.RawMessage("null"),
-			Limits: spi.Limits{WallClock: 300 * time.Millisecond, MemoryBytes: 32 << 20}})
+		// Each ends long before its clock: the host does not end it.
+		out, err := b.Evaluate(context.Background(), spi.Request{Script: []byte(script), Input: json.RawMessage("null"),
+			Limits: spi.Limits{WallClock: time.Minute, MemoryBytes: 32 << 20}})
 		require.NoError(t, err)
+		require.NotEqual(t, spi.LimitWallClock, out.Limit, "%q: %+v", script, out)
 		evalOK(t, b, "2", "2")
 		assert.NotEqual(t, before, zygotePid(b), "%q: the next run is on another zygote", script)
 	}
@@ -235,5 +276,48 @@ func TestZygotePreloadKeepsConfiguredModulesOut(t *testing.T) {
 		if string(out.Value) == "[true,false]" {
 			break
 		}
+	}
+}
+
+// TestHostEndedRunKeepsItsZygoteOnlyIfKilled: a run the host ended keeps
+// its zygote only when its keeper reports it died of SIGKILL (the host's);
+// one that ended otherwise as its clock ran out (here a crash's signal
+// 11, or no report because the zygote ended) retires it. Seen failing
+// with every host-ended run keeping its zygote.
+func TestHostEndedRunKeepsItsZygoteOnlyIfKilled(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		reported bool
+		code     int
+		keep     bool
+	}{
+		{"killed by the host", true, 128 + 9, true},
+		{"crashed", true, 128 + 11, false},
+		{"exited", true, 3, false},
+		{"no report", false, 0, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+			require.NoError(t, err)
+			unix.Close(fds[1])
+			f := os.NewFile(uintptr(fds[0]), "zygote")
+			conn, err := net.FileConn(f)
+			require.NoError(t, err)
+			f.Close()
+			z := &zygote{cmd: &exec.Cmd{}, conn: conn.(*net.UnixConn), runs: map[uint64]*zrun{}, inflight: 2}
+			t.Cleanup(z.kill)
+			zr := &zrun{done: make(chan struct{}), reported: c.reported, exitCode: c.code}
+			close(zr.done)
+			r, w, err := os.Pipe()
+			require.NoError(t, err)
+			w.Close()
+			pidfd, err := unix.Eventfd(0, unix.EFD_CLOEXEC) // stands in for the run's pidfd: closed once
+			require.NoError(t, err)
+			p := &proc{b: &Backend{startup: time.Minute}, out: r, zr: zr, z: z, pidfd: pidfd, killed: make(chan struct{})}
+			p.hostEnded.Store(true)
+			close(p.killed)
+			p.stopKeeper()
+			assert.Equal(t, c.keep, z.usable())
+		})
 	}
 }
