@@ -10,19 +10,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"golang.org/x/sys/unix"
 
 	"github.com/sandbank/sandbank/spi"
 )
-
-// landlockABI is the kernel's Landlock ABI version, 0 without Landlock.
-func landlockABI() int {
-	v, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, unix.LANDLOCK_CREATE_RULESET_VERSION)
-	if errno != 0 {
-		return 0
-	}
-	return int(v)
-}
 
 // landlockProbe tries, from inside a run, what Landlock refuses: running
 // a program (the interpreter itself, which the sandbox holds), and

@@ -139,8 +139,12 @@ func (b *Backend) zygoteArgv() []string {
 		args = append(args, "--dir", "/tmp")
 	}
 	scratch := max(b.scratch, 0)
+	net := "own"
+	if b.sharesNet() { // landlock.go
+		net = "shared"
+	}
 	return append(args, "--remount-ro", "/", "--chdir", "/", "--", b.lay.python, "-S", "-s", "-B", "-c", zygoteSource,
-		b.program(), strconv.FormatInt(scratch, 10), strconv.Itoa(zygoteSpares), strings.Join(cmpOrSlice(b.preload, zygotePreload), " "), b.tag)
+		b.program(), strconv.FormatInt(scratch, 10), strconv.Itoa(zygoteSpares), strings.Join(cmpOrSlice(b.preload, zygotePreload), " "), net, b.tag)
 }
 
 // startZygote starts a zygote and waits for it to say it is ready.
