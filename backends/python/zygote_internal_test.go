@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"net"
 	"os"
 	"os/exec"
@@ -386,9 +387,12 @@ func TestSharedNetNeedsLandlockScopes(t *testing.T) {
 	b := zygoteOrSkip(t)
 	b.noLandlock, b.forceSharedNet = true, true // before its zygote starts
 	b.startup = 2 * time.Second
+	// Only the zygote: no run falls back to a sandbox of its own (where
+	// the zygote's prepared runs have all ended before the request).
+	b.zygotes.only = true
 	out, err := b.Evaluate(context.Background(), spi.Request{Script: []byte("import os\nos.getpid()"), Input: json.RawMessage("null"),
 		Limits: spi.Limits{WallClock: time.Minute, MemoryBytes: 64 << 20}})
 	require.Error(t, err, "the run went on: %+v", out)
 	var startup *spi.StartupError
-	assert.ErrorAs(t, err, &startup, "retryable infrastructure")
+	assert.True(t, errors.As(err, &startup) || errors.Is(err, errNoOutcome), "retryable infrastructure: %v", err)
 }
