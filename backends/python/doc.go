@@ -45,7 +45,8 @@
 // sandbox holding an interpreter with the standard library's common
 // modules imported, which forks each run and runs none of a run's code.
 // Each run's process is pid 1 of its own pid namespace, with its own
-// mount, ipc and uts namespaces and a fresh tmpfs /tmp of
+// mount and uts namespaces (the ipc one is the zygote's, empty: the
+// filter refuses every System V and message-queue call) and a fresh tmpfs /tmp of
 // Options.ScratchBytes (two runs are kept prepared so, off the request
 // path), and its own network namespace unless Landlock scopes abstract
 // sockets (ABI 6 or later), where the zygote's runs share its empty one; it holds no descriptor but its three pipes and no capability,
@@ -66,8 +67,8 @@
 //
 // Either way a run has: new user (the zygote's), pid, network (a forked
 // run where Landlock has ABI 6: the zygote's, which holds no interface
-// up and no socket a run can name), mount, ipc and uts namespaces (and
-// cgroup where the kernel has it); uid and
+// up and no socket a run can name), mount, ipc (a forked run: the
+// zygote's) and uts namespaces (and cgroup where the kernel has it); uid and
 // gid 65534 inside, no capabilities, no further user namespaces; a
 // read-only root holding only the interpreter, its standard library,
 // the shared libraries it maps (found by running it once on the host: the probe) and
