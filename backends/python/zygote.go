@@ -28,9 +28,11 @@ import (
 // imported, which forks each run instead of starting bubblewrap and an
 // interpreter for it. The zygote runs none of a run's code and reads
 // nothing a run writes; each run's process (pid 1 of its own pid
-// namespace, with its own mount, network, IPC and UTS namespaces and
-// /tmp, no capability, no descriptor but its three pipes, Landlock and
-// the seccomp filter) cannot reach it. What the host believes of a run
+// namespace, with its own mount and UTS namespaces and /tmp, its own
+// network namespace unless Landlock scopes abstract sockets
+// (Backend.sharesNet), the zygote's IPC namespace, which the filter
+// leaves it no call to use, no capability, no descriptor but its three
+// pipes, Landlock and the seccomp filter) cannot reach it. What the host believes of a run
 // comes from the run's keeper (the first fork, which never runs the
 // script): the keeper's pid, which the kernel writes in the credentials
 // of its message, and the run's exit status and resource usage from

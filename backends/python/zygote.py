@@ -134,7 +134,7 @@ class _SockFprog(ctypes.Structure):
 
 def _spare(ctrl, req, tell, alive_r, filt):
     # The run's process: pid 1 of the keeper's new pid namespace, in its
-    # new mount, network, IPC and UTS namespaces. As a spare it prepares
+    # new mount and UTS namespaces (and network: _SHARED_NET). As a spare it prepares
     # what does not depend on the run, then waits for the run's request.
     if _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
         _fail("prctl")
