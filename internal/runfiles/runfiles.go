@@ -15,7 +15,9 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/sandbank/sandbank/spi"
 )
@@ -175,4 +177,24 @@ func (s *Set) Conclude(out spi.Outcome) spi.Outcome {
 		out.Files = s.Files()
 	}
 	return out
+}
+
+// Text is b decoded as UTF-8 for a script that reads a file as text:
+// each byte that is not part of a valid sequence becomes U+FFFD.
+func Text(b []byte) string {
+	if utf8.Valid(b) {
+		return string(b)
+	}
+	var sb strings.Builder
+	sb.Grow(len(b) + len(b)/2)
+	for len(b) > 0 {
+		r, n := utf8.DecodeRune(b)
+		if r == utf8.RuneError && n == 1 {
+			sb.WriteRune(utf8.RuneError)
+		} else {
+			sb.Write(b[:n])
+		}
+		b = b[n:]
+	}
+	return sb.String()
 }
