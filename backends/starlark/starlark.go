@@ -12,6 +12,7 @@ import (
 	slsyntax "go.starlark.net/syntax"
 
 	"github.com/sandbank/sandbank/internal/jsdepth"
+	"github.com/sandbank/sandbank/internal/runfiles"
 	"github.com/sandbank/sandbank/spi"
 )
 
@@ -135,6 +136,7 @@ const (
 	causeSteps       // the step budget ran out
 	causeWall        // the request's wall clock expired
 	causeCtx         // the context was cancelled
+	causeFiles       // a write went past the output files' bounds (files.go)
 )
 
 // The file options of every script: Starlark's defaults (no while loops,
@@ -160,9 +162,14 @@ func (b *Backend) Evaluate(ctx context.Context, req spi.Request) (spi.Outcome, e
 		return spi.Outcome{}, err
 	}
 	begun := time.Now()
-	r := &run{b: b, predeclared: b.predeclared, logs: req.Logs}
+	r := &run{b: b, logs: req.Logs, files: runfiles.New(req)}
+	r.predeclared = make(sl.StringDict, len(b.predeclared)+3)
+	for k, v := range b.predeclared {
+		r.predeclared[k] = v
+	}
+	r.predeclared["files"] = r.filesModule(r.files) // files.go
 	if req.Host != nil {
-		r.predeclared = r.withHost(ctx, req.Host) // host.go
+		r.withHost(ctx, req.Host, r.predeclared) // host.go
 	}
 	if jsdepth.Steps(req.Script, maxSteps) > maxSteps {
 		return spi.Threw("SyntaxError", fmt.Sprintf("starlark: the script has more than %d brackets and operators", maxSteps)), nil
@@ -221,7 +228,7 @@ func (b *Backend) Evaluate(ctx context.Context, req spi.Request) (spi.Outcome, e
 		// A run that outlived its wall clock (one long built-in call, and
 		// the timer lost the race on a busy machine) never delivers its
 		// value: the clock is a limit, whoever noticed first.
-		out := late(e)
+		out := r.files.Conclude(late(e))
 		if req.Logs != nil {
 			// The run is over: its thread's step count is final.
 			out.Stats = spi.Stats{Startup: start.Sub(begun), ScriptTime: e.elapsed,
@@ -269,7 +276,8 @@ func newThread(r *run) *sl.Thread {
 // run is one evaluation.
 type run struct {
 	b           *Backend
-	predeclared sl.StringDict // the backend's, plus host and host_try for a run with host functions
+	predeclared sl.StringDict // the backend's, files, and host and host_try for a run with host functions
+	files       *runfiles.Set // the run's files (files.go)
 	prog        *sl.Program
 	input       sl.Value
 	thread      *sl.Thread
@@ -349,6 +357,8 @@ func (r *run) stopped() spi.Outcome {
 		return spi.Limited(spi.LimitCPU)
 	case causeWall:
 		return spi.Limited(spi.LimitWallClock)
+	case causeFiles:
+		return spi.Limited(spi.LimitFiles)
 	default: // causeCtx: Evaluate has already returned ctx.Err()
 		return spi.Infrastructure("starlark: run cancelled")
 	}

@@ -7,6 +7,7 @@ package filestest
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -126,28 +127,44 @@ try { delete globalThis.files; } catch (e) { n++; }
 [n, Object.isFrozen(files), typeof files.read]`, Want: ok(`[4, true, "function"]`)},
 }
 
-// Starlark is the table of the predeclared files module.
+// Starlark is the table of the predeclared files module; each script
+// is a main(input) whose body is the case's lines.
 var Starlark = []Case{
-	{Name: "read text", Script: `files.read("a.txt")`, Want: ok(`"h\u00e9llo\n"`)},
-	{Name: "read invalid UTF-8", Script: `files.read("c.txt")`, Want: ok(`"a\ufffdb"`)},
-	{Name: "read bytes", Script: `b = files.read("b.bin", bytes=True)
-[type(b), len(b), sum([x for x in b.elems()])]`, Want: ok(`["bytes", 256, 32640]`)},
-	{Name: "list", Script: `files.list()`, Want: ok(`["a.txt", "b.bin", "c.txt"]`)},
-	{Name: "list without inputs", Script: `files.list()`, NoInputs: true, Want: ok(`[]`)},
-	{Name: "write", Script: `files.write("z.bin", b"\x00\x01\x02\xff")
+	sk(Case{Name: "read text", Script: `return files.read("a.txt")`, Want: ok(`"h\u00e9llo\n"`)}),
+	sk(Case{Name: "read invalid UTF-8", Script: `return files.read("c.txt")`, Want: ok(`"a\ufffdb"`)}),
+	sk(Case{Name: "read bytes", Script: `b = files.read("b.bin", bytes=True)
+s = 0
+for x in b.elems():
+    s += x
+return [type(b), len(b), s]`, Want: ok(`["bytes", 256, 32640]`)}),
+	sk(Case{Name: "read text explicitly", Script: `return files.read("a.txt", bytes=False)`, Want: ok(`"h\u00e9llo\n"`)}),
+	sk(Case{Name: "list", Script: `return files.list()`, Want: ok(`["a.txt", "b.bin", "c.txt"]`)}),
+	sk(Case{Name: "list without inputs", Script: `return files.list()`, NoInputs: true, Want: ok(`[]`)}),
+	sk(Case{Name: "write", Script: `files.write("z.bin", b"\x00\x01\x02\xff")
 files.write("out.txt", "h\u00e9")
-True`, Want: ok(`true`), Files: []spi.File{{Name: "out.txt", Data: []byte("h\u00e9")}, {Name: "z.bin", Data: []byte{0, 1, 2, 255}}}},
-	{Name: "write replaces", MaxBytes: 3, Script: `files.write("a.txt", "xx")
+return True`, Want: ok(`true`), Files: []spi.File{{Name: "out.txt", Data: []byte("h\u00e9")}, {Name: "z.bin", Data: []byte{0, 1, 2, 255}}}}),
+	sk(Case{Name: "write replaces", MaxBytes: 3, Script: `files.write("a.txt", "xx")
 files.write("a.txt", "yyy")
 files.write("a.txt", "z")
-True`, Want: ok(`true`), Files: []spi.File{{Name: "a.txt", Data: []byte("z")}}},
-	{Name: "write the wrong type", Script: `files.write("a.txt", 5)`, Want: spi.Outcome{Kind: spi.KindThrew}},
-	{Name: "read missing throws", Script: `files.read("nope.txt")`, Want: spi.Outcome{Kind: spi.KindThrew}},
-	{Name: "bad name throws", Script: `files.write("../x", "x")`, Want: spi.Outcome{Kind: spi.KindThrew}},
-	{Name: "bad name read throws", Script: `files.read("/etc/passwd")`, Want: spi.Outcome{Kind: spi.KindThrew}},
-	{Name: "past the count", MaxFiles: 2, Script: `[files.write("f%d" % i, "x") for i in range(3)]`, Want: spi.Limited(spi.LimitFiles)},
-	{Name: "past the bytes", MaxBytes: 10, Script: `files.write("f0", "x" * 6)
-files.write("f1", "x" * 5)`, Want: spi.Limited(spi.LimitFiles)},
-	{Name: "dropped when the run fails", Script: `files.write("out.txt", "x")
-fail("no")`, Want: spi.Outcome{Kind: spi.KindThrew}},
+return True`, Want: ok(`true`), Files: []spi.File{{Name: "a.txt", Data: []byte("z")}}}),
+	sk(Case{Name: "write the wrong type", Script: `files.write("a.txt", 5)`, Want: spi.Outcome{Kind: spi.KindThrew}}),
+	sk(Case{Name: "read missing throws", Script: `files.read("nope.txt")`, Want: spi.Outcome{Kind: spi.KindThrew}}),
+	sk(Case{Name: "bad name throws", Script: `files.write("../x", "x")`, Want: spi.Outcome{Kind: spi.KindThrew}}),
+	sk(Case{Name: "bad name read throws", Script: `files.read("/etc/passwd")`, Want: spi.Outcome{Kind: spi.KindThrew}}),
+	sk(Case{Name: "past the count", MaxFiles: 2, Script: `return [files.write("f%d" % i, "x") for i in range(3)]`, Want: spi.Limited(spi.LimitFiles)}),
+	sk(Case{Name: "past the bytes", MaxBytes: 10, Script: `files.write("f0", "x" * 6)
+files.write("f1", "x" * 5)
+return True`, Want: spi.Limited(spi.LimitFiles)}),
+	sk(Case{Name: "past the bytes at once", MaxBytes: 10, Script: `files.write("f0", "x" * (1 << 20))
+return True`, Want: spi.Limited(spi.LimitFiles)}),
+	sk(Case{Name: "dropped when the run fails", Script: `files.write("out.txt", "x")
+fail("no")`, Want: spi.Outcome{Kind: spi.KindThrew}}),
+	sk(Case{Name: "frozen", Script: `files.read = None`, Want: spi.Outcome{Kind: spi.KindThrew}}),
+}
+
+// sk wraps c's script in main(input).
+func sk(c Case) Case {
+	lines := strings.Split(c.Script, "\n")
+	c.Script = "def main(input):\n    " + strings.Join(lines, "\n    ") + "\n"
+	return c
 }
