@@ -104,7 +104,7 @@ func (s *Stdout) marker(kind byte) []byte {
 	m = append(m, FramePrefix...)
 	m = append(m, s.nonce...)
 	m = append(m, kind)
-	if kind != RecResult && kind != RecThrew && kind != RecHostCall {
+	if kind != RecResult && kind != RecThrew && kind != RecHostCall && kind != RecFile {
 		m = append(m, '\n')
 	}
 	return m
