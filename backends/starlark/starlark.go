@@ -61,6 +61,12 @@ type Options struct {
 	// starlark-wasm guest (backends/starlarkwasm) uses it to tell its host
 	// that the script's hard wall clock starts now.
 	OnStart func()
+	// Files, when set, is the store of every run's files module instead
+	// of the run's own (Request.Files and the request's bounds): the
+	// starlark-wasm guest sets it to a relay to its host, which holds the
+	// run's files and bounds and decides the outcome of a write past
+	// them. Nil means each run's own.
+	Files FileStore
 }
 
 // Backend is a Starlark interpreter per run. It holds no mutable state:
@@ -70,6 +76,7 @@ type Backend struct {
 	maxResult   int
 	predeclared sl.StringDict
 	onStart     func()
+	files       FileStore // Options.Files
 	// timer arms the wall clock (time.NewTimer; tests replace it).
 	timer func(time.Duration) (<-chan time.Time, func() bool)
 	// afterRun, when set (tests only), is called when a run has ended and
@@ -116,6 +123,7 @@ func New(opts *Options) (*Backend, error) {
 		maxResult:   int(maxResult),
 		predeclared: newPredeclared(),
 		onStart:     o.OnStart,
+		files:       o.Files,
 		timer:       newTimer,
 	}, nil
 }
@@ -167,7 +175,12 @@ func (b *Backend) Evaluate(ctx context.Context, req spi.Request) (spi.Outcome, e
 	for k, v := range b.predeclared {
 		r.predeclared[k] = v
 	}
-	r.predeclared["files"] = r.filesModule(r.files) // files.go
+	if b.files != nil {
+		r.files = nil // the store's holder decides the outcome
+		r.predeclared["files"] = r.filesModule(b.files)
+	} else {
+		r.predeclared["files"] = r.filesModule(r.files) // files.go
+	}
 	if req.Host != nil {
 		r.withHost(ctx, req.Host, r.predeclared) // host.go
 	}

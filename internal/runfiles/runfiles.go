@@ -137,8 +137,12 @@ func (s *Set) WriteFunc(name string, n int, fill func([]byte)) error {
 }
 
 // Exceeded reports whether a write went past a bound: the run's outcome
-// is spi.Limited(spi.LimitFiles), whatever the script did next.
+// is spi.Limited(spi.LimitFiles), whatever the script did next. A nil
+// set never is.
 func (s *Set) Exceeded() bool {
+	if s == nil {
+		return false
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.broken
@@ -163,7 +167,8 @@ func (s *Set) Files() []spi.File {
 // the engine read otherwise: spi.Limited(spi.LimitFiles) when a write went
 // past a bound and the run did not end for another limit first; the
 // output files attached to an OK outcome; any other outcome as it is
-// (the output files of a run that does not end OK are dropped).
+// (the output files of a run that does not end OK are dropped). A nil
+// set returns out.
 func (s *Set) Conclude(out spi.Outcome) spi.Outcome {
 	if s == nil {
 		return out
