@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/sandbank/sandbank/internal/runfiles"
+	"github.com/sandbank/sandbank/spi"
 )
 
 // A run's files (docs/design.md, "Files") over the framed stdio protocol.
@@ -49,7 +50,7 @@ const maxFileHeader = 1024
 
 // MaxFileNameUnits is the most of a name the guest sends: one unit past
 // spi.MaxFileNameBytes, so that a longer name is still refused.
-const MaxFileNameUnits = 129
+const MaxFileNameUnits = spi.MaxFileNameBytes + 1
 
 var errMalformedFile = errors.New("the guest's file record is malformed")
 
