@@ -65,10 +65,17 @@ func (s *Stdout) takeFile(set *runfiles.Set) (head, body []byte, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	m := s.marker(RecFile)
-	i := bytes.Index(s.buf, m)
+	// The search starts where the last one left off: a native guest's
+	// stdout is served chunk by chunk, and a large result must not be
+	// scanned once per chunk.
+	from := min(s.fileFrom, len(s.buf))
+	i := bytes.Index(s.buf[from:], m)
 	if i < 0 {
+		s.fileFrom = max(0, len(s.buf)-len(m)+1)
 		return nil, nil, false
 	}
+	i += from
+	s.fileFrom = i // a record still arriving is searched for from its start
 	// A malformed record is dropped with the rest of the stream.
 	end := len(s.buf)
 	defer func() {

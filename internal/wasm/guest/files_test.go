@@ -142,3 +142,16 @@ func (l *lazyReply) Read(p []byte) (int, error) {
 	}
 	return l.in.Read(p)
 }
+
+// TestStdinFindsAFileRecordAfterAHostCallIsTaken: taking a host call
+// moves what followed it, and the search for a file record starts over.
+func TestStdinFindsAFileRecordAfterAHostCallIsTaken(t *testing.T) {
+	out, in, set := filesStdin(1, 8)
+	_, _ = out.Write([]byte(frame(testNonce, RecHostCall, `["probe","1"]`)))
+	assert.Equal(t, "", reply(t, in), "no file record yet")
+	_, _ = out.Write(fileRecord(testNonce, `["w","f0","b",1]`, []byte("x")))
+	_, ok := out.TakeHostCall()
+	require.True(t, ok)
+	assert.Equal(t, "O0\n", reply(t, in))
+	assert.Equal(t, []spi.File{{Name: "f0", Data: []byte("x")}}, set.Files())
+}

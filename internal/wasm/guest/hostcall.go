@@ -52,6 +52,7 @@ func (s *Stdout) TakeHostCall() ([]byte, bool) {
 	end := i + len(m) + bytes.IndexByte(s.buf[i+len(m):], '\n') + 1 + len(body) + len(s.marker('E'))
 	body = append([]byte(nil), body...)
 	s.buf = append(s.buf[:i], s.buf[end:]...)
+	s.fileFrom = 0 // what followed the call moved
 	return body, true
 }
 
