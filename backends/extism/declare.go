@@ -10,7 +10,8 @@ import "github.com/sandbank/sandbank/spi"
 // The backend declares a hard wall clock, the memory limit, no CPU budget
 // (see the package documentation), a fresh instance per run, host calls
 // and logs; the network is none without Options.AllowedHosts and
-// allowlist with them.
+// allowlist with them. It takes no files (see the package documentation,
+// "Files").
 func Declare(opts *Options) spi.Capabilities {
 	network := spi.NetworkNone
 	if opts != nil && len(opts.AllowedHosts) > 0 {
@@ -25,6 +26,7 @@ func Declare(opts *Options) spi.Capabilities {
 		FreshPerRun: true,
 		HostCalls:   true,
 		Logs:        true,
+		Files:       false, // doc.go, "Files"
 	}
 }
 

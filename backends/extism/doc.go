@@ -79,6 +79,19 @@
 // How each limit is enforced, and where it leaks: see docs/RATIONALE.md
 // R24.
 //
+// # Files
+//
+// The backend does not take files (Capabilities.Files is false; the
+// effect refuses a call with input files). Files would be WASI preopened
+// directories, and go-sdk v1.7.1 mounts only the host's own directories
+// (Manifest.AllowedPaths: wazero's WithDirMount), where a plugin's writes
+// reach the host's disk as they happen: the host could count output files
+// only after the run, not stop a write past Limits.MaxOutFiles or
+// MaxOutFileBytes as it is made, and a plugin could fill the disk first.
+// A read-only input directory alone (a wazero fs.FS mount through the
+// instance's ModuleConfig) would be natural, but half of the contract is
+// not a declaration the kit accepts. See docs/RATIONALE.md R93.
+//
 // # Security considerations
 //
 //   - No WASI by default: a plugin that imports it does not instantiate.

@@ -9,7 +9,8 @@ import "github.com/sandbank/sandbank/spi"
 //
 // goja declares no network, a soft wall clock (a native built-in runs to
 // completion), no memory limit, no CPU budget, a fresh runtime per run,
-// and host calls (the global host; see host.go). What the soft clock
+// host calls (the global host; see host.go) and files (the global
+// files; see files.go). What the soft clock
 // costs is bounded: a run stopped inside a native built-in goes on in the
 // background, holding a core, and counts against the backend's
 // concurrency until it ends; while Options.MaxLeftovers (default
@@ -26,6 +27,7 @@ func Declare(*Options) spi.Capabilities {
 		FreshPerRun: true,
 		HostCalls:   true,
 		Logs:        true,
+		Files:       true, // files.go
 	}
 }
 

@@ -50,6 +50,17 @@
 //
 //	const [orders, names] = await Promise.all([host.orders({since: "2026-01-01"}), host.customers()]);
 //
+// # Files
+//
+// Every run has a global files (frozen, behind a non-writable binding):
+// files.read(name) is an input file as a string (UTF-8, each invalid byte
+// U+FFFD), files.read(name, "bytes") a Uint8Array, files.write(name, data)
+// writes a string (as UTF-8) or a Uint8Array as an output file (a second
+// write of a name replaces it), files.list() the input files' names,
+// sorted. A bad name or a missing file throws an Error the script may
+// catch; a write past Limits.MaxOutFiles or MaxOutFileBytes ends the run
+// with LimitFiles.
+//
 // # Security considerations
 //
 // The backend declares Network none, WallClock soft, Memory false, CPU

@@ -191,9 +191,10 @@ func (b *Backend) MaxScriptBytes() int { return b.maxScriptBytes }
 
 // HostObjects declares what a script sees beyond ECMAScript's standard
 // globals: print and console's log, info, warn, error, debug and trace,
-// which write nowhere (see installConsole). The conformance kit fails
-// anything else it finds. It makes the backend an spi.HostObjectDeclarer.
-func (b *Backend) HostObjects() []string { return []string{"console.*", "print.*"} }
+// which write nowhere (see installConsole), and files' read, write and
+// list (files.go). The conformance kit fails anything else it finds. It
+// makes the backend an spi.HostObjectDeclarer.
+func (b *Backend) HostObjects() []string { return []string{"console.*", "files.*", "print.*"} }
 
 // Evaluate runs req.Script in a new goja runtime with the global input set
 // to the parsed req.Input, and reports the completion value as JSON text.
@@ -257,6 +258,7 @@ func (b *Backend) Evaluate(ctx context.Context, req spi.Request) (spi.Outcome, e
 			if !armed.IsZero() && time.Since(armed) > req.Limits.WallClock && out.Kind != spi.KindLimit {
 				out = spi.Limited(spi.LimitWallClock)
 			}
+			out = r.files.Conclude(out)
 			// exec set startedAt before it returned out: safe to read.
 			if req.Logs != nil && !r.startedAt.IsZero() {
 				out.Stats = spi.Stats{Startup: r.startedAt.Sub(begun), ScriptTime: time.Since(r.startedAt)}

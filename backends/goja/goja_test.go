@@ -81,6 +81,7 @@ func TestCapabilities(t *testing.T) {
 		FreshPerRun: true,
 		HostCalls:   true,
 		Logs:        true,
+		Files:       true,
 	}, c)
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/dop251/goja/parser"
 
 	"github.com/sandbank/sandbank/internal/jsfront"
+	"github.com/sandbank/sandbank/internal/runfiles"
 	"github.com/sandbank/sandbank/spi"
 )
 
@@ -23,10 +24,11 @@ const scriptName = "script.js"
 
 // Why a run ended, recorded once (the first cause wins).
 const (
-	causeNone int32 = iota
-	causeDone       // the run finished on its own and is delivering
-	causeWall       // the wall clock expired
-	causeCtx        // the context was cancelled
+	causeNone  int32 = iota
+	causeDone        // the run finished on its own and is delivering
+	causeWall        // the wall clock expired
+	causeCtx         // the context was cancelled
+	causeFiles       // a write went past the output files' bounds (files.go)
 )
 
 // The interrupt values: the run was asked to stop; the script's value is
@@ -69,6 +71,7 @@ type run struct {
 	started chan struct{} // closed as the script starts
 	halt    chan struct{} // closed when the run is asked to stop
 	host    *hostObject   // the global host, or nil
+	files   *runfiles.Set // the run's files (files.go)
 	// startedAt is when the script started (set before started is
 	// closed; zero if it never did): the stats' start-up and script time.
 	startedAt time.Time
@@ -150,6 +153,10 @@ func (b *Backend) newRun(req spi.Request) (*run, error) {
 	// (goja's default loader reads any path named in the comment).
 	rt.SetParserOptions(parser.WithDisableSourceMaps)
 	installConsole(rt, req.Logs)
+	r.files = runfiles.New(req)
+	if err := r.installFiles(r.files); err != nil {
+		return nil, fmt.Errorf("goja: installing files: %w", err)
+	}
 	return r, nil
 }
 
@@ -558,6 +565,8 @@ func (r *run) stopped() spi.Outcome {
 	switch r.cause.Load() {
 	case causeWall:
 		return spi.Limited(spi.LimitWallClock)
+	case causeFiles:
+		return spi.Limited(spi.LimitFiles)
 	default: // causeCtx: Evaluate has already returned ctx.Err()
 		return spi.Infrastructure("goja: run cancelled")
 	}

@@ -22,7 +22,7 @@ func TestCapabilities(t *testing.T) {
 	require.NoError(t, caps.Validate())
 	assert.Equal(t, spi.Capabilities{
 		Language: "javascript", Network: spi.NetworkNone, WallClock: spi.WallClockHard,
-		Memory: true, CPU: false, FreshPerRun: true, HostCalls: true, Logs: true, Deterministic: true,
+		Memory: true, CPU: false, FreshPerRun: true, HostCalls: true, Logs: true, Deterministic: true, Files: true,
 	}, caps)
 
 	off := false

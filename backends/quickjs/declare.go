@@ -36,5 +36,7 @@ func (s settings) capabilities() spi.Capabilities {
 		Logs:        true,
 		// determinism.go: a fake clock and a seeded random source.
 		Deterministic: true,
+		// The global files, answered by the host (wasmguest's files.go).
+		Files: true,
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/tetratelabs/wazero/api"
 
 	"github.com/sandbank/sandbank/backends/quickjs/internal/jsguest"
+	"github.com/sandbank/sandbank/internal/runfiles"
 	wasmguest "github.com/sandbank/sandbank/internal/wasm/guest"
 	wasmhost "github.com/sandbank/sandbank/internal/wasm/host"
 	"github.com/sandbank/sandbank/spi"
@@ -25,8 +26,9 @@ type job struct {
 	stdout  *wasmguest.Stdout
 	stdoutW io.Writer // stdout, seen first by the beforeWrite test hook
 	stderr  *wasmguest.Capped
-	stderrW io.Writer // stderr, with the script's log records taken out (jsguest.Stderr)
-	memPeak int64     // the memory size the guest saw when the run ended
+	stderrW io.Writer     // stderr, with the script's log records taken out (jsguest.Stderr)
+	memPeak int64         // the memory size the guest saw when the run ended
+	files   *runfiles.Set // the run's files, which stdin serves
 
 	inputRead atomic.Bool
 
@@ -62,6 +64,7 @@ func (r *run) newJob(req spi.Request) (*job, error) {
 		stdoutW: r.stdoutWriter(stdout),
 		stderr:  stderr,
 		stderrW: wasmguest.NewStderr(nonce, req.Logs, stderr),
+		files:   runfiles.New(req),
 		done:    make(chan struct{}),
 	}, nil
 }

@@ -73,7 +73,9 @@ func (rt *engineRuntime) Run(runCtx context.Context, core *wasmrun.Run, compiled
 	}
 	// The guest's stdin: the payload, then the replies to its host calls,
 	// asked of the broker with the run's context.
-	j.stdin = wasmguest.NewStdin(runCtx, j.payload, j.stdout, req.Host)
+	stdin := wasmguest.NewStdin(runCtx, j.payload, j.stdout, req.Host)
+	stdin.SetFiles(j.files)
+	j.stdin = stdin
 
 	var f jsguest.Facts
 	if b.set.mode == ModeParked {
@@ -97,6 +99,11 @@ func (rt *engineRuntime) Run(runCtx context.Context, core *wasmrun.Run, compiled
 // outcome.
 func (rt *engineRuntime) Conclude(core *wasmrun.Run, x ran, req spi.Request) (spi.Outcome, error) {
 	b, r, facts := (*Backend)(rt), x.r, x.facts
+	if x.job.files.Exceeded() {
+		// The host's finding: a write went past a bound, and the guest
+		// was told to end the run.
+		return spi.Limited(spi.LimitFiles), nil
+	}
 	if r.cpuOut.Load() && facts.Started && facts.Record.Kind == 0 {
 		return spi.Limited(spi.LimitCPU), nil
 	}
@@ -108,6 +115,7 @@ func (rt *engineRuntime) Conclude(core *wasmrun.Run, x ran, req spi.Request) (sp
 	if err != nil && !facts.Started {
 		return spi.Outcome{}, fmt.Errorf("%w; stderr: %q", err, x.job.stderr.Head(256))
 	}
+	out = x.job.files.Conclude(out)
 	if err == nil && req.Logs != nil {
 		out.Stats = spi.Stats{MemoryPeakBytes: x.job.memPeak}
 		if startup, script, ok := r.Stats(); ok {

@@ -9,7 +9,8 @@ import "github.com/sandbank/sandbank/spi"
 //
 // The backend declares no network, a soft wall clock, no memory bound, a
 // step budget as the CPU limit, a fresh thread and globals per run, and
-// host calls (host and host_try; see host.go).
+// host calls (host and host_try; see host.go), and files (the files
+// module; see files.go).
 func Declare(*Options) spi.Capabilities {
 	return spi.Capabilities{
 		Language:    Language,
@@ -20,6 +21,7 @@ func Declare(*Options) spi.Capabilities {
 		FreshPerRun: true,
 		HostCalls:   true,
 		Logs:        true,
+		Files:       true,
 	}
 }
 

@@ -73,6 +73,16 @@
 // flight (the kit's host_concurrent case is declared inapplicable). A run without host functions has neither name, so a
 // script using them does not compile there.
 //
+// # Files
+//
+// Every run has a predeclared module files (files.go): files.read(name)
+// is an input file as a str (each invalid UTF-8 byte U+FFFD),
+// files.read(name, bytes=True) as bytes, files.write(name, data) writes a
+// str or bytes as an output file (a second write of a name replaces it),
+// files.list() the input files' names, sorted. A bad name or a missing
+// file is an error of the script; a write past Limits.MaxOutFiles or
+// MaxOutFileBytes ends the run with LimitFiles.
+//
 // # Security considerations
 //
 // The backend declares Network none, WallClock soft, Memory false, CPU true

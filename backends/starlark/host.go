@@ -46,9 +46,9 @@ func (h hostValue) Attr(name string) (sl.Value, error) {
 	}), nil
 }
 
-// withHost returns the predeclared names of a run with host functions:
-// the backend's, plus host and host_try relaying to broker with ctx.
-func (r *run) withHost(ctx context.Context, broker spi.Host) sl.StringDict {
+// withHost adds to pre, the predeclared names of a run with host
+// functions, host and host_try relaying to broker with ctx.
+func (r *run) withHost(ctx context.Context, broker spi.Host, pre sl.StringDict) {
 	call := func(name string, args sl.Tuple, kwargs []sl.Tuple) (sl.Value, error) {
 		if len(kwargs) > 0 || len(args) > 1 {
 			return nil, fmt.Errorf("host.%s takes at most one positional argument", name)
@@ -74,10 +74,6 @@ func (r *run) withHost(ctx context.Context, broker spi.Host) sl.StringDict {
 		}
 		return v, nil
 	}
-	pre := make(sl.StringDict, len(r.b.predeclared)+2)
-	for k, v := range r.b.predeclared {
-		pre[k] = v
-	}
 	pre["host"] = hostValue{call: call}
 	pre["host_try"] = sl.NewBuiltin("host_try", func(_ *sl.Thread, _ *sl.Builtin, args sl.Tuple, kwargs []sl.Tuple) (sl.Value, error) {
 		if len(kwargs) > 0 || len(args) < 1 || len(args) > 2 {
@@ -97,7 +93,6 @@ func (r *run) withHost(ctx context.Context, broker spi.Host) sl.StringDict {
 		}
 		return sl.Tuple{v, sl.None}, nil
 	})
-	return pre
 }
 
 // hostError is an error the broker returned: its text is the message.

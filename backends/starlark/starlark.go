@@ -12,6 +12,7 @@ import (
 	slsyntax "go.starlark.net/syntax"
 
 	"github.com/sandbank/sandbank/internal/jsdepth"
+	"github.com/sandbank/sandbank/internal/runfiles"
 	"github.com/sandbank/sandbank/spi"
 )
 
@@ -60,6 +61,12 @@ type Options struct {
 	// starlark-wasm guest (backends/starlarkwasm) uses it to tell its host
 	// that the script's hard wall clock starts now.
 	OnStart func()
+	// Files, when set, is the store of every run's files module instead
+	// of the run's own (Request.Files and the request's bounds): the
+	// starlark-wasm guest sets it to a relay to its host, which holds the
+	// run's files and bounds and decides the outcome of a write past
+	// them. Nil means each run's own.
+	Files FileStore
 }
 
 // Backend is a Starlark interpreter per run. It holds no mutable state:
@@ -69,6 +76,7 @@ type Backend struct {
 	maxResult   int
 	predeclared sl.StringDict
 	onStart     func()
+	files       FileStore // Options.Files
 	// timer arms the wall clock (time.NewTimer; tests replace it).
 	timer func(time.Duration) (<-chan time.Time, func() bool)
 	// afterRun, when set (tests only), is called when a run has ended and
@@ -115,6 +123,7 @@ func New(opts *Options) (*Backend, error) {
 		maxResult:   int(maxResult),
 		predeclared: newPredeclared(),
 		onStart:     o.OnStart,
+		files:       o.Files,
 		timer:       newTimer,
 	}, nil
 }
@@ -135,6 +144,7 @@ const (
 	causeSteps       // the step budget ran out
 	causeWall        // the request's wall clock expired
 	causeCtx         // the context was cancelled
+	causeFiles       // a write went past the output files' bounds (files.go)
 )
 
 // The file options of every script: Starlark's defaults (no while loops,
@@ -160,9 +170,19 @@ func (b *Backend) Evaluate(ctx context.Context, req spi.Request) (spi.Outcome, e
 		return spi.Outcome{}, err
 	}
 	begun := time.Now()
-	r := &run{b: b, predeclared: b.predeclared, logs: req.Logs}
+	r := &run{b: b, logs: req.Logs, files: runfiles.New(req)}
+	r.predeclared = make(sl.StringDict, len(b.predeclared)+3)
+	for k, v := range b.predeclared {
+		r.predeclared[k] = v
+	}
+	if b.files != nil {
+		r.files = nil // the store's holder decides the outcome
+		r.predeclared["files"] = r.filesModule(b.files)
+	} else {
+		r.predeclared["files"] = r.filesModule(r.files) // files.go
+	}
 	if req.Host != nil {
-		r.predeclared = r.withHost(ctx, req.Host) // host.go
+		r.withHost(ctx, req.Host, r.predeclared) // host.go
 	}
 	if jsdepth.Steps(req.Script, maxSteps) > maxSteps {
 		return spi.Threw("SyntaxError", fmt.Sprintf("starlark: the script has more than %d brackets and operators", maxSteps)), nil
@@ -221,7 +241,7 @@ func (b *Backend) Evaluate(ctx context.Context, req spi.Request) (spi.Outcome, e
 		// A run that outlived its wall clock (one long built-in call, and
 		// the timer lost the race on a busy machine) never delivers its
 		// value: the clock is a limit, whoever noticed first.
-		out := late(e)
+		out := r.files.Conclude(late(e))
 		if req.Logs != nil {
 			// The run is over: its thread's step count is final.
 			out.Stats = spi.Stats{Startup: start.Sub(begun), ScriptTime: e.elapsed,
@@ -269,7 +289,8 @@ func newThread(r *run) *sl.Thread {
 // run is one evaluation.
 type run struct {
 	b           *Backend
-	predeclared sl.StringDict // the backend's, plus host and host_try for a run with host functions
+	predeclared sl.StringDict // the backend's, files, and host and host_try for a run with host functions
+	files       *runfiles.Set // the run's files (files.go)
 	prog        *sl.Program
 	input       sl.Value
 	thread      *sl.Thread
@@ -349,6 +370,8 @@ func (r *run) stopped() spi.Outcome {
 		return spi.Limited(spi.LimitCPU)
 	case causeWall:
 		return spi.Limited(spi.LimitWallClock)
+	case causeFiles:
+		return spi.Limited(spi.LimitFiles)
 	default: // causeCtx: Evaluate has already returned ctx.Err()
 		return spi.Infrastructure("starlark: run cancelled")
 	}

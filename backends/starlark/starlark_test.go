@@ -88,7 +88,7 @@ func TestCapabilitiesAreTheMeasuredOnes(t *testing.T) {
 	require.NoError(t, c.Validate())
 	assert.Equal(t, spi.Capabilities{
 		Language: "starlark", Network: spi.NetworkNone, WallClock: spi.WallClockSoft,
-		Memory: false, CPU: true, FreshPerRun: true, HostCalls: true, Logs: true,
+		Memory: false, CPU: true, FreshPerRun: true, HostCalls: true, Logs: true, Files: true,
 	}, c)
 }
 

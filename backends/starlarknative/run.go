@@ -11,6 +11,7 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/sandbank/sandbank/internal/runfiles"
 	"github.com/sandbank/sandbank/internal/starlarkguest"
 	wasmguest "github.com/sandbank/sandbank/internal/wasm/guest"
 	wasmrun "github.com/sandbank/sandbank/internal/wasm/run"
@@ -103,6 +104,8 @@ func (rt *childRuntime) Run(runCtx context.Context, r *wasmrun.Run, _ *image, re
 		}()
 	}
 	replies := wasmguest.NewStdin(runCtx, nil, stdout, host)
+	files := runfiles.New(req) // served to the child's file records
+	replies.SetFiles(files)
 	outDone := make(chan struct{})
 	go func() {
 		defer close(outDone)
@@ -111,10 +114,8 @@ func (rt *childRuntime) Run(runCtx context.Context, r *wasmrun.Run, _ *image, re
 			n, err := c.stdout.Read(buf)
 			if n > 0 {
 				_, _ = stdout.Write(buf[:n])
-				if host != nil {
-					<-written
-					serveCalls(replies, c)
-				}
+				<-written
+				serveCalls(replies, c)
 			}
 			if err != nil {
 				return
@@ -148,7 +149,7 @@ func (rt *childRuntime) Run(runCtx context.Context, r *wasmrun.Run, _ *image, re
 			if settles(stdout.Record()) {
 				c.kill()
 				<-written
-				return b.observed(factsOf(r, stdout, stderr, nil)), nil
+				return b.observed(factsOf(r, stdout, stderr, nil, files)), nil
 			}
 		case <-runCtx.Done():
 			// The host's own stop (the wall clock, the cold-start
@@ -159,7 +160,7 @@ func (rt *childRuntime) Run(runCtx context.Context, r *wasmrun.Run, _ *image, re
 			// into this run (the stdout sink is sealed at the wall
 			// clock; the log sink closes).
 			c.kill()
-			f := factsOf(r, stdout, stderr, nil)
+			f := factsOf(r, stdout, stderr, nil, files)
 			f.Ending = starlarkguest.EndKilled
 			return b.observed(f), nil
 		}
@@ -167,7 +168,7 @@ func (rt *childRuntime) Run(runCtx context.Context, r *wasmrun.Run, _ *image, re
 	<-outDone
 	<-errDone
 	<-written
-	return b.observed(factsOf(r, stdout, stderr, sp)), nil
+	return b.observed(factsOf(r, stdout, stderr, sp, files)), nil
 }
 
 // observed shows f to the test hook, if any, and returns it.
@@ -190,7 +191,7 @@ func settles(rec wasmguest.Record) bool {
 // factsOf is what the run left behind; ended is the spare whose child
 // exited (its exit status and group are read), or nil when the run was
 // settled by its record before the child's exit.
-func factsOf(r *wasmrun.Run, stdout *wasmguest.Stdout, stderr *wasmguest.Capped, ended *spare) facts {
+func factsOf(r *wasmrun.Run, stdout *wasmguest.Stdout, stderr *wasmguest.Capped, ended *spare, files *runfiles.Set) facts {
 
 	f := facts{
 		Record:      stdout.Record(),
@@ -201,6 +202,7 @@ func factsOf(r *wasmrun.Run, stdout *wasmguest.Stdout, stderr *wasmguest.Capped,
 		WallExpired: r.WallClockExpired(),
 		Late:        r.Late(),
 		Stderr:      stderr,
+		Files:       files,
 	}
 	if ended == nil {
 		return f
@@ -246,8 +248,8 @@ func (g *gatedSink) close() {
 	g.closed = true
 }
 
-// serveCalls writes to the child the replies to every host-call record
-// its stdout holds (none when it holds none).
+// serveCalls writes to the child the replies to every host-call and file
+// record its stdout holds (none when it holds none).
 func serveCalls(replies *wasmguest.Stdin, c *child) {
 	buf := make([]byte, 32<<10)
 	for {

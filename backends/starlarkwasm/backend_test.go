@@ -25,7 +25,7 @@ func TestCapabilities(t *testing.T) {
 	b, err := starlarkwasm.New(nil)
 	require.NoError(t, err)
 	defer b.Close()
-	assert.Equal(t, spi.Capabilities{Language: "starlark", Network: spi.NetworkNone, WallClock: spi.WallClockHard, Memory: true, CPU: true, FreshPerRun: true, HostCalls: true, Logs: true}, b.Capabilities())
+	assert.Equal(t, spi.Capabilities{Language: "starlark", Network: spi.NetworkNone, WallClock: spi.WallClockHard, Memory: true, CPU: true, FreshPerRun: true, HostCalls: true, Logs: true, Files: true}, b.Capabilities())
 }
 
 func TestNegativeLimitsAreRefused(t *testing.T) {

@@ -25,6 +25,7 @@ func Declare(*Options) spi.Capabilities {
 		FreshPerRun: true,
 		HostCalls:   true,
 		Logs:        true,
+		Files:       true, // the files module, relayed to the host (wasmguest's files.go)
 	}
 }
 

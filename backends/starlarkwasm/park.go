@@ -12,6 +12,7 @@ import (
 	"github.com/tetratelabs/wazero/sys"
 
 	"github.com/sandbank/sandbank/internal/hugepage"
+	"github.com/sandbank/sandbank/internal/runfiles"
 	"github.com/sandbank/sandbank/internal/starlarkguest"
 	wasmguest "github.com/sandbank/sandbank/internal/wasm/guest"
 	wasmhost "github.com/sandbank/sandbank/internal/wasm/host"
@@ -104,6 +105,7 @@ type job struct {
 	stdout  *wasmguest.Stdout
 	stderrW io.Writer // the log records to the request's sink, the rest to stderr
 	stderr  *wasmguest.Capped
+	files   *runfiles.Set // the run's files, which stdin serves
 
 	done chan struct{}
 	f    facts
@@ -196,6 +198,7 @@ func (inst *instance) facts(j *job) facts {
 		WallExpired: j.r.WallClockExpired(),
 		Late:        j.r.Late(),
 		Stderr:      j.stderr,
+		Files:       j.files,
 	}
 }
 

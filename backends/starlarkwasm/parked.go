@@ -5,6 +5,7 @@ import (
 
 	"github.com/tetratelabs/wazero"
 
+	"github.com/sandbank/sandbank/internal/runfiles"
 	"github.com/sandbank/sandbank/internal/starlarkguest"
 	wasmguest "github.com/sandbank/sandbank/internal/wasm/guest"
 	"github.com/sandbank/sandbank/internal/wasm/park"
@@ -56,7 +57,7 @@ func (rt *parkedRuntime) Conclude(r *wasmrun.Run, f facts, req spi.Request) (spi
 // newJob makes the run's streams: stdout (whose start record starts the
 // script's clock), stderr (log records to the request's sink, the rest
 // kept, bounded) and stdin (the payload, then the replies to the
-// script's host calls).
+// script's host calls and file records).
 func (b *Backend) newJob(runCtx context.Context, r *wasmrun.Run, req spi.Request) (*job, error) {
 	nonce, err := wasmguest.NewNonce()
 	if err != nil {
@@ -69,10 +70,14 @@ func (b *Backend) newJob(runCtx context.Context, r *wasmrun.Run, req spi.Request
 		host = &starlarkguest.StoppableHost{Inner: req.Host}
 	}
 	payload := wasmguest.SizedPayload(nonce, req.Script, req.Input, host != nil)
+	replies := wasmguest.NewStdin(runCtx, payload, stdout, host)
+	files := runfiles.New(req) // served to the guest's file records
+	replies.SetFiles(files)
 	return &job{
 		ctx:     runCtx,
 		r:       r,
-		stdin:   &countingReader{r: wasmguest.NewStdin(runCtx, payload, stdout, host)},
+		files:   files,
+		stdin:   &countingReader{r: replies},
 		stdout:  stdout,
 		stderrW: wasmguest.NewStderr(nonce, req.Logs, stderr),
 		stderr:  stderr,

@@ -12,6 +12,7 @@ import (
 	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/sys"
 
+	"github.com/sandbank/sandbank/internal/runfiles"
 	"github.com/sandbank/sandbank/internal/starlarkguest"
 	wasmguest "github.com/sandbank/sandbank/internal/wasm/guest"
 	wasmhost "github.com/sandbank/sandbank/internal/wasm/host"
@@ -55,7 +56,10 @@ func (rt *engineRuntime) Run(runCtx context.Context, r *wasmrun.Run, compiled wa
 		host = &starlarkguest.StoppableHost{Inner: req.Host}
 	}
 	payload := wasmguest.SizedPayload(nonce, req.Script, req.Input, host != nil)
-	stdin := &countingReader{r: wasmguest.NewStdin(runCtx, payload, stdout, host)}
+	replies := wasmguest.NewStdin(runCtx, payload, stdout, host)
+	files := runfiles.New(req) // served to the guest's file records
+	replies.SetFiles(files)
+	stdin := &countingReader{r: replies}
 	mem := wasmhost.NewAllocator(uint64(r.Limits.MemoryBytes))
 	defer mem.Release() // after the module is closed (deferred below, so run first)
 
@@ -81,6 +85,7 @@ func (rt *engineRuntime) Run(runCtx context.Context, r *wasmrun.Run, compiled wa
 		WallExpired: r.WallClockExpired(),
 		Late:        r.Late(),
 		Stderr:      stderr,
+		Files:       files,
 	}
 	var exit *sys.ExitError
 	switch {

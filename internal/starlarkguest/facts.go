@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"regexp"
 
+	"github.com/sandbank/sandbank/internal/runfiles"
 	wasmguest "github.com/sandbank/sandbank/internal/wasm/guest"
 	"github.com/sandbank/sandbank/spi"
 )
@@ -46,6 +47,9 @@ type Facts struct {
 	Late bool
 	// Stderr is what the run kept of the guest's stderr.
 	Stderr *wasmguest.Capped
+	// Files are the run's files, which the host served the guest's file
+	// records from (nil: the run had none).
+	Files *runfiles.Set
 }
 
 // Messages of the outcomes the interpretation makes up itself.
@@ -66,7 +70,23 @@ var ErrNoOutcome = errors.New("starlark guest: the guest stopped without an outc
 // below what the Go runtime needs to boot: the memory limit. After it
 // began reading and before the script started, the input (or, rarely, the
 // script's compile) did not fit: inputTooLarge.
+//
+// A write past the output files' bounds is the host's finding (f.Files):
+// LimitFiles, whatever the guest did after; the output files go with an
+// OK outcome only.
 func (f Facts) Interpret() (spi.Outcome, error) {
+	if f.Files.Exceeded() && f.Started {
+		return spi.Limited(spi.LimitFiles), nil
+	}
+	out, err := f.interpret()
+	if err != nil {
+		return out, err
+	}
+	return f.Files.Conclude(out), nil
+}
+
+// interpret is Interpret without the files.
+func (f Facts) interpret() (spi.Outcome, error) {
 	if f.Late && f.Started {
 		return spi.Limited(spi.LimitWallClock), nil
 	}

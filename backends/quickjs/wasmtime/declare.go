@@ -25,6 +25,7 @@ func declare(fuel bool) spi.Capabilities {
 		FreshPerRun: true,
 		HostCalls:   true,
 		Logs:        true,
+		Files:       true, // the global files, answered by the host
 	}
 }
 

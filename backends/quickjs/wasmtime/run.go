@@ -14,6 +14,7 @@ import (
 	wt "github.com/bytecodealliance/wasmtime-go/v39"
 
 	"github.com/sandbank/sandbank/backends/quickjs/internal/jsguest"
+	"github.com/sandbank/sandbank/internal/runfiles"
 	wasmguest "github.com/sandbank/sandbank/internal/wasm/guest"
 	wasmrun "github.com/sandbank/sandbank/internal/wasm/run"
 	"github.com/sandbank/sandbank/spi"
@@ -33,6 +34,7 @@ type run struct {
 
 	store   *wt.Store
 	stdin   *wasmguest.Stdin
+	files   *runfiles.Set
 	stdout  *wasmguest.Stdout
 	stderr  *wasmguest.Capped
 	stderrW io.Writer // stderr, with the script's log records taken out (jsguest.Stderr)
@@ -96,6 +98,9 @@ func (rt *engineRuntime) Run(runCtx context.Context, core *wasmrun.Run, mod *wt.
 	r.stderrW = wasmguest.NewStderr(nonce, req.Logs, r.stderr)
 	// stdin: the payload, then the replies to the guest's host calls.
 	r.stdin = wasmguest.NewStdin(runCtx, jsguest.Payload(nonce, req.Script, req.Input, req.Host != nil), r.stdout, req.Host)
+	// The run's files, which stdin serves (wasmguest's files.go).
+	r.files = runfiles.New(req)
+	r.stdin.SetFiles(r.files)
 
 	r.SetPhase(wasmrun.PhaseInstantiate)
 	wasi := wt.NewWasiConfig() // no preopens, no environment, stdio shadowed
@@ -174,6 +179,11 @@ func (rt *engineRuntime) Conclude(core *wasmrun.Run, x ran, req spi.Request) (sp
 		return *x.early, nil
 	}
 	r, facts := x.r, x.facts
+	if r.files.Exceeded() {
+		// The host's finding: a write went past a bound, and the guest
+		// was told to end the run.
+		return spi.Limited(spi.LimitFiles), nil
+	}
 	if r.fuelErr != nil {
 		return spi.Outcome{}, fmt.Errorf("wasmtime: fuel: %s", firstLine(r.fuelErr.Error()))
 	}
@@ -187,6 +197,7 @@ func (rt *engineRuntime) Conclude(core *wasmrun.Run, x ran, req spi.Request) (sp
 	if err != nil && !facts.Started {
 		return spi.Outcome{}, fmt.Errorf("%w; stderr: %q", err, r.stderr.Head(256))
 	}
+	out = r.files.Conclude(out)
 	if err == nil && req.Logs != nil {
 		out.Stats = r.stats(facts, x.fuelLeft, x.memory)
 	}

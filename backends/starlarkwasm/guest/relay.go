@@ -8,6 +8,7 @@ import (
 	"errors"
 	"io"
 
+	"github.com/sandbank/sandbank/internal/runfiles"
 	wasmguest "github.com/sandbank/sandbank/internal/wasm/guest"
 	"github.com/sandbank/sandbank/spi"
 )
@@ -58,4 +59,66 @@ type logRelay struct {
 // Log implements spi.LogSink.
 func (l *logRelay) Log(level spi.LogLevel, stream spi.LogStream, line string) bool {
 	return wasmguest.WriteLog(l.out, l.nonce, level, stream, line) == nil
+}
+
+// fileRelay is the script's files inside the guest
+// (starlark.Options.Files): every operation is a file record on stdout
+// and the reply the host writes to stdin (wasmguest.FileOp). The host
+// holds the run's files, checks names and bounds, and decides a write
+// past them.
+type fileRelay struct {
+	out   io.Writer
+	in    *bufio.Reader
+	nonce wasmguest.Nonce
+}
+
+// op asks the host for one file operation.
+func (f *fileRelay) op(header any, data []byte) ([]byte, error) {
+	h, err := json.Marshal(header)
+	if err != nil {
+		return nil, err
+	}
+	body, failed, limit, err := wasmguest.FileOp(f.out, f.in, f.nonce, h, data)
+	switch {
+	case err != nil:
+		return nil, errNoReply
+	case limit:
+		return nil, runfiles.ErrLimit
+	case failed:
+		return nil, errors.New(string(body))
+	}
+	return body, nil
+}
+
+// cut is as much of name as the host needs to refuse it.
+func cut(name string) string {
+	if len(name) > wasmguest.MaxFileNameUnits {
+		return name[:wasmguest.MaxFileNameUnits]
+	}
+	return name
+}
+
+// Read implements starlark.FileStore.
+func (f *fileRelay) Read(name string) ([]byte, error) {
+	return f.op([]string{wasmguest.FileRead, cut(name), "b"}, nil)
+}
+
+// List implements starlark.FileStore: nil when the host did not answer
+// (it is stopping the run).
+func (f *fileRelay) List() []string {
+	body, err := f.op([]string{wasmguest.FileList}, nil)
+	var names []string
+	if err != nil || json.Unmarshal(body, &names) != nil {
+		return nil
+	}
+	return names
+}
+
+// Write implements starlark.FileStore.
+func (f *fileRelay) Write(name string, data []byte) error {
+	if data == nil {
+		data = []byte{}
+	}
+	_, err := f.op([]any{wasmguest.FileWrite, cut(name), "b", len(data)}, data)
+	return err
 }

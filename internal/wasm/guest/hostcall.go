@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/sandbank/sandbank/internal/runfiles"
 	"github.com/sandbank/sandbank/spi"
 )
 
@@ -51,6 +52,7 @@ func (s *Stdout) TakeHostCall() ([]byte, bool) {
 	end := i + len(m) + bytes.IndexByte(s.buf[i+len(m):], '\n') + 1 + len(body) + len(s.marker('E'))
 	body = append([]byte(nil), body...)
 	s.buf = append(s.buf[:i], s.buf[end:]...)
+	s.fileFrom = 0 // what followed the call moved
 	return body, true
 }
 
@@ -66,6 +68,8 @@ type Stdin struct {
 	starter spi.HostStarter
 	ctx     context.Context
 	reply   bytes.Reader
+	body    bytes.Reader  // a file reply's body, read after reply
+	files   *runfiles.Set // the run's files (files.go), or nil
 
 	inflight int // calls started and not yet served
 	mu       sync.Mutex
@@ -103,6 +107,16 @@ func (s *Stdin) Read(p []byte) (int, error) {
 	}
 	if s.reply.Len() > 0 {
 		return s.reply.Read(p)
+	}
+	if s.body.Len() > 0 {
+		return s.body.Read(p)
+	}
+	if s.files != nil {
+		if head, body, ok := s.stdout.takeFile(s.files); ok {
+			s.reply.Reset(head)
+			s.body.Reset(body)
+			return s.reply.Read(p)
+		}
 	}
 	if s.host == nil {
 		return 0, io.EOF

@@ -17,6 +17,7 @@ const (
 	RecProtocol  = 'X' // the payload was malformed (a host bug)
 	RecCPU       = 'P' // the script's step budget ran out
 	RecHostCall  = 'H' // <units>\n<JSON [name, argument text]> then the end marker; the reply comes on stdin
+	RecFile      = 'D' // <units>\n<JSON header> then the end marker (and a write's data and the end marker); the reply comes on stdin (files.go)
 )
 
 // FramePrefix starts every framed record, followed by the nonce and the

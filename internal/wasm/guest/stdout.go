@@ -17,13 +17,14 @@ type Stdout struct {
 	limit   int
 	onStart func()
 
-	mu      sync.Mutex
-	buf     []byte
-	dropped int64
-	started bool
-	sealed  bool
-	startAt time.Time // when the start record arrived
-	lastAt  time.Time // when the last write kept arrived
+	mu       sync.Mutex
+	buf      []byte
+	dropped  int64
+	started  bool
+	sealed   bool
+	fileFrom int       // where the next search for a file record starts (files.go)
+	startAt  time.Time // when the start record arrived
+	lastAt   time.Time // when the last write kept arrived
 }
 
 // NewStdout returns a sink for a run with nonce n that keeps at most limit
@@ -104,7 +105,7 @@ func (s *Stdout) marker(kind byte) []byte {
 	m = append(m, FramePrefix...)
 	m = append(m, s.nonce...)
 	m = append(m, kind)
-	if kind != RecResult && kind != RecThrew && kind != RecHostCall {
+	if kind != RecResult && kind != RecThrew && kind != RecHostCall && kind != RecFile {
 		m = append(m, '\n')
 	}
 	return m

@@ -17,7 +17,7 @@ func WriteRecord(w io.Writer, n Nonce, k byte, body []byte) error {
 	head = append(head, FramePrefix...)
 	head = append(head, n...)
 	head = append(head, k)
-	if k != RecResult && k != RecThrew && k != RecHostCall {
+	if k != RecResult && k != RecThrew && k != RecHostCall && k != RecFile {
 		head = append(head, '\n')
 		_, err := w.Write(head)
 		return err

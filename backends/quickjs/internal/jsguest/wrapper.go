@@ -29,6 +29,13 @@ const framePrefix = wasmguest.FramePrefix
 // string, and a newline.
 const recLog = string(rune(wasmguest.RecLog))
 
+// recFile is the record kind of a file operation (wasmguest.RecFile).
+const recFile = string(rune(wasmguest.RecFile))
+
+// maxFileNameUnits is how much of a file name the wrapper sends
+// (wasmguest.MaxFileNameUnits).
+const maxFileNameUnits = "129"
+
 // unsentUnits bounds the host-call records the wrapper keeps unsent, in
 // UTF-16 units: past it, it sends them and waits for an answer before
 // the script goes on, so the records waiting on stdout (at most three
@@ -150,6 +157,55 @@ if (typeof G.console === "object" && G.console !== null) {
   }
 }
 input = undefined;
+{
+  // The run's files: each operation is a file record on stdout and a
+  // reply on stdin (wasmguest's files.go); the host checks names and
+  // bounds, and decides a write past a bound ("L": the run ends).
+  const AB = G.ArrayBuffer, U8 = G.Uint8Array, FROZEN = G.Object.freeze, DEF = G.Object.defineProperty;
+  const TA = G.Object.getPrototypeOf(U8.prototype), GD = G.Object.getOwnPropertyDescriptor;
+  const tagOf = GD(TA, G.Symbol.toStringTag).get, bufOf = GD(TA, "buffer").get;
+  const offOf = GD(TA, "byteOffset").get, lenOf = GD(TA, "byteLength").get;
+  const writeB = sout.write.bind(sout), readB = sin.read.bind(sin);
+  const FREC = P + "` + recFile + `";
+  const fop = function (h, data) {
+    puts(FREC + h.length + "\n"); puts(h); puts(END);
+    if (typeof data === "string") { puts(data); puts(END); }
+    else if (data !== undefined) { writeB(data[0], data[1], data[2]); puts(END); }
+    flush();
+    const l = getline();
+    if (l === null) exit(1);
+    if (l[0] === "L") exit(0);
+    const n = +apply(sliceS, l, [1]);
+    if (l[0] === "F") throw new Err(readAll(n));
+    return n;
+  };
+  const nameOf = function (m, name) {
+    if (typeof name !== "string") throw new TErr("files." + m + ": the name must be a string");
+    return stringify(name.length > ` + maxFileNameUnits + ` ? apply(sliceS, name, [0, ` + maxFileNameUnits + `]) : name);
+  };
+  const files = FROZEN({ __proto__: null,
+    read: function read(name, how) {
+      const mode = how === undefined ? "t" : how === "bytes" ? "b" : undefined;
+      if (mode === undefined) throw new TErr('files.read: the second argument must be "bytes" or absent');
+      const n = fop('["r",' + nameOf("read", name) + ',"' + mode + '"]');
+      if (mode === "t") return n > 0 ? readAll(n) : "";
+      const ab = new AB(n);
+      if (n > 0 && readB(ab, 0, n) !== n) exit(1);
+      return new U8(ab);
+    },
+    write: function write(name, data) {
+      const e = nameOf("write", name);
+      if (typeof data === "string") { fop('["w",' + e + ',"s",' + data.length + "]", data); return; }
+      if (data === null || typeof data !== "object" || apply(tagOf, data, []) !== "Uint8Array") {
+        throw new TErr("files.write: the data must be a string or a Uint8Array");
+      }
+      const len = apply(lenOf, data, []);
+      fop('["w",' + e + ',"b",' + len + "]", [apply(bufOf, data, []), apply(offOf, data, []), len]);
+    },
+    list: function list() { return parse(readAll(fop('["l"]'))); },
+  });
+  DEF(G, "files", { value: files, writable: false, enumerable: false, configurable: false });
+}
 let inflight = 0, unsent = 0;
 const waiting = { __proto__: null };
 function pump() {
@@ -257,10 +313,11 @@ setTimer(idle, 0);
 // HostObjects lists what the wrapper gives a script beyond ECMAScript's
 // standard globals, as the conformance kit's host_objects case names them:
 // print and console's log, info, warn, error, debug and trace, which write
-// to the guest's stderr (never read as a result). The wrapper deletes
+// to the guest's stderr (never read as a result), and files' read, write
+// and list (the run's files, answered by the host). The wrapper deletes
 // qjs's other host globals (DOMException, gc, navigator, performance,
 // queueMicrotask) before the script runs.
-func HostObjects() []string { return []string{"console.*", "print.*"} }
+func HostObjects() []string { return []string{"console.*", "files.*", "print.*"} }
 
 // msgNeverSettled is the message of a thenable completion value still
 // pending once the job queue is empty: nothing is left that could settle

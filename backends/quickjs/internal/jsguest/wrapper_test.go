@@ -26,3 +26,11 @@ func TestWrapperLogFraming(t *testing.T) {
 	assert.Equal(t, strconv.Itoa(wasmguest.LogLineUnits), logLineUnits)
 	assert.Equal(t, string(rune(wasmguest.RecLog)), recLog)
 }
+
+// TestWrapperCutsFileNamesAsTheHostExpects: the wrapper sends at most
+// wasmguest.MaxFileNameUnits of a name, one past what spi.CheckFileName
+// accepts, so a longer name is still refused by the host.
+func TestWrapperCutsFileNamesAsTheHostExpects(t *testing.T) {
+	assert.Equal(t, strconv.Itoa(wasmguest.MaxFileNameUnits), maxFileNameUnits)
+	assert.Contains(t, Wrapper, "name.length > "+maxFileNameUnits)
+}
