@@ -37,6 +37,7 @@ type RunRequest struct {
 	Input        json.RawMessage `json:"input,omitempty" doc:"The script's input, any JSON value; absent: null."`
 	Limits       *RunLimits      `json:"limits,omitempty"`
 	Shape        json.RawMessage `json:"shape,omitempty" doc:"A JSON Schema the result must satisfy."`
+	Files        []spi.File      `json:"files,omitempty" doc:"The run's input files, each {name, data} with data in base64 (see docs/design.md, Files). A name must be 1 to 128 letters, digits, '.', '_' or '-', beginning with a letter or a digit, and unique; their count and bytes are bounded by the server. The record's files are the output files the script wrote, in the same form."`
 }
 
 // ScriptRequest is the body of POST /v1/scripts.
@@ -286,7 +287,7 @@ func (s *Server) resolve(ctx context.Context, t *tenant.Tenant, acc *access, req
 	}
 	acc.engine = entry.Engine
 
-	call = effect.Call{Input: json.RawMessage("null"), Shape: req.Shape}
+	call = effect.Call{Input: json.RawMessage("null"), Shape: req.Shape, Files: req.Files}
 	if len(req.Input) > 0 {
 		call.Input = req.Input
 	}
