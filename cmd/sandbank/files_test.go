@@ -22,13 +22,14 @@ import (
 // filesApp returns an app whose one engine, "files" (javascript, the
 // default), declares files and answers every run with its input files
 // copied to its output files, each renamed "out-NAME", and the input as
-// its value.
-func filesApp(t *testing.T) (*app, *recorder) {
+// its value; rec.files holds the input files of the last run.
+func filesApp(t *testing.T) (*app, *filesRecorder) {
 	t.Helper()
-	rec := &recorder{}
+	rec := &filesRecorder{}
 	caps := fakebackend.Capabilities()
 	caps.Files = true
 	echo := func(_ context.Context, req spi.Request) (spi.Outcome, error) {
+		rec.files = req.Files
 		out := spi.OK(req.Input)
 		for _, f := range req.Files {
 			out.Files = append(out.Files, spi.File{Name: "out-" + f.Name, Data: f.Data})
@@ -50,6 +51,13 @@ func filesApp(t *testing.T) (*app, *recorder) {
 	}, rec
 }
 
+// filesRecorder keeps the last backend filesApp's engine built, and the
+// input files of its last run.
+type filesRecorder struct {
+	last  *fakebackend.Backend
+	files []spi.File
+}
+
 // TestRunFilesInAndOut gives a run two input files (one by its base
 // name, one named) and gets them back as output files in --out's
 // directory, listed by --json with the receipt's digests.
@@ -65,8 +73,7 @@ func TestRunFilesInAndOut(t *testing.T) {
 
 	res := cli(a, "", "run", "--json", "--file", data, "--file", "b.bin="+other, "--out", out, p)
 	require.Equal(t, exitOK, res.code, res.stderr)
-	req := rec.last.LastRequest()
-	assert.Equal(t, []spi.File{{Name: "data.csv", Data: []byte("a,b\n1,2\n")}, {Name: "b.bin", Data: []byte{0, 1, 255}}}, req.Files)
+	assert.Equal(t, []spi.File{{Name: "b.bin", Data: []byte{0, 1, 255}}, {Name: "data.csv", Data: []byte("a,b\n1,2\n")}}, rec.files, "in name order")
 
 	got, err := os.ReadFile(filepath.Join(out, "out-data.csv"))
 	require.NoError(t, err)
@@ -135,8 +142,8 @@ func TestRunFileTooManyFiles(t *testing.T) {
 	}
 	out := filepath.Join(dir, "out")
 	res := cli(a, "", append(args, "--out", out, script(t, "s.js", "x"))...)
-	assert.NotEqual(t, exitOK, res.code, res.stdout)
-	assert.Contains(t, []int{exitFailure, exitUsage}, res.code, "refused as the caller's doing: %s %s", res.stdout, res.stderr)
+	assert.Equal(t, exitFailure, res.code, "the effect's inputTooLarge: %s %s", res.stdout, res.stderr)
+	assert.Contains(t, res.stdout, `"code":"inputTooLarge"`)
 	if rec.last != nil {
 		assert.Zero(t, rec.last.Counts().Calls, "the backend never runs")
 	}
