@@ -39,6 +39,7 @@ type Options struct {
 	// store of package storage (a storage.DirStore the process that
 	// stores the scripts shares, say). Nil means an empty store: such a
 	// request is the typed failure scriptMissing.
+	// Request.StoredFiles are read from it too (files.go).
 	Scripts effect.ScriptReader
 	// PayloadLimit bounds a result, encoded as Temporal carries it. Zero
 	// means DefaultPayloadLimit; set it to the server's
@@ -63,6 +64,8 @@ type Activities struct {
 	engines   []string // the engines it runs, sorted
 	limit     int64
 	heartbeat time.Duration
+
+	scripts effect.ScriptReader // Options.Scripts, for Request.StoredFiles (files.go)
 }
 
 // ErrInvalidOptions is matched by every error NewActivities returns for
@@ -118,7 +121,7 @@ func NewActivities(reg *registry.Registry, opts *Options) (*Activities, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 	}
-	return &Activities{pool: p, engines: names, limit: o.PayloadLimit, heartbeat: o.HeartbeatInterval}, nil
+	return &Activities{pool: p, scripts: o.Scripts, engines: names, limit: o.PayloadLimit, heartbeat: o.HeartbeatInterval}, nil
 }
 
 // Engines returns the names of the engines a runs, sorted.
@@ -170,6 +173,9 @@ func (a *Activities) Run(ctx context.Context, req Request) (*effect.Record, erro
 	}
 	call := req.call()
 	if call.Limits, err = pool.Clamp(a.pool.Ceiling(), req.Limits); err != nil {
+		return nil, activityError(err, nil, a.limit)
+	}
+	if call.Files, err = inputFiles(ctx, a.scripts, req); err != nil {
 		return nil, activityError(err, nil, a.limit)
 	}
 	// Heartbeat from here: an engine's first run builds it, which counts
