@@ -215,7 +215,7 @@ func instructions(tools []*runTool, host Host) string {
 	}
 	return "Sandbank runs programs you write in a sandbox with hard limits and returns their result as JSON. " +
 		"Use " + strings.Join(names, ", ") + " to compute, transform or check data exactly instead of by hand: " +
-		"pass the data as the \"input\" argument and read the result. Scripts have no network, no files and no clock; " +
+		"pass the data as the \"input\" argument and read the result. Scripts have no network, " + filesClause(tools) + " and no clock; " +
 		"each run starts fresh. A failed run is an error result with the failure and a hint: fix the script and call again. " +
 		"list_engines shows the engines and their limits." + hostInstructions(host)
 }

@@ -98,3 +98,14 @@ func filesSection(lang string, caps spi.Capabilities) string {
 	return "\n\nFiles: pass input files as the \"files\" argument. " + fileIdioms[lang] +
 		" The output files of a run that succeeds come back after the result: images (PNG, JPEG, GIF, WebP) as image content you can see, other files as embedded resources."
 }
+
+// filesClause is what the server's instructions say of files: none, or
+// only those of the "files" argument when a tool's engine declares files.
+func filesClause(tools []*runTool) string {
+	for _, t := range tools {
+		if t.entry.Capabilities.Files {
+			return "no files but those passed in the \"files\" argument (of the tools that take it)"
+		}
+	}
+	return "no files"
+}

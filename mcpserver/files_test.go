@@ -151,5 +151,8 @@ func TestRunToolDeclaresFiles(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, c.want, strings.Contains(string(schema), `"files"`), "%s", schema)
 		assert.Equal(t, c.want, strings.Contains(tool.Description, `open("data.csv")`), tool.Description)
+		instructions := cs.InitializeResult().Instructions
+		assert.Equal(t, c.want, strings.Contains(instructions, `"files" argument`), instructions)
+		assert.Equal(t, !c.want, strings.Contains(instructions, "no files and"), instructions)
 	}
 }
