@@ -253,15 +253,44 @@ func TestReadInputFileBoundsWhatItHolds(t *testing.T) {
 // resumed with the same files again, and its output files are written
 // as run writes them; without the files the resumption is refused.
 func TestResumeWithFiles(t *testing.T) {
+	a := resumeApp()
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data.csv")
+	require.NoError(t, os.WriteFile(data, []byte("a,b\n"), 0o644))
+	wait := filepath.Join(dir, "wait.json")
+	p := script(t, "s.js", "x")
+
+	res := cli(a, "", "run", "--file", data, "--suspend", "approve", "--continuation", wait, p)
+	require.Equal(t, exitSuspend, res.code, res.stderr)
+
+	out := filepath.Join(dir, "out")
+	res = cli(a, "", "resume", wait, "--answer", "true", "--suspend", "approve", "--out", out)
+	assert.Equal(t, exitUsage, res.code, "without its files: %s", res.stderr)
+	assert.Contains(t, res.stderr, "input files")
+	assertEmptyDir(t, out)
+
+	res = cli(a, "", "resume", wait, "--answer", "true", "--suspend", "approve", "--file", data, "--out", out, "--json")
+	require.Equal(t, exitOK, res.code, res.stderr)
+	b, err := os.ReadFile(filepath.Join(out, "out-data.csv"))
+	require.NoError(t, err)
+	assert.Equal(t, "a,b\n", string(b))
+	assert.Contains(t, res.stdout, `"files":[{"name":"out-data.csv"`)
+}
+
+// resumeApp returns an app whose one engine, "files", declares files,
+// host calls and determinism: its script calls the host function
+// "approve" and returns the answer, its input files renamed "out-NAME"
+// as its output files.
+func resumeApp() *app {
 	caps := fakebackend.Capabilities()
 	caps.Files, caps.HostCalls, caps.Deterministic = true, true, true
-	a := &app{
+	return &app{
 		newRegistry: func() (*registry.Registry, error) {
 			r := new(registry.Registry)
 			r.Register(registry.Entry{Engine: "files", Language: "javascript", Capabilities: caps,
 				Factory: func() (spi.Backend, error) {
 					return fakebackend.New(caps, func(ctx context.Context, req spi.Request) (spi.Outcome, error) {
-						v, err := req.Host.Call(ctx, "approve", json.RawMessage("null"))
+						v, err := req.Host.Call(ctx, "approve", json.RawMessage(`{"id":1}`))
 						if err != nil {
 							return spi.Threw("Error", err.Error()), nil
 						}
@@ -277,24 +306,4 @@ func TestResumeWithFiles(t *testing.T) {
 		fixtures:  func(string) (*fixtures.Set, bool) { return nil, false },
 		cpuBudget: func(string) spi.Factory { return nil },
 	}
-	dir := t.TempDir()
-	data := filepath.Join(dir, "data.csv")
-	require.NoError(t, os.WriteFile(data, []byte("a,b\n"), 0o644))
-	wait := filepath.Join(dir, "wait.json")
-	p := script(t, "s.js", "x")
-
-	res := cli(a, "", "run", "--file", data, "--suspend", "approve", "--continuation", wait, p)
-	require.Equal(t, exitSuspend, res.code, res.stderr)
-
-	out := filepath.Join(dir, "out")
-	res = cli(a, "", "resume", wait, "--answer", "true", "--out", out)
-	assert.Equal(t, exitUsage, res.code, "without its files: %s", res.stderr)
-	assertEmptyDir(t, out)
-
-	res = cli(a, "", "resume", wait, "--answer", "true", "--file", data, "--out", out, "--json")
-	require.Equal(t, exitOK, res.code, res.stderr)
-	b, err := os.ReadFile(filepath.Join(out, "out-data.csv"))
-	require.NoError(t, err)
-	assert.Equal(t, "a,b\n", string(b))
-	assert.Contains(t, res.stdout, `"files":[{"name":"out-data.csv"`)
 }
