@@ -20,9 +20,7 @@ import (
 // renamed "out-NAME"; *got holds the input files of its last run.
 func filesActs(t *testing.T, opts *Options, got *[]spi.File) *Activities {
 	t.Helper()
-	caps := fakebackend.Capabilities()
-	caps.Files = true
-	b := fakebackend.New(caps, func(_ context.Context, req spi.Request) (spi.Outcome, error) {
+	return filesActsWith(t, opts, func(_ context.Context, req spi.Request) (spi.Outcome, error) {
 		*got = req.Files
 		out := spi.OK(req.Input)
 		for _, f := range req.Files {
@@ -30,6 +28,15 @@ func filesActs(t *testing.T, opts *Options, got *[]spi.File) *Activities {
 		}
 		return out, nil
 	})
+}
+
+// filesActsWith returns activities over one fake engine that declares
+// files and answers with behave.
+func filesActsWith(t *testing.T, opts *Options, behave fakebackend.Behavior) *Activities {
+	t.Helper()
+	caps := fakebackend.Capabilities()
+	caps.Files = true
+	b := fakebackend.New(caps, behave)
 	var r registry.Registry
 	r.Register(registry.Entry{Engine: fakeEngine, Language: caps.Language, Capabilities: caps,
 		Factory: func() (spi.Backend, error) { return b.Plain(), nil }})
@@ -157,4 +164,25 @@ func TestHostileFileNames(t *testing.T) {
 			assert.Nil(t, got, "the script never ran")
 		})
 	}
+}
+
+// TestLimitFilesIsNotRetried: a script that wrote past its files bounds
+// is the typed failure limitExceeded (files), attempted once, its failure
+// and record read back from the error.
+func TestLimitFilesIsNotRetried(t *testing.T) {
+	acts := filesActsWith(t, nil, func(context.Context, spi.Request) (spi.Outcome, error) {
+		return spi.Limited(spi.LimitFiles), nil
+	})
+	_, err, attempts := runCase(t, acts, oneRunInput{Request: fakeRequest(t, "ok", nil), MaximumAttempts: 3}, nil)
+	require.Error(t, err)
+	assert.Equal(t, 1, attempts)
+	appErr := appError(t, err)
+	assert.Equal(t, TypeOf(effect.CodeLimitExceeded), appErr.Type())
+	assert.True(t, appErr.NonRetryable())
+	f, ok := FailureOf(err)
+	require.True(t, ok)
+	assert.Equal(t, effect.LimitFiles, f.Kind)
+	rec, ok := RecordOf(err)
+	require.True(t, ok)
+	assert.Equal(t, f, rec.Failure)
 }
