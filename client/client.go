@@ -80,6 +80,10 @@ type Run struct {
 	Limits spi.Limits
 	// Shape is an optional JSON Schema the result must satisfy.
 	Shape json.RawMessage
+	// Files are the run's input files, sent in base64; the record's Files
+	// are the output files the script wrote (see docs/design.md, "Files").
+	// The server's effect checks their names and bounds them.
+	Files []spi.File
 }
 
 type runLimits struct {
@@ -96,6 +100,7 @@ type runBody struct {
 	Input        json.RawMessage `json:"input,omitempty"`
 	Limits       *runLimits      `json:"limits,omitempty"`
 	Shape        json.RawMessage `json:"shape,omitempty"`
+	Files        []spi.File      `json:"files,omitempty"`
 }
 
 // Run runs a script and returns its record. A typed failure returns the
@@ -105,7 +110,7 @@ func (c *Client) Run(ctx context.Context, r Run) (*effect.Record, error) {
 	if (r.Source != "" && (r.Binary != nil || r.Script != "")) || (r.Binary != nil && r.Script != "") {
 		return nil, fmt.Errorf("client: %w: only one of Source, Binary and Script may be set", effect.ErrInvalidCall)
 	}
-	body := runBody{Language: r.Language, Engine: r.Engine, Script: r.Script, Shape: r.Shape}
+	body := runBody{Language: r.Language, Engine: r.Engine, Script: r.Script, Shape: r.Shape, Files: r.Files}
 	switch {
 	case r.Binary != nil:
 		body.SourceBase64 = r.Binary

@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,6 +21,7 @@ type args struct {
 	script string
 	input  json.RawMessage // JSON text; "null" when not given
 	limits spi.Limits      // the run's, within the ceiling (pool.Clamp)
+	files  []spi.File      // the input files, for the effect to check (files.go)
 }
 
 // wireArgs is how a run tool's arguments arrive.
@@ -27,6 +29,7 @@ type wireArgs struct {
 	Script *string         `json:"script"`
 	Input  json.RawMessage `json:"input"`
 	Limits *wireLimits     `json:"limits"`
+	Files  []spi.File      `json:"files"`
 }
 
 // wireLimits are a call's own limits.
@@ -54,7 +57,7 @@ func decodeArgs(raw json.RawMessage, lim limits) (args, string) {
 	if w.Script == nil {
 		return args{}, `the argument "script" is required: the program's source text, as a string`
 	}
-	a := args{script: *w.Script, input: w.Input}
+	a := args{script: *w.Script, input: w.Input, files: w.Files}
 	if len(a.input) == 0 {
 		a.input = json.RawMessage("null")
 	}
@@ -112,14 +115,18 @@ func argumentProblem(err error) string {
 			want = "a whole number"
 		case te.Field == "limits":
 			want = `an object such as {"timeoutMs": 1000}`
+		case strings.HasPrefix(te.Field, "files"):
+			want = `an array of {"name": "data.csv", "data": "<the bytes in base64>"}`
 		}
 		return fmt.Sprintf("the argument %q must be %s, not a JSON %s", effect.Excerpt(te.Field), want, te.Value)
+	case errors.As(err, new(base64.CorruptInputError)):
+		return "a file's data must be its bytes in base64 (standard alphabet, with padding)"
 	case errors.As(err, &se):
 		return fmt.Sprintf("the arguments are not valid JSON (at byte %d)", se.Offset)
 	}
 	msg := err.Error()
 	if f, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
-		return fmt.Sprintf("unknown argument %s: the arguments are script, input and limits (timeoutMs, memoryBytes)", effect.Excerpt(f))
+		return fmt.Sprintf("unknown argument %s: the arguments are script, input, limits (timeoutMs, memoryBytes) and files ([{name, data}])", effect.Excerpt(f))
 	}
 	return "the arguments could not be read: " + effect.Excerpt(msg)
 }

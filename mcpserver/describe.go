@@ -102,7 +102,7 @@ On failure the tool result is an error (isError) naming the failure, with a hint
 func (t *runTool) description() string {
 	caps := t.entry.Capabilities
 	return contracts[t.lang] + "\n" + printing(t.lang, caps) + "\n" + limitLines(caps, t.s.limits) + failureLines +
-		"\nEngine: " + t.entry.Engine + " (list_engines tells more)." + t.s.hostSection(t.lang, caps) + t.s.suspendSection(caps)
+		"\nEngine: " + t.entry.Engine + " (list_engines tells more)." + t.s.hostSection(t.lang, caps) + t.s.suspendSection(caps) + filesSection(t.lang, caps)
 }
 
 // definition is the run tool as tools/list shows it.
@@ -111,7 +111,7 @@ func (t *runTool) definition() *mcp.Tool {
 		Name:         t.name,
 		Title:        "Run " + languageTitle(t.lang) + " in a sandbox",
 		Description:  t.description(),
-		InputSchema:  inputSchema(t.lang, t.s.limits),
+		InputSchema:  inputSchema(t.lang, t.s.limits, t.entry.Capabilities.Files),
 		OutputSchema: json.RawMessage(outputSchema),
 		Annotations: &mcp.ToolAnnotations{
 			Title:           "Run " + languageTitle(t.lang),
@@ -140,8 +140,9 @@ func languageTitle(lang string) string {
 }
 
 // inputSchema is a run tool's input schema, with the server's ceilings as
-// the limits' maxima.
-func inputSchema(lang string, lim limits) json.RawMessage {
+// the limits' maxima, and the "files" argument when the engine declares
+// files.
+func inputSchema(lang string, lim limits, files bool) json.RawMessage {
 	script := "The program's source text, in " + languageTitle(lang) + "."
 	schema := map[string]any{
 		"type": "object",
@@ -166,6 +167,9 @@ func inputSchema(lang string, lim limits) json.RawMessage {
 		},
 		"required":             []string{"script"},
 		"additionalProperties": false,
+	}
+	if files {
+		schema["properties"].(map[string]any)["files"] = filesSchema()
 	}
 	b, err := json.Marshal(schema)
 	if err != nil {
@@ -213,7 +217,7 @@ func instructions(tools []*runTool, host Host) string {
 	}
 	return "Sandbank runs programs you write in a sandbox with hard limits and returns their result as JSON. " +
 		"Use " + strings.Join(names, ", ") + " to compute, transform or check data exactly instead of by hand: " +
-		"pass the data as the \"input\" argument and read the result. Scripts have no network, no files and no clock; " +
+		"pass the data as the \"input\" argument and read the result. Scripts have no network, " + filesClause(tools) + " and no clock; " +
 		"each run starts fresh. A failed run is an error result with the failure and a hint: fix the script and call again. " +
 		"list_engines shows the engines and their limits." + hostInstructions(host)
 }

@@ -18,6 +18,17 @@
 // (from the engine's declared capabilities and the server's limits, so a
 // description never promises more than the engine declares).
 //
+// # Files
+//
+// A run tool whose engine declares files takes input files as its
+// "files" argument, [{"name": "data.csv", "data": "<base64>"}], which the
+// effect checks and bounds (docs/design.md, "Files"). The output files of
+// a run that returns a value follow the result's text as content: an
+// image (PNG, JPEG, GIF or WebP, known by its bytes, never by its name)
+// as image content, so that the model sees a chart it drew; valid UTF-8
+// text as an embedded text resource and other bytes as an embedded blob
+// resource, each at sandbank:files/NAME.
+//
 // # Host functions
 //
 // [Options].Host gives every run on an engine that declares host calls

@@ -102,7 +102,7 @@ func toResult(engine string, lim limits, rec *effect.Record, err error) (*mcp.Ca
 		}
 		r := fromRecord(engine, rec)
 		r.OK, r.Value = true, rec.Value
-		return &mcp.CallToolResult{Content: text(r), StructuredContent: r}, nil
+		return &mcp.CallToolResult{Content: append(text(r), filesContent(rec.Files)...), StructuredContent: r}, nil
 	}
 	switch answerOf(err) {
 	case answerFailure:

@@ -80,7 +80,7 @@ func (t *runTool) handle(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Ca
 		return res, perr
 	}
 	stop := t.s.startProgress(ctx, req, args.limits.WallClock)
-	call := effect.Call{Source: []byte(args.script), Input: args.input, Limits: args.limits}
+	call := effect.Call{Source: []byte(args.script), Input: args.input, Limits: args.limits, Files: args.files}
 	if hostCalls {
 		call.Host = t.s.hostFuncs() // Options.Host's (host.go); nil without
 	}

@@ -38,6 +38,7 @@ type RunRequest struct {
 	Limits       *RunLimits      `json:"limits,omitempty"`
 	Shape        json.RawMessage `json:"shape,omitempty" doc:"A JSON Schema the result must satisfy."`
 	Suspend      []string        `json:"suspend,omitempty" maxItems:"64" doc:"Host functions the script may call (host.NAME(args)) that suspend the run: it ends with the typed failure suspended, kept with what it waits for (waiting) until POST /v1/runs/{run}/resume answers the call. Needs an engine that declares deterministic."`
+	Files        []spi.File      `json:"files,omitempty" doc:"The run's input files, each {name, data} with data in base64 (see docs/design.md, Files). A name must be 1 to 128 letters, digits, '.', '_' or '-', beginning with a letter or a digit, and unique; their count and bytes are bounded by the server. The record's files are the output files the script wrote, in the same form."`
 }
 
 // ScriptRequest is the body of POST /v1/scripts.
@@ -290,7 +291,7 @@ func (s *Server) resolve(ctx context.Context, t *tenant.Tenant, acc *access, req
 	}
 	acc.engine = entry.Engine
 
-	call = effect.Call{Input: json.RawMessage("null"), Shape: req.Shape}
+	call = effect.Call{Input: json.RawMessage("null"), Shape: req.Shape, Files: req.Files}
 	if len(req.Input) > 0 {
 		call.Input = req.Input
 	}

@@ -18,6 +18,10 @@
 //
 // A run returns its run record (effect.Record): the value under "value",
 // or the typed failure under "failure", with logs, stats and a receipt.
+// A run's input files are the request's "files", [{"name", "data"}] with
+// data in base64, within MaxBodyBytes; the output files of a run that
+// returned a value are the record's "files", in the same form, each named
+// by its digest in the receipt (docs/design.md, "Files").
 // Every receipt is signed by the server's key (Options.Signer; without
 // one, a key generated for the process), so anyone can check with the
 // published keys who vouches for a run (receipt.Verify with
@@ -50,7 +54,7 @@
 // Every other error is an application/problem+json [Problem] (RFC 9457)
 // whose kind and retryable members say which of the two other kinds it is:
 //
-//	400 invalidCall     malformed JSON; an unknown engine or language; limits above the tenant's ceiling; an invalid shape
+//	400 invalidCall     malformed JSON; an unknown engine or language; limits above the tenant's ceiling; an invalid shape; an input file's name spi.CheckFileName refuses, or one given twice
 //	401 unauthorized    no key, or not a known one
 //	403 invalidCall     the tenant may not use the engine named, or none of its engines runs the language named
 //	404 invalidCall     no such script in the tenant's store, or no such run in its receipts or suspended runs (per tenant: another tenant's address or run is unknown)

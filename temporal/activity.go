@@ -41,6 +41,7 @@ type Options struct {
 	// store of package storage (a storage.DirStore the process that
 	// stores the scripts shares, say). Nil means an empty store: such a
 	// request is the typed failure scriptMissing.
+	// Request.StoredFiles are read from it too (files.go).
 	Scripts effect.ScriptReader
 	// PayloadLimit bounds a result, encoded as Temporal carries it. Zero
 	// means DefaultPayloadLimit; set it to the server's
@@ -87,6 +88,7 @@ type Activities struct {
 	host      effect.HostFuncs    // Options.Host
 	conts     storage.ScriptStore // Options.Continuations
 	keys      *receipt.KeySet     // Options.Keys, or Signer's key
+	scripts   effect.ScriptReader // Options.Scripts, for Request.StoredFiles (files.go)
 }
 
 // ErrInvalidOptions is matched by every error NewActivities returns for
@@ -147,7 +149,7 @@ func NewActivities(reg *registry.Registry, opts *Options) (*Activities, error) {
 		return nil, err
 	}
 	return &Activities{pool: p, engines: names, limit: o.PayloadLimit, heartbeat: o.HeartbeatInterval,
-		host: o.Host, conts: o.Continuations, keys: keys}, nil
+		host: o.Host, conts: o.Continuations, keys: keys, scripts: o.Scripts}, nil
 }
 
 // Engines returns the names of the engines a runs, sorted.
@@ -202,6 +204,9 @@ func (a *Activities) Run(ctx context.Context, req Request) (*effect.Record, erro
 	call := req.call()
 	call.Host = a.host
 	if call.Limits, err = pool.Clamp(a.pool.Ceiling(), req.Limits); err != nil {
+		return nil, activityError(err, nil, a.limit)
+	}
+	if call.Files, err = inputFiles(ctx, a.scripts, req); err != nil {
 		return nil, activityError(err, nil, a.limit)
 	}
 	// Heartbeat from here: an engine's first run builds it, which counts

@@ -29,6 +29,13 @@
 // the worker's key when Options.Signer is set. A typed failure's error
 // carries the record too (RecordOf), logs and signature included.
 //
+// A request's input files (docs/design.md, "Files") travel in its payload
+// (Request.Files); those too large for it travel by content address
+// (Request.StoredFiles): the caller puts them in the store the workers
+// read scripts from (Options.Scripts), and the worker reads them back,
+// checked against their digests. The output files of a run are in its
+// record, within the result's payload limit.
+//
 // # Errors and retries
 //
 // The activity's errors are Temporal application errors, each looked up
@@ -43,7 +50,7 @@
 //     engine the worker does not run, limits above its ceiling) is
 //     non-retryable TypeInvalidCall;
 //   - a request or a result over the payload limit is non-retryable
-//     TypePayloadTooLarge (see PayloadError; there is no claim-check store);
+//     TypePayloadTooLarge (see PayloadError; only input files have a claim-check store, Request.StoredFiles);
 //   - anything else is infrastructure, retryable TypeInfrastructure, retried
 //     as the activity's retry policy says: a failed engine, an overloaded
 //     one, and an effect closed by a worker shutting down (another worker

@@ -116,7 +116,8 @@ func TestTypedFailuresAreNotRetried(t *testing.T) {
 	// no durable call (issue 45's Temporal door is to come).
 	// TestMappingRoundTrip covers their mapping.
 	codes := map[effect.Code]bool{effect.CodeInputNotSerializable: true, effect.CodeSuspended: true, effect.CodeReplayDiverged: true}
-	kinds := map[effect.LimitKind]bool{effect.LimitSuspensions: true, effect.LimitHostLog: true}
+	kinds := map[effect.LimitKind]bool{effect.LimitSuspensions: true, effect.LimitHostLog: true,
+		effect.LimitFiles: true} // on an engine that declares files: TestLimitFilesIsNotRetried
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			codes[c.code], kinds[c.kind] = true, true

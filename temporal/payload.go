@@ -59,9 +59,9 @@ var ErrPayloadTooLarge = errors.New("sandbank/temporal: payload too large")
 
 // PayloadError says that a request or a result, encoded as Temporal carries
 // it, is over the payload limit. It is not retryable: the same run gives the
-// same size. This package does not offload large payloads to a claim-check
-// store; keep inputs and results small, or pass a reference to data the
-// script's caller stores elsewhere.
+// same size. This package offloads only input files to a claim-check store
+// (Request.StoredFiles); keep inputs and results small, or pass a
+// reference to data the script's caller stores elsewhere.
 type PayloadError struct {
 	// What is "request" or "result".
 	What string

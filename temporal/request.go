@@ -39,6 +39,13 @@ type Request struct {
 	Limits spi.Limits `json:"limits"`
 	// Shape is an optional JSON Schema the result must satisfy.
 	Shape json.RawMessage `json:"shape,omitempty"`
+	// Files are input files carried in the payload, within the payload
+	// limit (see files.go). StoredFiles are input files too large for
+	// it, named by content address: the worker reads each from
+	// Options.Scripts, checked against its digest and size, and hands
+	// the script both lists as one.
+	Files       []spi.File       `json:"files,omitempty"`
+	StoredFiles []effect.FileRef `json:"storedFiles,omitempty"`
 }
 
 // NewRequest returns a request for source with input, addressed by its

@@ -110,7 +110,10 @@ waits at suspends again when the script calls it anew, unless --host
 gives it. With --keys the continuation must be signed
 by one of those keys (run --sign-key signs it). A continuation that
 does not agree with itself, is signed by another key, or names another
-engine or engine version is refused, exit code 64.`,
+engine or engine version is refused, exit code 64. A run given input
+files (--file) is resumed with the same files again (the continuation
+names them by digest; other ones are refused), and --out writes the
+output files as run does.`,
 		Example: `  sandbank run --json --host rows=rows.json --suspend approve --continuation wait.json purge.js
   sandbank resume wait.json --answer true --host rows=rows.json --json`,
 		Args: cobra.ExactArgs(1),
@@ -118,6 +121,9 @@ engine or engine version is refused, exit code 64.`,
 			ctx, stop := cancelOnSignal(cmd.Context())
 			defer stop()
 			value, err := a.resume(ctx, &o, args[0])
+			if err == nil {
+				err = a.writeOutputs(&o)
+			}
 			return a.report(&o, value, err)
 		}),
 	}
@@ -130,6 +136,7 @@ engine or engine version is refused, exit code 64.`,
 	f.BoolVar(&o.noCache, "no-cache", false, "compile the engine's module afresh, with no compiled-module cache")
 	o.rec.addFlags(cmd)
 	o.dur.addFlags(cmd)
+	o.files.addFlags(cmd)
 	return cmd
 }
 
@@ -180,5 +187,12 @@ func (a *app) resume(ctx context.Context, o *runOptions, file string) (json.RawM
 	// the effect refuses it if its version is not the continuation's.
 	o.engine = cont.Receipt.Engine
 	limits := spi.Limits{WallClock: cont.Receipt.Limits.WallClock, MemoryBytes: cont.Receipt.Limits.MemoryBytes}
-	return a.runOn(ctx, o, "", limits, effect.Call{Host: hostFuncs})
+	files, err := o.files.read() // the suspended run's, again (files.go)
+	if err != nil {
+		return nil, err
+	}
+	if err := o.files.prepareOut(); err != nil {
+		return nil, err
+	}
+	return a.runOn(ctx, o, "", limits, effect.Call{Host: hostFuncs, Files: files})
 }

@@ -48,6 +48,7 @@ type runOptions struct {
 	hostLog            *hostLog       // the calls the run made, for --json
 	rec                recordOptions  // record.go
 	dur                durableOptions // --suspend, --continuation; resume (cmd_resume.go)
+	files              fileOptions    // --file, --out (files.go)
 }
 
 func (a *app) runCommand() *cobra.Command {
@@ -77,6 +78,18 @@ answers every call with the file's JSON, whatever its arguments
 in order, as "hostCalls": [{"name":…,"args":…}]. An engine that does not
 declare host calls is refused. No host function the command line offers
 runs a command or reaches the network.
+
+Each --file PATH gives the script an input file, named by its base name
+(--file NAME=PATH names it): a flat name of letters, digits, '.', '_'
+and '-' (a name that is not is a usage error). The script reads it in
+its language's idiom (Python: open("data.csv"); JavaScript:
+files.read("data.csv"); Starlark: files.read("data.csv")); an engine
+that does not declare files refuses a run with any. The files the script
+writes (Python: under out/) are written into --out DIR, each whole or
+not at all, and only when the run returns a value; DIR is created when
+absent and must be empty, so an output file never replaces one of
+yours. Without --out they are not written. With --json the object lists
+them as "files": [{"name":…,"digest":…,"bytes":…,"path":…}].
 
 --suspend NAME gives the script a host function NAME that answers "not
 yet": the run ends suspended (exit code 3) and its continuation is
@@ -133,7 +146,8 @@ If the object cannot be written, the run exits 1, never 2.`,
   sandbank run --json --shape schema.json --input-file data.json reshape.js
   sandbank run --input '{"a":1}' echo.wasm
   sandbank run --json --host orders=orders.json report.js
-  sandbank run --json --receipt receipt.json --input '{"n":2}' double.js`,
+  sandbank run --json --receipt receipt.json --input '{"n":2}' double.js
+  sandbank run --file data.csv --out out/ chart.py`,
 		Args: cobra.ExactArgs(1),
 		RunE: wrap(func(cmd *cobra.Command, args []string) error {
 			return a.runScript(cmd.Context(), &o, args[0])
@@ -158,6 +172,7 @@ If the object cannot be written, the run exits 1, never 2.`,
 	f.BoolVar(&o.noCache, "no-cache", false, "compile the engine's module afresh, with no compiled-module cache")
 	o.rec.addFlags(cmd)
 	o.dur.addFlags(cmd)
+	o.files.addFlags(cmd)
 	return cmd
 }
 
@@ -167,6 +182,9 @@ func (a *app) runScript(ctx context.Context, o *runOptions, script string) error
 	ctx, stop := cancelOnSignal(ctx)
 	defer stop()
 	value, err := a.evaluate(ctx, o, script)
+	if err == nil {
+		err = a.writeOutputs(o)
+	}
 	return a.report(o, value, err)
 }
 
@@ -258,7 +276,14 @@ func (a *app) evaluate(ctx context.Context, o *runOptions, script string) (json.
 	if err := o.rec.openReceipt(); err != nil {
 		return nil, err
 	}
-	call := effect.Call{Input: input, Shape: shape, Host: hostFuncs, Source: src}
+	files, err := o.files.read()
+	if err != nil {
+		return nil, err
+	}
+	if err := o.files.prepareOut(); err != nil {
+		return nil, err
+	}
+	call := effect.Call{Input: input, Shape: shape, Host: hostFuncs, Source: src, Files: files}
 	return a.runOn(ctx, o, script, limits, call)
 }
 
@@ -344,7 +369,7 @@ func (a *app) report(o *runOptions, value json.RawMessage, err error) error {
 			if err != nil {
 				return untyped(err)
 			}
-			_, err = fmt.Fprintf(a.stdout, "%s\n", withHostCalls(b, o.hostLog))
+			_, err = fmt.Fprintf(a.stdout, "%s\n", o.files.withFiles(withHostCalls(b, o.hostLog)))
 			return err
 		}
 		if _, err := fmt.Fprintf(a.stdout, "%s\n", value); err != nil {
