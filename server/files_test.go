@@ -108,7 +108,7 @@ func TestDocumentDeclaresFiles(t *testing.T) {
 	l := startServer(t, testRegistry(t), nil)
 	doc := fetchDocument(t, l.url)
 	schemas := doc.raw["components"].(map[string]any)["schemas"].(map[string]any)
-	for _, owner := range []string{"RunRequest", "Record"} {
+	for _, owner := range []string{"RunRequest", "RunAnswer"} {
 		files, ok := schemas[owner].(map[string]any)["properties"].(map[string]any)["files"].(map[string]any)
 		require.True(t, ok, "%s declares files", owner)
 		assert.Equal(t, "#/components/schemas/File", files["items"].(map[string]any)["$ref"], owner)
