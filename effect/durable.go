@@ -214,25 +214,6 @@ func (b *broker) replaying() bool {
 	return b.accepted < len(b.dur.Replay)
 }
 
-// HostLogDigest returns the digest a durable run's receipt records of its
-// host-call log (Receipt.HostLog): "sha256:<hex>" of the canonical JSON
-// text of the calls' names, arguments, outcomes, answers and errors, in
-// order (their times left out: they differ between runs).
-func HostLogDigest(calls []HostCall) (string, error) {
-	type line struct {
-		Name    string          `json:"name"`
-		Args    json.RawMessage `json:"args,omitempty"`
-		Outcome HostCallOutcome `json:"outcome"`
-		Answer  json.RawMessage `json:"answer,omitempty"`
-		Error   string          `json:"error,omitempty"`
-	}
-	lines := make([]line, len(calls))
-	for i, c := range calls {
-		lines[i] = line{Name: c.Name, Args: c.Args, Outcome: c.Outcome, Answer: c.Answer, Error: c.Error}
-	}
-	return canon.DigestJSON(lines)
-}
-
 // suspensions is how often the run suspended before this segment.
 func (d *Durable) suspensions() int {
 	if d.Resumes == nil {

@@ -419,7 +419,7 @@ func (e *Effect) sourceScript(src []byte, addr Address) ([]byte, error) {
 		return nil, &Failure{Code: CodeScriptTooLarge, Bytes: int64(len(src)), Limit: e.maxScript}
 	}
 	script := append(make([]byte, 0, len(src)), src...)
-	if addr != "" && !addr.matches(script) {
+	if addr != "" && !addressMatches(addr, script) {
 		return nil, errSourceMismatch
 	}
 	return script, nil
@@ -472,7 +472,7 @@ func (e *Effect) readScript(ctx context.Context, addr Address) ([]byte, error) {
 	if int64(len(script)) > e.maxScript {
 		return nil, &Failure{Code: CodeScriptTooLarge, Bytes: int64(len(script)), Limit: e.maxScript}
 	}
-	if !addr.matches(script) {
+	if !addressMatches(addr, script) {
 		return nil, errors.New("effect: script bytes do not match their content address")
 	}
 	return script, nil

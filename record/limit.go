@@ -1,4 +1,4 @@
-package effect
+package record
 
 import (
 	"fmt"
@@ -79,4 +79,16 @@ func LimitKindOf(k spi.LimitKind) (LimitKind, bool) {
 	default:
 		return 0, false
 	}
+}
+
+// LimitKindNamed returns the limit kind whose name (String) is s, such as
+// LimitCPU for "cpu"; it reports false for any other text. A receipt's
+// limit kind is a limit kind's name.
+func LimitKindNamed(s string) (LimitKind, bool) {
+	for k := LimitKind(1); k.Valid(); k++ {
+		if s == k.String() {
+			return k, true
+		}
+	}
+	return 0, false
 }

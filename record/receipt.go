@@ -1,4 +1,4 @@
-package effect
+package record
 
 import (
 	"time"
@@ -120,59 +120,4 @@ func (r Receipt) Digest() (string, error) {
 		return "", err
 	}
 	return canon.Digest(b), nil
-}
-
-// outcomeOf returns the receipt's outcome and limit kind for a run's
-// error.
-func outcomeOf(err error, f *Failure, canceled bool) (outcome, kind string) {
-	switch {
-	case canceled:
-		return OutcomeCanceled, ""
-	case err == nil:
-		return OutcomeOK, ""
-	case f != nil:
-		if f.Kind.Valid() {
-			kind = f.Kind.String()
-		}
-		return f.Code.String(), kind
-	default:
-		return OutcomeInfrastructure, ""
-	}
-}
-
-// The outcome and limit-kind vocabularies, derived from the closed enums:
-// a receipt's outcome is OutcomeOK, a Code's name, OutcomeInfrastructure
-// or OutcomeCanceled, and its limit kind a LimitKind's name.
-
-// codeNamed returns the code whose name is s.
-func codeNamed(s string) (Code, bool) {
-	for c := Code(1); c.Valid(); c++ {
-		if s == c.String() {
-			return c, true
-		}
-	}
-	return 0, false
-}
-
-// limitKindNamed returns the limit kind whose name is s.
-func limitKindNamed(s string) (LimitKind, bool) {
-	for k := LimitKind(1); k.Valid(); k++ {
-		if s == k.String() {
-			return k, true
-		}
-	}
-	return 0, false
-}
-
-// InputDigest returns the digest a receipt records for a call's input
-// (Receipt.InputDigest): "sha256:<hex>" of the input's canonical JSON
-// text, input being what Call.Input holds (a Go value or a
-// json.RawMessage). An input that cannot be serialised is the typed
-// failure Run returns for it (CodeInputNotSerializable).
-func InputDigest(input any) (string, error) {
-	in, err := encodeInput(input)
-	if err != nil {
-		return "", err
-	}
-	return inputDigest(in), nil
 }
