@@ -20,6 +20,7 @@ import (
 	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/fixtures"
 	"github.com/sandbank/sandbank/fixtures/javascript"
+	"github.com/sandbank/sandbank/record"
 	"github.com/sandbank/sandbank/spi"
 )
 
@@ -1114,7 +1115,7 @@ func TestBrokenEffect(t *testing.T) {
 			name: "a run ends without calling the backend",
 			wrap: func(ctx context.Context, stem string, run run) ([]byte, error) {
 				if stem == "abort_mid_run" {
-					return nil, &effect.Failure{Code: effect.CodeLimitExceeded, Kind: effect.LimitCPU}
+					return nil, &effect.Failure{Code: record.CodeLimitExceeded, Kind: record.LimitCPU}
 				}
 				return run(ctx)
 			},
@@ -1159,7 +1160,7 @@ func TestBrokenEffect(t *testing.T) {
 			name: "a cancelled run yields a typed failure that wraps the cancellation",
 			wrap: func(ctx context.Context, stem string, run run) ([]byte, error) {
 				if stem == "abort" {
-					return nil, errors.Join(context.Canceled, &effect.Failure{Code: effect.CodeLimitExceeded, Kind: effect.LimitWallClock})
+					return nil, errors.Join(context.Canceled, &effect.Failure{Code: record.CodeLimitExceeded, Kind: record.LimitWallClock})
 				}
 				return run(ctx)
 			},
@@ -1170,7 +1171,7 @@ func TestBrokenEffect(t *testing.T) {
 			wrap: func(ctx context.Context, stem string, run run) ([]byte, error) {
 				if stem == "abort_mid_run" {
 					_, _ = run(ctx)
-					return nil, &effect.Failure{Code: effect.CodeLimitExceeded, Kind: effect.LimitWallClock}
+					return nil, &effect.Failure{Code: record.CodeLimitExceeded, Kind: record.LimitWallClock}
 				}
 				return run(ctx)
 			},
@@ -1192,7 +1193,7 @@ func TestBrokenEffect(t *testing.T) {
 			name: "a thrown message arrives unbounded",
 			wrap: func(ctx context.Context, stem string, run run) ([]byte, error) {
 				if stem == "composition_throw" {
-					return nil, &effect.Failure{Code: effect.CodeScriptError, Name: "Error", Message: strings.Repeat("y", 100000)}
+					return nil, &effect.Failure{Code: record.CodeScriptError, Name: "Error", Message: strings.Repeat("y", 100000)}
 				}
 				return run(ctx)
 			},
@@ -1202,7 +1203,7 @@ func TestBrokenEffect(t *testing.T) {
 			name: "a thrown message arrives with a lone surrogate",
 			wrap: func(ctx context.Context, stem string, run run) ([]byte, error) {
 				if stem == "composition_throw" {
-					return nil, &effect.Failure{Code: effect.CodeScriptError, Name: "Error", Message: "y\xed\xa0\x80z"}
+					return nil, &effect.Failure{Code: record.CodeScriptError, Name: "Error", Message: "y\xed\xa0\x80z"}
 				}
 				return run(ctx)
 			},
@@ -1212,7 +1213,7 @@ func TestBrokenEffect(t *testing.T) {
 			name: "a thrown name arrives unbounded",
 			wrap: func(ctx context.Context, stem string, run run) ([]byte, error) {
 				if stem == "composition_throw" {
-					return nil, &effect.Failure{Code: effect.CodeScriptError, Name: strings.Repeat("E", 5000), Message: "m"}
+					return nil, &effect.Failure{Code: record.CodeScriptError, Name: strings.Repeat("E", 5000), Message: "m"}
 				}
 				return run(ctx)
 			},
@@ -1222,7 +1223,7 @@ func TestBrokenEffect(t *testing.T) {
 			name: "a thrown message arrives empty",
 			wrap: func(ctx context.Context, stem string, run run) ([]byte, error) {
 				if stem == "composition_throw" {
-					return nil, &effect.Failure{Code: effect.CodeScriptError, Name: "Error"}
+					return nil, &effect.Failure{Code: record.CodeScriptError, Name: "Error"}
 				}
 				return run(ctx)
 			},
@@ -1232,7 +1233,7 @@ func TestBrokenEffect(t *testing.T) {
 			name: "the input is refused at the byte ceiling, not by the backend",
 			wrap: func(ctx context.Context, stem string, run run) ([]byte, error) {
 				if stem == "input_too_big" {
-					return nil, &effect.Failure{Code: effect.CodeInputTooLarge, Bytes: inputTooBigBytes, Limit: 1 << 20}
+					return nil, &effect.Failure{Code: record.CodeInputTooLarge, Bytes: inputTooBigBytes, Limit: 1 << 20}
 				}
 				return run(ctx)
 			},

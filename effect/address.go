@@ -1,6 +1,10 @@
 package effect
 
-import "crypto/sha256"
+import (
+	"crypto/sha256"
+
+	"github.com/sandbank/sandbank/record"
+)
 
 // addressPrefix starts every content address.
 const addressPrefix = "sha256:"
@@ -14,7 +18,7 @@ var errMalformedAddress = invalid(ErrInvalidAddress, `effect: malformed script a
 // followed by exactly 64 lower-case hex digits. Upper-case digits are
 // refused, so that one script has exactly one address. The error matches
 // ErrInvalidAddress.
-func ParseAddress(s string) (Address, error) {
+func ParseAddress(s string) (record.Address, error) {
 	if len(s) != len(addressPrefix)+2*sha256.Size || s[:len(addressPrefix)] != addressPrefix {
 		return "", errMalformedAddress
 	}
@@ -24,8 +28,8 @@ func ParseAddress(s string) (Address, error) {
 			return "", errMalformedAddress
 		}
 	}
-	return Address(s), nil
+	return record.Address(s), nil
 }
 
 // addressMatches reports whether b hashes to the well-formed address a.
-func addressMatches(a Address, b []byte) bool { return AddressOf(b) == a }
+func addressMatches(a record.Address, b []byte) bool { return record.AddressOf(b) == a }

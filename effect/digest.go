@@ -1,20 +1,24 @@
 package effect
 
+import (
+	"github.com/sandbank/sandbank/record"
+)
+
 // outcomeOf returns the receipt's outcome and limit kind for a run's
 // error.
 func outcomeOf(err error, f *Failure, canceled bool) (outcome, kind string) {
 	switch {
 	case canceled:
-		return OutcomeCanceled, ""
+		return record.OutcomeCanceled, ""
 	case err == nil:
-		return OutcomeOK, ""
+		return record.OutcomeOK, ""
 	case f != nil:
 		if f.Kind.Valid() {
 			kind = f.Kind.String()
 		}
 		return f.Code.String(), kind
 	default:
-		return OutcomeInfrastructure, ""
+		return record.OutcomeInfrastructure, ""
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sandbank/sandbank/record"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
@@ -18,7 +19,7 @@ import (
 type hostLog struct {
 	mu     sync.Mutex
 	sealed bool
-	calls  []HostCall
+	calls  []record.HostCall
 }
 
 // hostCallEntry is one call's line in its run's hostLog, and its span.
@@ -47,7 +48,7 @@ func (st *runState) hostCallIssued(name string, bytesIn int64) *hostCallEntry {
 		return nil
 	}
 	i := len(l.calls)
-	l.calls = append(l.calls, HostCall{Name: name, Issued: now.Sub(st.start), BytesIn: bytesIn})
+	l.calls = append(l.calls, record.HostCall{Name: name, Issued: now.Sub(st.start), BytesIn: bytesIn})
 	l.mu.Unlock()
 	if st.events != nil {
 		st.events.push(Event{Kind: EventHostCallBegun, At: now.Sub(st.start), HostCall: HostCallEvent{Seq: i + 1, Name: name, BytesIn: bytesIn}})
@@ -97,7 +98,7 @@ func (en *hostCallEntry) begin() {
 // end completes the call's line: the bytes returned, the error thrown
 // into the script, the outcome; it counts the call in the record's stats
 // (at seal) and sends the ended event.
-func (en *hostCallEntry) end(bytesOut int64, err error, o HostCallOutcome) {
+func (en *hostCallEntry) end(bytesOut int64, err error, o record.HostCallOutcome) {
 	if en == nil {
 		return
 	}
@@ -137,7 +138,7 @@ func (en *hostCallEntry) end(bytesOut int64, err error, o HostCallOutcome) {
 // yet is listed canceled (its duration so far), and nothing changes
 // afterwards. It returns the list (nil when the run made no call) and the
 // stats.
-func (l *hostLog) seal(now time.Time, start time.Time) ([]HostCall, hostCallStats) {
+func (l *hostLog) seal(now time.Time, start time.Time) ([]record.HostCall, hostCallStats) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.sealed = true
@@ -146,7 +147,7 @@ func (l *hostLog) seal(now time.Time, start time.Time) ([]HostCall, hostCallStat
 		if c.Outcome != 0 {
 			continue
 		}
-		c.Outcome, c.Error = HostCallCanceled, errHostRunEnded.msg
+		c.Outcome, c.Error = record.HostCallCanceled, errHostRunEnded.msg
 		if c.Start != 0 {
 			c.Duration = now.Sub(start) - c.Start
 		}

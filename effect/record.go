@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sandbank/sandbank/record"
 	"github.com/sandbank/sandbank/spi"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -39,19 +40,19 @@ type Record struct {
 	// storable, at most Options.MaxLogLines lines and MaxLogBytes bytes of
 	// text. Empty (never null in JSON) when the script logged nothing or
 	// the backend does not declare Capabilities.Logs.
-	Logs []LogLine `json:"logs"`
+	Logs []record.LogLine `json:"logs"`
 	// LogsCut is the cut marker: present when lines were dropped because
 	// the log was full. Every line from the first one that did not fit is
 	// dropped.
-	LogsCut *LogsCut `json:"logsCut,omitempty"`
+	LogsCut *record.LogsCut `json:"logsCut,omitempty"`
 	// HostCalls lists the run's host calls in the order the script issued
 	// them, each with its start, duration and outcome (see HostCall);
 	// empty when it made none.
-	HostCalls []HostCall `json:"hostCalls,omitempty"`
+	HostCalls []record.HostCall `json:"hostCalls,omitempty"`
 	// Stats are the run's figures.
-	Stats Stats `json:"stats"`
+	Stats record.Stats `json:"stats"`
 	// Receipt is the run's receipt.
-	Receipt Receipt `json:"receipt"`
+	Receipt record.Receipt `json:"receipt"`
 	// EventsDropped counts the events of this run that Call.Events did not
 	// receive because its buffer was full (a slow sink).
 	EventsDropped int64 `json:"eventsDropped,omitempty"`

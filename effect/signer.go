@@ -5,6 +5,8 @@ import (
 	"crypto/ed25519"
 	"errors"
 	"time"
+
+	"github.com/sandbank/sandbank/record"
 )
 
 // ErrInvalidKey is matched by the error for a key that is not an Ed25519
@@ -18,11 +20,11 @@ const signTimeout = 30 * time.Second
 
 // signerConfig is the effect's signer, fixed in New.
 type signerConfig struct {
-	signer Signer // nil: receipts are not signed
+	signer record.Signer // nil: receipts are not signed
 	keyID  string
 }
 
-func (sc *signerConfig) init(s Signer) (err error) {
+func (sc *signerConfig) init(s record.Signer) (err error) {
 	if s == nil {
 		return nil
 	}
@@ -35,18 +37,18 @@ func (sc *signerConfig) init(s Signer) (err error) {
 	if len(pub) != ed25519.PublicKeySize {
 		return invalid(ErrInvalidKey, "effect: options: the Signer's public key is not an Ed25519 key")
 	}
-	sc.signer, sc.keyID = s, KeyIDOf(pub)
+	sc.signer, sc.keyID = s, record.KeyIDOf(pub)
 	return nil
 }
 
 // sign signs r in place with the effect's signer, if it has one. ctx is
 // the caller's context without its cancellation (a cancelled run's
 // receipt is signed too), bounded by signTimeout.
-func (sc *signerConfig) sign(ctx context.Context, r *Receipt) (err error) {
+func (sc *signerConfig) sign(ctx context.Context, r *record.Receipt) (err error) {
 	if sc.signer == nil {
 		return nil
 	}
-	r.Signature = &Signature{Algorithm: SignatureEd25519, KeyID: sc.keyID}
+	r.Signature = &record.Signature{Algorithm: record.SignatureEd25519, KeyID: sc.keyID}
 	msg, err := r.SignedBytes()
 	if err != nil {
 		r.Signature = nil

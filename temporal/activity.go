@@ -9,6 +9,7 @@ import (
 
 	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/pool"
+	"github.com/sandbank/sandbank/record"
 	"github.com/sandbank/sandbank/registry"
 	"go.temporal.io/sdk/activity"
 	temporalsdk "go.temporal.io/sdk/temporal"
@@ -51,7 +52,7 @@ type Options struct {
 	// Signer, when not nil, is the worker's key: it signs every run's
 	// receipt, the record Run returns and the one RecordOf reads back
 	// from a typed failure alike. Nil means unsigned receipts.
-	Signer effect.Signer
+	Signer record.Signer
 }
 
 // Activities runs scripts as Temporal activities over a pool of engines
