@@ -2,7 +2,6 @@ package effect
 
 import (
 	"encoding/json"
-	"fmt"
 	"sync"
 	"time"
 

@@ -7,7 +7,6 @@ import (
 	"reflect"
 	"runtime/debug"
 	"strings"
-	"time"
 
 	"github.com/sandbank/sandbank/record"
 	"github.com/sandbank/sandbank/spi"

@@ -16,7 +16,7 @@ const (
 	CodeShapeMismatch
 	CodeScriptTooLarge
 	// CodeSuspended: a host function of a durable run answered "not yet"
-	// (Suspend); Reason is its reason. The host decided it, never the
+	// (effect.Suspend); Reason is its reason. The host decided it, never the
 	// script: the same script, input and answers suspend the same way.
 	CodeSuspended
 	// CodeReplayDiverged: a durable run, replayed, made a host call other

@@ -8,9 +8,9 @@ import (
 	"github.com/sandbank/sandbank/internal/canon"
 )
 
-// HostCall is one host call of a run, as its Record lists it: every call
+// HostCall is one host call of a run, as its effect.Record lists it: every call
 // the broker accepted (a known name, an argument within its bound, within
-// MaxHostCalls), in the order the script issued them.
+// effect.Options.MaxHostCalls), in the order the script issued them.
 type HostCall struct {
 	// Name is the host function's name.
 	Name string `json:"name"`
@@ -18,7 +18,7 @@ type HostCall struct {
 	Issued time.Duration `json:"issuedNs"`
 	// Start is when the host function began, from the start of the run:
 	// later than Issued when the call waited for a slot
-	// (MaxConcurrentHostCalls); zero when it never began.
+	// (effect.Options.MaxConcurrentHostCalls); zero when it never began.
 	Start time.Duration `json:"startNs,omitempty"`
 	// Duration is the host function's own time (for a call still running
 	// when the run ended, until then).
@@ -33,7 +33,7 @@ type HostCall struct {
 	Error string `json:"error,omitempty"`
 	// Args is the call's argument as JSON text, and Answer the result
 	// the script got (HostCallOK): kept only in a durable run's record
-	// (Call.Durable), whose log they are.
+	// (effect.Call.Durable), whose log they are.
 	Args   json.RawMessage `json:"args,omitempty"`
 	Answer json.RawMessage `json:"answer,omitempty"`
 }
@@ -53,7 +53,7 @@ const (
 	// time, or finished without awaiting the call); the answer, if any,
 	// was not delivered.
 	HostCallCanceled
-	// HostCallSuspended: the host function answered Suspend and the run
+	// HostCallSuspended: the host function answered effect.Suspend and the run
 	// ended suspended at this call (a durable run's pending call).
 	HostCallSuspended
 )

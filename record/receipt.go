@@ -39,7 +39,7 @@ type Receipt struct {
 	InputDigest string `json:"inputDigest,omitempty"`
 	// OutputDigest is "sha256:<hex>" of the canonical value, when the run
 	// produced one, or of the typed failure's canonical JSON (as
-	// Failure.MarshalJSON writes it, keys sorted), when it failed typed;
+	// effect.Failure.MarshalJSON writes it, keys sorted), when it failed typed;
 	// empty otherwise. Outcome tells the two apart.
 	OutputDigest string `json:"outputDigest,omitempty"`
 	// InputFiles and OutputFiles name the run's input files and the output
@@ -47,7 +47,7 @@ type Receipt struct {
 	// order; empty when there are none.
 	InputFiles  []FileRef `json:"inputFiles,omitempty"`
 	OutputFiles []FileRef `json:"outputFiles,omitempty"`
-	// Engine is the engine's name (Options.Engine, or the backend's Go
+	// Engine is the engine's name (effect.Options.Engine, or the backend's Go
 	// type).
 	Engine string `json:"engine"`
 	// Backend is the backend's Go module and version ("path@version"),
@@ -69,17 +69,17 @@ type Receipt struct {
 	// Duration is how long the run took.
 	Duration time.Duration `json:"durationNs"`
 	// HostLog is a durable run's HostLogDigest of its record's host
-	// calls; empty for a run that is not durable (Call.Durable).
+	// calls; empty for a run that is not durable (effect.Call.Durable).
 	HostLog string `json:"hostLog,omitempty"`
 	// Previous is the digest ([Receipt.Digest]) of the receipt of the
-	// run this one resumes (Durable.Resumes): the segments of a durable
+	// run this one resumes (effect.Durable.Resumes): the segments of a durable
 	// run form a chain, each receipt naming the one before.
 	Previous string `json:"previous,omitempty"`
 	// Suspensions counts the times a durable run suspended before this
 	// segment (zero for a first run).
 	Suspensions int `json:"suspensions,omitempty"`
 	// Signature is the host's signature over the receipt's other fields
-	// (see Options.Signer and SignedBytes); nil when the effect has no
+	// (see effect.Options.Signer and [Receipt.SignedBytes]); nil when the effect has no
 	// signer. receipt.Verify checks it against trusted keys.
 	Signature *Signature `json:"signature,omitempty"`
 }

@@ -31,7 +31,7 @@ type LogsCut struct {
 // bytes); the engine's (Startup, ScriptTime, MemoryPeakBytes, CPU) are
 // present only where the engine truly measured them: zero means not known.
 type Stats struct {
-	// Duration is the whole run, as Run measured it.
+	// Duration is the whole run, as effect.Effect.Run measured it.
 	Duration time.Duration `json:"durationNs"`
 	// BackendTime is the backend call, as the effect measured it (engine
 	// start-up included); zero when the backend was not called.
@@ -54,7 +54,7 @@ type Stats struct {
 	CPUUnit         string        `json:"cpuUnit,omitempty"`
 	CPUUnits        int64         `json:"cpuUnits,omitempty"`
 
-	// HostCalls counts the host calls the script made (Record.HostCalls),
+	// HostCalls counts the host calls the script made (effect.Record.HostCalls),
 	// with the bytes sent and received and the time spent in them (summed
 	// over calls, which may overlap).
 	HostCalls        int64         `json:"hostCalls,omitempty"`

@@ -31,11 +31,11 @@ type Signature struct {
 // and must honour ctx (a signer that does not return holds the run).
 type Signer interface {
 	// PublicKey returns the signing key's public half; it names the key
-	// in receipts (KeyIDOf). The effect reads it once, in New.
+	// in receipts (KeyIDOf). The effect reads it once, in effect.New.
 	PublicKey() ed25519.PublicKey
 	// Sign returns the Ed25519 signature of message. An error leaves the
 	// receipt unsigned and makes the run's error infrastructure (see
-	// Options.Signer).
+	// effect.Options.Signer).
 	Sign(ctx context.Context, message []byte) ([]byte, error)
 }
 
