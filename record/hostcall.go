@@ -79,7 +79,7 @@ func (o HostCallOutcome) String() string {
 // MarshalText implements encoding.TextMarshaler.
 func (o HostCallOutcome) MarshalText() ([]byte, error) {
 	if !o.Valid() {
-		return nil, fmt.Errorf("record: invalid host call outcome %d", int(o))
+		return nil, fmt.Errorf("effect: invalid host call outcome %d", int(o))
 	}
 	return []byte(o.String()), nil
 }
@@ -92,7 +92,7 @@ func (o *HostCallOutcome) UnmarshalText(b []byte) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("record: unknown host call outcome %q", b)
+	return fmt.Errorf("effect: unknown host call outcome %q", b)
 }
 
 // HostLogDigest returns the digest a durable run's receipt records of its

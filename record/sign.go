@@ -53,7 +53,7 @@ func KeyIDOf(pub ed25519.PublicKey) string {
 // for a receipt without a signature.
 func (r Receipt) SignedBytes() ([]byte, error) {
 	if r.Signature == nil {
-		return nil, errors.New("record: the receipt has no signature")
+		return nil, errors.New("effect: the receipt has no signature")
 	}
 	r.Signature = &Signature{Algorithm: r.Signature.Algorithm, KeyID: r.Signature.KeyID}
 	return r.Canonical()
