@@ -17,6 +17,10 @@ const addressPrefix = "sha256:"
 // lower-case hex SHA-256 digest of b.
 func AddressOf(b []byte) Address {
 	sum := sha256.Sum256(b)
+	return addressOfSum(sum)
+}
+
+func addressOfSum(sum [sha256.Size]byte) Address {
 	var buf [len(addressPrefix) + 2*sha256.Size]byte
 	copy(buf[:], addressPrefix)
 	hex.Encode(buf[len(addressPrefix):], sum[:])
