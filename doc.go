@@ -12,8 +12,10 @@
 // language or required capability. The effect is the only way to run a
 // backend: it holds every guarantee (bounds, content-addressed scripts, the
 // race against the context and the wall clock, the closed set of typed
-// failures); [github.com/sandbank/sandbank/receipt] signs its receipts and
-// verifies stored records. The engines: backends/quickjs (JavaScript in QuickJS compiled
+// failures); a run's record is written in the plain data of
+// [github.com/sandbank/sandbank/record] (the receipt, stats, logs, host
+// calls, failure codes), which [github.com/sandbank/sandbank/receipt]
+// signs and verifies. The engines: backends/quickjs (JavaScript in QuickJS compiled
 // to WebAssembly on wazero, the JavaScript default),
 // backends/quickjs/wasmtime (the same module on wasmtime, cgo),
 // backends/goja, backends/typescript (esbuild in front of a JavaScript

@@ -20,6 +20,7 @@ import (
 	"github.com/sandbank/sandbank/conformance"
 	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/internal/fakebackend"
+	"github.com/sandbank/sandbank/record"
 	"github.com/sandbank/sandbank/registry"
 	"github.com/sandbank/sandbank/spi"
 	"github.com/sandbank/sandbank/storage"
@@ -159,8 +160,8 @@ func TestCPUBudgetIsSmall(t *testing.T) {
 	_, err = eval(CPUBudgetFactory("starlark"))
 	var f *effect.Failure
 	require.ErrorAs(t, err, &f, "the small budget stops it")
-	assert.Equal(t, effect.CodeLimitExceeded, f.Code)
-	assert.Equal(t, effect.LimitCPU, f.Kind)
+	assert.Equal(t, record.CodeLimitExceeded, f.Code)
+	assert.Equal(t, record.LimitCPU, f.Kind)
 }
 
 func TestCPUBudgetStopsTheLoop(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sandbank/sandbank/effect"
+	"github.com/sandbank/sandbank/record"
 	"github.com/sandbank/sandbank/spi"
 )
 
@@ -72,7 +73,7 @@ type Run struct {
 	// Binary is the script's bytes (a wasm module), sent in base64.
 	Binary []byte
 	// Script is the address of a script stored with Store.
-	Script effect.Address
+	Script record.Address
 	// Input is any value encoding/json can marshal; nil is null.
 	Input any
 	// Limits may lower the tenant's ceiling; zero fields mean it. The
@@ -96,7 +97,7 @@ type runBody struct {
 	Engine       string          `json:"engine,omitempty"`
 	Source       *string         `json:"source,omitempty"`
 	SourceBase64 []byte          `json:"sourceBase64,omitempty"`
-	Script       effect.Address  `json:"script,omitempty"`
+	Script       record.Address  `json:"script,omitempty"`
 	Input        json.RawMessage `json:"input,omitempty"`
 	Limits       *runLimits      `json:"limits,omitempty"`
 	Shape        json.RawMessage `json:"shape,omitempty"`
@@ -140,17 +141,17 @@ func (c *Client) Run(ctx context.Context, r Run) (*effect.Record, error) {
 }
 
 // Store stores a script in the tenant's store and returns its address.
-func (c *Client) Store(ctx context.Context, script []byte) (effect.Address, error) {
+func (c *Client) Store(ctx context.Context, script []byte) (record.Address, error) {
 	src := string(script)
 	var out struct {
-		Script effect.Address `json:"script"`
+		Script record.Address `json:"script"`
 	}
 	if err := c.do(ctx, http.MethodPost, "/v1/scripts", struct {
 		Source *string `json:"source"`
 	}{&src}, &out); err != nil {
 		return "", err
 	}
-	if effect.AddressOf(script) != out.Script {
+	if record.AddressOf(script) != out.Script {
 		return "", &Error{Status: http.StatusOK, Kind: effect.KindInfrastructure.String(), Detail: "client: the server returned an address that is not the script's", Retryable: true}
 	}
 	return out.Script, nil

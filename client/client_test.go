@@ -18,6 +18,7 @@ import (
 	"github.com/sandbank/sandbank/client"
 	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/receipt"
+	"github.com/sandbank/sandbank/record"
 	"github.com/sandbank/sandbank/registry"
 	"github.com/sandbank/sandbank/server"
 	"github.com/sandbank/sandbank/spi"
@@ -90,13 +91,13 @@ func TestTheThreeKindsCrossTheWire(t *testing.T) {
 	rec, err = a.Run(ctx, client.Run{Engine: "goja", Binary: []byte("40 + 2")})
 	require.NoError(t, err)
 	assert.JSONEq(t, "42", string(rec.Value))
-	assert.Equal(t, effect.AddressOf([]byte("40 + 2")), rec.Receipt.Script)
+	assert.Equal(t, record.AddressOf([]byte("40 + 2")), rec.Receipt.Script)
 
 	// Typed failures: errors.As and the code's sentinel work.
 	rec, err = a.Run(ctx, client.Run{Engine: "goja", Source: "throw new TypeError('no')"})
 	var f *effect.Failure
 	require.ErrorAs(t, err, &f)
-	assert.Equal(t, effect.CodeScriptError, f.Code)
+	assert.Equal(t, record.CodeScriptError, f.Code)
 	assert.Equal(t, "TypeError", f.Name)
 	assert.ErrorIs(t, err, effect.ErrScriptError)
 	require.NotNil(t, rec)
@@ -106,8 +107,8 @@ func TestTheThreeKindsCrossTheWire(t *testing.T) {
 
 	_, err = a.Run(ctx, client.Run{Engine: "goja", Source: "for(;;){}", Limits: spi.Limits{WallClock: 200 * time.Millisecond}})
 	require.ErrorAs(t, err, &f)
-	assert.Equal(t, effect.CodeLimitExceeded, f.Code)
-	assert.Equal(t, effect.LimitWallClock, f.Kind)
+	assert.Equal(t, record.CodeLimitExceeded, f.Code)
+	assert.Equal(t, record.LimitWallClock, f.Kind)
 	assert.ErrorIs(t, err, effect.ErrLimitExceeded)
 
 	_, err = a.Run(ctx, client.Run{Engine: "goja", Source: "1", Shape: []byte(`{"type":"string"}`)})
@@ -120,7 +121,7 @@ func TestTheThreeKindsCrossTheWire(t *testing.T) {
 		"invalid shape":   {Engine: "goja", Source: "1", Shape: []byte(`{"type":7}`)},
 		"above ceiling":   {Engine: "goja", Source: "1", Limits: spi.Limits{WallClock: time.Hour}},
 		"wrong language":  {Engine: "goja", Language: "starlark", Source: "1"},
-		"unknown address": {Engine: "goja", Script: effect.AddressOf([]byte("never stored"))},
+		"unknown address": {Engine: "goja", Script: record.AddressOf([]byte("never stored"))},
 	} {
 		_, err := a.Run(ctx, r)
 		var ce *client.Error
@@ -131,7 +132,7 @@ func TestTheThreeKindsCrossTheWire(t *testing.T) {
 		assert.Equal(t, effect.KindInvalidCall, effect.KindOf(err), name)
 		assert.False(t, effect.Retryable(err), name)
 	}
-	_, err = a.Run(ctx, client.Run{Engine: "goja", Script: effect.AddressOf([]byte("never stored"))})
+	_, err = a.Run(ctx, client.Run{Engine: "goja", Script: record.AddressOf([]byte("never stored"))})
 	assert.ErrorIs(t, err, client.ErrNotFound)
 
 	// Scripts are per tenant: b cannot run a's script by address.
@@ -205,9 +206,9 @@ func TestRunRefusesTwoScripts(t *testing.T) {
 	c, err := client.New("http://127.0.0.1:1", nil)
 	require.NoError(t, err)
 	for _, r := range []client.Run{
-		{Engine: "goja", Source: "1", Script: effect.AddressOf([]byte("1"))},
+		{Engine: "goja", Source: "1", Script: record.AddressOf([]byte("1"))},
 		{Engine: "goja", Source: "1", Binary: []byte("1")},
-		{Engine: "goja", Binary: []byte("1"), Script: effect.AddressOf([]byte("1"))},
+		{Engine: "goja", Binary: []byte("1"), Script: record.AddressOf([]byte("1"))},
 		{Engine: "goja", Source: "1", Limits: spi.Limits{WallClock: 1500 * time.Microsecond}},
 		{Engine: "goja", Source: "1", Input: func() {}},
 	} {

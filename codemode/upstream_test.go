@@ -18,8 +18,9 @@ import (
 	"github.com/sandbank/sandbank/backends/starlark"
 	"github.com/sandbank/sandbank/backends/typescript"
 	"github.com/sandbank/sandbank/codemode"
-	"github.com/sandbank/sandbank/effect"
+
 	"github.com/sandbank/sandbank/mcpserver"
+	"github.com/sandbank/sandbank/record"
 	"github.com/sandbank/sandbank/registry"
 	"github.com/sandbank/sandbank/spi"
 )
@@ -270,7 +271,7 @@ func TestUpstreamTenCallsReshaped(t *testing.T) {
 	require.Len(t, r.HostCalls, 10, "the record lists every upstream call")
 	for i, c := range r.HostCalls {
 		assert.Equal(t, "up__item", c.Name, "call %d", i)
-		assert.Equal(t, effect.HostCallOK, c.Outcome, "call %d", i)
+		assert.Equal(t, record.HostCallOK, c.Outcome, "call %d", i)
 		assert.Positive(t, c.BytesIn, "call %d", i)
 		if i > 0 {
 			assert.GreaterOrEqual(t, c.Issued, r.HostCalls[i-1].Issued, "in the order issued")
@@ -335,8 +336,8 @@ func TestUpstreamCallCancelledWithTheRun(t *testing.T) {
 	r := runJS(t, cs, `await host.up__hang({})`, map[string]any{"timeoutMs": 300})
 	require.False(t, r.OK)
 	require.NotNil(t, r.Failure)
-	assert.Equal(t, effect.CodeLimitExceeded, r.Failure.Code)
-	assert.Equal(t, effect.LimitWallClock, r.Failure.Kind)
+	assert.Equal(t, record.CodeLimitExceeded, r.Failure.Code)
+	assert.Equal(t, record.LimitWallClock, r.Failure.Kind)
 	waitSignal(t, u.hangCancelled, "the upstream hears the call is cancelled")
 }
 
@@ -394,8 +395,8 @@ func TestUpstreamCallsCounted(t *testing.T) {
 	r := runJS(t, cs, `await Promise.all([1, 2, 3, 4, 5].map(id => host.up__item({ id })))`, nil)
 	require.False(t, r.OK)
 	require.NotNil(t, r.Failure)
-	assert.Equal(t, effect.CodeLimitExceeded, r.Failure.Code)
-	assert.Equal(t, effect.LimitHostCalls, r.Failure.Kind)
+	assert.Equal(t, record.CodeLimitExceeded, r.Failure.Code)
+	assert.Equal(t, record.LimitHostCalls, r.Failure.Kind)
 }
 
 // One spelling in every language: TypeScript awaits the same host names,

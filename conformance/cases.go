@@ -19,6 +19,7 @@ import (
 
 	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/fixtures"
+	"github.com/sandbank/sandbank/record"
 	"github.com/sandbank/sandbank/spi"
 )
 
@@ -199,7 +200,7 @@ func caseThrow(ctx context.Context, e *env) {
 	got, err := e.eval(ctx, ev, "throw", input, e.k.limits)
 	f, typed := asFailure(err)
 	switch {
-	case !typed || f.Code != effect.CodeScriptError:
+	case !typed || f.Code != record.CodeScriptError:
 		e.failf("want a typed scriptError, got %s", describe(got, err))
 	case !strings.Contains(f.Message, throwText):
 		e.failf("the scriptError message must contain the thrown text %q, got %q", throwText, clip(f.Message))
@@ -239,7 +240,7 @@ func caseThrowNamed(ctx context.Context, e *env) {
 		got, err := e.eval(ctx, ev, "throw_named", input, e.k.limits)
 		f, typed := asFailure(err)
 		switch {
-		case !typed || f.Code != effect.CodeScriptError:
+		case !typed || f.Code != record.CodeScriptError:
 			e.failf("a %s %s must end in a typed scriptError, got %s", how, r.name, describe(got, err))
 		case f.Name != r.name:
 			e.failf("a %s %s must arrive named %q (the error's own name, not a fixed one), got %q", how, r.name, r.name, clip(f.Name))
@@ -258,7 +259,7 @@ func caseSyntaxError(ctx context.Context, e *env) {
 		return
 	}
 	got, err := e.eval(ctx, ev, "syntax_error", []byte(`{}`), e.k.limits)
-	if f, typed := asFailure(err); !typed || f.Code != effect.CodeScriptError {
+	if f, typed := asFailure(err); !typed || f.Code != record.CodeScriptError {
 		e.failf("a script that does not compile must end in a typed scriptError, got %s", describe(got, err))
 	}
 }
@@ -314,7 +315,7 @@ func caseRunawayLoop(ctx context.Context, e *env) {
 	}
 	deadline := time.Now().Add(runawayWallClock)
 	got, err, took, returned := e.backendTook(ctx, ev, sp, 1, "runaway_loop", []byte(`{}`), limits, runawayWallClock)
-	if !isLimit(err, effect.LimitCPU, effect.LimitWallClock) {
+	if !isLimit(err, record.LimitCPU, record.LimitWallClock) {
 		e.failf("a loop that never ends must end in a typed limitExceeded cpu or wallClock, got %s", describe(got, err))
 	}
 	if e.k.caps.WallClock == spi.WallClockHard {
@@ -337,9 +338,9 @@ func caseRunawayNative(ctx context.Context, e *env) {
 	if !ok || !e.warmUp(ctx, ev, limits) {
 		return
 	}
-	kinds := []effect.LimitKind{effect.LimitWallClock, effect.LimitMemory}
+	kinds := []record.LimitKind{record.LimitWallClock, record.LimitMemory}
 	if e.k.caps.CPU {
-		kinds = append(kinds, effect.LimitCPU)
+		kinds = append(kinds, record.LimitCPU)
 	}
 	deadline := time.Now().Add(runawayWallClock)
 	got, err, took, returned := e.backendTook(ctx, ev, sp, 1, "runaway_native", []byte(`{}`), limits, runawayWallClock)
@@ -375,7 +376,7 @@ func caseAllocationBomb(ctx context.Context, e *env) {
 	got, err := e.eval(ctx, ev, "allocation_bomb", []byte(`{}`), limits)
 	growth, how := stop()
 	e.figure("hostGrowth", round1(float64(growth)/(1<<20)), "MiB", "<=", float64(bound>>20))
-	if !isLimit(err, effect.LimitMemory) {
+	if !isLimit(err, record.LimitMemory) {
 		e.failf("an allocation bomb must end in a typed limitExceeded memory, got %s", describe(got, err))
 	}
 	if growth > bound {
@@ -418,7 +419,7 @@ func caseMemoryLimit(ctx context.Context, e *env) {
 			}
 			return true
 		}
-		if !isLimit(err, effect.LimitMemory) {
+		if !isLimit(err, record.LimitMemory) {
 			e.failf("%s: holding %s (%.2f × the limit) under a memory limit of %s must end in a typed limitExceeded memory, got %s", step, mib(n), share, mib(limits.MemoryBytes), describe(got, err))
 			return false
 		}
@@ -440,7 +441,7 @@ func caseDeepRecursion(ctx context.Context, e *env) {
 		return
 	}
 	got, err := e.eval(ctx, ev, "deep_recursion", []byte(`{}`), e.k.limits)
-	if f, typed := asFailure(err); !typed || (f.Code != effect.CodeScriptError && f.Code != effect.CodeLimitExceeded) {
+	if f, typed := asFailure(err); !typed || (f.Code != record.CodeScriptError && f.Code != record.CodeLimitExceeded) {
 		e.failf("unbounded recursion must end in a typed scriptError or limitExceeded, got %s", describe(got, err))
 	}
 	got, err = e.eval(ctx, ev, "echo", echoInput, e.k.limits)
@@ -602,7 +603,7 @@ func caseNoNetwork(ctx context.Context, e *env) {
 		// nothing and the typed error names the refused address: a probe
 		// that merely broke does not pass.
 		var f *effect.Failure
-		if hits.Load() == 0 && errors.As(err, &f) && f.Code == effect.CodeScriptError &&
+		if hits.Load() == 0 && errors.As(err, &f) && f.Code == record.CodeScriptError &&
 			strings.Contains(f.Message, canaryAddr) {
 			e.passf("the engine refused the request by aborting the probe: %s", clip(f.Message))
 			return
@@ -949,7 +950,7 @@ func caseCPUBudget(ctx context.Context, e *env) {
 		}
 	}
 	got, err, took, returned := e.backendTook(ctx, ev, sp, 1, "cpu_budget", []byte(`{}`), limits, cpuBudgetStop)
-	if !isLimit(err, effect.LimitCPU) {
+	if !isLimit(err, record.LimitCPU) {
 		e.failf("a loop under a small CPU budget (wall clock %v) must end in a typed limitExceeded cpu, got %s", cpuBudgetWallClock, describe(got, err))
 		return
 	}
@@ -984,7 +985,7 @@ func caseInputTooBig(ctx context.Context, e *env) {
 	got, err := e.eval(ctx, ev, "input_too_big", in, limits)
 	f, typed := asFailure(err)
 	switch {
-	case !typed || f.Code != effect.CodeInputTooLarge:
+	case !typed || f.Code != record.CodeInputTooLarge:
 		e.failf("a %d-byte input that cannot be parsed within %d bytes of memory must end in a typed inputTooLarge, got %s", len(in), inputTooBigMemoryBytes, describe(got, err))
 	case f.Limit != inputTooBigMemoryBytes:
 		e.failf("the inputTooLarge must come from the backend at the memory limit %d, got one with limit %d", inputTooBigMemoryBytes, f.Limit)
@@ -1055,7 +1056,7 @@ func caseAbortMidRun(ctx context.Context, e *env) {
 		select {
 		case r := <-done:
 			hint := ""
-			if isLimit(r.err, effect.LimitCPU) {
+			if isLimit(r.err, record.LimitCPU) {
 				hint = fmt.Sprintf(" (the main factory's CPU budget must outlast %v; give cpu_budget its small budget through Options.CPUBudget)", abortSettle)
 			}
 			e.failf("the run ended before it could be cancelled: %s%s", describe(r.got, r.err), hint)
@@ -1100,7 +1101,7 @@ func caseComposition(ctx context.Context, e *env) {
 	}
 	got, err := e.eval(ctx, ev, "composition_throw", []byte(`{}`), e.k.limits)
 	f, typed := asFailure(err)
-	if !typed || f.Code != effect.CodeScriptError {
+	if !typed || f.Code != record.CodeScriptError {
 		e.failf("composition_throw must end in a typed scriptError, got %s", describe(got, err))
 	} else {
 		for _, field := range []struct{ name, text string }{{"message", f.Message}, {"name", f.Name}} {
@@ -1116,7 +1117,7 @@ func caseComposition(ctx context.Context, e *env) {
 		}
 	}
 	got, err = e.eval(ctx, ev, "composition_output", []byte(`{}`), e.k.limits)
-	if !isLimit(err, effect.LimitOutput) {
+	if !isLimit(err, record.LimitOutput) {
 		e.failf("an output past MaxOutputBytes (%d) must end in a typed limitExceeded output, got %s", compositionMaxOutputBytes, describe(got, err))
 	}
 }
@@ -1131,9 +1132,9 @@ func asFailure(err error) (*effect.Failure, bool) {
 }
 
 // isLimit reports whether err is a typed limitExceeded of one of kinds.
-func isLimit(err error, kinds ...effect.LimitKind) bool {
+func isLimit(err error, kinds ...record.LimitKind) bool {
 	f, ok := asFailure(err)
-	if !ok || f.Code != effect.CodeLimitExceeded {
+	if !ok || f.Code != record.CodeLimitExceeded {
 		return false
 	}
 	for _, k := range kinds {
@@ -1144,7 +1145,7 @@ func isLimit(err error, kinds ...effect.LimitKind) bool {
 	return false
 }
 
-func kindNames(kinds []effect.LimitKind) string {
+func kindNames(kinds []record.LimitKind) string {
 	s := make([]string, len(kinds))
 	for i, k := range kinds {
 		s[i] = k.String()
@@ -1162,11 +1163,11 @@ func describe(got []byte, err error) string {
 	}
 	if f, ok := asFailure(err); ok {
 		switch f.Code {
-		case effect.CodeLimitExceeded:
+		case record.CodeLimitExceeded:
 			return "typed limitExceeded " + f.Kind.String()
-		case effect.CodeScriptError:
+		case record.CodeScriptError:
 			return fmt.Sprintf("typed scriptError %s %q", f.Name, clip(f.Message))
-		case effect.CodeInputTooLarge:
+		case record.CodeInputTooLarge:
 			return fmt.Sprintf("typed inputTooLarge (bytes %d, limit %d)", f.Bytes, f.Limit)
 		default:
 			return fmt.Sprintf("typed %s %q", f.Code, clip(f.Reason))
@@ -1251,7 +1252,7 @@ func caseAsyncValue(ctx context.Context, e *env) {
 	got, err = e.eval(ctx, ev, "async_value", in("reject"), e.k.limits)
 	f, typed := asFailure(err)
 	switch {
-	case !typed || f.Code != effect.CodeScriptError:
+	case !typed || f.Code != record.CodeScriptError:
 		e.failf("a rejected promise must end in a typed scriptError, got %s", describe(got, err))
 		return
 	case !strings.Contains(f.Message, asyncText):
@@ -1263,7 +1264,7 @@ func caseAsyncValue(ctx context.Context, e *env) {
 	got, err = e.eval(ctx, ev, "async_value", in("pending"), limits)
 	took := time.Since(start)
 	e.figure("pendingReported", ms(took), "ms", "<=", ms(runawayWallClock+nativeGrace))
-	if f, typed := asFailure(err); !typed || f.Code != effect.CodeScriptError {
+	if f, typed := asFailure(err); !typed || f.Code != record.CodeScriptError {
 		e.failf("a promise that never settles must end in a typed scriptError, got %s", describe(got, err))
 		return
 	}

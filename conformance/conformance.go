@@ -14,6 +14,7 @@ import (
 	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/fixtures"
 	"github.com/sandbank/sandbank/fixtures/javascript"
+	"github.com/sandbank/sandbank/record"
 	"github.com/sandbank/sandbank/spi"
 	"github.com/sandbank/sandbank/storage"
 )
@@ -574,7 +575,7 @@ func (e *env) checkScripts(stems []string) bool {
 
 // script stores stem's script varied with a fresh nonce and returns its
 // address and the nonce.
-func (e *env) script(stem string) (effect.Address, string, error) {
+func (e *env) script(stem string) (record.Address, string, error) {
 	nonce := newNonce()
 	b, err := e.k.set.Prepare(stem, nonce)
 	if err != nil {
@@ -685,7 +686,7 @@ func (e *env) evalNonce(ctx context.Context, ev evaluator, stem string, input []
 }
 
 // evalAt runs the script already stored at addr.
-func (e *env) evalAt(ctx context.Context, ev evaluator, addr effect.Address, input []byte, limits spi.Limits) ([]byte, error) {
+func (e *env) evalAt(ctx context.Context, ev evaluator, addr record.Address, input []byte, limits spi.Limits) ([]byte, error) {
 	return ev.Evaluate(ctx, effect.Call{Script: addr, Input: rawJSON(input), Limits: limits})
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/fixtures"
 	"github.com/sandbank/sandbank/fixtures/javascript"
+	"github.com/sandbank/sandbank/record"
 	"github.com/sandbank/sandbank/spi"
 )
 
@@ -1117,7 +1118,7 @@ func TestBrokenEffect(t *testing.T) {
 			name: "a run ends without calling the backend",
 			wrap: func(ctx context.Context, stem string, run run) ([]byte, error) {
 				if stem == "abort_mid_run" {
-					return nil, &effect.Failure{Code: effect.CodeLimitExceeded, Kind: effect.LimitCPU}
+					return nil, &effect.Failure{Code: record.CodeLimitExceeded, Kind: record.LimitCPU}
 				}
 				return run(ctx)
 			},
@@ -1162,7 +1163,7 @@ func TestBrokenEffect(t *testing.T) {
 			name: "a cancelled run yields a typed failure that wraps the cancellation",
 			wrap: func(ctx context.Context, stem string, run run) ([]byte, error) {
 				if stem == "abort" {
-					return nil, errors.Join(context.Canceled, &effect.Failure{Code: effect.CodeLimitExceeded, Kind: effect.LimitWallClock})
+					return nil, errors.Join(context.Canceled, &effect.Failure{Code: record.CodeLimitExceeded, Kind: record.LimitWallClock})
 				}
 				return run(ctx)
 			},
@@ -1173,7 +1174,7 @@ func TestBrokenEffect(t *testing.T) {
 			wrap: func(ctx context.Context, stem string, run run) ([]byte, error) {
 				if stem == "abort_mid_run" {
 					_, _ = run(ctx)
-					return nil, &effect.Failure{Code: effect.CodeLimitExceeded, Kind: effect.LimitWallClock}
+					return nil, &effect.Failure{Code: record.CodeLimitExceeded, Kind: record.LimitWallClock}
 				}
 				return run(ctx)
 			},
@@ -1195,7 +1196,7 @@ func TestBrokenEffect(t *testing.T) {
 			name: "a thrown message arrives unbounded",
 			wrap: func(ctx context.Context, stem string, run run) ([]byte, error) {
 				if stem == "composition_throw" {
-					return nil, &effect.Failure{Code: effect.CodeScriptError, Name: "Error", Message: strings.Repeat("y", 100000)}
+					return nil, &effect.Failure{Code: record.CodeScriptError, Name: "Error", Message: strings.Repeat("y", 100000)}
 				}
 				return run(ctx)
 			},
@@ -1205,7 +1206,7 @@ func TestBrokenEffect(t *testing.T) {
 			name: "a thrown message arrives with a lone surrogate",
 			wrap: func(ctx context.Context, stem string, run run) ([]byte, error) {
 				if stem == "composition_throw" {
-					return nil, &effect.Failure{Code: effect.CodeScriptError, Name: "Error", Message: "y\xed\xa0\x80z"}
+					return nil, &effect.Failure{Code: record.CodeScriptError, Name: "Error", Message: "y\xed\xa0\x80z"}
 				}
 				return run(ctx)
 			},
@@ -1215,7 +1216,7 @@ func TestBrokenEffect(t *testing.T) {
 			name: "a thrown name arrives unbounded",
 			wrap: func(ctx context.Context, stem string, run run) ([]byte, error) {
 				if stem == "composition_throw" {
-					return nil, &effect.Failure{Code: effect.CodeScriptError, Name: strings.Repeat("E", 5000), Message: "m"}
+					return nil, &effect.Failure{Code: record.CodeScriptError, Name: strings.Repeat("E", 5000), Message: "m"}
 				}
 				return run(ctx)
 			},
@@ -1225,7 +1226,7 @@ func TestBrokenEffect(t *testing.T) {
 			name: "a thrown message arrives empty",
 			wrap: func(ctx context.Context, stem string, run run) ([]byte, error) {
 				if stem == "composition_throw" {
-					return nil, &effect.Failure{Code: effect.CodeScriptError, Name: "Error"}
+					return nil, &effect.Failure{Code: record.CodeScriptError, Name: "Error"}
 				}
 				return run(ctx)
 			},
@@ -1235,7 +1236,7 @@ func TestBrokenEffect(t *testing.T) {
 			name: "the input is refused at the byte ceiling, not by the backend",
 			wrap: func(ctx context.Context, stem string, run run) ([]byte, error) {
 				if stem == "input_too_big" {
-					return nil, &effect.Failure{Code: effect.CodeInputTooLarge, Bytes: inputTooBigBytes, Limit: 1 << 20}
+					return nil, &effect.Failure{Code: record.CodeInputTooLarge, Bytes: inputTooBigBytes, Limit: 1 << 20}
 				}
 				return run(ctx)
 			},

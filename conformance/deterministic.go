@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/sandbank/sandbank/effect"
+	"github.com/sandbank/sandbank/record"
 	"github.com/sandbank/sandbank/spi"
 )
 
@@ -35,7 +36,7 @@ const deterministicRuns = 3
 // is true, or Suspend when suspend is set.
 type ticketLog struct {
 	mu      sync.Mutex
-	calls   []effect.HostCall
+	calls   []record.HostCall
 	suspend bool
 }
 
@@ -47,7 +48,7 @@ func (l *ticketLog) funcs() effect.HostFuncs {
 		}
 		l.mu.Lock()
 		defer l.mu.Unlock()
-		l.calls = append(l.calls, effect.HostCall{Name: name, Args: append(json.RawMessage(nil), args...), Outcome: effect.HostCallOK, Answer: text})
+		l.calls = append(l.calls, record.HostCall{Name: name, Args: append(json.RawMessage(nil), args...), Outcome: record.HostCallOK, Answer: text})
 		return json.RawMessage(text), nil
 	}
 	return effect.HostFuncs{
@@ -63,14 +64,14 @@ func (l *ticketLog) funcs() effect.HostFuncs {
 	}
 }
 
-func (l *ticketLog) list() []effect.HostCall {
+func (l *ticketLog) list() []record.HostCall {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return append([]effect.HostCall(nil), l.calls...)
+	return append([]record.HostCall(nil), l.calls...)
 }
 
 // sameCalls describes how two lists of calls differ, or returns "".
-func sameCalls(want, got []effect.HostCall) string {
+func sameCalls(want, got []record.HostCall) string {
 	if len(want) != len(got) {
 		return fmt.Sprintf("%d host calls, not %d", len(got), len(want))
 	}
@@ -138,7 +139,7 @@ func caseDeterministic(ctx context.Context, e *env) {
 	}
 	e.figure("deterministicRuns", deterministicRuns, "runs", "==", deterministicRuns)
 
-	durable := func(replay ...effect.HostCall) *effect.Durable {
+	durable := func(replay ...record.HostCall) *effect.Durable {
 		return &effect.Durable{Replay: replay, MaxSuspensions: 1, MaxLogBytes: 1 << 20}
 	}
 	got, err := call(&ticketLog{suspend: true}, durable())

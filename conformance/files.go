@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/sandbank/sandbank/effect"
+	"github.com/sandbank/sandbank/record"
 	"github.com/sandbank/sandbank/spi"
 )
 
@@ -62,7 +63,7 @@ func filesOutWant() []spi.File {
 
 // filesRecorder is the effect of a files case, which needs the run's
 // record (its files).
-func (e *env) filesRecorder(ctx context.Context, stem string, sp **spy) (recorder, effect.Address, bool) {
+func (e *env) filesRecorder(ctx context.Context, stem string, sp **spy) (recorder, record.Address, bool) {
 	b, ok := e.mainBackend()
 	if !ok {
 		return nil, "", false
@@ -147,7 +148,7 @@ func caseFilesOut(ctx context.Context, e *env) {
 		return
 	}
 	for i, f := range want {
-		if i >= len(r.Receipt.OutputFiles) || r.Receipt.OutputFiles[i] != (effect.FileRef{Name: f.Name, Digest: effect.AddressOf(f.Data), Bytes: int64(len(f.Data))}) {
+		if i >= len(r.Receipt.OutputFiles) || r.Receipt.OutputFiles[i] != (record.FileRef{Name: f.Name, Digest: record.AddressOf(f.Data), Bytes: int64(len(f.Data))}) {
 			e.failf("the receipt's outputFiles must name %s by its digest, got %+v", f.Name, r.Receipt.OutputFiles)
 			return
 		}
@@ -216,7 +217,7 @@ func caseFilesBounds(ctx context.Context, e *env) {
 		{"bytes", filesBoundsRun{count: filesBoundCount, bytes: filesBoundBytes/filesBoundCount + 1, name: "f0"}},
 	} {
 		r, err := run(past.run)
-		if !isLimit(err, effect.LimitFiles) {
+		if !isLimit(err, record.LimitFiles) {
 			e.failf("writing %d files of %d bytes, past the bound of %d %s, must end in a typed limitExceeded files, got %s",
 				past.run.count, past.run.bytes, map[string]int64{"files": filesBoundCount, "bytes": filesBoundBytes}[past.what], past.what, describe(valueOf(r), err))
 			return
@@ -232,7 +233,7 @@ func caseFilesBounds(ctx context.Context, e *env) {
 	for _, name := range filesHostileNames {
 		r, err := run(filesBoundsRun{count: 1, bytes: 1, name: name})
 		if uncatchable != nil {
-			if f, typed := asFailure(err); !typed || f.Code != effect.CodeScriptError {
+			if f, typed := asFailure(err); !typed || f.Code != record.CodeScriptError {
 				e.failf("a write under the name %q must end the run in a typed scriptError (the %s set declares: %s), got %s",
 					name, e.k.set.Language, strings.TrimSpace(string(uncatchable)), describe(valueOf(r), err))
 				return
@@ -260,7 +261,7 @@ func caseFilesBounds(ctx context.Context, e *env) {
 // hostileInputs checks that the effect refuses hostile input files
 // before the backend runs: names that are paths or hold a NUL, a name
 // twice, and filesHostileInputs files.
-func (e *env) hostileInputs(ctx context.Context, rec recorder, addr effect.Address, sp *spy) bool {
+func (e *env) hostileInputs(ctx context.Context, rec recorder, addr record.Address, sp *spy) bool {
 	many := make([]spi.File, filesHostileInputs)
 	for i := range many {
 		many[i] = spi.File{Name: fmt.Sprintf("f%d", i)}
@@ -282,7 +283,7 @@ func (e *env) hostileInputs(ctx context.Context, rec recorder, addr effect.Addre
 		case in.invalid && (typed || !errors.Is(err, effect.ErrInvalidCall)):
 			e.failf("input files with %s must be an invalid call, got %s", in.what, describe(nil, err))
 			return false
-		case !in.invalid && (!typed || f.Code != effect.CodeInputTooLarge || f.Kind != effect.LimitInput):
+		case !in.invalid && (!typed || f.Code != record.CodeInputTooLarge || f.Kind != record.LimitInput):
 			e.failf("%s must be a typed inputTooLarge (input), got %s", in.what, describe(nil, err))
 			return false
 		}

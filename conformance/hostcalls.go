@@ -26,6 +26,7 @@ import (
 	"unicode/utf16"
 
 	"github.com/sandbank/sandbank/effect"
+	"github.com/sandbank/sandbank/record"
 	"github.com/sandbank/sandbank/spi"
 )
 
@@ -285,7 +286,7 @@ func caseHostErrors(ctx context.Context, e *env) {
 		return
 	case !sameText(calls[1], hostErrorText(nonce)):
 		e.failf("the caught error's message must be the host error's text %s exactly; the script passed back %s", hostErrorText(nonce), clip(string(calls[1])))
-	case !typed || f.Code != effect.CodeScriptError:
+	case !typed || f.Code != record.CodeScriptError:
 		e.failf("an uncaught host error must end in a typed scriptError, got %s", describe(got, err))
 		return
 	case !strings.Contains(f.Message, second):
@@ -308,7 +309,7 @@ func caseHostErrors(ctx context.Context, e *env) {
 	switch {
 	case len(args) != 0:
 		e.failf("an argument over MaxHostArgBytes (%d) must not reach the host function; it was called %d time(s)", hostArgBound, len(args))
-	case !typed || f.Code != effect.CodeScriptError || !strings.Contains(f.Message, "MaxHostArgBytes"):
+	case !typed || f.Code != record.CodeScriptError || !strings.Contains(f.Message, "MaxHostArgBytes"):
 		e.failf("an oversized argument must be refused with an error thrown into the script (uncaught: scriptError naming MaxHostArgBytes), got %s", describe(got, err))
 	}
 }
@@ -340,7 +341,7 @@ func caseHostLimits(ctx context.Context, e *env) {
 	got, err := e.hostEval(ctx, ev, "host_loop", hostInput(), e.k.limits, effect.HostFuncs{"probe": small})
 	e.figure("callsDelivered", float64(n.Load()), "calls", "==", hostLoopCalls)
 	switch f, typed := asFailure(err); {
-	case !typed || f.Code != effect.CodeLimitExceeded || f.Kind != effect.LimitHostCalls:
+	case !typed || f.Code != record.CodeLimitExceeded || f.Kind != record.LimitHostCalls:
 		e.failf("a script calling its host forever must end in limitExceeded hostCalls, got %s", describe(got, err))
 	case f.Limit != hostLoopCalls:
 		e.failf("the hostCalls failure must carry the bound %d, got %d", hostLoopCalls, f.Limit)
@@ -352,7 +353,7 @@ func caseHostLimits(ctx context.Context, e *env) {
 		return strings.Repeat("z", 2*hostResultBound), nil
 	}
 	got, err = e.hostEval(ctx, ev, "host_calls", hostInput(), e.k.limits, effect.HostFuncs{"probe": huge})
-	if f, typed := asFailure(err); !typed || f.Code != effect.CodeScriptError || !strings.Contains(f.Message, "MaxHostResultBytes") {
+	if f, typed := asFailure(err); !typed || f.Code != record.CodeScriptError || !strings.Contains(f.Message, "MaxHostResultBytes") {
 		e.failf("a result over MaxHostResultBytes must be refused with an error thrown into the script (uncaught: scriptError naming MaxHostResultBytes), got %s", describe(got, err))
 	}
 }
@@ -398,7 +399,7 @@ func caseHostStop(ctx context.Context, e *env) {
 		select {
 		case <-entered:
 		default:
-			if attempt < 2 && isLimit(err, effect.LimitWallClock) {
+			if attempt < 2 && isLimit(err, record.LimitWallClock) {
 				wall *= 4
 				continue
 			}
@@ -406,7 +407,7 @@ func caseHostStop(ctx context.Context, e *env) {
 			return
 		}
 		e.figure("wallClockStopMs", ms(took), "ms", "<=", ms(wall+e.k.grace))
-		if !isLimit(err, effect.LimitWallClock) {
+		if !isLimit(err, record.LimitWallClock) {
 			e.failf("a run blocked in a host call past its wall clock must end in limitExceeded wallClock, got %s", describe(got, err))
 		} else if took > wall+e.k.grace {
 			e.failf("the run blocked in a host call ended after %v, past the wall clock %v plus the grace %v", took.Round(time.Millisecond), wall, e.k.grace)
@@ -507,7 +508,7 @@ func caseHostStuck(ctx context.Context, e *env) {
 		got, err := e.hostEval(ctx, ev, "host_calls", hostInput(), limits, effect.HostFuncs{"probe": stuck(entered)})
 		calls++
 		if wasEntered(entered) {
-			if !isLimit(err, effect.LimitWallClock) {
+			if !isLimit(err, record.LimitWallClock) {
 				e.failf("a run stuck in a host call past its wall clock must end in limitExceeded wallClock, got %s", describe(got, err))
 			}
 			if !returnedWithin("wallClockReturnMs", fmt.Sprintf("stopped by its wall clock %v while stuck in a host call", wall), start, wall+e.k.grace) {
@@ -515,7 +516,7 @@ func caseHostStuck(ctx context.Context, e *env) {
 			}
 			break
 		}
-		if attempt < 2 && isLimit(err, effect.LimitWallClock) {
+		if attempt < 2 && isLimit(err, record.LimitWallClock) {
 			wall *= 4
 			continue
 		}
@@ -744,12 +745,12 @@ func (e *env) hostClockRun(ctx context.Context, ev evaluator, sp *spy, attempt i
 	}
 	got, err := e.hostEval(ctx, ev, "host_clock", hostInput(), limits, effect.HostFuncs{"probe": hostFn})
 	end, returned := sp.waitReturned(attempt, wall+e.k.grace+e.k.idleWait)
-	kinds := []effect.LimitKind{effect.LimitWallClock}
+	kinds := []record.LimitKind{record.LimitWallClock}
 	if e.k.caps.CPU {
-		kinds = append(kinds, effect.LimitCPU)
+		kinds = append(kinds, record.LimitCPU)
 	}
 	if !held.Load() {
-		return false, isLimit(err, effect.LimitWallClock)
+		return false, isLimit(err, record.LimitWallClock)
 	}
 	if !isLimit(err, kinds...) {
 		e.failf("a loop after a host call held %v of a %v wall clock must end in a typed limitExceeded %s (the wall clock runs while a host call is out), got %s", hold, wall, kindNames(kinds), describe(got, err))

@@ -7,6 +7,7 @@ import (
 	"unicode/utf16"
 
 	"github.com/sandbank/sandbank/effect"
+	"github.com/sandbank/sandbank/record"
 	"github.com/sandbank/sandbank/spi"
 )
 
@@ -21,7 +22,7 @@ const (
 	logsLineThreeTo = " end"
 	logsFailure     = "logs: failed"
 	// logsOversized is how many "x" the second line of the logs fixture
-	// holds after its prefix: far past effect.MaxLogLineUnits.
+	// holds after its prefix: far past record.MaxLogLineUnits.
 	logsOversized = 100_000
 )
 
@@ -71,7 +72,7 @@ func caseLogs(ctx context.Context, e *env) {
 	r, err = rec.Run(ctx, effect.Call{Script: addr, Input: rawJSON([]byte(`{"fail":true}`)), Limits: e.k.limits})
 	f, typed := asFailure(err)
 	switch {
-	case !typed || f.Code != effect.CodeScriptError || !strings.Contains(f.Message, logsFailure):
+	case !typed || f.Code != record.CodeScriptError || !strings.Contains(f.Message, logsFailure):
 		e.failf("the failing logs run must end in a typed scriptError containing %q, got %s", logsFailure, describe(nil, err))
 		return
 	case r == nil:
@@ -132,8 +133,8 @@ func checkLogLines(e *env, run string, r *effect.Record) bool {
 		bad("line 2 must start with %q and x's, got %q", logsLineTwo, clip(two.Text))
 	case !strings.HasSuffix(two.Text, marker):
 		bad("line 2 (%d characters) must be cut with the marker %q, got %d units ending %q", len(logsLineTwo)+logsOversized, marker, units, clip(two.Text[max(0, len(two.Text)-40):]))
-	case units > effect.MaxLogLineUnits+markerAllowance:
-		bad("line 2 must be bounded to %d units plus the marker, got %d", effect.MaxLogLineUnits, units)
+	case units > record.MaxLogLineUnits+markerAllowance:
+		bad("line 2 must be bounded to %d units plus the marker, got %d", record.MaxLogLineUnits, units)
 	}
 	mid, found := strings.CutPrefix(three.Text, logsLineThree)
 	mid, found2 := strings.CutSuffix(mid, logsLineThreeTo)
@@ -205,7 +206,7 @@ func caseLogsOrder(ctx context.Context, e *env) {
 // recorded sets up an effect (tweaked by tweak) that returns run records,
 // and the fixture stem's script in it; ok is false, the failure
 // reported, when either cannot be had.
-func (e *env) recorded(stem string, tweak func(*effect.Options)) (rec recorder, addr effect.Address, ok bool) {
+func (e *env) recorded(stem string, tweak func(*effect.Options)) (rec recorder, addr record.Address, ok bool) {
 	ev, ok := e.setup(e.k.limits, tweak)
 	if !ok {
 		return nil, addr, false

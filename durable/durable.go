@@ -10,6 +10,7 @@ import (
 	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/internal/canon"
 	"github.com/sandbank/sandbank/receipt"
+	"github.com/sandbank/sandbank/record"
 	"github.com/sandbank/sandbank/spi"
 )
 
@@ -17,12 +18,12 @@ import (
 const (
 	// MaxSuspensions bounds how often one durable run suspends, all its
 	// segments counted: the next Suspend ends it limitExceeded
-	// (effect.LimitSuspensions). Each resumption replays every call
+	// (record.LimitSuspensions). Each resumption replays every call
 	// before it, so the bound also bounds the work replays repeat.
 	MaxSuspensions = 64
 	// MaxLogBytes bounds the bytes of arguments and answers a durable
 	// run's host-call log holds, every segment's replayed calls included:
-	// past it the run ends limitExceeded (effect.LimitHostLog). 16 MiB.
+	// past it the run ends limitExceeded (record.LimitHostLog). 16 MiB.
 	MaxLogBytes = 16 << 20
 	// MaxContinuationBytes bounds the encoded continuation Decode reads:
 	// its log (at most MaxLogBytes, JSON-escaped at most six times over),
@@ -49,8 +50,8 @@ type Continuation struct {
 	// (Receipt.HostLog), the suspensions before it; signed by the
 	// effect's Signer when it has one. Its signature covers every other
 	// field of the continuation through these digests.
-	Receipt effect.Receipt `json:"receipt"`
-	// Failure is the suspension (effect.CodeSuspended), with the host
+	Receipt record.Receipt `json:"receipt"`
+	// Failure is the suspension (record.CodeSuspended), with the host
 	// function's reason; Receipt.OutputDigest is its digest.
 	Failure *effect.Failure `json:"failure"`
 	// Input is the run's input, canonical JSON text (Receipt.InputDigest
@@ -60,8 +61,8 @@ type Continuation struct {
 	// them, as its record lists them without their times: the log (each
 	// call's name, arguments, outcome, and answer or error) and the
 	// pending call, the one line whose outcome is
-	// effect.HostCallSuspended.
-	HostCalls []effect.HostCall `json:"hostCalls"`
+	// record.HostCallSuspended.
+	HostCalls []record.HostCall `json:"hostCalls"`
 	// Source is the script, when the run carried it (effect.Call.Source);
 	// else the resuming effect reads it by Receipt.Script.
 	Source []byte `json:"source,omitempty"`
@@ -95,7 +96,7 @@ type Options struct {
 
 // Run runs call durably on eff: exactly as eff.Run does, but a host
 // function may answer effect.Suspend. Then the error is the typed failure
-// effect.CodeSuspended and the continuation is returned beside the
+// record.CodeSuspended and the continuation is returned beside the
 // record; it is nil otherwise. call.Durable must be nil: Run sets it.
 // An engine that does not declare spi.Capabilities.Deterministic is
 // refused (effect.ErrInvalidHost).
@@ -109,7 +110,7 @@ func Run(ctx context.Context, eff *effect.Effect, call effect.Call) (*effect.Rec
 
 // Resume continues the suspended run cont on eff: it replays the script
 // from the start, the logged host calls answered from cont's log (each
-// checked: else effect.CodeReplayDiverged), the pending call with answer
+// checked: else record.CodeReplayDiverged), the pending call with answer
 // (JSON text), then live. call gives the host functions, the events and,
 // when cont does not carry it and eff's store does not hold it, the
 // script (Source); its Script, Input, Limits and Durable must be unset:
@@ -139,12 +140,12 @@ func Resume(ctx context.Context, eff *effect.Effect, cont *Continuation, answer 
 	if err != nil {
 		return nil, nil, &refusal{"the answer is not JSON text"}
 	}
-	replay := make([]effect.HostCall, pending+1)
+	replay := make([]record.HostCall, pending+1)
 	for i, c := range cont.HostCalls[:pending] {
 		replay[i] = logLine(c)
 	}
-	replay[pending] = effect.HostCall{Name: cont.HostCalls[pending].Name, Args: cont.HostCalls[pending].Args,
-		Outcome: effect.HostCallOK, Answer: text}
+	replay[pending] = record.HostCall{Name: cont.HostCalls[pending].Name, Args: cont.HostCalls[pending].Args,
+		Outcome: record.HostCallOK, Answer: text}
 	r := cont.Receipt
 	call.Script, call.Input = r.Script, cont.Input
 	call.Limits = spi.Limits{WallClock: r.Limits.WallClock, MemoryBytes: r.Limits.MemoryBytes,
@@ -167,7 +168,7 @@ func run(ctx context.Context, eff *effect.Effect, call effect.Call) (*effect.Rec
 		return rec, nil, ierr // the effect encoded it: cannot happen
 	}
 	cont := &Continuation{Format: Format, Receipt: rec.Receipt, Failure: rec.Failure, Input: input, Source: call.Source}
-	cont.HostCalls = make([]effect.HostCall, len(rec.HostCalls))
+	cont.HostCalls = make([]record.HostCall, len(rec.HostCalls))
 	for i, c := range rec.HostCalls {
 		cont.HostCalls[i] = logLine(c)
 	}
@@ -176,8 +177,8 @@ func run(ctx context.Context, eff *effect.Effect, call effect.Call) (*effect.Rec
 
 // logLine is a record's host-call line without its times and sizes: what
 // the log digest covers.
-func logLine(c effect.HostCall) effect.HostCall {
-	return effect.HostCall{Name: c.Name, Args: c.Args, Outcome: c.Outcome, Answer: c.Answer, Error: c.Error}
+func logLine(c record.HostCall) record.HostCall {
+	return record.HostCall{Name: c.Name, Args: c.Args, Outcome: c.Outcome, Answer: c.Answer, Error: c.Error}
 }
 
 // inputText is a call's input as canonical JSON text.
@@ -198,7 +199,7 @@ func inputText(in any) (json.RawMessage, error) {
 // without one (see Decode).
 func (c *Continuation) Pending() (name string, args json.RawMessage, ok bool) {
 	for _, l := range c.HostCalls {
-		if l.Outcome == effect.HostCallSuspended {
+		if l.Outcome == record.HostCallSuspended {
 			return l.Name, l.Args, true
 		}
 	}
@@ -214,24 +215,24 @@ func (c *Continuation) check(opts *Options) (int, error) {
 	switch {
 	case c.Format != Format:
 		return 0, &refusal{"the continuation's format is not " + Format}
-	case r.Outcome != effect.CodeSuspended.String() || c.Failure == nil || c.Failure.Code != effect.CodeSuspended:
+	case r.Outcome != record.CodeSuspended.String() || c.Failure == nil || c.Failure.Code != record.CodeSuspended:
 		return 0, &refusal{"the continuation is not of a suspended run"}
 	}
 	if d, err := canon.DigestJSON(c.Failure); err != nil || d != r.OutputDigest {
 		return 0, &refusal{"the continuation's suspension does not have its receipt's digest"}
 	}
-	if d, err := effect.HostLogDigest(c.HostCalls); err != nil || d != r.HostLog {
+	if d, err := record.HostLogDigest(c.HostCalls); err != nil || d != r.HostLog {
 		return 0, &refusal{"the continuation's host-call log does not have its receipt's digest"}
 	}
 	if r.InputDigest == "" || canon.Digest(c.Input) != r.InputDigest {
 		return 0, &refusal{"the continuation's input does not have its receipt's digest"}
 	}
-	if c.Source != nil && effect.AddressOf(c.Source) != r.Script {
+	if c.Source != nil && record.AddressOf(c.Source) != r.Script {
 		return 0, &refusal{"the continuation's script does not have its receipt's address"}
 	}
 	pending, n := -1, 0
 	for i, l := range c.HostCalls {
-		if l.Outcome == effect.HostCallSuspended {
+		if l.Outcome == record.HostCallSuspended {
 			pending, n = i, n+1
 		}
 	}

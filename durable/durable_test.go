@@ -16,6 +16,7 @@ import (
 	"github.com/sandbank/sandbank/durable"
 	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/receipt"
+	"github.com/sandbank/sandbank/record"
 	"github.com/sandbank/sandbank/spi"
 	"github.com/sandbank/sandbank/storage"
 )
@@ -46,7 +47,7 @@ func quickjsBackend(t testing.TB) spi.Backend {
 }
 
 // newEffect is an effect over backend, signing with signer when not nil.
-func newEffect(t testing.TB, backend spi.Backend, signer effect.Signer) *effect.Effect {
+func newEffect(t testing.TB, backend spi.Backend, signer record.Signer) *effect.Effect {
 	t.Helper()
 	opts := &effect.Options{}
 	if signer != nil {
@@ -147,7 +148,7 @@ func TestReplayDiverged(t *testing.T) {
 	cont := suspended(t, eff)
 	cont.HostCalls[0].Answer = json.RawMessage(`41`)
 	var err error
-	cont.Receipt.HostLog, err = effect.HostLogDigest(cont.HostCalls)
+	cont.Receipt.HostLog, err = record.HostLogDigest(cont.HostCalls)
 	require.NoError(t, err)
 	var gets atomic.Int32
 	rec, again, err := durable.Resume(context.Background(), eff, cont, json.RawMessage(`true`), effect.Call{Host: hosts(&gets, true)}, nil)
@@ -184,7 +185,7 @@ func TestTamperedContinuationRefused(t *testing.T) {
 		{"another script", func(c *durable.Continuation) { c.Source = []byte(approval + ";") }, nil, durable.ErrInvalidContinuation},
 		{"no pending call", func(c *durable.Continuation) {
 			c.HostCalls = c.HostCalls[:1]
-			c.Receipt.HostLog, _ = effect.HostLogDigest(c.HostCalls)
+			c.Receipt.HostLog, _ = record.HostLogDigest(c.HostCalls)
 		}, nil, durable.ErrInvalidContinuation},
 	}
 	for _, c := range cases {
@@ -222,8 +223,8 @@ func TestSuspensionsBounded(t *testing.T) {
 	rec, again, err := durable.Resume(ctx, eff, cont, json.RawMessage(`true`), effect.Call{Host: fns}, nil)
 	var f *effect.Failure
 	require.True(t, errors.As(err, &f), "%v", err)
-	assert.Equal(t, effect.CodeLimitExceeded, f.Code)
-	assert.Equal(t, effect.LimitSuspensions, f.Kind)
+	assert.Equal(t, record.CodeLimitExceeded, f.Code)
+	assert.Equal(t, record.LimitSuspensions, f.Kind)
 	assert.Equal(t, int64(durable.MaxSuspensions), f.Limit)
 	assert.Nil(t, again)
 	assert.NoError(t, receipt.Verify(rec, []byte(loop), nil))
@@ -257,8 +258,8 @@ func TestHostLogBounded(t *testing.T) {
 		Durable: &effect.Durable{MaxSuspensions: 1, MaxLogBytes: 100}})
 	var f *effect.Failure
 	require.True(t, errors.As(err, &f), "%v", err)
-	assert.Equal(t, effect.CodeLimitExceeded, f.Code)
-	assert.Equal(t, effect.LimitHostLog, f.Kind)
+	assert.Equal(t, record.CodeLimitExceeded, f.Code)
+	assert.Equal(t, record.LimitHostLog, f.Kind)
 	assert.Equal(t, int64(100), f.Limit)
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sandbank/sandbank/internal/fakebackend"
+	"github.com/sandbank/sandbank/record"
 	"github.com/sandbank/sandbank/spi"
 )
 
@@ -164,7 +165,7 @@ func TestWarmIsBounded(t *testing.T) {
 
 func TestAbandonedReadsAreCounted(t *testing.T) {
 	release := make(chan struct{})
-	reader := readerFunc(func(context.Context, Address) ([]byte, error) {
+	reader := readerFunc(func(context.Context, record.Address) ([]byte, error) {
 		<-release // ignores its context
 		return testScript, nil
 	})
@@ -173,7 +174,7 @@ func TestAbandonedReadsAreCounted(t *testing.T) {
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	call := Call{Script: AddressOf(testScript), Input: 1}
+	call := Call{Script: record.AddressOf(testScript), Input: 1}
 	// A context cancelled before the call never starts a read.
 	_, err = e.Evaluate(ctx, call)
 	require.Equal(t, context.Canceled, err)

@@ -2,12 +2,9 @@ package effect
 
 import (
 	"crypto/sha256"
-	"encoding/hex"
-)
 
-// Address is a script's content address, "sha256:" followed by 64
-// lower-case hex digits.
-type Address string
+	"github.com/sandbank/sandbank/record"
+)
 
 // addressPrefix starts every content address.
 const addressPrefix = "sha256:"
@@ -17,25 +14,11 @@ const addressPrefix = "sha256:"
 // ErrInvalidAddress (and so ErrInvalidCall).
 var errMalformedAddress = invalid(ErrInvalidAddress, `effect: malformed script address (want "sha256:" and 64 lower-case hex digits)`)
 
-// AddressOf returns the content address of b: "sha256:" followed by the
-// lower-case hex SHA-256 digest of b.
-func AddressOf(b []byte) Address {
-	sum := sha256.Sum256(b)
-	return addressOfSum(sum)
-}
-
-func addressOfSum(sum [sha256.Size]byte) Address {
-	var buf [len(addressPrefix) + 2*sha256.Size]byte
-	copy(buf[:], addressPrefix)
-	hex.Encode(buf[len(addressPrefix):], sum[:])
-	return Address(buf[:])
-}
-
 // ParseAddress checks that s is a well-formed content address: "sha256:"
 // followed by exactly 64 lower-case hex digits. Upper-case digits are
 // refused, so that one script has exactly one address. The error matches
 // ErrInvalidAddress.
-func ParseAddress(s string) (Address, error) {
+func ParseAddress(s string) (record.Address, error) {
 	if len(s) != len(addressPrefix)+2*sha256.Size || s[:len(addressPrefix)] != addressPrefix {
 		return "", errMalformedAddress
 	}
@@ -45,17 +28,8 @@ func ParseAddress(s string) (Address, error) {
 			return "", errMalformedAddress
 		}
 	}
-	return Address(s), nil
+	return record.Address(s), nil
 }
 
-// digest returns the hex digest of a well-formed address.
-func (a Address) digest() string { return string(a[len(addressPrefix):]) }
-
-// matches reports whether b hashes to the well-formed address a.
-func (a Address) matches(b []byte) bool {
-	var want [sha256.Size]byte
-	if _, err := hex.Decode(want[:], []byte(a.digest())); err != nil {
-		return false
-	}
-	return sha256.Sum256(b) == want
-}
+// addressMatches reports whether b hashes to the well-formed address a.
+func addressMatches(a record.Address, b []byte) bool { return record.AddressOf(b) == a }

@@ -3,6 +3,7 @@ package effect
 import (
 	"encoding/json"
 
+	"github.com/sandbank/sandbank/record"
 	"github.com/sandbank/sandbank/spi"
 )
 
@@ -11,7 +12,7 @@ import (
 type Call struct {
 	// Script is the content address of the script ("sha256:<64 hex>"),
 	// read from the effect's ScriptReader when Source is nil.
-	Script Address
+	Script record.Address
 	// Source, when not nil, is the script itself: the effect copies and
 	// hashes it and runs it exactly as if it had been stored under its
 	// address, without reading or writing the store. When Script is also

@@ -1,6 +1,10 @@
 package effect
 
-import "strconv"
+import (
+	"strconv"
+
+	"github.com/sandbank/sandbank/record"
+)
 
 // MaxOutputDepth is the deepest nesting of arrays and objects a result may
 // have. A deeper result is limitExceeded (output), on every engine: the
@@ -11,7 +15,7 @@ const MaxOutputDepth = 10000
 // outputTooDeep returns the typed failure of a result nested deeper than
 // MaxOutputDepth (a fresh value: the caller may modify it).
 func outputTooDeep() error {
-	return &Failure{Code: CodeLimitExceeded, Kind: LimitOutput, Reason: outputDepthReason}
+	return &Failure{Code: record.CodeLimitExceeded, Kind: record.LimitOutput, Reason: outputDepthReason}
 }
 
 var outputDepthReason = "the result is nested deeper than the depth limit of " + strconv.Itoa(MaxOutputDepth) + " levels"

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sandbank/sandbank/internal/fakebackend"
+	"github.com/sandbank/sandbank/record"
 )
 
 func nested(open, close string, depth int) string {
@@ -42,8 +43,8 @@ func TestOutputDepth(t *testing.T) {
 				assert.True(t, json.Valid(out))
 				return
 			}
-			fail := requireFailure(t, err, CodeLimitExceeded)
-			assert.Equal(t, LimitOutput, fail.Kind)
+			fail := requireFailure(t, err, record.CodeLimitExceeded)
+			assert.Equal(t, record.LimitOutput, fail.Kind)
 			assert.Contains(t, fail.Reason, "depth limit of 10000 levels")
 			assert.EqualError(t, err, "effect: limitExceeded (output): the result is nested deeper than the depth limit of 10000 levels")
 		})
@@ -51,7 +52,7 @@ func TestOutputDepth(t *testing.T) {
 	// The failure is a fresh value each time.
 	f := newFixture(t, fakebackend.Return(okOutcome(nested("[", "]", 20000))), &Options{MaxOutputBytes: 1 << 20})
 	_, err := f.call(context.Background(), 1)
-	requireFailure(t, err, CodeLimitExceeded).Reason = "changed"
+	requireFailure(t, err, record.CodeLimitExceeded).Reason = "changed"
 	_, err = f.call(context.Background(), 1)
 	assert.Contains(t, err.Error(), "depth limit")
 }

@@ -34,9 +34,9 @@
 // Temporal, the command line) keeps only a table from Kind to its own
 // code.
 //
-// Scripts are addressed by content ("sha256:<64 hex>", see [AddressOf]), or
-// carried by the call itself ([Call].Source), which runs exactly as if the
-// script had been stored. Either way a script is bounded by
+// Scripts are addressed by content ("sha256:<64 hex>", see
+// [record.AddressOf]), or carried by the call itself ([Call].Source),
+// which runs exactly as if the script had been stored. Either way a script is bounded by
 // [Options].MaxScriptBytes (default [DefaultMaxScriptBytes]).
 // Package storage's MemoryStore (bounded, least recently used evicted) and
 // DirStore are two [ScriptReader] implementations; any other store reports
@@ -56,9 +56,10 @@
 // [Effect.Run] is the same run as Evaluate and also returns a [Record]:
 // the value or the typed failure, the lines the script logged (bounded by
 // [Options].MaxLogLines and MaxLogBytes, defaults [DefaultMaxLogLines] and
-// [DefaultMaxLogBytes], each line by [MaxLogLineUnits], with a cut marker,
-// [Record].LogsCut, when lines were dropped), the run's [Stats] (the
-// engine's figures only where the engine measured them) and a [Receipt]:
+// [DefaultMaxLogBytes], each line by [record.MaxLogLineUnits], with a cut
+// marker, [Record].LogsCut, when lines were dropped), the run's
+// [record.Stats] (the engine's figures only where the engine measured
+// them) and a [record.Receipt]:
 // canonical JSON naming the script, the input and output digests, the
 // engine, the backend module's version, the SPI version, the declared
 // capabilities, the effective limits, the outcome, the start time and the
@@ -67,8 +68,14 @@
 // its script and input, and against itself field by field
 // (docs/record.md). With [Options].Signer every receipt is signed by the
 // host's key (Ed25519: receipt.Ed25519Signer holds one in memory, an HSM
-// or a KMS implements [Signer]), and receipt.Verify with trusted keys
-// checks who vouches for the run. Evaluate is Run without the record.
+// or a KMS implements [record.Signer]), and receipt.Verify with trusted
+// keys checks who vouches for the run. Evaluate is Run without the record.
+//
+// The record's parts ([record.Stats], [record.LogLine], [record.HostCall],
+// [record.Receipt]) and a failure's codes and limit kinds ([record.Code],
+// [record.LimitKind]) are plain data of package record, below this one,
+// so a store, a door or a verifier reads them without the machinery that
+// runs scripts.
 //
 // A call may carry an events sink ([Call].Events): started, each log line,
 // host calls begun and ended, finished, delivered in order on a goroutine
@@ -91,7 +98,7 @@
 // default 1 MiB) and answers (MaxHostResultBytes,
 // 4 MiB) with errors thrown into the script, ends
 // the run past [Options].MaxHostCalls (default [DefaultMaxHostCalls]) with
-// limitExceeded ([LimitHostCalls]), gives each host function the run's
+// limitExceeded ([record.LimitHostCalls]), gives each host function the run's
 // context (host time counts toward the wall clock), recovers a panic into
 // an untyped error, runs the calls a script has in flight concurrently
 // (at most [Options].MaxConcurrentHostCalls, default
@@ -124,7 +131,7 @@
 //   - Text from a script or a backend (thrown names and messages,
 //     infrastructure messages, backend and reader error text, shape
 //     violations, logged lines) is cut to [MaxTextUnits] UTF-16 units
-//     ([MaxLogLineUnits] for a logged line) plus a visible marker, and
+//     ([record.MaxLogLineUnits] for a logged line) plus a visible marker, and
 //     made storable: invalid UTF-8, encoded surrogates and
 //     control characters other than newline and tab become U+FFFD. It is
 //     safe to log and to store, not to interpret as markup.

@@ -13,6 +13,7 @@ import (
 	"strconv"
 
 	"github.com/sandbank/sandbank/internal/canon"
+	"github.com/sandbank/sandbank/record"
 	"github.com/sandbank/sandbank/spi"
 )
 
@@ -33,7 +34,7 @@ type Durable struct {
 	// entry (a call the log holds no answer for) runs the host function
 	// live, once checked. A run that ends having issued fewer calls than
 	// Replay holds ends replayDiverged too.
-	Replay []HostCall
+	Replay []record.HostCall
 	// Resumes is the receipt of the suspended run this one resumes; nil
 	// for a first run. The call is refused (ErrInvalidHost) unless its
 	// outcome is suspended and its engine, backend, SPI version and
@@ -42,7 +43,7 @@ type Durable struct {
 	// the call's Files'. This run's receipt names it
 	// (Receipt.Previous, its digest) and counts its suspensions
 	// (Receipt.Suspensions: one more than it).
-	Resumes *Receipt
+	Resumes *record.Receipt
 	// MaxSuspensions bounds the suspensions of a durable run, all its
 	// segments counted: a host function's Suspend when the run has
 	// suspended MaxSuspensions times ends it limitExceeded
@@ -94,7 +95,7 @@ func (e *Effect) checkDurable(d *Durable) error {
 		switch {
 		case !validHostName(c.Name), !c.Outcome.Valid(), !json.Valid(c.Args),
 			int64(len(c.Args)) > e.maxHostArg, int64(len(c.Answer)) > e.maxHostResult,
-			c.Outcome == HostCallOK && !json.Valid(c.Answer):
+			c.Outcome == record.HostCallOK && !json.Valid(c.Answer):
 			return errDurableReplay
 		}
 	}
@@ -113,7 +114,7 @@ func (b *broker) logged(n int) bool {
 	over := b.logBytes > b.dur.MaxLogBytes
 	b.mu.Unlock()
 	if over {
-		b.decide(&Failure{Code: CodeLimitExceeded, Kind: LimitHostLog, Limit: b.dur.MaxLogBytes})
+		b.decide(&Failure{Code: record.CodeLimitExceeded, Kind: record.LimitHostLog, Limit: b.dur.MaxLogBytes})
 	}
 	return !over
 }
@@ -124,26 +125,26 @@ func (b *broker) logged(n int) bool {
 func (b *broker) replay(c *hostCall, n int) bool {
 	want := b.dur.Replay[n-1]
 	if want.Name != c.name || !sameJSON(want.Args, c.arg) {
-		b.decide(&Failure{Code: CodeReplayDiverged, Reason: "host call " + strconv.Itoa(n) + " is " + quoteName(c.name) +
+		b.decide(&Failure{Code: record.CodeReplayDiverged, Reason: "host call " + strconv.Itoa(n) + " is " + quoteName(c.name) +
 			" with these arguments, the log holds " + quoteName(want.Name) + " with its own"})
-		c.ended(0, errHostDiverged, HostCallCanceled)
+		c.ended(0, errHostDiverged, record.HostCallCanceled)
 		c.done(nil, errHostDiverged)
 		return true
 	}
 	switch want.Outcome {
-	case HostCallOK:
+	case record.HostCallOK:
 		if !b.logged(len(want.Answer)) {
-			c.ended(0, errHostRunEnded, HostCallCanceled)
+			c.ended(0, errHostRunEnded, record.HostCallCanceled)
 			c.done(nil, errHostRunEnded)
 			return true
 		}
 		answer := append(json.RawMessage(nil), want.Answer...)
 		c.rec.keep(nil, answer)
-		c.ended(int64(len(answer)), nil, HostCallOK)
+		c.ended(int64(len(answer)), nil, record.HostCallOK)
 		c.done(answer, nil)
-	case HostCallError:
+	case record.HostCallError:
 		err := &hostError{boundText(want.Error)}
-		c.ended(0, err, HostCallError)
+		c.ended(0, err, record.HostCallError)
 		c.done(nil, err)
 	default:
 		return false
@@ -172,16 +173,16 @@ func (b *broker) suspend(c *hostCall, s *suspension) error {
 	case b.dur == nil:
 		verdict = errSuspendNotDurable
 	case b.dur.suspensions() >= b.dur.MaxSuspensions:
-		verdict = &Failure{Code: CodeLimitExceeded, Kind: LimitSuspensions, Limit: int64(b.dur.MaxSuspensions)}
+		verdict = &Failure{Code: record.CodeLimitExceeded, Kind: record.LimitSuspensions, Limit: int64(b.dur.MaxSuspensions)}
 	default:
-		verdict = &Failure{Code: CodeSuspended, Reason: s.reason}
+		verdict = &Failure{Code: record.CodeSuspended, Reason: s.reason}
 	}
 	// The call's line is complete before the backend is cancelled: the
 	// record is sealed as soon as the backend returns.
 	won, stop := b.settle(verdict)
-	o := HostCallCanceled
-	if f, ok := verdict.(*Failure); won && ok && f.Code == CodeSuspended {
-		o = HostCallSuspended
+	o := record.HostCallCanceled
+	if f, ok := verdict.(*Failure); won && ok && f.Code == record.CodeSuspended {
+		o = record.HostCallSuspended
 	}
 	c.ended(0, errHostSuspended, o)
 	stop()
@@ -209,7 +210,7 @@ func (b *broker) unreplayed() error {
 	if n >= len(b.dur.Replay) {
 		return nil
 	}
-	return &Failure{Code: CodeReplayDiverged, Reason: "the script made " + strconv.Itoa(n) + " host calls, the log holds " + strconv.Itoa(len(b.dur.Replay))}
+	return &Failure{Code: record.CodeReplayDiverged, Reason: "the script made " + strconv.Itoa(n) + " host calls, the log holds " + strconv.Itoa(len(b.dur.Replay))}
 }
 
 // replaying reports whether the next call a durable run accepts is one its
@@ -218,25 +219,6 @@ func (b *broker) replaying() bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.accepted < len(b.dur.Replay)
-}
-
-// HostLogDigest returns the digest a durable run's receipt records of its
-// host-call log (Receipt.HostLog): "sha256:<hex>" of the canonical JSON
-// text of the calls' names, arguments, outcomes, answers and errors, in
-// order (their times left out: they differ between runs).
-func HostLogDigest(calls []HostCall) (string, error) {
-	type line struct {
-		Name    string          `json:"name"`
-		Args    json.RawMessage `json:"args,omitempty"`
-		Outcome HostCallOutcome `json:"outcome"`
-		Answer  json.RawMessage `json:"answer,omitempty"`
-		Error   string          `json:"error,omitempty"`
-	}
-	lines := make([]line, len(calls))
-	for i, c := range calls {
-		lines[i] = line{Name: c.Name, Args: c.Args, Outcome: c.Outcome, Answer: c.Answer, Error: c.Error}
-	}
-	return canon.DigestJSON(lines)
 }
 
 // suspensions is how often the run suspended before this segment.
@@ -250,12 +232,12 @@ func (d *Durable) suspensions() int {
 // checkResumes refuses a durable call whose Resumes is not a suspension
 // of this script, input and input files (their references: names,
 // digests, sizes) on this engine.
-func (e *Effect) checkResumes(d *Durable, addr Address, input []byte, files []FileRef) error {
+func (e *Effect) checkResumes(d *Durable, addr record.Address, input []byte, files []record.FileRef) error {
 	r := d.Resumes
 	if r == nil {
 		return nil
 	}
-	if r.Outcome != CodeSuspended.String() || r.Engine != e.rc.engine || r.Backend != e.rc.module ||
+	if r.Outcome != record.CodeSuspended.String() || r.Engine != e.rc.engine || r.Backend != e.rc.module ||
 		r.SPIVersion != spi.Version || r.Capabilities != e.caps || r.Script != addr ||
 		r.InputDigest == "" || r.InputDigest != inputDigest(input) || r.Suspensions < 0 ||
 		!slices.Equal(r.InputFiles, files) {
@@ -270,7 +252,7 @@ func (e *Effect) checkResumes(d *Durable, addr Address, input []byte, files []Fi
 // clone returns a copy of d that shares nothing with it.
 func (d *Durable) clone() *Durable {
 	c := *d
-	c.Replay = make([]HostCall, len(d.Replay))
+	c.Replay = make([]record.HostCall, len(d.Replay))
 	for i, h := range d.Replay {
 		h.Args = bytes.Clone(h.Args)
 		h.Answer = bytes.Clone(h.Answer)

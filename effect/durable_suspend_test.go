@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/sandbank/sandbank/record"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -28,7 +29,7 @@ func TestSuspendedLineIsInTheRecord(t *testing.T) {
 	const workers, runs = 8, 300
 	var (
 		wg   sync.WaitGroup
-		bad  = make(chan HostCallOutcome, workers*runs)
+		bad  = make(chan record.HostCallOutcome, workers*runs)
 		errs = make(chan error, workers*runs)
 	)
 	for range workers {
@@ -39,7 +40,7 @@ func TestSuspendedLineIsInTheRecord(t *testing.T) {
 					errs <- err
 					continue
 				}
-				if o := rec.HostCalls[0].Outcome; o != HostCallSuspended {
+				if o := rec.HostCalls[0].Outcome; o != record.HostCallSuspended {
 					bad <- o
 				}
 			}
@@ -51,7 +52,7 @@ func TestSuspendedLineIsInTheRecord(t *testing.T) {
 	for err := range errs {
 		t.Fatalf("a run did not end suspended at its one call: %v", err)
 	}
-	var got []HostCallOutcome
+	var got []record.HostCallOutcome
 	for o := range bad {
 		got = append(got, o)
 	}

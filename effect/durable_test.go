@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sandbank/sandbank/internal/fakebackend"
+	"github.com/sandbank/sandbank/record"
 	"github.com/sandbank/sandbank/spi"
 )
 
@@ -29,7 +30,7 @@ func durableFixture(t *testing.T) (*Effect, *atomic.Int32) {
 	return e, &calls
 }
 
-func durableCall(input json.RawMessage, replay ...HostCall) Call {
+func durableCall(input json.RawMessage, replay ...record.HostCall) Call {
 	return Call{Source: hostScript, Input: input, Durable: &Durable{Replay: replay, MaxSuspensions: 2, MaxLogBytes: 1 << 10}}
 }
 
@@ -40,9 +41,9 @@ func TestReplayAnswersFromTheLog(t *testing.T) {
 	e, calls := durableFixture(t)
 	in := relayInput(false, relayCall{"f", json.RawMessage(`{"b":1,"a":2}`)}, relayCall{"f", json.RawMessage(`2`)}, relayCall{"f", json.RawMessage(`3`)}, relayCall{"f", json.RawMessage(`4`)})
 	rec, err := e.Run(context.Background(), durableCall(in,
-		HostCall{Name: "f", Args: json.RawMessage(`{"a":2,"b":1}`), Outcome: HostCallOK, Answer: json.RawMessage(`"logged"`)},
-		HostCall{Name: "f", Args: json.RawMessage(`2`), Outcome: HostCallError, Error: "logged error"},
-		HostCall{Name: "f", Args: json.RawMessage(`3`), Outcome: HostCallCanceled}))
+		record.HostCall{Name: "f", Args: json.RawMessage(`{"a":2,"b":1}`), Outcome: record.HostCallOK, Answer: json.RawMessage(`"logged"`)},
+		record.HostCall{Name: "f", Args: json.RawMessage(`2`), Outcome: record.HostCallError, Error: "logged error"},
+		record.HostCall{Name: "f", Args: json.RawMessage(`3`), Outcome: record.HostCallCanceled}))
 	require.NoError(t, err)
 	assert.JSONEq(t, `[{"ok":"logged"},{"err":"logged error"},{"ok":3},{"ok":4}]`, string(rec.Value))
 	assert.Equal(t, int32(2), calls.Load(), "only the unanswered and the new call ran")
@@ -50,7 +51,7 @@ func TestReplayAnswersFromTheLog(t *testing.T) {
 	assert.JSONEq(t, `"logged"`, string(rec.HostCalls[0].Answer))
 	assert.JSONEq(t, `4`, string(rec.HostCalls[3].Args))
 	assert.JSONEq(t, `4`, string(rec.HostCalls[3].Answer))
-	d, err := HostLogDigest(rec.HostCalls)
+	d, err := record.HostLogDigest(rec.HostCalls)
 	require.NoError(t, err)
 	assert.Equal(t, d, rec.Receipt.HostLog)
 }
@@ -59,7 +60,7 @@ func TestReplayAnswersFromTheLog(t *testing.T) {
 // or fewer calls than the log holds end the run replayDiverged, and the
 // host function is not called for the differing call.
 func TestReplayDivergesAtTheFirstDifference(t *testing.T) {
-	logged := HostCall{Name: "f", Args: json.RawMessage(`1`), Outcome: HostCallOK, Answer: json.RawMessage(`1`)}
+	logged := record.HostCall{Name: "f", Args: json.RawMessage(`1`), Outcome: record.HostCallOK, Answer: json.RawMessage(`1`)}
 	for name, in := range map[string]json.RawMessage{
 		"other arguments": relayInput(false, relayCall{"f", json.RawMessage(`2`)}),
 		"other name":      relayInput(false, relayCall{"g", json.RawMessage(`1`)}),
@@ -71,7 +72,7 @@ func TestReplayDivergesAtTheFirstDifference(t *testing.T) {
 			rec, err := e.Run(context.Background(), durableCall(in, logged))
 			var f *Failure
 			require.True(t, errors.As(err, &f), "%v", err)
-			assert.Equal(t, CodeReplayDiverged, f.Code)
+			assert.Equal(t, record.CodeReplayDiverged, f.Code)
 			assert.ErrorIs(t, err, ErrReplayDiverged)
 			assert.Equal(t, "replayDiverged", rec.Receipt.Outcome)
 			assert.Nil(t, rec.Value)
@@ -88,10 +89,10 @@ func TestDurableCallRefused(t *testing.T) {
 	in := relayInput(false)
 	for name, d := range map[string]*Durable{
 		"no bounds":  {},
-		"bad name":   {MaxSuspensions: 1, MaxLogBytes: 1, Replay: []HostCall{{Name: "1x", Args: json.RawMessage(`1`), Outcome: HostCallCanceled}}},
-		"bad args":   {MaxSuspensions: 1, MaxLogBytes: 1, Replay: []HostCall{{Name: "f", Args: json.RawMessage(`{`), Outcome: HostCallCanceled}}},
-		"no answer":  {MaxSuspensions: 1, MaxLogBytes: 1, Replay: []HostCall{{Name: "f", Args: json.RawMessage(`1`), Outcome: HostCallOK}}},
-		"no outcome": {MaxSuspensions: 1, MaxLogBytes: 1, Replay: []HostCall{{Name: "f", Args: json.RawMessage(`1`)}}},
+		"bad name":   {MaxSuspensions: 1, MaxLogBytes: 1, Replay: []record.HostCall{{Name: "1x", Args: json.RawMessage(`1`), Outcome: record.HostCallCanceled}}},
+		"bad args":   {MaxSuspensions: 1, MaxLogBytes: 1, Replay: []record.HostCall{{Name: "f", Args: json.RawMessage(`{`), Outcome: record.HostCallCanceled}}},
+		"no answer":  {MaxSuspensions: 1, MaxLogBytes: 1, Replay: []record.HostCall{{Name: "f", Args: json.RawMessage(`1`), Outcome: record.HostCallOK}}},
+		"no outcome": {MaxSuspensions: 1, MaxLogBytes: 1, Replay: []record.HostCall{{Name: "f", Args: json.RawMessage(`1`)}}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			rec, err := e.Run(context.Background(), Call{Source: hostScript, Input: in, Durable: d})
@@ -119,21 +120,21 @@ func TestResumesChecked(t *testing.T) {
 	require.ErrorIs(t, err, ErrSuspended)
 	assert.Equal(t, "later", rec.Failure.Reason)
 	require.Len(t, rec.HostCalls, 1)
-	assert.Equal(t, HostCallSuspended, rec.HostCalls[0].Outcome)
+	assert.Equal(t, record.HostCallSuspended, rec.HostCalls[0].Outcome)
 	suspended := rec.Receipt
-	for name, change := range map[string]func(r *Receipt){
-		"as it is":       func(*Receipt) {},
-		"not suspended":  func(r *Receipt) { r.Outcome = OutcomeOK },
-		"another engine": func(r *Receipt) { r.Engine = "other" },
-		"another input":  func(r *Receipt) { r.InputDigest = inputDigest([]byte(`2`)) },
-		"another script": func(r *Receipt) { r.Script = AddressOf([]byte("other")) },
-		"another SPI":    func(r *Receipt) { r.SPIVersion = "1.0.0" },
-		"other caps":     func(r *Receipt) { r.Capabilities.Logs = true },
+	for name, change := range map[string]func(r *record.Receipt){
+		"as it is":       func(*record.Receipt) {},
+		"not suspended":  func(r *record.Receipt) { r.Outcome = record.OutcomeOK },
+		"another engine": func(r *record.Receipt) { r.Engine = "other" },
+		"another input":  func(r *record.Receipt) { r.InputDigest = inputDigest([]byte(`2`)) },
+		"another script": func(r *record.Receipt) { r.Script = record.AddressOf([]byte("other")) },
+		"another SPI":    func(r *record.Receipt) { r.SPIVersion = "1.0.0" },
+		"other caps":     func(r *record.Receipt) { r.Capabilities.Logs = true },
 	} {
 		t.Run(name, func(t *testing.T) {
 			resumes := suspended
 			change(&resumes)
-			call := durableCall(in, HostCall{Name: "f", Args: json.RawMessage(`1`), Outcome: HostCallOK, Answer: json.RawMessage(`1`)})
+			call := durableCall(in, record.HostCall{Name: "f", Args: json.RawMessage(`1`), Outcome: record.HostCallOK, Answer: json.RawMessage(`1`)})
 			call.Durable.Resumes = &resumes
 			rec, err := e.Run(context.Background(), call)
 			if name == "as it is" {
@@ -157,9 +158,9 @@ func TestReplayStoppedByALimit(t *testing.T) {
 	e, err := New(newMemoryStore(), fakebackend.New(caps, fakebackend.Return(spi.Limited(spi.LimitCPU))), &Options{Host: HostFuncs{"f": echoHost}})
 	require.NoError(t, err)
 	_, err = e.Run(context.Background(), durableCall(json.RawMessage(`1`),
-		HostCall{Name: "f", Args: json.RawMessage(`1`), Outcome: HostCallOK, Answer: json.RawMessage(`1`)}))
+		record.HostCall{Name: "f", Args: json.RawMessage(`1`), Outcome: record.HostCallOK, Answer: json.RawMessage(`1`)}))
 	var f *Failure
 	require.True(t, errors.As(err, &f), "%v", err)
-	assert.Equal(t, CodeLimitExceeded, f.Code)
-	assert.Equal(t, LimitCPU, f.Kind)
+	assert.Equal(t, record.CodeLimitExceeded, f.Code)
+	assert.Equal(t, record.LimitCPU, f.Kind)
 }

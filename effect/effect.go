@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/sandbank/sandbank/internal/canon"
+	"github.com/sandbank/sandbank/record"
 	"github.com/sandbank/sandbank/spi"
 )
 
@@ -314,7 +315,7 @@ func (e *Effect) evaluate(ctx context.Context, call Call, st *runState) (json.Ra
 	if call.Source == nil && call.Script == "" {
 		return nil, errNoScript
 	}
-	var addr Address
+	var addr record.Address
 	if call.Script != "" {
 		if addr, err = ParseAddress(string(call.Script)); err != nil {
 			return nil, err
@@ -340,13 +341,13 @@ func (e *Effect) evaluate(ctx context.Context, call Call, st *runState) (json.Ra
 	}
 	st.noteInput(input)
 	if int64(len(input)) > e.maxInput {
-		return nil, &Failure{Code: CodeInputTooLarge, Kind: LimitInput, Bytes: int64(len(input)), Limit: e.maxInput}
+		return nil, &Failure{Code: record.CodeInputTooLarge, Kind: record.LimitInput, Bytes: int64(len(input)), Limit: e.maxInput}
 	}
 	files, err := e.inputFiles(call.Files)
 	if err != nil {
 		return nil, err
 	}
-	var fileRefs []FileRef // the receipt's, and a resumption's check
+	var fileRefs []record.FileRef // the receipt's, and a resumption's check
 	if st != nil || call.Durable != nil {
 		fileRefs = refsOf(files)
 	}
@@ -374,7 +375,7 @@ func (e *Effect) evaluate(ctx context.Context, call Call, st *runState) (json.Ra
 	}
 	st.noteScript(addr, script)
 	if call.Durable != nil {
-		if err := e.checkResumes(call.Durable, AddressOf(script), input, fileRefs); err != nil {
+		if err := e.checkResumes(call.Durable, record.AddressOf(script), input, fileRefs); err != nil {
 			return nil, err
 		}
 	}
@@ -456,12 +457,12 @@ var (
 
 // sourceScript bounds, copies and hashes a call's Source; when the call
 // also names a Script (addr is not empty), the Source must hash to it.
-func (e *Effect) sourceScript(src []byte, addr Address) ([]byte, error) {
+func (e *Effect) sourceScript(src []byte, addr record.Address) ([]byte, error) {
 	if int64(len(src)) > e.maxScript {
-		return nil, &Failure{Code: CodeScriptTooLarge, Bytes: int64(len(src)), Limit: e.maxScript}
+		return nil, &Failure{Code: record.CodeScriptTooLarge, Bytes: int64(len(src)), Limit: e.maxScript}
 	}
 	script := append(make([]byte, 0, len(src)), src...)
-	if addr != "" && !addr.matches(script) {
+	if addr != "" && !addressMatches(addr, script) {
 		return nil, errSourceMismatch
 	}
 	return script, nil
@@ -473,7 +474,7 @@ func (e *Effect) sourceScript(src []byte, addr Address) ([]byte, error) {
 func encodeInput(in any) (b []byte, err error) {
 	if raw, ok := in.(json.RawMessage); ok {
 		if !json.Valid(raw) {
-			return nil, &Failure{Code: CodeInputNotSerializable, Reason: "input is a json.RawMessage that is not valid JSON text"}
+			return nil, &Failure{Code: record.CodeInputNotSerializable, Reason: "input is a json.RawMessage that is not valid JSON text"}
 		}
 		return append([]byte(nil), raw...), nil
 	}
@@ -481,18 +482,18 @@ func encodeInput(in any) (b []byte, err error) {
 		// A caller's MarshalJSON or MarshalText may panic: bad input is a
 		// clear error, never a panic out of Evaluate.
 		if r := recover(); r != nil {
-			b, err = nil, &Failure{Code: CodeInputNotSerializable, Reason: "input: a marshaler panicked"}
+			b, err = nil, &Failure{Code: record.CodeInputNotSerializable, Reason: "input: a marshaler panicked"}
 		}
 	}()
 	b, err = json.Marshal(in)
 	if err != nil {
-		return nil, &Failure{Code: CodeInputNotSerializable, Reason: boundText(errorText(err))}
+		return nil, &Failure{Code: record.CodeInputNotSerializable, Reason: boundText(errorText(err))}
 	}
 	return b, nil
 }
 
 // readScript fetches and verifies the script at addr.
-func (e *Effect) readScript(ctx context.Context, addr Address) ([]byte, error) {
+func (e *Effect) readScript(ctx context.Context, addr record.Address) ([]byte, error) {
 	var (
 		script []byte
 		err    error
@@ -507,14 +508,14 @@ func (e *Effect) readScript(ctx context.Context, addr Address) ([]byte, error) {
 			return nil, err // Evaluate reports ctx.Err()
 		}
 		if isNotExist(err) {
-			return nil, &Failure{Code: CodeScriptMissing, Script: addr}
+			return nil, &Failure{Code: record.CodeScriptMissing, Script: addr}
 		}
 		return nil, foreignError("effect: reading script: ", err)
 	}
 	if int64(len(script)) > e.maxScript {
-		return nil, &Failure{Code: CodeScriptTooLarge, Bytes: int64(len(script)), Limit: e.maxScript}
+		return nil, &Failure{Code: record.CodeScriptTooLarge, Bytes: int64(len(script)), Limit: e.maxScript}
 	}
-	if !addr.matches(script) {
+	if !addressMatches(addr, script) {
 		return nil, errors.New("effect: script bytes do not match their content address")
 	}
 	return script, nil
@@ -530,7 +531,7 @@ type scriptRead struct {
 // raceRead runs a script reader in its own goroutine and races it against
 // ctx, so that a reader that ignores its context cannot hold Evaluate past
 // the caller's cancellation. A panic in the reader is recovered.
-func (e *Effect) raceRead(ctx context.Context, addr Address) ([]byte, error) {
+func (e *Effect) raceRead(ctx context.Context, addr record.Address) ([]byte, error) {
 	ch := make(chan scriptRead, 1)
 	j := e.newJob()
 	go func() {
@@ -671,15 +672,15 @@ func (e *Effect) mapOutcome(out spi.Outcome, input []byte, limits spi.Limits) ([
 		}
 		return v, nil
 	case spi.KindLimit:
-		k, ok := LimitKindOf(out.Limit)
+		k, ok := record.LimitKindOf(out.Limit)
 		if !ok {
 			return nil, errors.New("effect: backend returned a limit outcome with an invalid limit kind " + strconv.Itoa(int(out.Limit)))
 		}
-		return nil, &Failure{Code: CodeLimitExceeded, Kind: k}
+		return nil, &Failure{Code: record.CodeLimitExceeded, Kind: k}
 	case spi.KindThrew:
-		return nil, &Failure{Code: CodeScriptError, Name: boundText(out.Name), Message: boundText(out.Message)}
+		return nil, &Failure{Code: record.CodeScriptError, Name: boundText(out.Name), Message: boundText(out.Message)}
 	case spi.KindInputTooLarge:
-		return nil, &Failure{Code: CodeInputTooLarge, Kind: LimitMemory, Bytes: int64(len(input)), Limit: limits.MemoryBytes}
+		return nil, &Failure{Code: record.CodeInputTooLarge, Kind: record.LimitMemory, Bytes: int64(len(input)), Limit: limits.MemoryBytes}
 	case spi.KindInfrastructure:
 		return nil, &untypedError{msg: "effect: backend infrastructure failure: " + boundText(out.Message)}
 	default:
@@ -693,14 +694,14 @@ func (e *Effect) finish(value []byte, shape *compiledShape) (json.RawMessage, er
 	// Refuse a plainly oversized value before decoding it: its compact
 	// size is computed without allocating.
 	if int64(len(value)) > e.maxOutput && canon.CompactLen(value) > e.maxOutput {
-		return nil, &Failure{Code: CodeLimitExceeded, Kind: LimitOutput}
+		return nil, &Failure{Code: record.CodeLimitExceeded, Kind: record.LimitOutput}
 	}
 	text, err := canon.Canonical(value)
 	if err != nil {
 		return nil, err
 	}
 	if int64(len(text)) > e.maxOutput {
-		return nil, &Failure{Code: CodeLimitExceeded, Kind: LimitOutput}
+		return nil, &Failure{Code: record.CodeLimitExceeded, Kind: record.LimitOutput}
 	}
 	if shape != nil {
 		v, err := canon.Decode(text)

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sandbank/sandbank/internal/fakebackend"
+	"github.com/sandbank/sandbank/record"
 	"github.com/sandbank/sandbank/spi"
 )
 
@@ -215,12 +216,12 @@ func TestClose(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, e.Close())
 		assert.Zero(t, fb.Counts().Closes)
-		_, err = e.Evaluate(context.Background(), Call{Script: AddressOf(testScript)})
+		_, err = e.Evaluate(context.Background(), Call{Script: record.AddressOf(testScript)})
 		assert.ErrorIs(t, err, ErrClosed)
 	})
 	t.Run("close error is bounded and untyped", func(t *testing.T) {
 		fb := fakebackend.New(fakebackend.Capabilities(), nil)
-		fb.SetCloseError(&Failure{Code: CodeScriptError, Message: fakebackend.BigText(10000)})
+		fb.SetCloseError(&Failure{Code: record.CodeScriptError, Message: fakebackend.BigText(10000)})
 		e, err := New(newMemoryStore(), fb, nil)
 		require.NoError(t, err)
 		err = e.Close()
@@ -267,7 +268,7 @@ func TestWarm(t *testing.T) {
 	})
 	t.Run("error is untyped", func(t *testing.T) {
 		f := newFixture(t, fakebackend.Echo(), nil)
-		f.fb.SetWarmError(&Failure{Code: CodeLimitExceeded, Kind: LimitCPU})
+		f.fb.SetWarmError(&Failure{Code: record.CodeLimitExceeded, Kind: record.LimitCPU})
 		err := f.e.Warm(context.Background())
 		requireUntyped(t, err)
 		assert.Contains(t, err.Error(), "effect: backend warm-up failed")

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/sandbank/sandbank/record"
 )
 
 // EventKind says what an Event reports. The zero value is invalid; values
@@ -77,11 +79,11 @@ type Event struct {
 	// At is when it happened, from the start of the run.
 	At time.Duration `json:"atNs"`
 	// Log is the line (EventLog).
-	Log LogLine `json:"log,omitzero"`
+	Log record.LogLine `json:"log,omitzero"`
 	// HostCall describes the host call (EventHostCallBegun, Ended).
 	HostCall HostCallEvent `json:"hostCall,omitzero"`
 	// Receipt is the run's receipt so far (EventStarted).
-	Receipt *Receipt `json:"receipt,omitempty"`
+	Receipt *record.Receipt `json:"receipt,omitempty"`
 	// Record is the run's record (EventFinished). It is shared with the
 	// caller of Run: read it, do not change it.
 	Record *Record `json:"record,omitempty"`

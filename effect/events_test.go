@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sandbank/sandbank/record"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -123,7 +124,7 @@ func TestEventsWithoutBackend(t *testing.T) {
 	f := newFixture(t, logThen(okOutcome(`1`)), &Options{MaxInputBytes: 1})
 	c := newCollector()
 	_, err := f.e.Run(context.Background(), Call{Script: f.addr, Input: "long", Events: c.sink})
-	requireFailure(t, err, CodeInputTooLarge)
+	requireFailure(t, err, record.CodeInputTooLarge)
 	assert.Equal(t, []EventKind{EventFinished}, kinds(c.wait(t)))
 }
 
@@ -138,11 +139,11 @@ func TestEventKind(t *testing.T) {
 // The host-call hook counts calls in the stats and sends both events.
 func TestHostCallHook(t *testing.T) {
 	var st *runState
-	st.hostCallIssued("x", 1).end(2, nil, HostCallOK) // safe without a record
+	st.hostCallIssued("x", 1).end(2, nil, record.HostCallOK) // safe without a record
 	c := newCollector()
 	st = &runState{e: &Effect{}, start: time.Now(), events: newEventQueue(c.sink, 8)}
-	st.hostCallIssued("fetch", 10).end(20, nil, HostCallOK)
-	st.hostCallIssued("fetch", 1).end(0, assert.AnError, HostCallError)
+	st.hostCallIssued("fetch", 10).end(20, nil, record.HostCallOK)
+	st.hostCallIssued("fetch", 1).end(0, assert.AnError, record.HostCallError)
 	st.finish(context.Background(), []byte(`1`), nil, false)
 	evs := c.wait(t)
 	assert.Equal(t, []EventKind{EventHostCallBegun, EventHostCallEnded, EventHostCallBegun, EventHostCallEnded, EventFinished}, kinds(evs))

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sandbank/sandbank/effect"
+	"github.com/sandbank/sandbank/record"
 	"github.com/sandbank/sandbank/spi"
 	"github.com/sandbank/sandbank/storage"
 )
@@ -70,7 +71,7 @@ func ExampleFailure() {
 	b, _ := json.Marshal(f)
 	fmt.Println(string(b))
 
-	_, err = e.Evaluate(context.Background(), effect.Call{Script: effect.AddressOf([]byte("never stored"))})
+	_, err = e.Evaluate(context.Background(), effect.Call{Script: record.AddressOf([]byte("never stored"))})
 	fmt.Println(err)
 	// Output:
 	// scriptError RangeError n must not be negative
@@ -104,7 +105,7 @@ func ExampleCall_source() {
 	out, err := e.Evaluate(context.Background(), effect.Call{Source: src, Input: map[string]int{"n": 2}})
 	fmt.Println(string(out), err)
 
-	_, err = e.Evaluate(context.Background(), effect.Call{Script: effect.AddressOf([]byte("other")), Source: src})
+	_, err = e.Evaluate(context.Background(), effect.Call{Script: record.AddressOf([]byte("other")), Source: src})
 	fmt.Println(errors.Is(err, effect.ErrInvalidSource), errors.Is(err, effect.ErrInvalidCall))
 	// Output:
 	// {"input":2,"n":4} <nil>
@@ -146,10 +147,10 @@ func ExampleErrInvalidCall() {
 // with the same names.
 func ExampleLimitKindOf() {
 	for _, k := range []spi.LimitKind{spi.LimitCPU, spi.LimitMemory, spi.LimitWallClock, 0} {
-		ek, ok := effect.LimitKindOf(k)
+		ek, ok := record.LimitKindOf(k)
 		fmt.Println(k, "->", ek, ok)
 	}
-	fmt.Println(effect.LimitOutput, effect.LimitInput)
+	fmt.Println(record.LimitOutput, record.LimitInput)
 	// Output:
 	// cpu -> cpu true
 	// memory -> memory true

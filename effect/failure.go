@@ -4,18 +4,20 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+
+	"github.com/sandbank/sandbank/record"
 )
 
 // Failure is a typed failure: the script's own outcome (or the size or
 // encoding of what the caller handed it), not retryable. Match it with errors.As, or a code's sentinel with
 // errors.Is.
 type Failure struct {
-	Code Code
+	Code record.Code
 	// Kind is the limit hit (CodeLimitExceeded), or what the input did not
 	// fit in (CodeInputTooLarge): LimitInput, the input ceiling
 	// (MaxInputBytes), before the run; LimitMemory, the engine's memory
 	// while parsing the input.
-	Kind LimitKind
+	Kind record.LimitKind
 	// Name and Message describe the error (CodeScriptError), bounded and
 	// storable.
 	Name    string
@@ -36,7 +38,7 @@ type Failure struct {
 	Bytes int64
 	Limit int64
 	// Script is the missing script's address (CodeScriptMissing).
-	Script Address
+	Script record.Address
 }
 
 // Error implements error. The text starts with "effect:", has fixed
@@ -50,40 +52,40 @@ type Failure struct {
 // violation>".
 func (f *Failure) Error() string {
 	switch f.Code {
-	case CodeInputNotSerializable:
+	case record.CodeInputNotSerializable:
 		return "effect: inputNotSerializable: " + f.Reason
-	case CodeInputTooLarge:
+	case record.CodeInputTooLarge:
 		n, limit := strconv.FormatInt(f.Bytes, 10), strconv.FormatInt(f.Limit, 10)
 		switch f.Kind {
-		case LimitInput:
+		case record.LimitInput:
 			if f.Reason != "" {
 				return "effect: inputTooLarge (input files): " + f.Reason
 			}
 			return "effect: inputTooLarge (" + n + " bytes of input, over the input ceiling of " + limit + " bytes)"
-		case LimitMemory:
+		case record.LimitMemory:
 			return "effect: inputTooLarge (" + n + " bytes of input did not fit in the engine's memory limit of " + limit + " bytes while being parsed)"
 		default:
 			return "effect: inputTooLarge (" + n + " bytes, limit " + limit + ")"
 		}
-	case CodeScriptTooLarge:
+	case record.CodeScriptTooLarge:
 		return "effect: scriptTooLarge (" + strconv.FormatInt(f.Bytes, 10) + " bytes, limit " + strconv.FormatInt(f.Limit, 10) + ")"
-	case CodeScriptMissing:
+	case record.CodeScriptMissing:
 		return "effect: scriptMissing (" + string(f.Script) + ")"
-	case CodeLimitExceeded:
+	case record.CodeLimitExceeded:
 		if f.Reason != "" {
 			return "effect: limitExceeded (" + f.Kind.String() + "): " + f.Reason
 		}
 		return "effect: limitExceeded (" + f.Kind.String() + ")"
-	case CodeScriptError:
+	case record.CodeScriptError:
 		if f.Name == "" {
 			return "effect: scriptError: " + f.Message
 		}
 		return "effect: scriptError: " + f.Name + ": " + f.Message
-	case CodeShapeMismatch:
+	case record.CodeShapeMismatch:
 		return "effect: shapeMismatch: " + f.Reason
-	case CodeSuspended:
+	case record.CodeSuspended:
 		return "effect: suspended: " + f.Reason
-	case CodeReplayDiverged:
+	case record.CodeReplayDiverged:
 		return "effect: replayDiverged: " + f.Reason
 	default:
 		return "effect: " + f.Code.String()
@@ -93,23 +95,23 @@ func (f *Failure) Error() string {
 // Unwrap returns the sentinel of f.Code, or nil for an invalid code.
 func (f *Failure) Unwrap() error {
 	switch f.Code {
-	case CodeInputNotSerializable:
+	case record.CodeInputNotSerializable:
 		return ErrInputNotSerializable
-	case CodeInputTooLarge:
+	case record.CodeInputTooLarge:
 		return ErrInputTooLarge
-	case CodeScriptMissing:
+	case record.CodeScriptMissing:
 		return ErrScriptMissing
-	case CodeLimitExceeded:
+	case record.CodeLimitExceeded:
 		return ErrLimitExceeded
-	case CodeScriptError:
+	case record.CodeScriptError:
 		return ErrScriptError
-	case CodeShapeMismatch:
+	case record.CodeShapeMismatch:
 		return ErrShapeMismatch
-	case CodeScriptTooLarge:
+	case record.CodeScriptTooLarge:
 		return ErrScriptTooLarge
-	case CodeSuspended:
+	case record.CodeSuspended:
 		return ErrSuspended
-	case CodeReplayDiverged:
+	case record.CodeReplayDiverged:
 		return ErrReplayDiverged
 	default:
 		return nil
@@ -141,9 +143,9 @@ func (f *Failure) MarshalJSON() ([]byte, error) {
 	}
 	w := wire{Code: f.Code.String()}
 	switch f.Code {
-	case CodeInputNotSerializable, CodeShapeMismatch, CodeSuspended, CodeReplayDiverged:
+	case record.CodeInputNotSerializable, record.CodeShapeMismatch, record.CodeSuspended, record.CodeReplayDiverged:
 		w.Reason = &f.Reason
-	case CodeInputTooLarge:
+	case record.CodeInputTooLarge:
 		w.Bytes, w.Limit = &f.Bytes, &f.Limit
 		if f.Kind.Valid() {
 			w.Kind = f.Kind.String()
@@ -151,11 +153,11 @@ func (f *Failure) MarshalJSON() ([]byte, error) {
 		if f.Reason != "" {
 			w.Reason = &f.Reason
 		}
-	case CodeScriptTooLarge:
+	case record.CodeScriptTooLarge:
 		w.Bytes, w.Limit = &f.Bytes, &f.Limit
-	case CodeScriptMissing:
+	case record.CodeScriptMissing:
 		w.Script = string(f.Script)
-	case CodeLimitExceeded:
+	case record.CodeLimitExceeded:
 		if !f.Kind.Valid() {
 			return nil, fmt.Errorf("effect: cannot encode a failure with invalid limit kind %d", int(f.Kind))
 		}
@@ -163,7 +165,7 @@ func (f *Failure) MarshalJSON() ([]byte, error) {
 		if f.Reason != "" {
 			w.Reason = &f.Reason
 		}
-	case CodeScriptError:
+	case record.CodeScriptError:
 		w.Name, w.Message = f.Name, &f.Message
 	}
 	return json.Marshal(w)

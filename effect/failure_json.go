@@ -3,6 +3,8 @@ package effect
 import (
 	"encoding/json"
 	"fmt"
+
+	"github.com/sandbank/sandbank/record"
 )
 
 // UnmarshalJSON decodes what MarshalJSON encodes, so that a stored Record
@@ -22,17 +24,17 @@ func (f *Failure) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &w); err != nil {
 		return err
 	}
-	code, ok := codeNamed(w.Code)
+	code, ok := record.CodeNamed(w.Code)
 	if !ok {
 		return fmt.Errorf("effect: unknown failure code %q", boundText(w.Code))
 	}
-	var kind LimitKind
+	var kind record.LimitKind
 	if w.Kind != "" {
-		if kind, ok = limitKindNamed(w.Kind); !ok {
+		if kind, ok = record.LimitKindNamed(w.Kind); !ok {
 			return fmt.Errorf("effect: unknown limit kind %q", boundText(w.Kind))
 		}
 	}
 	*f = Failure{Code: code, Kind: kind, Name: boundText(w.Name), Message: boundText(w.Message),
-		Reason: boundText(w.Reason), Bytes: w.Bytes, Limit: w.Limit, Script: Address(boundText(w.Script))}
+		Reason: boundText(w.Reason), Bytes: w.Bytes, Limit: w.Limit, Script: record.Address(boundText(w.Script))}
 	return nil
 }

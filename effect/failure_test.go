@@ -10,44 +10,45 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sandbank/sandbank/record"
 	"github.com/sandbank/sandbank/spi"
 )
 
 func TestFailureErrorAndJSON(t *testing.T) {
-	addr := AddressOf([]byte("x"))
+	addr := record.AddressOf([]byte("x"))
 	cases := []struct {
 		f        Failure
 		sentinel error
 		text     string
 		json     string
 	}{
-		{Failure{Code: CodeInputNotSerializable, Reason: "json: unsupported value: NaN"}, ErrInputNotSerializable,
+		{Failure{Code: record.CodeInputNotSerializable, Reason: "json: unsupported value: NaN"}, ErrInputNotSerializable,
 			"effect: inputNotSerializable: json: unsupported value: NaN", `{"code":"inputNotSerializable","reason":"json: unsupported value: NaN"}`},
-		{Failure{Code: CodeInputTooLarge, Bytes: 40, Limit: 32}, ErrInputTooLarge,
+		{Failure{Code: record.CodeInputTooLarge, Bytes: 40, Limit: 32}, ErrInputTooLarge,
 			"effect: inputTooLarge (40 bytes, limit 32)", `{"code":"inputTooLarge","bytes":40,"limit":32}`},
-		{Failure{Code: CodeInputTooLarge, Kind: LimitInput, Bytes: 40, Limit: 32}, ErrInputTooLarge,
+		{Failure{Code: record.CodeInputTooLarge, Kind: record.LimitInput, Bytes: 40, Limit: 32}, ErrInputTooLarge,
 			"effect: inputTooLarge (40 bytes of input, over the input ceiling of 32 bytes)",
 			`{"code":"inputTooLarge","kind":"input","bytes":40,"limit":32}`},
-		{Failure{Code: CodeInputTooLarge, Kind: LimitMemory, Bytes: 40, Limit: 32}, ErrInputTooLarge,
+		{Failure{Code: record.CodeInputTooLarge, Kind: record.LimitMemory, Bytes: 40, Limit: 32}, ErrInputTooLarge,
 			"effect: inputTooLarge (40 bytes of input did not fit in the engine's memory limit of 32 bytes while being parsed)",
 			`{"code":"inputTooLarge","kind":"memory","bytes":40,"limit":32}`},
-		{Failure{Code: CodeLimitExceeded, Kind: LimitOutput, Reason: "too deep"}, ErrLimitExceeded,
+		{Failure{Code: record.CodeLimitExceeded, Kind: record.LimitOutput, Reason: "too deep"}, ErrLimitExceeded,
 			"effect: limitExceeded (output): too deep", `{"code":"limitExceeded","kind":"output","reason":"too deep"}`},
-		{Failure{Code: CodeScriptTooLarge, Bytes: 40, Limit: 32}, ErrScriptTooLarge,
+		{Failure{Code: record.CodeScriptTooLarge, Bytes: 40, Limit: 32}, ErrScriptTooLarge,
 			"effect: scriptTooLarge (40 bytes, limit 32)", `{"code":"scriptTooLarge","bytes":40,"limit":32}`},
-		{Failure{Code: CodeScriptMissing, Script: addr}, ErrScriptMissing,
+		{Failure{Code: record.CodeScriptMissing, Script: addr}, ErrScriptMissing,
 			"effect: scriptMissing (" + string(addr) + ")", `{"code":"scriptMissing","script":"` + string(addr) + `"}`},
-		{Failure{Code: CodeLimitExceeded, Kind: LimitMemory}, ErrLimitExceeded,
+		{Failure{Code: record.CodeLimitExceeded, Kind: record.LimitMemory}, ErrLimitExceeded,
 			"effect: limitExceeded (memory)", `{"code":"limitExceeded","kind":"memory"}`},
-		{Failure{Code: CodeLimitExceeded, Kind: LimitOutput}, ErrLimitExceeded,
+		{Failure{Code: record.CodeLimitExceeded, Kind: record.LimitOutput}, ErrLimitExceeded,
 			"effect: limitExceeded (output)", `{"code":"limitExceeded","kind":"output"}`},
-		{Failure{Code: CodeScriptError, Name: "TypeError", Message: "msg"}, ErrScriptError,
+		{Failure{Code: record.CodeScriptError, Name: "TypeError", Message: "msg"}, ErrScriptError,
 			"effect: scriptError: TypeError: msg", `{"code":"scriptError","name":"TypeError","message":"msg"}`},
-		{Failure{Code: CodeScriptError, Message: "<msg>"}, ErrScriptError,
+		{Failure{Code: record.CodeScriptError, Message: "<msg>"}, ErrScriptError,
 			"effect: scriptError: <msg>", `{"code":"scriptError","message":"\u003cmsg\u003e"}`},
-		{Failure{Code: CodeScriptError}, ErrScriptError,
+		{Failure{Code: record.CodeScriptError}, ErrScriptError,
 			"effect: scriptError: ", `{"code":"scriptError","message":""}`},
-		{Failure{Code: CodeShapeMismatch, Reason: "at '/n': got string, want integer"}, ErrShapeMismatch,
+		{Failure{Code: record.CodeShapeMismatch, Reason: "at '/n': got string, want integer"}, ErrShapeMismatch,
 			"effect: shapeMismatch: at '/n': got string, want integer", `{"code":"shapeMismatch","reason":"at '/n': got string, want integer"}`},
 	}
 	for _, tc := range cases {
@@ -78,30 +79,30 @@ func TestFailureInvalid(t *testing.T) {
 	assert.Nil(t, f.Unwrap())
 	_, err := json.Marshal(f)
 	assert.Error(t, err)
-	_, err = json.Marshal(&Failure{Code: CodeLimitExceeded})
+	_, err = json.Marshal(&Failure{Code: record.CodeLimitExceeded})
 	assert.Error(t, err, "limitExceeded needs a valid kind")
 	_, err = json.Marshal(&Failure{})
 	assert.Error(t, err)
 }
 
 func TestEnumStrings(t *testing.T) {
-	assert.Equal(t, "Code(0)", Code(0).String())
-	assert.False(t, Code(0).Valid())
-	assert.Equal(t, "shapeMismatch", CodeShapeMismatch.String())
-	assert.Equal(t, Code(7), CodeScriptTooLarge, "codes are appended, never renumbered")
-	assert.Equal(t, "scriptTooLarge", CodeScriptTooLarge.String())
-	assert.Equal(t, Code(8), CodeSuspended, "codes are appended, never renumbered")
-	assert.Equal(t, Code(9), CodeReplayDiverged, "codes are appended, never renumbered")
-	assert.Equal(t, "Code(10)", Code(10).String())
-	assert.Equal(t, "LimitKind(0)", LimitKind(0).String())
-	assert.Equal(t, LimitKind(7), LimitSuspensions, "limit kinds are appended, never renumbered")
-	assert.Equal(t, LimitKind(8), LimitHostLog, "limit kinds are appended, never renumbered")
-	assert.Equal(t, LimitKind(9), LimitFiles, "limit kinds are appended, never renumbered")
-	assert.Equal(t, "files", LimitFiles.String())
-	assert.Equal(t, "LimitKind(10)", LimitKind(10).String())
-	assert.Equal(t, LimitKind(6), LimitHostCalls, "limit kinds are appended, never renumbered")
-	assert.Equal(t, "input", LimitInput.String())
-	assert.Equal(t, "wallClock", LimitWallClock.String())
+	assert.Equal(t, "Code(0)", record.Code(0).String())
+	assert.False(t, record.Code(0).Valid())
+	assert.Equal(t, "shapeMismatch", record.CodeShapeMismatch.String())
+	assert.Equal(t, record.Code(7), record.CodeScriptTooLarge, "codes are appended, never renumbered")
+	assert.Equal(t, "scriptTooLarge", record.CodeScriptTooLarge.String())
+	assert.Equal(t, record.Code(8), record.CodeSuspended, "codes are appended, never renumbered")
+	assert.Equal(t, record.Code(9), record.CodeReplayDiverged, "codes are appended, never renumbered")
+	assert.Equal(t, "Code(10)", record.Code(10).String())
+	assert.Equal(t, "LimitKind(0)", record.LimitKind(0).String())
+	assert.Equal(t, record.LimitKind(7), record.LimitSuspensions, "limit kinds are appended, never renumbered")
+	assert.Equal(t, record.LimitKind(8), record.LimitHostLog, "limit kinds are appended, never renumbered")
+	assert.Equal(t, record.LimitKind(9), record.LimitFiles, "limit kinds are appended, never renumbered")
+	assert.Equal(t, "files", record.LimitFiles.String())
+	assert.Equal(t, "LimitKind(10)", record.LimitKind(10).String())
+	assert.Equal(t, record.LimitKind(6), record.LimitHostCalls, "limit kinds are appended, never renumbered")
+	assert.Equal(t, "input", record.LimitInput.String())
+	assert.Equal(t, "wallClock", record.LimitWallClock.String())
 }
 
 // TestLimitKindOf pins the relationship of the two LimitKind types: every
@@ -110,7 +111,7 @@ func TestEnumStrings(t *testing.T) {
 func TestLimitKindOf(t *testing.T) {
 	n := 0
 	for k := spi.LimitKind(-1); k < 20; k++ {
-		got, ok := LimitKindOf(k)
+		got, ok := record.LimitKindOf(k)
 		if !k.Valid() {
 			assert.False(t, ok, "spi kind %d is invalid", int(k))
 			assert.Zero(t, got)
@@ -122,7 +123,7 @@ func TestLimitKindOf(t *testing.T) {
 		assert.Equal(t, int(k), int(got), "same number")
 	}
 	assert.Equal(t, 4, n, "spi's set grew: map the new kind in LimitKindOf")
-	for _, k := range []LimitKind{LimitOutput, LimitInput, LimitHostCalls} {
+	for _, k := range []record.LimitKind{record.LimitOutput, record.LimitInput, record.LimitHostCalls} {
 		assert.False(t, spi.LimitKind(k).Valid(), "%s is the effect's own kind", k)
 	}
 }
@@ -134,8 +135,8 @@ func TestRetryable(t *testing.T) {
 		want bool
 	}{
 		{"nil", nil, false},
-		{"failure", &Failure{Code: CodeScriptError}, false},
-		{"wrapped failure", fmt.Errorf("x: %w", &Failure{Code: CodeLimitExceeded}), false},
+		{"failure", &Failure{Code: record.CodeScriptError}, false},
+		{"wrapped failure", fmt.Errorf("x: %w", &Failure{Code: record.CodeLimitExceeded}), false},
 		{"sentinel alone", ErrScriptError, true},
 		{"canceled", context.Canceled, false},
 		{"wrapped canceled", fmt.Errorf("x: %w", context.Canceled), false},
@@ -147,7 +148,7 @@ func TestRetryable(t *testing.T) {
 		{"wrapped invalid shape", fmt.Errorf("x: %w", ErrInvalidShape), false},
 		{"invalid address", ErrInvalidAddress, false},
 		{"invalid source", ErrInvalidSource, false},
-		{"script too large", &Failure{Code: CodeScriptTooLarge, Bytes: 2, Limit: 1}, false},
+		{"script too large", &Failure{Code: record.CodeScriptTooLarge, Bytes: 2, Limit: 1}, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -157,11 +158,11 @@ func TestRetryable(t *testing.T) {
 }
 
 func TestAddress(t *testing.T) {
-	assert.Equal(t, Address("sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"), AddressOf(nil))
-	assert.Equal(t, Address("sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"), AddressOf([]byte("abc")))
-	a, err := ParseAddress(string(AddressOf([]byte("abc"))))
+	assert.Equal(t, record.Address("sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"), record.AddressOf(nil))
+	assert.Equal(t, record.Address("sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"), record.AddressOf([]byte("abc")))
+	a, err := ParseAddress(string(record.AddressOf([]byte("abc"))))
 	require.NoError(t, err)
-	assert.Equal(t, AddressOf([]byte("abc")), a)
+	assert.Equal(t, record.AddressOf([]byte("abc")), a)
 	_, err = ParseAddress("sha256:BA7816BF8F01CFEA414140DE5DAE2223B00361A396177A9CB410FF61F20015AD")
 	assert.EqualError(t, err, `effect: malformed script address (want "sha256:" and 64 lower-case hex digits)`)
 }
@@ -171,17 +172,17 @@ func TestAddress(t *testing.T) {
 // hostCalls, included).
 func TestFailureJSONCoversEveryCodeAndKind(t *testing.T) {
 	var all []*Failure
-	for c := Code(1); c.Valid(); c++ {
+	for c := record.Code(1); c.Valid(); c++ {
 		switch c {
-		case CodeLimitExceeded: // with every kind, below
-		case CodeInputTooLarge:
-			all = append(all, &Failure{Code: c, Kind: LimitInput, Bytes: 2, Limit: 1})
+		case record.CodeLimitExceeded: // with every kind, below
+		case record.CodeInputTooLarge:
+			all = append(all, &Failure{Code: c, Kind: record.LimitInput, Bytes: 2, Limit: 1})
 		default:
 			all = append(all, &Failure{Code: c})
 		}
 	}
-	for k := LimitKind(1); k.Valid(); k++ {
-		all = append(all, &Failure{Code: CodeLimitExceeded, Kind: k})
+	for k := record.LimitKind(1); k.Valid(); k++ {
+		all = append(all, &Failure{Code: record.CodeLimitExceeded, Kind: k})
 	}
 	for _, want := range all {
 		b, err := json.Marshal(want)

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/sandbank/sandbank/record"
 	"github.com/sandbank/sandbank/spi"
 )
 
@@ -42,7 +43,7 @@ func (e *Effect) inputFiles(files []spi.File) ([]spi.File, error) {
 		return nil, errFilesNotDeclared
 	}
 	if len(files) > e.maxInFiles {
-		return nil, &Failure{Code: CodeInputTooLarge, Kind: LimitInput,
+		return nil, &Failure{Code: record.CodeInputTooLarge, Kind: record.LimitInput,
 			Reason: strconv.Itoa(len(files)) + " input files, past the bound of " + strconv.Itoa(e.maxInFiles)}
 	}
 	var total int64
@@ -53,7 +54,7 @@ func (e *Effect) inputFiles(files []spi.File) ([]spi.File, error) {
 		total += int64(len(f.Data))
 	}
 	if total > e.maxInFileBytes {
-		return nil, &Failure{Code: CodeInputTooLarge, Kind: LimitInput,
+		return nil, &Failure{Code: record.CodeInputTooLarge, Kind: record.LimitInput,
 			Reason: strconv.FormatInt(total, 10) + " bytes of input files, past the bound of " + strconv.FormatInt(e.maxInFileBytes, 10)}
 	}
 	out := make([]spi.File, len(files))
@@ -93,7 +94,7 @@ func (e *Effect) outputFiles(out spi.Outcome, limits spi.Limits) ([]spi.File, er
 		return nil, errors.New("effect: backend returned output files with an outcome other than OK")
 	}
 	if len(files) > limits.MaxOutFiles {
-		return nil, &Failure{Code: CodeLimitExceeded, Kind: LimitFiles,
+		return nil, &Failure{Code: record.CodeLimitExceeded, Kind: record.LimitFiles,
 			Reason: strconv.Itoa(len(files)) + " output files, past the bound of " + strconv.Itoa(limits.MaxOutFiles)}
 	}
 	var total int64
@@ -107,7 +108,7 @@ func (e *Effect) outputFiles(out spi.Outcome, limits spi.Limits) ([]spi.File, er
 		total += int64(len(f.Data))
 	}
 	if total > limits.MaxOutFileBytes {
-		return nil, &Failure{Code: CodeLimitExceeded, Kind: LimitFiles,
+		return nil, &Failure{Code: record.CodeLimitExceeded, Kind: record.LimitFiles,
 			Reason: strconv.FormatInt(total, 10) + " bytes of output files, past the bound of " + strconv.FormatInt(limits.MaxOutFileBytes, 10)}
 	}
 	own := make([]spi.File, len(files))
@@ -122,13 +123,13 @@ func (e *Effect) outputFiles(out spi.Outcome, limits spi.Limits) ([]spi.File, er
 
 // refsOf returns the receipt's references to files, in their order:
 // each name, content address and size. Nil for no files.
-func refsOf(files []spi.File) []FileRef {
+func refsOf(files []spi.File) []record.FileRef {
 	if len(files) == 0 {
 		return nil
 	}
-	refs := make([]FileRef, len(files))
+	refs := make([]record.FileRef, len(files))
 	for i, f := range files {
-		refs[i] = FileRef{Name: f.Name, Digest: AddressOf(f.Data), Bytes: int64(len(f.Data))}
+		refs[i] = record.FileRef{Name: f.Name, Digest: record.AddressOf(f.Data), Bytes: int64(len(f.Data))}
 	}
 	return refs
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sandbank/sandbank/internal/fakebackend"
+	"github.com/sandbank/sandbank/record"
 	"github.com/sandbank/sandbank/spi"
 )
 
@@ -52,7 +53,7 @@ func TestInputFilesReachTheBackend(t *testing.T) {
 	e, _, last := filesFixture(t, nil, func(spi.Request) spi.Outcome { return spi.Threw("Error", "boom") })
 	files := []spi.File{{Name: "b.bin", Data: []byte{0, 1, 255}}, {Name: "a.txt", Data: []byte("h\u00e9llo\n")}}
 	rec, err := e.Run(context.Background(), Call{Source: testScript, Input: 1, Files: files})
-	requireFailure(t, err, CodeScriptError)
+	requireFailure(t, err, record.CodeScriptError)
 	req := last()
 	require.Len(t, req.Files, 2)
 	assert.Equal(t, "a.txt", req.Files[0].Name, "in name order")
@@ -61,9 +62,9 @@ func TestInputFilesReachTheBackend(t *testing.T) {
 	assert.Equal(t, defaultMaxFiles, req.Limits.MaxOutFiles)
 	assert.Equal(t, int64(defaultMaxFileBytes), req.Limits.MaxOutFileBytes)
 	require.NotNil(t, rec)
-	assert.Equal(t, []FileRef{
-		{Name: "a.txt", Digest: AddressOf([]byte("h\u00e9llo\n")), Bytes: 7},
-		{Name: "b.bin", Digest: AddressOf([]byte{0, 1, 255}), Bytes: 3},
+	assert.Equal(t, []record.FileRef{
+		{Name: "a.txt", Digest: record.AddressOf([]byte("h\u00e9llo\n")), Bytes: 7},
+		{Name: "b.bin", Digest: record.AddressOf([]byte{0, 1, 255}), Bytes: 3},
 	}, rec.Receipt.InputFiles)
 	assert.Empty(t, rec.Receipt.OutputFiles)
 	assert.Empty(t, rec.Files)
@@ -101,8 +102,8 @@ func TestInputFilesRefused(t *testing.T) {
 				requireInvalid(t, err, ErrInvalidCall)
 				assert.Nil(t, rec)
 			} else {
-				f := requireFailure(t, err, CodeInputTooLarge)
-				assert.Equal(t, LimitInput, f.Kind)
+				f := requireFailure(t, err, record.CodeInputTooLarge)
+				assert.Equal(t, record.LimitInput, f.Kind)
 				require.NotNil(t, rec)
 				assert.Empty(t, rec.Receipt.InputFiles)
 			}
@@ -134,9 +135,9 @@ func TestOutputFiles(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, out, rec.Files)
 	assert.NotSame(t, &out[0].Data[0], &rec.Files[0].Data[0], "the record owns its copy")
-	assert.Equal(t, []FileRef{
-		{Name: "out.txt", Digest: AddressOf([]byte("hello")), Bytes: 5},
-		{Name: "z.bin", Digest: AddressOf([]byte{0, 1, 2, 255}), Bytes: 4},
+	assert.Equal(t, []record.FileRef{
+		{Name: "out.txt", Digest: record.AddressOf([]byte("hello")), Bytes: 5},
+		{Name: "z.bin", Digest: record.AddressOf([]byte{0, 1, 2, 255}), Bytes: 4},
 	}, rec.Receipt.OutputFiles)
 	assert.Equal(t, spi.Limits{WallClock: DefaultWallClock, MemoryBytes: DefaultMemoryBytes, MaxOutFiles: 2, MaxOutFileBytes: 9}, last().Limits)
 	assert.Equal(t, 2, rec.Receipt.Limits.MaxOutFiles)
@@ -194,13 +195,13 @@ func TestOutputFilesNotBelieved(t *testing.T) {
 			e, _, _ := filesFixture(t, nil, func(spi.Request) spi.Outcome { return tt.out })
 			rec, err := e.Run(context.Background(), Call{Source: testScript, Input: 1, Limits: spi.Limits{MaxOutFiles: 2, MaxOutFileBytes: 10}})
 			if tt.limit != "" {
-				fl := requireFailure(t, err, CodeLimitExceeded)
-				assert.Equal(t, LimitFiles, fl.Kind)
+				fl := requireFailure(t, err, record.CodeLimitExceeded)
+				assert.Equal(t, record.LimitFiles, fl.Kind)
 				assert.Contains(t, fl.Reason, tt.limit)
 				assert.Equal(t, "files", rec.Receipt.LimitKind)
 			} else {
 				requireUntyped(t, err)
-				assert.Equal(t, OutcomeInfrastructure, rec.Receipt.Outcome)
+				assert.Equal(t, record.OutcomeInfrastructure, rec.Receipt.Outcome)
 			}
 			assert.Empty(t, rec.Files)
 			assert.Empty(t, rec.Receipt.OutputFiles)
@@ -253,7 +254,7 @@ func TestResumeChecksInputFiles(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			resumes := suspended
-			call := durableCall(in, HostCall{Name: "f", Args: json.RawMessage(`1`), Outcome: HostCallOK, Answer: json.RawMessage(`1`)})
+			call := durableCall(in, record.HostCall{Name: "f", Args: json.RawMessage(`1`), Outcome: record.HostCallOK, Answer: json.RawMessage(`1`)})
 			call.Durable.Resumes, call.Files = &resumes, other
 			_, err := e.Run(context.Background(), call)
 			if name == "the same" {

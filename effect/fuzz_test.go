@@ -11,6 +11,7 @@ import (
 
 	"github.com/sandbank/sandbank/internal/canon"
 	"github.com/sandbank/sandbank/internal/fakebackend"
+	"github.com/sandbank/sandbank/record"
 	"github.com/sandbank/sandbank/spi"
 )
 
@@ -45,7 +46,7 @@ func FuzzEncodeInput(f *testing.F) {
 			}
 		} else {
 			var f *Failure
-			if !errors.As(err, &f) || f.Code != CodeInputNotSerializable || f.Reason == "" {
+			if !errors.As(err, &f) || f.Code != record.CodeInputNotSerializable || f.Reason == "" {
 				t.Fatalf("invalid JSON %q: got %v, want inputNotSerializable", b, err)
 			}
 			return
@@ -57,7 +58,7 @@ func FuzzEncodeInput(f *testing.F) {
 		enc, err := encodeInput(v)
 		if err != nil {
 			var f *Failure
-			if !errors.As(err, &f) || f.Code != CodeInputNotSerializable {
+			if !errors.As(err, &f) || f.Code != record.CodeInputNotSerializable {
 				t.Fatalf("re-encoding %q: %v", b, err)
 			}
 			return

@@ -17,6 +17,7 @@ import (
 
 	"github.com/sandbank/sandbank/internal/fakebackend"
 	"github.com/sandbank/sandbank/internal/textbound"
+	"github.com/sandbank/sandbank/record"
 	"github.com/sandbank/sandbank/spi"
 )
 
@@ -59,13 +60,13 @@ var testScript = []byte("input")
 // that one does (InstantReader).
 type memoryStore struct {
 	mu sync.Mutex
-	m  map[Address][]byte
+	m  map[record.Address][]byte
 }
 
-func newMemoryStore() *memoryStore { return &memoryStore{m: map[Address][]byte{}} }
+func newMemoryStore() *memoryStore { return &memoryStore{m: map[record.Address][]byte{}} }
 
-func (s *memoryStore) Put(b []byte) (Address, error) {
-	addr := AddressOf(b)
+func (s *memoryStore) Put(b []byte) (record.Address, error) {
+	addr := record.AddressOf(b)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.m[addr] = append([]byte{}, b...)
@@ -74,7 +75,7 @@ func (s *memoryStore) Put(b []byte) (Address, error) {
 
 func (s *memoryStore) ReadsInstantly() {}
 
-func (s *memoryStore) ReadScript(ctx context.Context, addr Address) ([]byte, error) {
+func (s *memoryStore) ReadScript(ctx context.Context, addr record.Address) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -93,15 +94,15 @@ type countingReader struct {
 	reads atomic.Int64
 }
 
-func (r *countingReader) ReadScript(ctx context.Context, addr Address) ([]byte, error) {
+func (r *countingReader) ReadScript(ctx context.Context, addr record.Address) ([]byte, error) {
 	r.reads.Add(1)
 	return r.ScriptReader.ReadScript(ctx, addr)
 }
 
 // readerFunc adapts a function to ScriptReader.
-type readerFunc func(ctx context.Context, addr Address) ([]byte, error)
+type readerFunc func(ctx context.Context, addr record.Address) ([]byte, error)
 
-func (f readerFunc) ReadScript(ctx context.Context, addr Address) ([]byte, error) {
+func (f readerFunc) ReadScript(ctx context.Context, addr record.Address) ([]byte, error) {
 	return f(ctx, addr)
 }
 
@@ -111,7 +112,7 @@ type fixture struct {
 	e      *Effect
 	fb     *fakebackend.Backend
 	reader *countingReader
-	addr   Address
+	addr   record.Address
 }
 
 func newFixture(t testing.TB, b fakebackend.Behavior, opts *Options) *fixture {
@@ -178,7 +179,7 @@ func requireInvalid(t *testing.T, err error, kind error) {
 
 // requireFailure asserts that err is a typed failure with code c and
 // returns it.
-func requireFailure(t *testing.T, err error, c Code) *Failure {
+func requireFailure(t *testing.T, err error, c record.Code) *Failure {
 	t.Helper()
 	require.Error(t, err)
 	var f *Failure

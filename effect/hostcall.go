@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sandbank/sandbank/record"
 	"github.com/sandbank/sandbank/spi"
 )
 
@@ -208,7 +209,7 @@ func (b *broker) end() {
 		cancel()
 	}
 	for _, c := range queued {
-		c.ended(0, errHostRunEnded, HostCallCanceled)
+		c.ended(0, errHostRunEnded, record.HostCallCanceled)
 		c.done(nil, errHostRunEnded)
 	}
 }
@@ -284,7 +285,7 @@ type hostCall struct {
 }
 
 // ended completes the call's line in the run record.
-func (c *hostCall) ended(bytesOut int64, err error, o HostCallOutcome) {
+func (c *hostCall) ended(bytesOut int64, err error, o record.HostCallOutcome) {
 	c.rec.end(bytesOut, err, o)
 }
 
@@ -351,7 +352,7 @@ func (b *broker) issue(ctx context.Context, name string, args json.RawMessage, d
 		return
 	}
 	if n > b.maxCalls {
-		b.decide(&Failure{Code: CodeLimitExceeded, Kind: LimitHostCalls, Limit: int64(b.maxCalls)})
+		b.decide(&Failure{Code: record.CodeLimitExceeded, Kind: record.LimitHostCalls, Limit: int64(b.maxCalls)})
 		done(nil, errHostTooMany)
 		return
 	}
@@ -390,7 +391,7 @@ func (b *broker) issue(ctx context.Context, name string, args json.RawMessage, d
 		// A durable run keeps each call's argument, bounded by its log.
 		c.rec.keep(c.arg, nil)
 		if !b.logged(len(c.arg)) {
-			c.ended(0, errHostRunEnded, HostCallCanceled)
+			c.ended(0, errHostRunEnded, record.HostCallCanceled)
 			done(nil, errHostRunEnded)
 			return
 		}
@@ -401,8 +402,8 @@ func (b *broker) issue(ctx context.Context, name string, args json.RawMessage, d
 			// The log holds the call but no answer, and no host function
 			// answers it now: a divergence, never an error the script
 			// could catch.
-			b.decide(&Failure{Code: CodeReplayDiverged, Reason: "host call " + strconv.Itoa(idx) + " to " + quoteName(name) + " has no host function to answer it"})
-			c.ended(0, errHostDiverged, HostCallCanceled)
+			b.decide(&Failure{Code: record.CodeReplayDiverged, Reason: "host call " + strconv.Itoa(idx) + " to " + quoteName(name) + " has no host function to answer it"})
+			c.ended(0, errHostDiverged, record.HostCallCanceled)
 			done(nil, errHostDiverged)
 			return
 		}
@@ -416,13 +417,13 @@ func (b *broker) issue(ctx context.Context, name string, args json.RawMessage, d
 	switch {
 	case b.ended:
 		b.mu.Unlock()
-		c.ended(0, errHostRunEnded, HostCallCanceled)
+		c.ended(0, errHostRunEnded, record.HostCallCanceled)
 		done(nil, errHostRunEnded)
 		return
 	case b.running >= b.maxConc && b.waiting+int64(len(c.arg)) > b.maxWaiting():
 		b.mu.Unlock()
 		err := &hostError{"effect: too many host call argument bytes waiting for a slot (over MaxHostArgBytes × MaxConcurrentHostCalls, " + strconv.FormatInt(b.maxWaiting(), 10) + ")"}
-		c.ended(0, err, HostCallError)
+		c.ended(0, err, record.HostCallError)
 		done(nil, err)
 		return
 	case b.running >= b.maxConc:
@@ -472,7 +473,7 @@ func (b *broker) exec(c *hostCall) (json.RawMessage, error) {
 	if err := b.stopped(hctx); err != nil {
 		// The run stopped while the call waited for its slot: it never
 		// runs.
-		c.ended(0, err, HostCallCanceled)
+		c.ended(0, err, record.HostCallCanceled)
 		return nil, err
 	}
 	c.rec.begin()
@@ -480,7 +481,7 @@ func (b *broker) exec(c *hostCall) (json.RawMessage, error) {
 	r := runHostFunc(context.WithValue(hctx, hostCallSeqKey{}, c.seq), c.fn, c.arg)
 	watch()
 	if err := b.stopped(hctx); err != nil {
-		c.ended(int64(len(r.text)), err, HostCallCanceled)
+		c.ended(int64(len(r.text)), err, record.HostCallCanceled)
 		return nil, err // the answer came too late to be delivered
 	}
 	var err error
@@ -499,24 +500,24 @@ func (b *broker) exec(c *hostCall) (json.RawMessage, error) {
 		err = &hostError{"effect: host function result is " + strconv.Itoa(len(r.text)) + " bytes, over the limit of " + strconv.FormatInt(b.maxResult, 10) + " (MaxHostResultBytes)"}
 	}
 	if err != nil {
-		c.ended(int64(len(r.text)), err, HostCallError)
+		c.ended(int64(len(r.text)), err, record.HostCallError)
 		return nil, err
 	}
 	b.mu.Lock()
 	ended := b.ended
 	b.mu.Unlock()
 	if ended {
-		c.ended(int64(len(r.text)), errHostRunEnded, HostCallCanceled)
+		c.ended(int64(len(r.text)), errHostRunEnded, record.HostCallCanceled)
 		return nil, errHostRunEnded
 	}
 	if !b.logged(len(r.text)) {
-		c.ended(int64(len(r.text)), errHostRunEnded, HostCallCanceled)
+		c.ended(int64(len(r.text)), errHostRunEnded, record.HostCallCanceled)
 		return nil, errHostRunEnded
 	}
 	if b.dur != nil {
 		c.rec.keep(nil, r.text)
 	}
-	c.ended(int64(len(r.text)), nil, HostCallOK)
+	c.ended(int64(len(r.text)), nil, record.HostCallOK)
 	return r.text, nil
 }
 
@@ -533,7 +534,7 @@ func (b *broker) stopped(hctx context.Context) error {
 	// ended: the broker's own deadline passed, the wall clock ran out
 	// inside a host call.
 	if !ended && b.runCtx.Err() == nil {
-		b.decide(&Failure{Code: CodeLimitExceeded, Kind: LimitWallClock})
+		b.decide(&Failure{Code: record.CodeLimitExceeded, Kind: record.LimitWallClock})
 		return errHostWallClock
 	}
 	if ended {

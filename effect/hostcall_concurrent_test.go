@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/sandbank/sandbank/record"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -112,7 +113,7 @@ func TestHostCallsConcurrentWithinTheBound(t *testing.T) {
 	require.Len(t, r.rec.HostCalls, n)
 	for i, c := range r.rec.HostCalls {
 		assert.Equal(t, "wait", c.Name)
-		assert.Equal(t, HostCallOK, c.Outcome, "call %d", i)
+		assert.Equal(t, record.HostCallOK, c.Outcome, "call %d", i)
 		assert.Equal(t, int64(len(strconv.Itoa(i))), c.BytesIn, "listed in the order issued")
 		assert.GreaterOrEqual(t, c.Start, c.Issued)
 		if i > 0 {
@@ -148,7 +149,7 @@ func TestHostCallsAllCanceledWhenTheRunStops(t *testing.T) {
 	require.NotNil(t, rec)
 	require.Len(t, rec.HostCalls, n, "every call issued is listed")
 	for i, c := range rec.HostCalls {
-		assert.Equal(t, HostCallCanceled, c.Outcome, "call %d", i)
+		assert.Equal(t, record.HostCallCanceled, c.Outcome, "call %d", i)
 		if i < bound {
 			assert.NotZero(t, c.Start, "call %d ran", i)
 		} else {
@@ -272,7 +273,7 @@ func TestHostCallsWaitingBytesBounded(t *testing.T) {
 	assert.Equal(t, "123456", out[1]["ok"])
 	assert.Contains(t, out[2]["err"], "waiting for a slot")
 	require.Len(t, r.rec.HostCalls, 3)
-	assert.Equal(t, HostCallError, r.rec.HostCalls[2].Outcome)
+	assert.Equal(t, record.HostCallError, r.rec.HostCalls[2].Outcome)
 	assert.Zero(t, r.rec.HostCalls[2].Start, "it never ran")
 }
 

@@ -2,101 +2,14 @@ package effect
 
 import (
 	"encoding/json"
-	"fmt"
 	"sync"
 	"time"
 
+	"github.com/sandbank/sandbank/record"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 )
-
-// HostCall is one host call of a run, as its Record lists it: every call
-// the broker accepted (a known name, an argument within its bound, within
-// MaxHostCalls), in the order the script issued them.
-type HostCall struct {
-	// Name is the host function's name.
-	Name string `json:"name"`
-	// Issued is when the script made the call, from the start of the run.
-	Issued time.Duration `json:"issuedNs"`
-	// Start is when the host function began, from the start of the run:
-	// later than Issued when the call waited for a slot
-	// (MaxConcurrentHostCalls); zero when it never began.
-	Start time.Duration `json:"startNs,omitempty"`
-	// Duration is the host function's own time (for a call still running
-	// when the run ended, until then).
-	Duration time.Duration `json:"durationNs,omitempty"`
-	// BytesIn is the argument's size; BytesOut the result's.
-	BytesIn  int64 `json:"bytesIn"`
-	BytesOut int64 `json:"bytesOut,omitempty"`
-	// Outcome is what the script got.
-	Outcome HostCallOutcome `json:"outcome"`
-	// Error is the error's text thrown into the script, bounded and
-	// storable (HostCallError, HostCallCanceled).
-	Error string `json:"error,omitempty"`
-	// Args is the call's argument as JSON text, and Answer the result
-	// the script got (HostCallOK): kept only in a durable run's record
-	// (Call.Durable), whose log they are.
-	Args   json.RawMessage `json:"args,omitempty"`
-	Answer json.RawMessage `json:"answer,omitempty"`
-}
-
-// HostCallOutcome says what became of a host call. The zero value is
-// invalid; values are never renumbered.
-type HostCallOutcome int
-
-// The host-call outcomes.
-const (
-	// HostCallOK: the script got the host function's result.
-	HostCallOK HostCallOutcome = iota + 1
-	// HostCallError: the script got an error (the host function's, or
-	// the broker's refusal of its result).
-	HostCallError
-	// HostCallCanceled: the run ended first (it was stopped, ran out of
-	// time, or finished without awaiting the call); the answer, if any,
-	// was not delivered.
-	HostCallCanceled
-	// HostCallSuspended: the host function answered Suspend and the run
-	// ended suspended at this call (a durable run's pending call).
-	HostCallSuspended
-)
-
-var hostCallOutcomeNames = [...]string{
-	HostCallOK:        "ok",
-	HostCallError:     "error",
-	HostCallCanceled:  "canceled",
-	HostCallSuspended: "suspended",
-}
-
-// Valid reports whether o is one of the defined outcomes.
-func (o HostCallOutcome) Valid() bool { return o >= HostCallOK && o <= HostCallSuspended }
-
-// String returns the outcome's name, such as "ok".
-func (o HostCallOutcome) String() string {
-	if !o.Valid() {
-		return fmt.Sprintf("HostCallOutcome(%d)", int(o))
-	}
-	return hostCallOutcomeNames[o]
-}
-
-// MarshalText implements encoding.TextMarshaler.
-func (o HostCallOutcome) MarshalText() ([]byte, error) {
-	if !o.Valid() {
-		return nil, fmt.Errorf("effect: invalid host call outcome %d", int(o))
-	}
-	return []byte(o.String()), nil
-}
-
-// UnmarshalText implements encoding.TextUnmarshaler.
-func (o *HostCallOutcome) UnmarshalText(b []byte) error {
-	for k := HostCallOK; k <= HostCallSuspended; k++ {
-		if string(b) == hostCallOutcomeNames[k] {
-			*o = k
-			return nil
-		}
-	}
-	return fmt.Errorf("effect: unknown host call outcome %q", b)
-}
 
 // hostLog is a run's record of its host calls. Calls run concurrently, so
 // it is safe for concurrent use; it is sealed when the record is
@@ -105,7 +18,7 @@ func (o *HostCallOutcome) UnmarshalText(b []byte) error {
 type hostLog struct {
 	mu     sync.Mutex
 	sealed bool
-	calls  []HostCall
+	calls  []record.HostCall
 }
 
 // hostCallEntry is one call's line in its run's hostLog, and its span.
@@ -134,7 +47,7 @@ func (st *runState) hostCallIssued(name string, bytesIn int64) *hostCallEntry {
 		return nil
 	}
 	i := len(l.calls)
-	l.calls = append(l.calls, HostCall{Name: name, Issued: now.Sub(st.start), BytesIn: bytesIn})
+	l.calls = append(l.calls, record.HostCall{Name: name, Issued: now.Sub(st.start), BytesIn: bytesIn})
 	l.mu.Unlock()
 	if st.events != nil {
 		st.events.push(Event{Kind: EventHostCallBegun, At: now.Sub(st.start), HostCall: HostCallEvent{Seq: i + 1, Name: name, BytesIn: bytesIn}})
@@ -184,7 +97,7 @@ func (en *hostCallEntry) begin() {
 // end completes the call's line: the bytes returned, the error thrown
 // into the script, the outcome; it counts the call in the record's stats
 // (at seal) and sends the ended event.
-func (en *hostCallEntry) end(bytesOut int64, err error, o HostCallOutcome) {
+func (en *hostCallEntry) end(bytesOut int64, err error, o record.HostCallOutcome) {
 	if en == nil {
 		return
 	}
@@ -224,7 +137,7 @@ func (en *hostCallEntry) end(bytesOut int64, err error, o HostCallOutcome) {
 // yet is listed canceled (its duration so far), and nothing changes
 // afterwards. It returns the list (nil when the run made no call) and the
 // stats.
-func (l *hostLog) seal(now time.Time, start time.Time) ([]HostCall, hostCallStats) {
+func (l *hostLog) seal(now time.Time, start time.Time) ([]record.HostCall, hostCallStats) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.sealed = true
@@ -233,7 +146,7 @@ func (l *hostLog) seal(now time.Time, start time.Time) ([]HostCall, hostCallStat
 		if c.Outcome != 0 {
 			continue
 		}
-		c.Outcome, c.Error = HostCallCanceled, errHostRunEnded.msg
+		c.Outcome, c.Error = record.HostCallCanceled, errHostRunEnded.msg
 		if c.Start != 0 {
 			c.Duration = now.Sub(start) - c.Start
 		}

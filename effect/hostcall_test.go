@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sandbank/sandbank/record"
 	"github.com/sandbank/sandbank/spi"
 )
 
@@ -271,8 +272,8 @@ func TestHostCallsBounded(t *testing.T) {
 		cs = append(cs, relayCall{"f", nil})
 	}
 	_, err := e.Evaluate(context.Background(), Call{Source: hostScript, Input: relayInput(false, cs...)})
-	f := requireFailure(t, err, CodeLimitExceeded)
-	assert.Equal(t, LimitHostCalls, f.Kind)
+	f := requireFailure(t, err, record.CodeLimitExceeded)
+	assert.Equal(t, record.LimitHostCalls, f.Kind)
 	assert.Equal(t, int64(3), f.Limit)
 	assert.Equal(t, "effect: limitExceeded (hostCalls)", f.Error())
 	assert.Equal(t, int64(3), calls.Load(), "the call past the bound is not delivered")
@@ -311,8 +312,8 @@ func TestSlowHostCallStoppedByWallClock(t *testing.T) {
 	start := time.Now()
 	_, err := e.Evaluate(context.Background(), Call{Source: hostScript, Limits: spi.Limits{WallClock: 50 * time.Millisecond},
 		Input: relayInput(false, relayCall{"slow", nil})})
-	f := requireFailure(t, err, CodeLimitExceeded)
-	assert.Equal(t, LimitWallClock, f.Kind, "host time counts toward the wall clock")
+	f := requireFailure(t, err, record.CodeLimitExceeded)
+	assert.Equal(t, record.LimitWallClock, f.Kind, "host time counts toward the wall clock")
 	assert.Less(t, time.Since(start), 50*time.Millisecond+watchdog, "stopped at all (wide margin)")
 	select {
 	case <-ctxDone:
@@ -329,8 +330,8 @@ func TestHostCallIgnoringContextIsAbandoned(t *testing.T) {
 	}}})
 	_, err := e.Evaluate(context.Background(), Call{Source: hostScript, Limits: spi.Limits{WallClock: 20 * time.Millisecond},
 		Input: relayInput(false, relayCall{"stuck", nil})})
-	f := requireFailure(t, err, CodeLimitExceeded)
-	assert.Equal(t, LimitWallClock, f.Kind)
+	f := requireFailure(t, err, record.CodeLimitExceeded)
+	assert.Equal(t, record.LimitWallClock, f.Kind)
 	assert.Equal(t, 1, e.Abandoned(), "the stuck host function is counted")
 	close(release)
 	require.Eventually(t, func() bool { return e.Abandoned() == 0 }, watchdog, time.Millisecond)

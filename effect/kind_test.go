@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/sandbank/sandbank/internal/fakebackend"
+	"github.com/sandbank/sandbank/record"
 )
 
 func TestKindOf(t *testing.T) {
@@ -18,8 +19,8 @@ func TestKindOf(t *testing.T) {
 		want Kind
 	}{
 		{"nil", nil, 0},
-		{"failure", &Failure{Code: CodeScriptError}, KindFailure},
-		{"wrapped failure", fmt.Errorf("x: %w", &Failure{Code: CodeLimitExceeded}), KindFailure},
+		{"failure", &Failure{Code: record.CodeScriptError}, KindFailure},
+		{"wrapped failure", fmt.Errorf("x: %w", &Failure{Code: record.CodeLimitExceeded}), KindFailure},
 		{"invalid call", ErrInvalidCall, KindInvalidCall},
 		{"invalid limits", fmt.Errorf("x: %w", ErrInvalidLimits), KindInvalidCall},
 		{"invalid shape", ErrInvalidShape, KindInvalidCall},

@@ -4,6 +4,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sandbank/sandbank/record"
 	"github.com/sandbank/sandbank/spi"
 )
 
@@ -25,9 +26,9 @@ type logBuffer struct {
 	events   *eventQueue // nil: no Call.Events
 
 	mu     sync.Mutex
-	lines  []LogLine
+	lines  []record.LogLine
 	bytes  int64
-	cut    LogsCut
+	cut    record.LogsCut
 	full   bool
 	sealed bool
 }
@@ -56,14 +57,14 @@ func (b *logBuffer) Log(level spi.LogLevel, stream spi.LogStream, line string) b
 		b.cut.Bytes += raw
 		return true // dropped, and counted: see logBuffer
 	}
-	text := boundTextTo(line, MaxLogLineUnits)
+	text := boundTextTo(line, record.MaxLogLineUnits)
 	if len(b.lines) >= b.maxLines || b.bytes+int64(len(text)) > b.maxBytes {
 		b.full = true
 		b.cut.Lines++
 		b.cut.Bytes += raw
 		return true
 	}
-	l := LogLine{Level: level, Stream: stream, Text: text, At: time.Since(b.start)}
+	l := record.LogLine{Level: level, Stream: stream, Text: text, At: time.Since(b.start)}
 	b.lines = append(b.lines, l)
 	b.bytes += int64(len(text))
 	if b.events != nil {
@@ -74,7 +75,7 @@ func (b *logBuffer) Log(level spi.LogLevel, stream spi.LogStream, line string) b
 }
 
 // seal ends the run's log and returns what it kept.
-func (b *logBuffer) seal() (lines []LogLine, bytes int64, cut *LogsCut) {
+func (b *logBuffer) seal() (lines []record.LogLine, bytes int64, cut *record.LogsCut) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.sealed = true

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sandbank/sandbank/record"
 	"github.com/sandbank/sandbank/spi"
 )
 
@@ -25,7 +26,7 @@ func TestLogsBoundedByLines(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, rec.Logs, 2)
 	assert.Equal(t, []string{"a", "b"}, []string{rec.Logs[0].Text, rec.Logs[1].Text})
-	assert.Equal(t, &LogsCut{Lines: 3, Bytes: 4}, rec.LogsCut, "the cut marker counts what was dropped")
+	assert.Equal(t, &record.LogsCut{Lines: 3, Bytes: 4}, rec.LogsCut, "the cut marker counts what was dropped")
 	assert.Equal(t, []bool{true, true, true, true, true}, accepted, "the sink wants every line, to count it")
 }
 
@@ -45,7 +46,7 @@ func TestLogsCutCountsEveryDroppedLine(t *testing.T) {
 	rec, err := f.e.Run(context.Background(), Call{Script: f.addr})
 	require.NoError(t, err)
 	require.Len(t, rec.Logs, 10)
-	assert.Equal(t, &LogsCut{Lines: 3990, Bytes: 3990 * int64(len("line 0000"))}, rec.LogsCut)
+	assert.Equal(t, &record.LogsCut{Lines: 3990, Bytes: 3990 * int64(len("line 0000"))}, rec.LogsCut)
 }
 
 func TestLogsBoundedByBytes(t *testing.T) {
@@ -56,14 +57,14 @@ func TestLogsBoundedByBytes(t *testing.T) {
 	assert.Equal(t, int64(10), rec.Stats.LogBytes)
 	// "x" would fit in no room left: the first line that does not fit ends
 	// the log, and every later one is dropped, so the order is never broken.
-	assert.Equal(t, &LogsCut{Lines: 2, Bytes: 2}, rec.LogsCut)
+	assert.Equal(t, &record.LogsCut{Lines: 2, Bytes: 2}, rec.LogsCut)
 }
 
 // An oversized line is cut with the marker, control characters and lone
 // surrogates become U+FFFD, and a gigabyte-sized line costs no more than
 // the bound.
 func TestLogLineText(t *testing.T) {
-	long := strings.Repeat("é", 3*MaxLogLineUnits)
+	long := strings.Repeat("é", 3*record.MaxLogLineUnits)
 	surrogate := "a\xed\xa0\x80b" // WTF-8 for a lone U+D800
 	f := newFixture(t, logThen(okOutcome(`1`), long, "bell\x07 esc\x1b tab\tnl\n", surrogate, "\xff"), nil)
 	rec, err := f.e.Run(context.Background(), Call{Script: f.addr})
@@ -71,7 +72,7 @@ func TestLogLineText(t *testing.T) {
 	require.Len(t, rec.Logs, 4)
 	cut := rec.Logs[0].Text
 	assert.True(t, strings.HasSuffix(cut, truncationMarker))
-	assert.Equal(t, MaxLogLineUnits, len(utf16.Encode([]rune(strings.TrimSuffix(cut, truncationMarker)))))
+	assert.Equal(t, record.MaxLogLineUnits, len(utf16.Encode([]rune(strings.TrimSuffix(cut, truncationMarker)))))
 	assert.Equal(t, "bell\uFFFD esc\uFFFD tab\tnl\n", rec.Logs[1].Text)
 	assert.Equal(t, "a\uFFFDb", rec.Logs[2].Text)
 	assert.Equal(t, "\uFFFD", rec.Logs[3].Text)
@@ -88,7 +89,7 @@ func TestLogLineHuge(t *testing.T) {
 	})
 	assert.LessOrEqual(t, allocs, 3.0, "a huge line is cut, not copied whole")
 	require.Len(t, b.lines, 1)
-	assert.Less(t, len(b.lines[0].Text), 2*MaxLogLineUnits)
+	assert.Less(t, len(b.lines[0].Text), 2*record.MaxLogLineUnits)
 }
 
 // Invalid levels and streams from a broken backend are kept as info on

@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/sandbank/sandbank/record"
 	"github.com/sandbank/sandbank/spi"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -156,5 +157,5 @@ type Options struct {
 	// refused (ErrInvalidKey). When Sign fails, the record's receipt is
 	// unsigned and Run returns an infrastructure error (retryable) instead
 	// of the run's value or failure. Nil means receipts are not signed.
-	Signer Signer
+	Signer record.Signer
 }

@@ -1,12 +1,16 @@
 package effect
 
-import "context"
+import (
+	"context"
+
+	"github.com/sandbank/sandbank/record"
+)
 
 // ScriptReader fetches script bytes by content address. A script that is
 // not there is reported with an error for which errors.Is(err,
 // fs.ErrNotExist) holds.
 type ScriptReader interface {
-	ReadScript(ctx context.Context, addr Address) ([]byte, error)
+	ReadScript(ctx context.Context, addr record.Address) ([]byte, error)
 }
 
 // InstantReader is a ScriptReader that answers at once: its ReadScript

@@ -7,8 +7,8 @@ import (
 	"reflect"
 	"runtime/debug"
 	"strings"
-	"time"
 
+	"github.com/sandbank/sandbank/record"
 	"github.com/sandbank/sandbank/spi"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -39,79 +39,22 @@ type Record struct {
 	// storable, at most Options.MaxLogLines lines and MaxLogBytes bytes of
 	// text. Empty (never null in JSON) when the script logged nothing or
 	// the backend does not declare Capabilities.Logs.
-	Logs []LogLine `json:"logs"`
+	Logs []record.LogLine `json:"logs"`
 	// LogsCut is the cut marker: present when lines were dropped because
 	// the log was full. Every line from the first one that did not fit is
 	// dropped.
-	LogsCut *LogsCut `json:"logsCut,omitempty"`
+	LogsCut *record.LogsCut `json:"logsCut,omitempty"`
 	// HostCalls lists the run's host calls in the order the script issued
 	// them, each with its start, duration and outcome (see HostCall);
 	// empty when it made none.
-	HostCalls []HostCall `json:"hostCalls,omitempty"`
+	HostCalls []record.HostCall `json:"hostCalls,omitempty"`
 	// Stats are the run's figures.
-	Stats Stats `json:"stats"`
+	Stats record.Stats `json:"stats"`
 	// Receipt is the run's receipt.
-	Receipt Receipt `json:"receipt"`
+	Receipt record.Receipt `json:"receipt"`
 	// EventsDropped counts the events of this run that Call.Events did not
 	// receive because its buffer was full (a slow sink).
 	EventsDropped int64 `json:"eventsDropped,omitempty"`
-}
-
-// LogLine is one line a script logged.
-type LogLine struct {
-	Level  spi.LogLevel  `json:"level"`
-	Stream spi.LogStream `json:"stream"`
-	// Text is the line without its newline, bounded to MaxLogLineUnits
-	// UTF-16 units (then "…[truncated]") and made storable like every
-	// text from a script: invalid UTF-8, lone surrogates and control
-	// characters other than newline and tab become U+FFFD.
-	Text string `json:"text"`
-	// At is when the line arrived, from the start of the run.
-	At time.Duration `json:"atNs"`
-}
-
-// LogsCut counts what a full log dropped.
-type LogsCut struct {
-	// Lines and Bytes are the lines dropped and the bytes of text they
-	// held, as the backend handed them over.
-	Lines int64 `json:"lines"`
-	Bytes int64 `json:"bytes"`
-}
-
-// Stats are a run's figures. The effect measures its own (durations,
-// bytes); the engine's (Startup, ScriptTime, MemoryPeakBytes, CPU) are
-// present only where the engine truly measured them: zero means not known.
-type Stats struct {
-	// Duration is the whole run, as Run measured it.
-	Duration time.Duration `json:"durationNs"`
-	// BackendTime is the backend call, as the effect measured it (engine
-	// start-up included); zero when the backend was not called.
-	BackendTime time.Duration `json:"backendNs,omitempty"`
-	// InputBytes, ScriptBytes and OutputBytes size the input as JSON text,
-	// the script and the canonical result.
-	InputBytes  int64 `json:"inputBytes"`
-	ScriptBytes int64 `json:"scriptBytes,omitempty"`
-	OutputBytes int64 `json:"outputBytes,omitempty"`
-	// LogLines and LogBytes count the lines kept in the record and their
-	// text's bytes.
-	LogLines int64 `json:"logLines,omitempty"`
-	LogBytes int64 `json:"logBytes,omitempty"`
-
-	// Startup, ScriptTime, MemoryPeakBytes, CPUUnit and CPUUnits are the
-	// engine's own figures (spi.Stats).
-	Startup         time.Duration `json:"startupNs,omitempty"`
-	ScriptTime      time.Duration `json:"scriptNs,omitempty"`
-	MemoryPeakBytes int64         `json:"memoryPeakBytes,omitempty"`
-	CPUUnit         string        `json:"cpuUnit,omitempty"`
-	CPUUnits        int64         `json:"cpuUnits,omitempty"`
-
-	// HostCalls counts the host calls the script made (Record.HostCalls),
-	// with the bytes sent and received and the time spent in them (summed
-	// over calls, which may overlap).
-	HostCalls        int64         `json:"hostCalls,omitempty"`
-	HostCallBytesIn  int64         `json:"hostCallBytesIn,omitempty"`
-	HostCallBytesOut int64         `json:"hostCallBytesOut,omitempty"`
-	HostCallTime     time.Duration `json:"hostCallNs,omitempty"`
 }
 
 // DefaultMaxLogBytes is the default bound on the log text a record keeps,
@@ -120,11 +63,6 @@ const DefaultMaxLogBytes int64 = 256 << 10
 
 // DefaultMaxLogLines is the default bound on the lines a record keeps.
 const DefaultMaxLogLines = 1000
-
-// MaxLogLineUnits bounds one logged line, in UTF-16 code units; a longer
-// line is cut and ends with "…[truncated]". spi.MaxLogLineBytes is large
-// enough that a backend cutting at it never cuts text kept here.
-const MaxLogLineUnits = 4096
 
 // defaultEventBuffer is the default number of events of one run that may
 // wait for a slow Call.Events sink.

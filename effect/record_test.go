@@ -15,6 +15,7 @@ import (
 
 	"github.com/sandbank/sandbank/internal/canon"
 	"github.com/sandbank/sandbank/internal/fakebackend"
+	"github.com/sandbank/sandbank/record"
 	"github.com/sandbank/sandbank/spi"
 )
 
@@ -52,7 +53,7 @@ func TestRunOK(t *testing.T) {
 	assert.Nil(t, rec.LogsCut)
 
 	r := rec.Receipt
-	assert.Equal(t, ReceiptFormat, r.Format)
+	assert.Equal(t, record.ReceiptFormat, r.Format)
 	assert.Equal(t, f.addr, r.Script)
 	assert.Equal(t, sha(`{"a":"x","z":1}`), r.InputDigest, "sha256 of the canonical input")
 	assert.Equal(t, sha(`{"a":[1,2],"b":1}`), r.OutputDigest, "sha256 of the canonical value")
@@ -60,10 +61,10 @@ func TestRunOK(t *testing.T) {
 	assert.Equal(t, "github.com/sandbank/sandbank@(devel)", r.Backend, "the fake backend's module, from build info")
 	assert.Equal(t, spi.Version, r.SPIVersion)
 	assert.Equal(t, f.e.Capabilities(), r.Capabilities)
-	assert.Equal(t, ReceiptLimits{WallClock: DefaultWallClock, MemoryBytes: DefaultMemoryBytes, MaxInputBytes: DefaultMaxInputBytes,
+	assert.Equal(t, record.ReceiptLimits{WallClock: DefaultWallClock, MemoryBytes: DefaultMemoryBytes, MaxInputBytes: DefaultMaxInputBytes,
 		MaxOutputBytes: DefaultMaxOutputBytes, MaxScriptBytes: DefaultMaxScriptBytes, MaxLogBytes: DefaultMaxLogBytes,
 		MaxLogLines: DefaultMaxLogLines}, r.Limits)
-	assert.Equal(t, OutcomeOK, r.Outcome)
+	assert.Equal(t, record.OutcomeOK, r.Outcome)
 	assert.Empty(t, r.LimitKind)
 	assert.Equal(t, time.UTC, r.Started.Location())
 	assert.WithinDuration(t, time.Now(), r.Started, time.Minute)
@@ -107,18 +108,18 @@ func TestRecordJSONRoundTrip(t *testing.T) {
 func TestRunTypedFailureKeepsLogs(t *testing.T) {
 	f := newFixture(t, logThen(spi.Threw("Error", "nope"), "before the throw"), nil)
 	rec, err := f.e.Run(context.Background(), Call{Script: f.addr, Input: nil})
-	fail := requireFailure(t, err, CodeScriptError)
+	fail := requireFailure(t, err, record.CodeScriptError)
 	require.NotNil(t, rec)
 	assert.Same(t, fail, rec.Failure)
 	assert.Nil(t, rec.Value)
 	require.Len(t, rec.Logs, 1)
 	assert.Equal(t, "before the throw", rec.Logs[0].Text)
-	assert.Equal(t, CodeScriptError.String(), rec.Receipt.Outcome)
+	assert.Equal(t, record.CodeScriptError.String(), rec.Receipt.Outcome)
 	assert.Equal(t, sha(`{"code":"scriptError","message":"nope","name":"Error"}`), rec.Receipt.OutputDigest, "a failure's digest")
 
 	f = newFixture(t, logThen(spi.Limited(spi.LimitCPU)), nil)
 	rec, err = f.e.Run(context.Background(), Call{Script: f.addr})
-	requireFailure(t, err, CodeLimitExceeded)
+	requireFailure(t, err, record.CodeLimitExceeded)
 	require.NotNil(t, rec)
 	assert.Equal(t, "limitExceeded", rec.Receipt.Outcome)
 	assert.Equal(t, "cpu", rec.Receipt.LimitKind)
@@ -138,7 +139,7 @@ func TestRunRecordPresence(t *testing.T) {
 
 	// A typed failure before the backend: a record, no logs.
 	rec, err = f.e.Run(ctx, Call{Script: f.addr, Input: "much too long"})
-	requireFailure(t, err, CodeInputTooLarge)
+	requireFailure(t, err, record.CodeInputTooLarge)
 	require.NotNil(t, rec)
 	assert.Equal(t, "inputTooLarge", rec.Receipt.Outcome)
 	assert.Equal(t, "input", rec.Receipt.LimitKind)
@@ -147,30 +148,30 @@ func TestRunRecordPresence(t *testing.T) {
 	assert.Zero(t, rec.Stats.BackendTime)
 
 	// A missing script, run by address: a record naming it.
-	missing := AddressOf([]byte("elsewhere"))
+	missing := record.AddressOf([]byte("elsewhere"))
 	rec, err = f.e.Run(ctx, Call{Script: missing})
-	requireFailure(t, err, CodeScriptMissing)
+	requireFailure(t, err, record.CodeScriptMissing)
 	require.NotNil(t, rec)
 	assert.Equal(t, missing, rec.Receipt.Script)
 
 	// A run by source: the receipt has its address.
 	rec, err = f.e.Run(ctx, Call{Source: []byte("other script")})
 	require.NoError(t, err)
-	assert.Equal(t, AddressOf([]byte("other script")), rec.Receipt.Script)
+	assert.Equal(t, record.AddressOf([]byte("other script")), rec.Receipt.Script)
 
 	// Infrastructure after the backend was called: a record with the error.
 	f = newFixture(t, logThen(spi.Infrastructure("engine fell over"), "last words"), nil)
 	rec, err = f.e.Run(ctx, Call{Script: f.addr})
 	requireUntyped(t, err)
 	require.NotNil(t, rec)
-	assert.Equal(t, OutcomeInfrastructure, rec.Receipt.Outcome)
+	assert.Equal(t, record.OutcomeInfrastructure, rec.Receipt.Outcome)
 	assert.Contains(t, rec.Error, "engine fell over")
 	require.Len(t, rec.Logs, 1)
 	assert.Equal(t, "last words", rec.Logs[0].Text)
 
 	// Infrastructure before the backend: no record.
 	broken := errors.New("store down")
-	e, err := New(readerFunc(func(context.Context, Address) ([]byte, error) { return nil, broken }),
+	e, err := New(readerFunc(func(context.Context, record.Address) ([]byte, error) { return nil, broken }),
 		fakebackend.New(fakebackend.Capabilities(), fakebackend.Return(okOutcome(`1`))), nil)
 	require.NoError(t, err)
 	rec, err = e.Run(ctx, Call{Script: f.addr})
@@ -191,7 +192,7 @@ func TestRunCanceled(t *testing.T) {
 	rec, err := f.e.Run(ctx, Call{Script: f.addr})
 	require.ErrorIs(t, err, context.Canceled)
 	require.NotNil(t, rec)
-	assert.Equal(t, OutcomeCanceled, rec.Receipt.Outcome)
+	assert.Equal(t, record.OutcomeCanceled, rec.Receipt.Outcome)
 	assert.Nil(t, rec.Value)
 	require.Len(t, rec.Logs, 1)
 	assert.Equal(t, spi.LevelWarn, rec.Logs[0].Level)
@@ -228,7 +229,7 @@ func TestReceiptCanonical(t *testing.T) {
 	d1, err := rec.Receipt.Digest()
 	require.NoError(t, err)
 	assert.Equal(t, canon.Digest(c), d1)
-	var back Receipt
+	var back record.Receipt
 	require.NoError(t, json.Unmarshal(c, &back))
 	d2, err := back.Digest()
 	require.NoError(t, err)

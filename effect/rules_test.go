@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sandbank/sandbank/internal/fakebackend"
+	"github.com/sandbank/sandbank/record"
 	"github.com/sandbank/sandbank/spi"
 )
 
@@ -56,7 +57,7 @@ func TestRule1InputNotSerializable(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, fakebackend.Echo(), nil)
 			_, err := f.call(context.Background(), tc.input)
-			fail := requireFailure(t, err, CodeInputNotSerializable)
+			fail := requireFailure(t, err, record.CodeInputNotSerializable)
 			assert.ErrorIs(t, err, ErrInputNotSerializable)
 			assert.NotEmpty(t, fail.Reason)
 			assert.True(t, utf8.ValidString(fail.Reason))
@@ -78,11 +79,11 @@ func TestRule1InputTooLarge(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, fakebackend.Echo(), &Options{MaxInputBytes: 21})
 			_, err := f.call(context.Background(), tc.input)
-			fail := requireFailure(t, err, CodeInputTooLarge)
+			fail := requireFailure(t, err, record.CodeInputTooLarge)
 			assert.ErrorIs(t, err, ErrInputTooLarge)
 			assert.Equal(t, tc.bytes, fail.Bytes)
 			assert.Equal(t, int64(21), fail.Limit)
-			assert.Equal(t, LimitInput, fail.Kind, "refused by the input ceiling, before the run")
+			assert.Equal(t, record.LimitInput, fail.Kind, "refused by the input ceiling, before the run")
 			assert.Contains(t, err.Error(), "input ceiling")
 			f.untouched(t)
 		})
@@ -103,8 +104,8 @@ func TestRule1InputBeforeScript(t *testing.T) {
 	// A call with a bad input AND a missing script reports the input; a
 	// malformed address is a mistake in the call itself, checked first.
 	f := newFixture(t, fakebackend.Echo(), nil)
-	_, err := f.e.Evaluate(context.Background(), Call{Script: AddressOf([]byte("absent")), Input: make(chan int)})
-	requireFailure(t, err, CodeInputNotSerializable)
+	_, err := f.e.Evaluate(context.Background(), Call{Script: record.AddressOf([]byte("absent")), Input: make(chan int)})
+	requireFailure(t, err, record.CodeInputNotSerializable)
 	_, err = f.e.Evaluate(context.Background(), Call{Script: "not an address", Input: math.NaN()})
 	requireInvalid(t, err, ErrInvalidAddress)
 	f.untouched(t)
@@ -126,7 +127,7 @@ func TestRule1InputReachesBackend(t *testing.T) {
 // Rule 2: the script is fetched by content address and verified.
 
 func TestRule2MalformedAddress(t *testing.T) {
-	good := string(AddressOf(testScript))
+	good := string(record.AddressOf(testScript))
 	cases := map[string]string{
 		"empty":            "",
 		"prefix only":      "sha256:",
@@ -142,7 +143,7 @@ func TestRule2MalformedAddress(t *testing.T) {
 	for name, addr := range cases {
 		t.Run(name, func(t *testing.T) {
 			f := newFixture(t, fakebackend.Echo(), nil)
-			_, err := f.e.Evaluate(context.Background(), Call{Script: Address(addr), Input: 1})
+			_, err := f.e.Evaluate(context.Background(), Call{Script: record.Address(addr), Input: 1})
 			if addr == "" {
 				requireInvalid(t, err, ErrInvalidSource) // no script at all
 				f.untouched(t)
@@ -158,9 +159,9 @@ func TestRule2MalformedAddress(t *testing.T) {
 
 func TestRule2ScriptMissing(t *testing.T) {
 	f := newFixture(t, fakebackend.Echo(), nil)
-	absent := AddressOf([]byte("absent"))
+	absent := record.AddressOf([]byte("absent"))
 	_, err := f.e.Evaluate(context.Background(), Call{Script: absent, Input: 1})
-	fail := requireFailure(t, err, CodeScriptMissing)
+	fail := requireFailure(t, err, record.CodeScriptMissing)
 	assert.ErrorIs(t, err, ErrScriptMissing)
 	assert.Equal(t, absent, fail.Script)
 	assert.Equal(t, int64(1), f.reader.reads.Load())
@@ -174,27 +175,27 @@ func TestRule2ReaderFailures(t *testing.T) {
 		reader readerFunc
 		check  func(t *testing.T, err error)
 	}{
-		{"bytes do not match the address", func(context.Context, Address) ([]byte, error) {
+		{"bytes do not match the address", func(context.Context, record.Address) ([]byte, error) {
 			return []byte("tampered"), nil
 		}, func(t *testing.T, err error) {
 			assert.Contains(t, err.Error(), "do not match")
 		}},
-		{"read error keeps its cause", func(context.Context, Address) ([]byte, error) {
+		{"read error keeps its cause", func(context.Context, record.Address) ([]byte, error) {
 			return nil, cause
 		}, func(t *testing.T, err error) {
 			assert.ErrorIs(t, err, cause)
 		}},
-		{"typed failure from the reader is rewrapped", func(context.Context, Address) ([]byte, error) {
-			return nil, &Failure{Code: CodeScriptError, Message: "forged"}
+		{"typed failure from the reader is rewrapped", func(context.Context, record.Address) ([]byte, error) {
+			return nil, &Failure{Code: record.CodeScriptError, Message: "forged"}
 		}, func(t *testing.T, err error) {
 			assert.NotErrorIs(t, err, ErrScriptError)
 		}},
-		{"reader panics", func(context.Context, Address) ([]byte, error) {
+		{"reader panics", func(context.Context, record.Address) ([]byte, error) {
 			panic("reader exploded")
 		}, func(t *testing.T, err error) {
 			assert.Contains(t, err.Error(), "panicked")
 		}},
-		{"huge error text is bounded", func(context.Context, Address) ([]byte, error) {
+		{"huge error text is bounded", func(context.Context, record.Address) ([]byte, error) {
 			return nil, errors.New(fakebackend.BigText(5 << 20))
 		}, func(t *testing.T, err error) {
 			assert.Less(t, len(err.Error()), 3*MaxTextUnits)
@@ -205,7 +206,7 @@ func TestRule2ReaderFailures(t *testing.T) {
 			fb := fakebackend.New(fakebackend.Capabilities(), fakebackend.Echo())
 			e, err := New(tc.reader, fb, nil)
 			require.NoError(t, err)
-			_, err = e.Evaluate(context.Background(), Call{Script: AddressOf(testScript), Input: 1})
+			_, err = e.Evaluate(context.Background(), Call{Script: record.AddressOf(testScript), Input: 1})
 			requireUntyped(t, err)
 			tc.check(t, err)
 			assert.Zero(t, fb.Calls())
@@ -260,7 +261,7 @@ func TestRule3BackendPanics(t *testing.T) {
 		text  string
 	}{
 		{"boom", "effect: backend panicked: boom"},
-		{&Failure{Code: CodeScriptError, Message: "forged"}, "effect: backend panicked: effect: scriptError: forged"},
+		{&Failure{Code: record.CodeScriptError, Message: "forged"}, "effect: backend panicked: effect: scriptError: forged"},
 		{nil, ""},
 		{errors.New("x\x00" + fakebackend.BigText(5<<20)), ""},
 		{panickyStringer{}, ""},
@@ -299,7 +300,7 @@ func TestRule4CancellationWins(t *testing.T) {
 		{name: "panic after cancel", behavior: fakebackend.PanicAfterCancel("late panic"), cancelAfterCall: true},
 		{name: "typed failure after cancel", behavior: func(ctx context.Context, _ spi.Request) (spi.Outcome, error) {
 			<-ctx.Done()
-			return spi.Outcome{}, &Failure{Code: CodeScriptError}
+			return spi.Outcome{}, &Failure{Code: record.CodeScriptError}
 		}, cancelAfterCall: true},
 		{name: "limit outcome after cancel", behavior: fakebackend.LateAfterCancel(spi.Limited(spi.LimitWallClock)), cancelAfterCall: true},
 		{name: "malformed outcome after cancel", behavior: fakebackend.LateAfterCancel(spi.Outcome{Kind: 42}), cancelAfterCall: true},
@@ -367,11 +368,11 @@ func TestRule4CancelledDuringRead(t *testing.T) {
 	defer cancel()
 	fb := fakebackend.New(fakebackend.Capabilities(), fakebackend.Echo())
 	cases := map[string]readerFunc{
-		"reader returns the bytes": func(context.Context, Address) ([]byte, error) {
+		"reader returns the bytes": func(context.Context, record.Address) ([]byte, error) {
 			cancel()
 			return testScript, nil
 		},
-		"reader returns not found": func(context.Context, Address) ([]byte, error) {
+		"reader returns not found": func(context.Context, record.Address) ([]byte, error) {
 			cancel()
 			return nil, fmt.Errorf("gone: %w", fs.ErrNotExist)
 		},
@@ -380,7 +381,7 @@ func TestRule4CancelledDuringRead(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			e, err := New(r, fb, nil)
 			require.NoError(t, err)
-			_, err = e.Evaluate(ctx, Call{Script: AddressOf(testScript), Input: 1})
+			_, err = e.Evaluate(ctx, Call{Script: record.AddressOf(testScript), Input: 1})
 			require.Equal(t, context.Canceled, err)
 		})
 	}
@@ -390,7 +391,7 @@ func TestRule4CancelledDuringRead(t *testing.T) {
 func TestRule4ReaderIgnoringCancellation(t *testing.T) {
 	release := make(chan struct{})
 	entered := make(chan struct{})
-	reader := readerFunc(func(context.Context, Address) ([]byte, error) {
+	reader := readerFunc(func(context.Context, record.Address) ([]byte, error) {
 		close(entered)
 		<-release // ignores its context
 		return testScript, nil
@@ -402,7 +403,7 @@ func TestRule4ReaderIgnoringCancellation(t *testing.T) {
 	defer cancel()
 	done := make(chan error, 1)
 	go func() {
-		_, err := e.Evaluate(ctx, Call{Script: AddressOf(testScript), Input: 1})
+		_, err := e.Evaluate(ctx, Call{Script: record.AddressOf(testScript), Input: 1})
 		done <- err
 	}()
 	<-entered
@@ -433,7 +434,7 @@ func TestRule5Outcomes(t *testing.T) {
 	cases := []struct {
 		name    string
 		out     spi.Outcome
-		code    Code // 0: untyped
+		code    record.Code // 0: untyped
 		want    Failure
 		value   string
 		errText string
@@ -446,14 +447,14 @@ func TestRule5Outcomes(t *testing.T) {
 		{name: "unknown kind", out: spi.Outcome{Kind: 99, Value: json.RawMessage("1")}, errText: "invalid outcome kind 99"},
 		{name: "limit without kind", out: spi.Outcome{Kind: spi.KindLimit}, errText: "invalid limit kind 0"},
 		{name: "unknown limit", out: spi.Limited(7), errText: "invalid limit kind 7"},
-		{name: "cpu", out: spi.Limited(spi.LimitCPU), code: CodeLimitExceeded, want: Failure{Code: CodeLimitExceeded, Kind: LimitCPU}},
-		{name: "memory", out: spi.Limited(spi.LimitMemory), code: CodeLimitExceeded, want: Failure{Code: CodeLimitExceeded, Kind: LimitMemory}},
-		{name: "wall clock", out: spi.Limited(spi.LimitWallClock), code: CodeLimitExceeded, want: Failure{Code: CodeLimitExceeded, Kind: LimitWallClock}},
-		{name: "threw", out: spi.Threw("TypeError", "x is not a function"), code: CodeScriptError,
-			want: Failure{Code: CodeScriptError, Name: "TypeError", Message: "x is not a function"}},
-		{name: "threw without name", out: spi.Threw("", "boom"), code: CodeScriptError, want: Failure{Code: CodeScriptError, Message: "boom"}},
-		{name: "input too large", out: spi.InputTooLarge(), code: CodeInputTooLarge,
-			want: Failure{Code: CodeInputTooLarge, Kind: LimitMemory, Bytes: 7, Limit: 1000}},
+		{name: "cpu", out: spi.Limited(spi.LimitCPU), code: record.CodeLimitExceeded, want: Failure{Code: record.CodeLimitExceeded, Kind: record.LimitCPU}},
+		{name: "memory", out: spi.Limited(spi.LimitMemory), code: record.CodeLimitExceeded, want: Failure{Code: record.CodeLimitExceeded, Kind: record.LimitMemory}},
+		{name: "wall clock", out: spi.Limited(spi.LimitWallClock), code: record.CodeLimitExceeded, want: Failure{Code: record.CodeLimitExceeded, Kind: record.LimitWallClock}},
+		{name: "threw", out: spi.Threw("TypeError", "x is not a function"), code: record.CodeScriptError,
+			want: Failure{Code: record.CodeScriptError, Name: "TypeError", Message: "x is not a function"}},
+		{name: "threw without name", out: spi.Threw("", "boom"), code: record.CodeScriptError, want: Failure{Code: record.CodeScriptError, Message: "boom"}},
+		{name: "input too large", out: spi.InputTooLarge(), code: record.CodeInputTooLarge,
+			want: Failure{Code: record.CodeInputTooLarge, Kind: record.LimitMemory, Bytes: 7, Limit: 1000}},
 		{name: "infrastructure", out: spi.Infrastructure("engine crashed"), errText: "effect: backend infrastructure failure: engine crashed"},
 	}
 	for _, tc := range cases {
@@ -496,14 +497,14 @@ func TestRule5BackendErrors(t *testing.T) {
 			assert.Same(t, own, be)
 			assert.Equal(t, "effect: backend failed: backend: pool exhausted", err.Error())
 		}},
-		{"typed failure", &Failure{Code: CodeLimitExceeded, Kind: LimitMemory}, func(t *testing.T, err error) {
+		{"typed failure", &Failure{Code: record.CodeLimitExceeded, Kind: record.LimitMemory}, func(t *testing.T, err error) {
 			assert.NotErrorIs(t, err, ErrLimitExceeded)
 			assert.Contains(t, err.Error(), "limitExceeded")
 		}},
-		{"wrapped typed failure", fmt.Errorf("wrapped: %w", &Failure{Code: CodeScriptError, Message: "m"}), func(t *testing.T, err error) {
+		{"wrapped typed failure", fmt.Errorf("wrapped: %w", &Failure{Code: record.CodeScriptError, Message: "m"}), func(t *testing.T, err error) {
 			assert.NotErrorIs(t, err, ErrScriptError)
 		}},
-		{"joined typed failure", errors.Join(errors.New("a"), &Failure{Code: CodeShapeMismatch}), func(t *testing.T, err error) {
+		{"joined typed failure", errors.Join(errors.New("a"), &Failure{Code: record.CodeShapeMismatch}), func(t *testing.T, err error) {
 			assert.NotErrorIs(t, err, ErrShapeMismatch)
 		}},
 		{"context error with caller alive", fmt.Errorf("gave up: %w", context.Canceled), func(t *testing.T, err error) {
@@ -536,7 +537,7 @@ func TestRule5TextIsBounded(t *testing.T) {
 	t.Run("threw", func(t *testing.T) {
 		f := newFixture(t, fakebackend.Return(spi.Threw(big, big)), nil)
 		_, err := f.call(context.Background(), 1)
-		fail := requireFailure(t, err, CodeScriptError)
+		fail := requireFailure(t, err, record.CodeScriptError)
 		for _, s := range []string{fail.Name, fail.Message} {
 			assert.Equal(t, MaxTextUnits+utf16Len(truncationMarker), utf16Len(s))
 			assert.True(t, strings.HasSuffix(s, truncationMarker))
@@ -545,7 +546,7 @@ func TestRule5TextIsBounded(t *testing.T) {
 	t.Run("threw with lone surrogates", func(t *testing.T) {
 		f := newFixture(t, fakebackend.Return(spi.Threw("Err"+fakebackend.LoneSurrogate, "x\xffy\x07z")), nil)
 		_, err := f.call(context.Background(), 1)
-		fail := requireFailure(t, err, CodeScriptError)
+		fail := requireFailure(t, err, record.CodeScriptError)
 		assert.Equal(t, "Err\uFFFD", fail.Name)
 		assert.Equal(t, "x\uFFFDy\uFFFDz", fail.Message)
 	})
@@ -583,8 +584,8 @@ func TestRule6OutputBound(t *testing.T) {
 				assert.LessOrEqual(t, len(out), 10)
 				return
 			}
-			fail := requireFailure(t, err, CodeLimitExceeded)
-			assert.Equal(t, LimitOutput, fail.Kind)
+			fail := requireFailure(t, err, record.CodeLimitExceeded)
+			assert.Equal(t, record.LimitOutput, fail.Kind)
 			assert.ErrorIs(t, err, ErrLimitExceeded)
 		})
 	}
@@ -593,8 +594,8 @@ func TestRule6OutputBound(t *testing.T) {
 func TestRule6OutputBoundBeforeShape(t *testing.T) {
 	f := newFixture(t, fakebackend.Return(okOutcome(`"123456789"`)), &Options{MaxOutputBytes: 10})
 	_, err := f.e.Evaluate(context.Background(), Call{Script: f.addr, Shape: json.RawMessage(`{"type":"number"}`)})
-	fail := requireFailure(t, err, CodeLimitExceeded)
-	assert.Equal(t, LimitOutput, fail.Kind)
+	fail := requireFailure(t, err, record.CodeLimitExceeded)
+	assert.Equal(t, record.LimitOutput, fail.Kind)
 }
 
 // Rule 7: the result's shape is checked against the caller's schema.
@@ -621,7 +622,7 @@ func TestRule7Shape(t *testing.T) {
 				assert.JSONEq(t, tc.value, string(out))
 				return
 			}
-			fail := requireFailure(t, err, CodeShapeMismatch)
+			fail := requireFailure(t, err, record.CodeShapeMismatch)
 			assert.ErrorIs(t, err, ErrShapeMismatch)
 			assert.Contains(t, fail.Reason, tc.reason)
 			assert.NotContains(t, fail.Reason, "\n")
@@ -633,7 +634,7 @@ func TestRule7ShapeReasonIsBounded(t *testing.T) {
 	long := strings.Repeat("k", 5000)
 	f := newFixture(t, fakebackend.Return(okOutcome(`{"`+long+`":1}`)), nil)
 	_, err := f.e.Evaluate(context.Background(), Call{Script: f.addr, Shape: json.RawMessage(`{"additionalProperties":false}`)})
-	fail := requireFailure(t, err, CodeShapeMismatch)
+	fail := requireFailure(t, err, record.CodeShapeMismatch)
 	assert.True(t, strings.HasSuffix(fail.Reason, truncationMarker), fail.Reason[:40])
 }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sandbank/sandbank/internal/canon"
+	"github.com/sandbank/sandbank/record"
 	"github.com/sandbank/sandbank/spi"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -73,7 +74,7 @@ func (e *Effect) run(ctx context.Context, call Call) (*Record, error) {
 // nil *runState (Evaluate without a record): it does nothing.
 type runState struct {
 	e      *Effect
-	script Address         // the call's Script and Source, for the receipt of a
+	script record.Address  // the call's Script and Source, for the receipt of a
 	source []byte          // run that fails before the script is read
 	ctx    context.Context // the run's context, with its span
 	start  time.Time
@@ -82,9 +83,9 @@ type runState struct {
 	limits      spi.Limits
 	haveLimits  bool
 	input       []byte
-	inFiles     []FileRef  // the input files' references (files.go)
-	outFiles    []spi.File // the output files of a run that finished
-	addr        Address
+	inFiles     []record.FileRef // the input files' references (files.go)
+	outFiles    []spi.File       // the output files of a run that finished
+	addr        record.Address
 	scriptBytes int64
 
 	reached      bool // the backend was called
@@ -124,7 +125,7 @@ func (st *runState) noteInput(input []byte) {
 	}
 }
 
-func (st *runState) noteInputFiles(refs []FileRef) {
+func (st *runState) noteInputFiles(refs []record.FileRef) {
 	if st != nil {
 		st.inFiles = refs
 	}
@@ -136,12 +137,12 @@ func (st *runState) noteOutputFiles(files []spi.File) {
 	}
 }
 
-func (st *runState) noteScript(addr Address, script []byte) {
+func (st *runState) noteScript(addr record.Address, script []byte) {
 	if st == nil {
 		return
 	}
 	if addr == "" {
-		addr = AddressOf(script)
+		addr = record.AddressOf(script)
 	}
 	st.addr, st.scriptBytes = addr, int64(len(script))
 }
@@ -192,16 +193,16 @@ func sanitizeStats(s spi.Stats) spi.Stats {
 }
 
 // receipt returns the receipt as known so far (no outcome).
-func (st *runState) receipt() Receipt {
+func (st *runState) receipt() record.Receipt {
 	e := st.e
-	r := Receipt{
-		Format:       ReceiptFormat,
+	r := record.Receipt{
+		Format:       record.ReceiptFormat,
 		Script:       st.addr,
 		Engine:       e.rc.engine,
 		Backend:      e.rc.module,
 		SPIVersion:   spi.Version,
 		Capabilities: e.caps,
-		Limits: ReceiptLimits{
+		Limits: record.ReceiptLimits{
 			WallClock:      st.limits.WallClock,
 			MemoryBytes:    st.limits.MemoryBytes,
 			MaxInputBytes:  e.maxInput,
@@ -234,7 +235,7 @@ func (st *runState) receipt() Receipt {
 				r.Script = a
 			}
 		case st.source != nil:
-			r.Script = AddressOf(st.source)
+			r.Script = record.AddressOf(st.source)
 		}
 	}
 	if st.input != nil {
@@ -264,7 +265,7 @@ func (st *runState) finish(ctx context.Context, value []byte, err error, cancele
 	if err != nil && f == nil && !st.reached {
 		return nil, nil
 	}
-	rec := &Record{Value: value, Failure: f, Logs: []LogLine{}}
+	rec := &Record{Value: value, Failure: f, Logs: []record.LogLine{}}
 	if err != nil && f == nil {
 		rec.Error = boundText(errorText(err))
 	}
@@ -288,7 +289,7 @@ func (st *runState) finish(ctx context.Context, value []byte, err error, cancele
 	r.Duration = time.Since(st.start)
 	calls, hs := st.hostCalls.seal(time.Now(), st.start)
 	if st.dur != nil {
-		d, derr := HostLogDigest(calls) // its arguments and answers are valid JSON: checked when kept
+		d, derr := record.HostLogDigest(calls) // its arguments and answers are valid JSON: checked when kept
 		if derr != nil {
 			return nil, foreignError("effect: the durable run's host-call log: ", derr)
 		}
@@ -330,7 +331,7 @@ func (e *Effect) logRun(ctx context.Context, rec *Record, err error) {
 		return
 	}
 	level := slog.LevelDebug
-	if rec.Receipt.Outcome == OutcomeInfrastructure {
+	if rec.Receipt.Outcome == record.OutcomeInfrastructure {
 		level = slog.LevelWarn
 	}
 	attrs := []slog.Attr{

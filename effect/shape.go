@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/sandbank/sandbank/internal/shape"
+	"github.com/sandbank/sandbank/record"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
@@ -208,7 +209,7 @@ const shapeUncheckableReason = "the value could not be checked against the shape
 // check; a panic of the validator is a mismatch.
 func (s *compiledShape) validate(v any) error {
 	if !s.cost.Work(v) {
-		return &Failure{Code: CodeLimitExceeded, Kind: LimitOutput, Reason: shape.WorkReason}
+		return &Failure{Code: record.CodeLimitExceeded, Kind: record.LimitOutput, Reason: shape.WorkReason}
 	}
 	return s.check(v)
 }
@@ -218,7 +219,7 @@ func (s *compiledShape) validate(v any) error {
 func (s *compiledShape) check(v any) (err error) {
 	defer func() {
 		if recover() != nil {
-			err = &Failure{Code: CodeShapeMismatch, Reason: shapeUncheckableReason}
+			err = &Failure{Code: record.CodeShapeMismatch, Reason: shapeUncheckableReason}
 		}
 	}()
 	err = s.schema.Validate(v)
@@ -227,9 +228,9 @@ func (s *compiledShape) check(v any) (err error) {
 	}
 	var ve *jsonschema.ValidationError
 	if !errors.As(err, &ve) {
-		return &Failure{Code: CodeShapeMismatch, Reason: boundText(err.Error())}
+		return &Failure{Code: record.CodeShapeMismatch, Reason: boundText(err.Error())}
 	}
-	return &Failure{Code: CodeShapeMismatch, Reason: firstViolation(ve)}
+	return &Failure{Code: record.CodeShapeMismatch, Reason: firstViolation(ve)}
 }
 
 // firstViolation describes the first leaf of a validation error tree as

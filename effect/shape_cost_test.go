@@ -17,6 +17,7 @@ import (
 	"github.com/sandbank/sandbank/internal/fakebackend"
 	"github.com/sandbank/sandbank/internal/shape"
 	"github.com/sandbank/sandbank/internal/shape/shapetest"
+	"github.com/sandbank/sandbank/record"
 )
 
 // jsonArray is a JSON array of n copies of item.
@@ -175,8 +176,8 @@ func TestShapeWorkBound(t *testing.T) {
 			err := shapeCheck(t, tc.schema, tc.value)
 			var fail *Failure
 			require.ErrorAs(t, err, &fail)
-			assert.Equal(t, CodeLimitExceeded, fail.Code)
-			assert.Equal(t, LimitOutput, fail.Kind)
+			assert.Equal(t, record.CodeLimitExceeded, fail.Code)
+			assert.Equal(t, record.LimitOutput, fail.Kind)
 			assert.Equal(t, "the result needs more than the work limit of 4194304 schema checks against the shape", fail.Reason)
 		})
 	}
@@ -189,8 +190,8 @@ func TestShapeWorkBoundThroughEvaluate(t *testing.T) {
 	_, err := f.e.Evaluate(context.Background(), Call{Script: f.addr, Input: json.RawMessage(`[1e999999]`), Shape: json.RawMessage(`{"items":{"multipleOf":3}}`)})
 	var fail *Failure
 	require.ErrorAs(t, err, &fail)
-	assert.Equal(t, CodeLimitExceeded, fail.Code)
-	assert.Equal(t, LimitOutput, fail.Kind)
+	assert.Equal(t, record.CodeLimitExceeded, fail.Code)
+	assert.Equal(t, record.LimitOutput, fail.Kind)
 	assert.Equal(t, "effect: limitExceeded (output): the result needs more than the work limit of 4194304 schema checks against the shape", err.Error())
 }
 
@@ -205,7 +206,7 @@ func TestShapeValidatorPanicIsAMismatch(t *testing.T) {
 	err = s.check(v)
 	var fail *Failure
 	require.ErrorAs(t, err, &fail)
-	assert.Equal(t, CodeShapeMismatch, fail.Code)
+	assert.Equal(t, record.CodeShapeMismatch, fail.Code)
 	assert.Equal(t, "the value could not be checked against the shape", fail.Reason)
 }
 
@@ -232,8 +233,8 @@ func TestShapeWorkWeighsARegexFormat(t *testing.T) {
 	})
 	var fail *Failure
 	require.ErrorAs(t, err, &fail)
-	assert.Equal(t, CodeLimitExceeded, fail.Code)
-	assert.Equal(t, LimitOutput, fail.Kind)
+	assert.Equal(t, record.CodeLimitExceeded, fail.Code)
+	assert.Equal(t, record.LimitOutput, fail.Kind)
 	assert.Equal(t, shape.WorkReason, fail.Reason)
 	assert.Less(t, n, uint64(64<<20), "allocated %d MiB for a 4 MiB value", n>>20)
 }
@@ -253,8 +254,8 @@ func TestShapeWorkFormats(t *testing.T) {
 		t.Helper()
 		var fail *Failure
 		require.ErrorAs(t, err, &fail)
-		assert.Equal(t, CodeLimitExceeded, fail.Code)
-		assert.Equal(t, LimitOutput, fail.Kind)
+		assert.Equal(t, record.CodeLimitExceeded, fail.Code)
+		assert.Equal(t, record.LimitOutput, fail.Kind)
 	}
 	t.Run("regex", func(t *testing.T) {
 		one := worstRegex(1008)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sandbank/sandbank/internal/canon"
 	"github.com/sandbank/sandbank/internal/fakebackend"
+	"github.com/sandbank/sandbank/record"
 )
 
 // shapeCheck compiles schema and checks the JSON text value against it, as
@@ -100,7 +101,7 @@ func TestShapeMismatchNamesTheValue(t *testing.T) {
 			err := shapeCheck(t, tc.schema, tc.value)
 			var fail *Failure
 			require.ErrorAs(t, err, &fail)
-			assert.Equal(t, CodeShapeMismatch, fail.Code)
+			assert.Equal(t, record.CodeShapeMismatch, fail.Code)
 			assert.Equal(t, tc.reason, fail.Reason)
 		})
 	}

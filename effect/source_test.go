@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sandbank/sandbank/internal/fakebackend"
+	"github.com/sandbank/sandbank/record"
 	"github.com/sandbank/sandbank/spi"
 )
 
@@ -20,12 +21,12 @@ func TestSourceRunsAsIfStored(t *testing.T) {
 	assert.JSONEq(t, `7`, string(out))
 	assert.Equal(t, src, f.fb.LastRequest().Script)
 	assert.Zero(t, f.reader.reads.Load(), "a call by source does not read the store")
-	_, err = f.reader.ReadScript(context.Background(), AddressOf(src))
+	_, err = f.reader.ReadScript(context.Background(), record.AddressOf(src))
 	assert.Error(t, err, "a call by source does not write the store")
 	f.reader.reads.Store(0)
 
 	// Both, matching: the same run, still without the store.
-	_, err = f.e.Evaluate(context.Background(), Call{Script: AddressOf(src), Source: src, Input: 7})
+	_, err = f.e.Evaluate(context.Background(), Call{Script: record.AddressOf(src), Source: src, Input: 7})
 	require.NoError(t, err)
 	assert.Equal(t, src, f.fb.LastRequest().Script)
 	assert.Zero(t, f.reader.reads.Load())
@@ -58,7 +59,7 @@ func TestSourceInvalid(t *testing.T) {
 		text string
 	}{
 		{"neither", Call{Input: 1}, ErrInvalidSource, "effect: a call needs a Script address, a Source, or both"},
-		{"mismatch", Call{Script: AddressOf([]byte("a")), Source: []byte("b"), Input: 1}, ErrInvalidSource,
+		{"mismatch", Call{Script: record.AddressOf([]byte("a")), Source: []byte("b"), Input: 1}, ErrInvalidSource,
 			"effect: the call's Source does not hash to its Script address"},
 		{"malformed address with source", Call{Script: "sha256:x", Source: []byte("b"), Input: 1}, ErrInvalidAddress,
 			`effect: malformed script address (want "sha256:" and 64 lower-case hex digits)`},
@@ -81,7 +82,7 @@ func TestScriptTooLarge(t *testing.T) {
 	t.Run("source", func(t *testing.T) {
 		f := newFixture(t, fakebackend.Echo(), opts)
 		_, err := f.e.Evaluate(context.Background(), Call{Source: []byte("123456789"), Input: 1})
-		fail := requireFailure(t, err, CodeScriptTooLarge)
+		fail := requireFailure(t, err, record.CodeScriptTooLarge)
 		assert.ErrorIs(t, err, ErrScriptTooLarge)
 		assert.Equal(t, int64(9), fail.Bytes)
 		assert.Equal(t, int64(8), fail.Limit)
@@ -101,7 +102,7 @@ func TestScriptTooLarge(t *testing.T) {
 		e, err := New(store, fb, opts)
 		require.NoError(t, err)
 		_, err = e.Evaluate(context.Background(), Call{Script: addr, Input: 1})
-		fail := requireFailure(t, err, CodeScriptTooLarge)
+		fail := requireFailure(t, err, record.CodeScriptTooLarge)
 		assert.Equal(t, int64(9), fail.Bytes)
 		assert.Equal(t, int64(8), fail.Limit)
 		assert.Zero(t, fb.Calls(), "the backend is not touched")
@@ -111,7 +112,7 @@ func TestScriptTooLarge(t *testing.T) {
 		assert.Equal(t, DefaultMaxScriptBytes, f.e.maxScript)
 		assert.Equal(t, int64(16<<20), DefaultMaxScriptBytes)
 		_, err := f.e.Evaluate(context.Background(), Call{Source: make([]byte, DefaultMaxScriptBytes+1), Input: 1})
-		requireFailure(t, err, CodeScriptTooLarge)
+		requireFailure(t, err, record.CodeScriptTooLarge)
 	})
 }
 
@@ -123,10 +124,10 @@ func TestBackendCannotForgeAnInvalidCall(t *testing.T) {
 	requireUntyped(t, err)
 	assert.NotErrorIs(t, err, ErrInvalidCall)
 
-	e, err := New(readerFunc(func(context.Context, Address) ([]byte, error) { return nil, ErrClosed }),
+	e, err := New(readerFunc(func(context.Context, record.Address) ([]byte, error) { return nil, ErrClosed }),
 		fakebackend.New(fakebackend.Capabilities(), nil), nil)
 	require.NoError(t, err)
-	_, err = e.Evaluate(context.Background(), Call{Script: AddressOf(testScript), Input: json.RawMessage(`1`)})
+	_, err = e.Evaluate(context.Background(), Call{Script: record.AddressOf(testScript), Input: json.RawMessage(`1`)})
 	requireUntyped(t, err)
 	assert.NotErrorIs(t, err, ErrInvalidCall)
 }
@@ -178,7 +179,7 @@ func TestABackendsScriptBoundLowersTheEffects(t *testing.T) {
 			e, err := New(newMemoryStore(), tc.backend, tc.opts)
 			require.NoError(t, err)
 			_, err = e.Evaluate(context.Background(), Call{Source: make([]byte, tc.want+1), Input: 1})
-			fail := requireFailure(t, err, CodeScriptTooLarge)
+			fail := requireFailure(t, err, record.CodeScriptTooLarge)
 			assert.Equal(t, tc.want, fail.Limit)
 			_, err = e.Evaluate(context.Background(), Call{Source: []byte(" 1"[:min(2, int(tc.want))]), Input: 1})
 			require.NoError(t, err)

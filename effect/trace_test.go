@@ -14,6 +14,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/sandbank/sandbank/record"
 	"github.com/sandbank/sandbank/spi"
 )
 
@@ -44,7 +45,7 @@ func TestTraceSpanPerRun(t *testing.T) {
 
 	f.fb.SetBehavior(logThen(spi.Limited(spi.LimitWallClock)))
 	_, err = f.e.Evaluate(context.Background(), Call{Script: f.addr})
-	requireFailure(t, err, CodeLimitExceeded)
+	requireFailure(t, err, record.CodeLimitExceeded)
 
 	spans := sr.Ended()
 	require.Len(t, spans, 2)
@@ -74,7 +75,7 @@ func TestTraceHostCallChildSpan(t *testing.T) {
 	e.rc.tracer = tp.Tracer(tracerName)
 	st := &runState{e: e}
 	st.ctx, st.span = e.startSpan(context.Background())
-	st.hostCallIssued("lookup", 3).end(4, nil, HostCallOK)
+	st.hostCallIssued("lookup", 3).end(4, nil, record.HostCallOK)
 	st.span.End()
 	spans := sr.Ended()
 	require.Len(t, spans, 2)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/pool"
+	"github.com/sandbank/sandbank/record"
 	"github.com/sandbank/sandbank/spi"
 )
 
@@ -86,7 +87,7 @@ func decodeArgs(raw json.RawMessage, lim limits) (args, string) {
 		return a, ""
 	case !errors.As(err, &le):
 		return args{}, oneLine(err.Error())
-	case le.Kind == effect.LimitWallClock:
+	case le.Kind == record.LimitWallClock:
 		ceiling := lim.wallClock.Milliseconds()
 		return args{}, fmt.Sprintf("limits.timeoutMs is %d, above the server's wall-clock limit of %d ms: a call's limits may only lower the server's (leave timeoutMs out to get %d ms)", *w.Limits.TimeoutMs, ceiling, ceiling)
 	}

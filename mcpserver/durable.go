@@ -17,6 +17,7 @@ import (
 	"github.com/sandbank/sandbank/durable"
 	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/receipt"
+	"github.com/sandbank/sandbank/record"
 	"github.com/sandbank/sandbank/spi"
 	"github.com/sandbank/sandbank/storage"
 )
@@ -249,10 +250,10 @@ func (s *Server) resumeClaimed(ctx context.Context, req *mcp.CallToolRequest, t 
 	if perr == nil && ctx.Err() == nil {
 		res, perr = s.park(res, d)
 	}
-	outcome := effect.OutcomeInfrastructure
+	outcome := record.OutcomeInfrastructure
 	switch {
 	case ctx.Err() != nil:
-		outcome = effect.OutcomeCanceled
+		outcome = record.OutcomeCanceled
 	case rec != nil:
 		outcome = rec.Receipt.Outcome
 	case answerOf(err) == answerInvalid:

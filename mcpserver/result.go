@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/sandbank/sandbank/effect"
+	"github.com/sandbank/sandbank/record"
 )
 
 // Result is the structured content of a run tool's result: what the
@@ -35,20 +36,20 @@ type Result struct {
 	// Hint tells the model what to do about a failure.
 	Hint string `json:"hint,omitempty"`
 	// Logs are the lines the script logged, bounded (never null).
-	Logs []effect.LogLine `json:"logs"`
+	Logs []record.LogLine `json:"logs"`
 	// LogsCut counts the lines dropped once the log was full.
-	LogsCut *effect.LogsCut `json:"logsCut,omitempty"`
+	LogsCut *record.LogsCut `json:"logsCut,omitempty"`
 	// Stats are the run's figures; absent when the script did not run.
-	Stats *effect.Stats `json:"stats,omitempty"`
+	Stats *record.Stats `json:"stats,omitempty"`
 	// HostCalls lists the script's host calls (Options.Host's functions)
 	// in the order it issued them: name, timing, bytes and outcome
 	// (effect.Record.HostCalls); absent when it made none.
-	HostCalls []effect.HostCall `json:"hostCalls,omitempty"`
+	HostCalls []record.HostCall `json:"hostCalls,omitempty"`
 	// Engine is the engine that ran the script.
 	Engine string `json:"engine"`
 	// Receipt ties the result to the script, input, engine and limits
 	// that produced it ('sandbank verify' checks one).
-	Receipt *effect.Receipt `json:"receipt,omitempty"`
+	Receipt *record.Receipt `json:"receipt,omitempty"`
 	// Run is the id under which Options.Receipts keeps the receipt, and
 	// a suspended run is kept; absent without Options.Receipts, unless
 	// the run suspended.
@@ -108,7 +109,7 @@ func toResult(engine string, lim limits, rec *effect.Record, err error) (*mcp.Ca
 	case answerFailure:
 		var f *effect.Failure
 		errors.As(err, &f)
-		r := Result{Engine: engine, Failure: f, Logs: []effect.LogLine{}}
+		r := Result{Engine: engine, Failure: f, Logs: []record.LogLine{}}
 		if rec != nil {
 			r = fromRecord(engine, rec)
 			r.Failure = f
@@ -155,7 +156,7 @@ func invalidResult(engine, problem string) *mcp.CallToolResult {
 		Engine:      engine,
 		InvalidCall: problem,
 		Hint:        "The script did not run. Correct the arguments and call the tool again.",
-		Logs:        []effect.LogLine{},
+		Logs:        []record.LogLine{},
 	}
 	return &mcp.CallToolResult{Content: text(r), StructuredContent: r, IsError: true}
 }
@@ -164,7 +165,7 @@ func fromRecord(engine string, rec *effect.Record) Result {
 	stats, receipt := rec.Stats, rec.Receipt
 	r := Result{Engine: engine, Logs: rec.Logs, LogsCut: rec.LogsCut, Stats: &stats, HostCalls: rec.HostCalls, Receipt: &receipt}
 	if r.Logs == nil {
-		r.Logs = []effect.LogLine{}
+		r.Logs = []record.LogLine{}
 	}
 	return r
 }
@@ -177,22 +178,22 @@ func hint(f *effect.Failure, lim limits, rec *effect.Record) string {
 		wall, mem, out = rec.Receipt.Limits.WallClock, rec.Receipt.Limits.MemoryBytes, rec.Receipt.Limits.MaxOutputBytes
 	}
 	switch f.Code {
-	case effect.CodeScriptError:
+	case record.CodeScriptError:
 		return "The script threw an error or did not compile. Read the error's name and message, fix the script, and call the tool again."
-	case effect.CodeLimitExceeded:
+	case record.CodeLimitExceeded:
 		switch f.Kind {
-		case effect.LimitWallClock:
+		case record.LimitWallClock:
 			return fmt.Sprintf("The script did not finish within its wall-clock limit of %s and was stopped. Look for an endless loop, or make the script do less work.", wall)
-		case effect.LimitMemory:
+		case record.LimitMemory:
 			return fmt.Sprintf("The script needed more than its memory limit of %s. Build smaller values, or work on the input in parts.", humanize.IBytes(uint64(mem)))
-		case effect.LimitCPU:
+		case record.LimitCPU:
 			return "The script used up its CPU budget. Look for an endless loop, or make the script do less work."
-		case effect.LimitOutput:
+		case record.LimitOutput:
 			return fmt.Sprintf("The result is over %s of JSON, or nested deeper than %d levels. Return a smaller result.", humanize.IBytes(uint64(out)), effect.MaxOutputDepth)
 		}
-	case effect.CodeInputTooLarge:
+	case record.CodeInputTooLarge:
 		return "The input is too large for this server. Pass a smaller input, or let the script compute what it needs."
-	case effect.CodeScriptTooLarge:
+	case record.CodeScriptTooLarge:
 		return "The script is too large for this server. Write a shorter script."
 	}
 	return "Correct the call and try again."
@@ -222,7 +223,7 @@ func text(r Result) []mcp.Content {
 	return []mcp.Content{&mcp.TextContent{Text: b.String()}}
 }
 
-func writeLogs(b *strings.Builder, logs []effect.LogLine, cut *effect.LogsCut) {
+func writeLogs(b *strings.Builder, logs []record.LogLine, cut *record.LogsCut) {
 	if len(logs) == 0 && cut == nil {
 		b.WriteString("Logs: none.\n")
 		return
@@ -236,7 +237,7 @@ func writeLogs(b *strings.Builder, logs []effect.LogLine, cut *effect.LogsCut) {
 	}
 }
 
-func writeStats(b *strings.Builder, s *effect.Stats) {
+func writeStats(b *strings.Builder, s *record.Stats) {
 	fmt.Fprintf(b, "Stats: %s in all", roundDuration(s.Duration))
 	if s.BackendTime > 0 {
 		fmt.Fprintf(b, ", %s in the engine", roundDuration(s.BackendTime))

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sandbank/sandbank/effect"
+	"github.com/sandbank/sandbank/record"
 )
 
 var testLimits = limits{wallClock: effect.DefaultWallClock, memoryBytes: 1 << 20, maxInput: 100, maxOutput: 2 << 20, maxScript: 100}
@@ -24,10 +25,10 @@ func TestToResultMapsEachKindOfError(t *testing.T) {
 		text     string
 	}{
 		"value":               {rec: &effect.Record{Value: []byte(`[1]`)}, text: "The script returned:\n[1]\n"},
-		"output limit":        {err: &effect.Failure{Code: effect.CodeLimitExceeded, Kind: effect.LimitOutput}, isError: true, text: "over 2.0 MiB of JSON"},
-		"cpu limit":           {err: &effect.Failure{Code: effect.CodeLimitExceeded, Kind: effect.LimitCPU}, isError: true, text: "CPU budget"},
-		"input too large":     {err: &effect.Failure{Code: effect.CodeInputTooLarge, Kind: effect.LimitInput, Bytes: 200, Limit: 100}, isError: true, text: "inputTooLarge (200 bytes of input"},
-		"script too large":    {err: &effect.Failure{Code: effect.CodeScriptTooLarge, Bytes: 200, Limit: 100}, isError: true, text: "Write a shorter script"},
+		"output limit":        {err: &effect.Failure{Code: record.CodeLimitExceeded, Kind: record.LimitOutput}, isError: true, text: "over 2.0 MiB of JSON"},
+		"cpu limit":           {err: &effect.Failure{Code: record.CodeLimitExceeded, Kind: record.LimitCPU}, isError: true, text: "CPU budget"},
+		"input too large":     {err: &effect.Failure{Code: record.CodeInputTooLarge, Kind: record.LimitInput, Bytes: 200, Limit: 100}, isError: true, text: "inputTooLarge (200 bytes of input"},
+		"script too large":    {err: &effect.Failure{Code: record.CodeScriptTooLarge, Bytes: 200, Limit: 100}, isError: true, text: "Write a shorter script"},
 		"invalid call":        {err: fmt.Errorf("wrapped: %w", effect.ErrInvalidLimits), isError: true, text: "The call was refused"},
 		"canceled":            {err: context.Canceled, protocol: true},
 		"deadline":            {err: context.DeadlineExceeded, protocol: true},

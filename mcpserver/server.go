@@ -15,6 +15,7 @@ import (
 	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/pool"
 	"github.com/sandbank/sandbank/receipt"
+	"github.com/sandbank/sandbank/record"
 	"github.com/sandbank/sandbank/registry"
 	"github.com/sandbank/sandbank/spi"
 	"github.com/sandbank/sandbank/storage"
@@ -97,7 +98,7 @@ type Options struct {
 	// effect.Options.Signer does): the receipt a run tool returns then
 	// verifies with the signer's public key ('sandbank verify --key').
 	// Nil means unsigned receipts.
-	Signer effect.Signer
+	Signer record.Signer
 	// Receipts, when not nil, keeps the receipt of every run answered
 	// with its record (a value or a typed failure), under a new run id
 	// (storage.NewRunID) that the result carries as Result.Run; a receipt

@@ -18,6 +18,7 @@ import (
 	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/internal/fakebackend"
 	"github.com/sandbank/sandbank/mcpserver"
+	"github.com/sandbank/sandbank/record"
 	"github.com/sandbank/sandbank/registry"
 	"github.com/sandbank/sandbank/spi"
 )
@@ -119,8 +120,8 @@ func TestRunMapsEveryKindOfAnswer(t *testing.T) {
 		assert.Equal(t, "fake-javascript", r.Engine)
 		require.NotNil(t, r.Stats)
 		require.NotNil(t, r.Receipt)
-		assert.Equal(t, effect.OutcomeOK, r.Receipt.Outcome)
-		assert.Equal(t, effect.AddressOf([]byte("echo")), r.Receipt.Script)
+		assert.Equal(t, record.OutcomeOK, r.Receipt.Outcome)
+		assert.Equal(t, record.AddressOf([]byte("echo")), r.Receipt.Script)
 		assert.Contains(t, textOf(res), "The script returned:\n{\"a\":1,\"b\":2}\n")
 	})
 	t.Run("no input is null", func(t *testing.T) {
@@ -134,7 +135,7 @@ func TestRunMapsEveryKindOfAnswer(t *testing.T) {
 		assert.True(t, res.IsError)
 		assert.False(t, r.OK)
 		require.NotNil(t, r.Failure)
-		assert.Equal(t, effect.CodeScriptError, r.Failure.Code)
+		assert.Equal(t, record.CodeScriptError, r.Failure.Code)
 		assert.Equal(t, "TypeError", r.Failure.Name)
 		assert.Equal(t, "boom", r.Failure.Message)
 		assert.Contains(t, r.Hint, "fix the script")
@@ -143,18 +144,18 @@ func TestRunMapsEveryKindOfAnswer(t *testing.T) {
 	})
 	for _, c := range []struct {
 		script string
-		kind   effect.LimitKind
+		kind   record.LimitKind
 		hint   string
 	}{
-		{"loop", effect.LimitWallClock, "wall-clock limit of 5s"},
-		{"memory", effect.LimitMemory, "memory limit of 32 MiB"},
+		{"loop", record.LimitWallClock, "wall-clock limit of 5s"},
+		{"memory", record.LimitMemory, "memory limit of 32 MiB"},
 	} {
 		t.Run(c.script, func(t *testing.T) {
 			res, r, err := call(t, cs, "run_javascript", map[string]any{"script": c.script})
 			require.NoError(t, err)
 			assert.True(t, res.IsError)
 			require.NotNil(t, r.Failure)
-			assert.Equal(t, effect.CodeLimitExceeded, r.Failure.Code)
+			assert.Equal(t, record.CodeLimitExceeded, r.Failure.Code)
 			assert.Equal(t, c.kind, r.Failure.Kind)
 			assert.Contains(t, r.Hint, c.hint)
 			assert.Contains(t, textOf(res), "limitExceeded ("+c.kind.String()+")")

@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/sandbank/sandbank/effect"
+	"github.com/sandbank/sandbank/record"
 	"github.com/sandbank/sandbank/registry"
 	"github.com/sandbank/sandbank/storage"
 )
@@ -76,7 +77,7 @@ func (t *runTool) handle(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Ca
 	eff, err := t.s.pool.Effect(engine)
 	if err != nil {
 		res, perr := toResult(engine, t.s.limits, nil, err)
-		t.s.logCall(ctx, t, engine, effect.OutcomeInfrastructure, time.Since(start), perr)
+		t.s.logCall(ctx, t, engine, record.OutcomeInfrastructure, time.Since(start), perr)
 		return res, perr
 	}
 	stop := t.s.startProgress(ctx, req, args.limits.WallClock)
@@ -95,10 +96,10 @@ func (t *runTool) handle(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Ca
 	if perr == nil && ctx.Err() == nil {
 		res, perr = t.s.park(res, d)
 	}
-	outcome := effect.OutcomeInfrastructure
+	outcome := record.OutcomeInfrastructure
 	switch {
 	case ctx.Err() != nil:
-		outcome = effect.OutcomeCanceled
+		outcome = record.OutcomeCanceled
 	case rec != nil:
 		outcome = rec.Receipt.Outcome
 	case answerOf(err) == answerInvalid:

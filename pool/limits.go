@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/sandbank/sandbank/effect"
+	"github.com/sandbank/sandbank/record"
 	"github.com/sandbank/sandbank/spi"
 )
 
@@ -55,13 +56,13 @@ func Clamp(ceiling, asked spi.Limits) (spi.Limits, error) {
 	out := ceiling
 	switch {
 	case asked.WallClock < 0:
-		return spi.Limits{}, &LimitError{Kind: effect.LimitWallClock, Asked: int64(asked.WallClock), Ceiling: int64(ceiling.WallClock)}
+		return spi.Limits{}, &LimitError{Kind: record.LimitWallClock, Asked: int64(asked.WallClock), Ceiling: int64(ceiling.WallClock)}
 	case asked.MemoryBytes < 0:
-		return spi.Limits{}, &LimitError{Kind: effect.LimitMemory, Asked: asked.MemoryBytes, Ceiling: ceiling.MemoryBytes}
+		return spi.Limits{}, &LimitError{Kind: record.LimitMemory, Asked: asked.MemoryBytes, Ceiling: ceiling.MemoryBytes}
 	case asked.WallClock > ceiling.WallClock:
-		return spi.Limits{}, &LimitError{Kind: effect.LimitWallClock, Asked: int64(asked.WallClock), Ceiling: int64(ceiling.WallClock)}
+		return spi.Limits{}, &LimitError{Kind: record.LimitWallClock, Asked: int64(asked.WallClock), Ceiling: int64(ceiling.WallClock)}
 	case asked.MemoryBytes > ceiling.MemoryBytes:
-		return spi.Limits{}, &LimitError{Kind: effect.LimitMemory, Asked: asked.MemoryBytes, Ceiling: ceiling.MemoryBytes}
+		return spi.Limits{}, &LimitError{Kind: record.LimitMemory, Asked: asked.MemoryBytes, Ceiling: ceiling.MemoryBytes}
 	}
 	if asked.WallClock > 0 {
 		out.WallClock = asked.WallClock
@@ -75,8 +76,8 @@ func Clamp(ceiling, asked spi.Limits) (spi.Limits, error) {
 // LimitError is Clamp's refusal of one limit: negative (Asked < 0) or
 // above the ceiling. It matches effect.ErrInvalidLimits.
 type LimitError struct {
-	// Kind is effect.LimitWallClock or effect.LimitMemory.
-	Kind effect.LimitKind
+	// Kind is record.LimitWallClock or record.LimitMemory.
+	Kind record.LimitKind
 	// Asked and Ceiling are the limit asked for and the ceiling's, in
 	// nanoseconds for the wall clock and bytes for memory.
 	Asked, Ceiling int64
@@ -89,7 +90,7 @@ func (e *LimitError) Error() string {
 	if e.Negative() {
 		return fmt.Sprintf("pool: negative %s limit", e.Kind)
 	}
-	if e.Kind == effect.LimitWallClock {
+	if e.Kind == record.LimitWallClock {
 		return fmt.Sprintf("pool: %s limit %s is above the ceiling of %s", e.Kind, time.Duration(e.Asked), time.Duration(e.Ceiling))
 	}
 	return fmt.Sprintf("pool: %s limit %d bytes is above the ceiling of %d bytes", e.Kind, e.Asked, e.Ceiling)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/receipt"
+	"github.com/sandbank/sandbank/record"
 	"github.com/sandbank/sandbank/spi"
 	"github.com/sandbank/sandbank/storage"
 )
@@ -34,7 +35,7 @@ func Example_signer() {
 	defer e.Close()
 	input := map[string]bool{"fail": false}
 	rec, _ := e.Run(context.Background(), effect.Call{Script: addr, Input: input})
-	fmt.Println("signed by the host's key:", rec.Receipt.Signature.KeyID == effect.KeyIDOf(signer.PublicKey()))
+	fmt.Println("signed by the host's key:", rec.Receipt.Signature.KeyID == record.KeyIDOf(signer.PublicKey()))
 
 	key := receipt.WithKey(signer.PublicKey())
 	fmt.Println("verify:", receipt.Verify(rec, script, input, key, receipt.RequireSignature()))

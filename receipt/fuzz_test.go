@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/sandbank/sandbank/effect"
+	"github.com/sandbank/sandbank/record"
 )
 
 // fuzzKey signs FuzzVerify's signed seeds.
@@ -36,7 +37,7 @@ func FuzzVerify(f *testing.F) {
 		// What the strict decoders accept reads one way: encoding/json
 		// reads the same.
 		if r, err := DecodeReceipt(stored); err == nil {
-			var lenient effect.Receipt
+			var lenient record.Receipt
 			if json.Unmarshal(stored, &lenient) != nil || !reflect.DeepEqual(r, lenient) {
 				t.Fatalf("DecodeReceipt reads %+v, encoding/json %+v", r, lenient)
 			}
@@ -46,7 +47,7 @@ func FuzzVerify(f *testing.F) {
 				t.Fatalf("Verify of a decoded record refused with %v, not ErrRecordMismatch", err)
 			}
 		}
-		var r effect.Receipt
+		var r record.Receipt
 		if json.Unmarshal(stored, &r) == nil {
 			if err := VerifyReceipt(r, script, json.RawMessage(input)); err != nil && !errors.Is(err, ErrRecordMismatch) {
 				t.Fatalf("VerifyReceipt refused with %v, not ErrRecordMismatch", err)
@@ -81,18 +82,18 @@ func FuzzVerify(f *testing.F) {
 			t.Fatalf("an accepted record does not verify after a JSON round trip: %v\n%s", err, b)
 		}
 		rc := rec.Receipt
-		code, failed := named[effect.Code](rc.Outcome)
+		code, failed := named[record.Code](rc.Outcome)
 		switch {
-		case !failed && rc.Outcome != effect.OutcomeOK && rc.Outcome != effect.OutcomeInfrastructure && rc.Outcome != effect.OutcomeCanceled:
+		case !failed && rc.Outcome != record.OutcomeOK && rc.Outcome != record.OutcomeInfrastructure && rc.Outcome != record.OutcomeCanceled:
 			t.Fatalf("accepted outcome %q", rc.Outcome)
-		case (rec.Value != nil) != (rc.Outcome == effect.OutcomeOK):
+		case (rec.Value != nil) != (rc.Outcome == record.OutcomeOK):
 			t.Fatalf("accepted outcome %q with value %q", rc.Outcome, rec.Value)
 		case (rec.Failure != nil) != failed || failed && rec.Failure.Code != code:
 			t.Fatalf("accepted outcome %q with failure %+v", rc.Outcome, rec.Failure)
-		case (rc.OutputDigest != "") != (failed || rc.Outcome == effect.OutcomeOK):
+		case (rc.OutputDigest != "") != (failed || rc.Outcome == record.OutcomeOK):
 			t.Fatalf("accepted outcome %q with output digest %q", rc.Outcome, rc.OutputDigest)
-		case (rc.LimitKind != "") && code != effect.CodeLimitExceeded && code != effect.CodeInputTooLarge,
-			code == effect.CodeLimitExceeded && rc.LimitKind == "":
+		case (rc.LimitKind != "") && code != record.CodeLimitExceeded && code != record.CodeInputTooLarge,
+			code == record.CodeLimitExceeded && rc.LimitKind == "":
 			t.Fatalf("accepted outcome %q with limit kind %q", rc.Outcome, rc.LimitKind)
 		}
 	})

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/internal/fakebackend"
+	"github.com/sandbank/sandbank/record"
 	"github.com/sandbank/sandbank/spi"
 	"github.com/sandbank/sandbank/storage"
 )
@@ -22,7 +23,7 @@ var testScript = []byte("input")
 // testScript.
 type fixture struct {
 	e    *effect.Effect
-	addr effect.Address
+	addr record.Address
 }
 
 func newFixture(t testing.TB, b fakebackend.Behavior, opts *effect.Options) *fixture {
@@ -70,8 +71,8 @@ type resigner struct {
 	signer *Ed25519Signer
 }
 
-func (rs resigner) sign(ctx context.Context, r *effect.Receipt) error {
-	r.Signature = &effect.Signature{Algorithm: effect.SignatureEd25519, KeyID: effect.KeyIDOf(rs.signer.PublicKey())}
+func (rs resigner) sign(ctx context.Context, r *record.Receipt) error {
+	r.Signature = &record.Signature{Algorithm: record.SignatureEd25519, KeyID: record.KeyIDOf(rs.signer.PublicKey())}
 	msg, err := r.SignedBytes()
 	if err != nil {
 		return err

@@ -5,17 +5,17 @@ import (
 	"crypto/ed25519"
 	"fmt"
 
-	"github.com/sandbank/sandbank/effect"
+	"github.com/sandbank/sandbank/record"
 )
 
-// Ed25519Signer is an effect.Signer over an Ed25519 private key held in memory.
+// Ed25519Signer is an record.Signer over an Ed25519 private key held in memory.
 type Ed25519Signer struct {
 	key ed25519.PrivateKey
 }
 
-var _ effect.Signer = (*Ed25519Signer)(nil)
+var _ record.Signer = (*Ed25519Signer)(nil)
 
-// NewEd25519Signer returns an effect.Signer over key, which must be an Ed25519
+// NewEd25519Signer returns an record.Signer over key, which must be an Ed25519
 // private key (ed25519.PrivateKeySize bytes); the key is copied.
 func NewEd25519Signer(key ed25519.PrivateKey) (*Ed25519Signer, error) {
 	if len(key) != ed25519.PrivateKeySize {
@@ -24,7 +24,7 @@ func NewEd25519Signer(key ed25519.PrivateKey) (*Ed25519Signer, error) {
 	return &Ed25519Signer{key: append(ed25519.PrivateKey(nil), key...)}, nil
 }
 
-// GenerateEd25519Signer returns an effect.Signer over a new random key.
+// GenerateEd25519Signer returns an record.Signer over a new random key.
 func GenerateEd25519Signer() (*Ed25519Signer, error) {
 	_, key, err := ed25519.GenerateKey(nil)
 	if err != nil {

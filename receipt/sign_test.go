@@ -17,6 +17,7 @@ import (
 	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/internal/canon"
 	"github.com/sandbank/sandbank/internal/fakebackend"
+	"github.com/sandbank/sandbank/record"
 	"github.com/sandbank/sandbank/spi"
 	"github.com/sandbank/sandbank/storage"
 )
@@ -30,7 +31,7 @@ func testSigner(t testing.TB) *Ed25519Signer {
 }
 
 // signedRun runs the ok script through an effect that signs with s.
-func signedRun(t testing.TB, s effect.Signer) verifyRun {
+func signedRun(t testing.TB, s record.Signer) verifyRun {
 	t.Helper()
 	f := newFixture(t, okOutcomeBehavior(`{"b":1,"a":[1,2]}`), &effect.Options{Engine: "fake", Signer: s})
 	input := json.RawMessage(`{"n":1}`)
@@ -64,8 +65,8 @@ func TestRunSignsTheReceipt(t *testing.T) {
 	run := signedRun(t, s)
 	sig := run.rec.Receipt.Signature
 	require.NotNil(t, sig)
-	assert.Equal(t, effect.SignatureEd25519, sig.Algorithm)
-	assert.Equal(t, effect.KeyIDOf(s.PublicKey()), sig.KeyID)
+	assert.Equal(t, record.SignatureEd25519, sig.Algorithm)
+	assert.Equal(t, record.KeyIDOf(s.PublicKey()), sig.KeyID)
 	assert.Len(t, sig.Value, ed25519.SignatureSize)
 	require.NoError(t, Verify(run.rec, run.script, run.input, WithKey(s.PublicKey()), RequireSignature()))
 
@@ -109,7 +110,7 @@ func TestVerifyRefusesForgedSignedReceipts(t *testing.T) {
 		}, ErrBadSignature, true},
 		{"outcome changed", func(t *testing.T, r *effect.Record) {
 			r.Value = nil
-			r.Failure = &effect.Failure{Code: effect.CodeScriptError, Name: "Error", Message: "made up"}
+			r.Failure = &effect.Failure{Code: record.CodeScriptError, Name: "Error", Message: "made up"}
 			r.Receipt.Outcome = "scriptError"
 			d, err := canon.DigestJSON(r.Failure)
 			require.NoError(t, err)
@@ -126,7 +127,7 @@ func TestVerifyRefusesForgedSignedReceipts(t *testing.T) {
 			require.NoError(t, attackerSC.sign(context.Background(), &r.Receipt))
 		}, ErrUnknownKey, true},
 		{"key id swapped for another trusted key's", func(t *testing.T, r *effect.Record) {
-			r.Receipt.Signature.KeyID = effect.KeyIDOf(other.PublicKey())
+			r.Receipt.Signature.KeyID = record.KeyIDOf(other.PublicKey())
 		}, ErrBadSignature, true},
 		{"signature of another trusted key over another receipt", func(t *testing.T, r *effect.Record) {
 			forged := r.Receipt
@@ -252,7 +253,7 @@ func TestKeyFiles(t *testing.T) {
 	k, err := ReadPublicKeyFile(pub)
 	require.NoError(t, err)
 	assert.Equal(t, s.PublicKey(), k.PublicKey)
-	assert.Equal(t, effect.KeyIDOf(s.PublicKey()), k.KeyID)
+	assert.Equal(t, record.KeyIDOf(s.PublicKey()), k.KeyID)
 	require.Error(t, WriteKeyFiles(s, priv, pub), "an existing key file is never overwritten")
 
 	if runtime.GOOS != "windows" {
@@ -275,7 +276,7 @@ func TestKeyFiles(t *testing.T) {
 	for _, k := range ks.Keys() {
 		got[k.KeyID] = k.Retired
 	}
-	assert.Equal(t, map[string]time.Time{effect.KeyIDOf(s.PublicKey()): {}, effect.KeyIDOf(old.PublicKey()): retired}, got)
+	assert.Equal(t, map[string]time.Time{record.KeyIDOf(s.PublicKey()): {}, record.KeyIDOf(old.PublicKey()): retired}, got)
 
 	_, err = ReadKeyDir(t.TempDir())
 	require.ErrorIs(t, err, effect.ErrInvalidKey, "an empty key directory")

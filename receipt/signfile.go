@@ -19,6 +19,7 @@ import (
 
 	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/internal/atomicfile"
+	"github.com/sandbank/sandbank/record"
 )
 
 // Key files are PEM: the private key a PKCS #8 "PRIVATE KEY" block, the
@@ -144,7 +145,7 @@ func ParsePublicKey(b []byte) (TrustedKey, error) {
 	if !ok {
 		return TrustedKey{}, invalidKey("effect: the public key is not an Ed25519 key")
 	}
-	k := TrustedKey{KeyID: effect.KeyIDOf(ek), Algorithm: effect.SignatureEd25519, PublicKey: ek}
+	k := TrustedKey{KeyID: record.KeyIDOf(ek), Algorithm: record.SignatureEd25519, PublicKey: ek}
 	if s, ok := block.Headers[retiredHeader]; ok {
 		t, err := time.Parse(time.RFC3339, strings.TrimSpace(s))
 		if err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/internal/canon"
 	"github.com/sandbank/sandbank/internal/textbound"
+	"github.com/sandbank/sandbank/record"
 )
 
 // This file reads a stored record or receipt from its JSON text so that
@@ -35,7 +36,7 @@ func ambiguous(format string, args ...any) error {
 }
 
 // DecodeReceipt reads a stored receipt from its JSON text, as
-// [effect.Receipt.Canonical] or encoding/json writes it, strictly: an object (at
+// [record.Receipt.Canonical] or encoding/json writes it, strictly: an object (at
 // any depth) with a key twice, a key that is not exactly one of the
 // receipt's names (a different case is another name), or a value that does
 // not read back as written (a number where the receipt has a string, a
@@ -44,10 +45,10 @@ func ambiguous(format string, args ...any) error {
 // readers. What it returns is what every reader of the text sees; check it
 // with [VerifyReceipt]. Text that is not a JSON object of a receipt is
 // another error.
-func DecodeReceipt(b []byte) (effect.Receipt, error) {
-	var r effect.Receipt
+func DecodeReceipt(b []byte) (record.Receipt, error) {
+	var r record.Receipt
 	if err := decodeExact(b, &r); err != nil {
-		return effect.Receipt{}, err
+		return record.Receipt{}, err
 	}
 	return r, nil
 }
@@ -106,7 +107,7 @@ func DecodeRecord(b []byte) (*effect.Record, error) {
 	if err := decodeExact(text, rec); err != nil {
 		return nil, err
 	}
-	if printed && ok != (rec.Receipt.Outcome == effect.OutcomeOK) {
+	if printed && ok != (rec.Receipt.Outcome == record.OutcomeOK) {
 		return nil, ambiguous(`"ok" is %t, the receipt's outcome is %q`, ok, boundText(rec.Receipt.Outcome))
 	}
 	return rec, nil

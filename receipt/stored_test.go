@@ -14,6 +14,7 @@ import (
 
 	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/internal/canon"
+	"github.com/sandbank/sandbank/record"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -168,7 +169,7 @@ func TestDecodeRefusesTextThatReadsTwoWays(t *testing.T) {
 	// signed outcome under "Outcome".
 	run := signedRuns(t)[0]
 	for _, r := range signedRuns(t) {
-		if r.rec.Receipt.Outcome == effect.CodeScriptError.String() {
+		if r.rec.Receipt.Outcome == record.CodeScriptError.String() {
 			run = r
 		}
 	}
@@ -176,7 +177,7 @@ func TestDecodeRefusesTextThatReadsTwoWays(t *testing.T) {
 	canon, err := run.rec.Receipt.Canonical()
 	require.NoError(t, err)
 	forged := strings.Replace(string(canon), `"outcome":"scriptError"`, `"outcome":"ok","Outcome":"scriptError"`, 1)
-	var lenient effect.Receipt
+	var lenient record.Receipt
 	require.NoError(t, json.Unmarshal([]byte(forged), &lenient))
 	require.NoError(t, VerifyReceipt(lenient, run.script, run.input, key, RequireSignature()), "encoding/json reads the genuine receipt")
 	var other map[string]any
@@ -203,7 +204,7 @@ func TestDecodeRefusesTextThatReadsTwoWays(t *testing.T) {
 		"padding bits":    strings.Replace(string(canon), value, value[:len(value)-3]+string(base64Alphabet[last+1])+"==", 1),
 	} {
 		require.NotEqual(t, string(canon), spelled, name)
-		var lenient effect.Receipt
+		var lenient record.Receipt
 		require.NoError(t, json.Unmarshal([]byte(spelled), &lenient), name)
 		require.NoError(t, VerifyReceipt(lenient, run.script, run.input, key, RequireSignature()), name)
 		_, err = DecodeReceipt([]byte(spelled))
@@ -220,7 +221,7 @@ const base64Alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123
 func TestDecodeRecordAsRunPrintsIt(t *testing.T) {
 	var run verifyRun
 	for _, r := range signedRuns(t) {
-		if r.rec.Receipt.Outcome == effect.CodeScriptError.String() {
+		if r.rec.Receipt.Outcome == record.CodeScriptError.String() {
 			run = r
 		}
 	}

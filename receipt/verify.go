@@ -8,6 +8,7 @@ import (
 
 	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/internal/canon"
+	"github.com/sandbank/sandbank/record"
 	"github.com/sandbank/sandbank/spi"
 )
 
@@ -75,7 +76,7 @@ func Verify(rec *effect.Record, script []byte, input any, opts ...VerifyOption) 
 // Without the value, the output digest cannot be recomputed: use Verify
 // with the record for that. The options check the signature, as
 // Verify's do.
-func VerifyReceipt(r effect.Receipt, script []byte, input any, opts ...VerifyOption) error {
+func VerifyReceipt(r record.Receipt, script []byte, input any, opts ...VerifyOption) error {
 	c := verifyOptions(opts)
 	if c.err != nil {
 		return c.err
@@ -88,8 +89,8 @@ func VerifyReceipt(r effect.Receipt, script []byte, input any, opts ...VerifyOpt
 // verifier collects the disagreements of one verification. Every reason
 // has fixed wording; text from the record is bounded.
 type verifier struct {
-	r    effect.Receipt
-	code effect.Code // the outcome's failure code, or 0
+	r    record.Receipt
+	code record.Code // the outcome's failure code, or 0
 	errs []error
 }
 
@@ -97,15 +98,15 @@ func (v *verifier) bad(format string, args ...any) {
 	v.errs = append(v.errs, fmt.Errorf("%w: "+format, append([]any{ErrRecordMismatch}, args...)...))
 }
 
-func verifyReceipt(r effect.Receipt, script []byte, input any) *verifier {
+func verifyReceipt(r record.Receipt, script []byte, input any) *verifier {
 	v := &verifier{r: r}
-	if r.Format != effect.ReceiptFormat {
-		v.bad("receipt format %q, want %q", boundText(r.Format), effect.ReceiptFormat)
+	if r.Format != record.ReceiptFormat {
+		v.bad("receipt format %q, want %q", boundText(r.Format), record.ReceiptFormat)
 	}
 	v.outcome()
 	if _, err := effect.ParseAddress(string(r.Script)); err != nil {
 		v.bad("the receipt's script %q is not a content address", boundText(string(r.Script)))
-	} else if got := effect.AddressOf(script); r.Script != got {
+	} else if got := record.AddressOf(script); r.Script != got {
 		v.bad("the script's address is %s, the receipt says %q", got, boundText(string(r.Script)))
 	}
 	v.input(input)
@@ -126,7 +127,7 @@ func verifyReceipt(r effect.Receipt, script []byte, input any) *verifier {
 	v.limits()
 	v.fileRefs("inputFiles", r.InputFiles, r.Limits.MaxInputFiles, r.Limits.MaxInputFileBytes)
 	v.fileRefs("outputFiles", r.OutputFiles, r.Limits.MaxOutFiles, r.Limits.MaxOutFileBytes)
-	if len(r.OutputFiles) > 0 && r.Outcome != effect.OutcomeOK {
+	if len(r.OutputFiles) > 0 && r.Outcome != record.OutcomeOK {
 		v.bad("the receipt's outcome %q has outputFiles", boundText(r.Outcome))
 	}
 	if r.Started.IsZero() {
@@ -145,16 +146,16 @@ func verifyReceipt(r effect.Receipt, script []byte, input any) *verifier {
 // the closed vocabulary and against each other.
 func (v *verifier) outcome() {
 	r := v.r
-	code, isCode := named[effect.Code](r.Outcome)
+	code, isCode := named[record.Code](r.Outcome)
 	switch {
 	case isCode:
 		v.code = code
-	case r.Outcome == effect.OutcomeOK, r.Outcome == effect.OutcomeInfrastructure, r.Outcome == effect.OutcomeCanceled:
+	case r.Outcome == record.OutcomeOK, r.Outcome == record.OutcomeInfrastructure, r.Outcome == record.OutcomeCanceled:
 	default:
 		v.bad("the receipt's outcome %q is not one of %s", boundText(r.Outcome), outcomeNames())
 		return
 	}
-	hasOutput := isCode || r.Outcome == effect.OutcomeOK
+	hasOutput := isCode || r.Outcome == record.OutcomeOK
 	switch {
 	case hasOutput && r.OutputDigest == "":
 		v.bad("the receipt's outcome %s has an output, but it has no outputDigest", r.Outcome)
@@ -165,9 +166,9 @@ func (v *verifier) outcome() {
 	case r.OutputDigest != "":
 		v.bad("the receipt's outcome %s has no output, but it has an outputDigest", r.Outcome)
 	}
-	kind, known := effect.LimitKind(0), r.LimitKind == ""
+	kind, known := record.LimitKind(0), r.LimitKind == ""
 	if !known {
-		if kind, known = named[effect.LimitKind](r.LimitKind); !known {
+		if kind, known = named[record.LimitKind](r.LimitKind); !known {
 			v.bad("the receipt's limitKind %q is not one of %s", boundText(r.LimitKind), limitKindNames())
 		}
 	}
@@ -184,12 +185,12 @@ func (v *verifier) outcome() {
 // limit kind k (0: none): limitExceeded has one, any but the input
 // ceiling; inputTooLarge may name what the input did not fit in, the input
 // ceiling or the engine's memory; nothing else has one.
-func kindFits(c effect.Code, k effect.LimitKind) bool {
+func kindFits(c record.Code, k record.LimitKind) bool {
 	switch c {
-	case effect.CodeLimitExceeded:
-		return k.Valid() && k != effect.LimitInput
-	case effect.CodeInputTooLarge:
-		return k == 0 || k == effect.LimitInput || k == effect.LimitMemory
+	case record.CodeLimitExceeded:
+		return k.Valid() && k != record.LimitInput
+	case record.CodeInputTooLarge:
+		return k == 0 || k == record.LimitInput || k == record.LimitMemory
 	default:
 		return k == 0
 	}
@@ -202,13 +203,13 @@ func (v *verifier) input(input any) {
 	digest, err := effect.InputDigest(input)
 	switch {
 	case err != nil:
-		if v.code != effect.CodeInputNotSerializable {
+		if v.code != record.CodeInputNotSerializable {
 			v.bad("the input cannot be serialised: %v", err)
 		}
 		if r.InputDigest != "" {
 			v.bad("the input cannot be serialised, but the receipt has an inputDigest")
 		}
-	case v.code == effect.CodeInputNotSerializable:
+	case v.code == record.CodeInputNotSerializable:
 		v.bad("the receipt's outcome is inputNotSerializable, but the input serialises")
 	case digest != r.InputDigest:
 		v.bad("the input's digest is %s, the receipt says %q", digest, boundText(r.InputDigest))
@@ -244,24 +245,24 @@ func (v *verifier) limits() {
 // receipt.
 func (v *verifier) record(rec *effect.Record, script []byte) {
 	r := v.r
-	if rec.Value != nil && r.Outcome != effect.OutcomeOK {
+	if rec.Value != nil && r.Outcome != record.OutcomeOK {
 		v.bad("outcome %q with a value", boundText(r.Outcome))
 	}
 	if rec.Failure != nil && v.code == 0 {
 		v.bad("outcome %q with a failure", boundText(r.Outcome))
 	}
-	if rec.Error != "" && (r.Outcome == effect.OutcomeOK || v.code != 0) {
+	if rec.Error != "" && (r.Outcome == record.OutcomeOK || v.code != 0) {
 		v.bad("outcome %s with an error text", r.Outcome)
 	}
 	v.files(rec)
 	if r.HostLog != "" {
 		// A durable run's receipt digests its host-call log.
-		if got, err := effect.HostLogDigest(rec.HostCalls); err != nil || got != r.HostLog {
+		if got, err := record.HostLogDigest(rec.HostCalls); err != nil || got != r.HostLog {
 			v.bad("the host calls' log digest is %s, the receipt says %q", got, boundText(r.HostLog))
 		}
 	}
 	switch {
-	case r.Outcome == effect.OutcomeOK:
+	case r.Outcome == record.OutcomeOK:
 		v.value(rec)
 	case v.code != 0:
 		if rec.Failure == nil {
@@ -314,7 +315,7 @@ func (v *verifier) failure(f *effect.Failure, script []byte) {
 	}
 	// The fields each code carries, as Failure documents them; any other
 	// set field is one the failure's digest does not cover.
-	carries := func(field string, set bool, codes ...effect.Code) {
+	carries := func(field string, set bool, codes ...record.Code) {
 		for _, c := range codes {
 			if c == f.Code {
 				return
@@ -324,16 +325,16 @@ func (v *verifier) failure(f *effect.Failure, script []byte) {
 			v.bad("the failure's %s does not go with code %s", field, f.Code)
 		}
 	}
-	carries("kind", f.Kind != 0, effect.CodeLimitExceeded, effect.CodeInputTooLarge)
-	carries("name", f.Name != "", effect.CodeScriptError)
-	carries("message", f.Message != "", effect.CodeScriptError)
-	carries("reason", f.Reason != "", effect.CodeInputNotSerializable, effect.CodeShapeMismatch, effect.CodeLimitExceeded, effect.CodeInputTooLarge,
-		effect.CodeSuspended, effect.CodeReplayDiverged)
-	carries("bytes", f.Bytes != 0, effect.CodeInputTooLarge, effect.CodeScriptTooLarge)
-	if f.Code != effect.CodeLimitExceeded || (f.Kind != effect.LimitHostCalls && f.Kind != effect.LimitSuspensions && f.Kind != effect.LimitHostLog) {
-		carries("limit", f.Limit != 0, effect.CodeInputTooLarge, effect.CodeScriptTooLarge)
+	carries("kind", f.Kind != 0, record.CodeLimitExceeded, record.CodeInputTooLarge)
+	carries("name", f.Name != "", record.CodeScriptError)
+	carries("message", f.Message != "", record.CodeScriptError)
+	carries("reason", f.Reason != "", record.CodeInputNotSerializable, record.CodeShapeMismatch, record.CodeLimitExceeded, record.CodeInputTooLarge,
+		record.CodeSuspended, record.CodeReplayDiverged)
+	carries("bytes", f.Bytes != 0, record.CodeInputTooLarge, record.CodeScriptTooLarge)
+	if f.Code != record.CodeLimitExceeded || (f.Kind != record.LimitHostCalls && f.Kind != record.LimitSuspensions && f.Kind != record.LimitHostLog) {
+		carries("limit", f.Limit != 0, record.CodeInputTooLarge, record.CodeScriptTooLarge)
 	}
-	carries("script", f.Script != "", effect.CodeScriptMissing)
+	carries("script", f.Script != "", record.CodeScriptMissing)
 	v.sizes(f, script)
 	if got, err := canon.DigestJSON(f); err != nil || got != r.OutputDigest {
 		v.bad("the failure's digest is %s, the receipt says %q", got, boundText(r.OutputDigest))
@@ -349,9 +350,9 @@ func (v *verifier) sizes(f *effect.Failure, script []byte) {
 		return
 	}
 	switch f.Code {
-	case effect.CodeInputTooLarge:
+	case record.CodeInputTooLarge:
 		switch f.Kind {
-		case effect.LimitInput:
+		case record.LimitInput:
 			if f.Reason != "" {
 				// The input files' bounds: the reason says which.
 				if f.Bytes != 0 || f.Limit != 0 {
@@ -360,16 +361,16 @@ func (v *verifier) sizes(f *effect.Failure, script []byte) {
 			} else if f.Limit != l.MaxInputBytes || f.Bytes <= f.Limit {
 				v.bad("the failure's input of %d bytes over a limit of %d does not agree with the receipt's maxInputBytes %d", f.Bytes, f.Limit, l.MaxInputBytes)
 			}
-		case effect.LimitMemory:
+		case record.LimitMemory:
 			if f.Limit != l.MemoryBytes {
 				v.bad("the failure's memory limit %d is not the receipt's memoryBytes %d", f.Limit, l.MemoryBytes)
 			}
 		}
-	case effect.CodeScriptTooLarge:
+	case record.CodeScriptTooLarge:
 		if f.Limit != l.MaxScriptBytes || f.Bytes != int64(len(script)) || f.Bytes <= f.Limit {
 			v.bad("the failure's script of %d bytes over a limit of %d does not agree with the script's %d bytes and the receipt's maxScriptBytes %d", f.Bytes, f.Limit, len(script), l.MaxScriptBytes)
 		}
-	case effect.CodeScriptMissing:
+	case record.CodeScriptMissing:
 		if f.Script != v.r.Script {
 			v.bad("the failure's script %q is not the receipt's", boundText(string(f.Script)))
 		}
@@ -395,7 +396,7 @@ func isVersion(s string) bool {
 // (so none twice), each digest a content address, each size not
 // negative; with a bound (a Files engine's receipt), no more files and
 // bytes than it allows, and without one, no files at all.
-func (v *verifier) fileRefs(field string, refs []effect.FileRef, maxFiles int, maxBytes int64) {
+func (v *verifier) fileRefs(field string, refs []record.FileRef, maxFiles int, maxBytes int64) {
 	var total int64
 	for i, f := range refs {
 		switch {
@@ -422,7 +423,7 @@ func (v *verifier) fileRefs(field string, refs []effect.FileRef, maxFiles int, m
 // OutputFiles name, in their order, with their digests and sizes.
 func (v *verifier) files(rec *effect.Record) {
 	r := v.r
-	if r.Outcome != effect.OutcomeOK {
+	if r.Outcome != record.OutcomeOK {
 		if len(rec.Files) > 0 {
 			v.bad("outcome %q with output files", boundText(r.Outcome))
 		}
@@ -439,8 +440,8 @@ func (v *verifier) files(rec *effect.Record) {
 			v.bad("the record's output file %d is not the receipt's %q", i, boundText(want.Name))
 		case int64(len(f.Data)) != want.Bytes:
 			v.bad("the output file %q is %d bytes, the receipt says %d", boundText(want.Name), len(f.Data), want.Bytes)
-		case effect.AddressOf(f.Data) != want.Digest:
-			v.bad("the output file %q's digest is %s, the receipt says %q", boundText(want.Name), effect.AddressOf(f.Data), boundText(string(want.Digest)))
+		case record.AddressOf(f.Data) != want.Digest:
+			v.bad("the output file %q's digest is %s, the receipt says %q", boundText(want.Name), record.AddressOf(f.Data), boundText(string(want.Digest)))
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/internal/fakebackend"
+	"github.com/sandbank/sandbank/record"
 	"github.com/sandbank/sandbank/spi"
 	"github.com/sandbank/sandbank/storage"
 )
@@ -47,7 +48,7 @@ func TestVerifyChecksOutputFiles(t *testing.T) {
 	tamper := func(change func(r *effect.Record)) *effect.Record {
 		c := *rec
 		c.Files = []spi.File{{Name: "out.txt", Data: []byte("hello")}, {Name: "z.bin", Data: []byte{0, 1, 2, 255}}}
-		c.Receipt.OutputFiles = append([]effect.FileRef(nil), rec.Receipt.OutputFiles...)
+		c.Receipt.OutputFiles = append([]record.FileRef(nil), rec.Receipt.OutputFiles...)
 		change(&c)
 		return &c
 	}
@@ -65,12 +66,12 @@ func TestVerifyChecksOutputFiles(t *testing.T) {
 		}), "increasing name order"},
 		"past the bound": {tamper(func(r *effect.Record) { r.Receipt.Limits.MaxOutFiles = 1 }), "past its bounds"},
 		"input ../x": {tamper(func(r *effect.Record) {
-			r.Receipt.InputFiles = []effect.FileRef{{Name: "../x", Digest: effect.AddressOf(nil)}}
+			r.Receipt.InputFiles = []record.FileRef{{Name: "../x", Digest: record.AddressOf(nil)}}
 		}), "inputFiles[0] has a name"},
 		"files on a failure": {tamper(func(r *effect.Record) {
 			r.Value, r.Receipt.OutputFiles = nil, nil
 			r.Receipt.Outcome = "scriptError"
-			r.Failure = &effect.Failure{Code: effect.CodeScriptError, Message: "boom"}
+			r.Failure = &effect.Failure{Code: record.CodeScriptError, Message: "boom"}
 			r.Receipt.OutputDigest = sha(`{"code":"scriptError","message":"boom"}`)
 		}), "with output files"},
 	} {

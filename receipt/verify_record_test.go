@@ -7,6 +7,7 @@ import (
 
 	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/internal/fakebackend"
+	"github.com/sandbank/sandbank/record"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -36,24 +37,24 @@ func TestVerifyFindsEveryMismatch(t *testing.T) {
 		{"other value", tamper(func(r *effect.Record) { r.Value = json.RawMessage(`{"n":2}`) }), testScript, "in", "the value's digest"},
 		{"value not canonical", tamper(func(r *effect.Record) { r.Value = json.RawMessage(`{ "n":1}`) }), testScript, "in", "not canonical"},
 		{"ok without value", tamper(func(r *effect.Record) { r.Value = nil }), testScript, "in", "without a value"},
-		{"failure, outcome ok", tamper(func(r *effect.Record) { r.Failure = &effect.Failure{Code: effect.CodeScriptError} }), testScript, "in", "with a failure"},
+		{"failure, outcome ok", tamper(func(r *effect.Record) { r.Failure = &effect.Failure{Code: record.CodeScriptError} }), testScript, "in", "with a failure"},
 		{"failure, other outcome", tamper(func(r *effect.Record) {
 			r.Value, r.Receipt.OutputDigest = nil, ""
 			r.Receipt.Outcome = "limitExceeded"
-			r.Failure = &effect.Failure{Code: effect.CodeScriptError}
+			r.Failure = &effect.Failure{Code: record.CodeScriptError}
 		}), testScript, "in", "the failure's code"},
 		{"failure, other kind", tamper(func(r *effect.Record) {
 			r.Value, r.Receipt.OutputDigest = nil, ""
 			r.Receipt.Outcome, r.Receipt.LimitKind = "limitExceeded", "cpu"
-			r.Failure = &effect.Failure{Code: effect.CodeLimitExceeded, Kind: effect.LimitMemory}
+			r.Failure = &effect.Failure{Code: record.CodeLimitExceeded, Kind: record.LimitMemory}
 		}), testScript, "in", "limit kind"},
-		{"infrastructure with value", tamper(func(r *effect.Record) { r.Receipt.Outcome = effect.OutcomeInfrastructure }), testScript, "in", "with a value"},
+		{"infrastructure with value", tamper(func(r *effect.Record) { r.Receipt.Outcome = record.OutcomeInfrastructure }), testScript, "in", "with a value"},
 		{"format", tamper(func(r *effect.Record) { r.Receipt.Format = "other/2" }), testScript, "in", "receipt format"},
 		{"failure's text changed", tamper(func(r *effect.Record) {
 			r.Value = nil
 			r.Receipt.Outcome = "scriptError"
 			r.Receipt.OutputDigest = sha(`{"code":"scriptError","message":"boom"}`)
-			r.Failure = &effect.Failure{Code: effect.CodeScriptError, Message: "BOOM"}
+			r.Failure = &effect.Failure{Code: record.CodeScriptError, Message: "BOOM"}
 		}), testScript, "in", "the failure's digest"},
 	}
 	for _, tt := range tests {

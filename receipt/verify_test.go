@@ -13,6 +13,7 @@ import (
 	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/internal/canon"
 	"github.com/sandbank/sandbank/internal/fakebackend"
+	"github.com/sandbank/sandbank/record"
 	"github.com/sandbank/sandbank/spi"
 	"github.com/sandbank/sandbank/storage"
 )
@@ -32,7 +33,7 @@ func realRuns(t testing.TB) map[string]verifyRun { return realRunsSignedBy(t, ni
 
 // realRunsSignedBy is realRuns through effects that sign with s (none
 // when s is nil).
-func realRunsSignedBy(t testing.TB, s effect.Signer) map[string]verifyRun {
+func realRunsSignedBy(t testing.TB, s record.Signer) map[string]verifyRun {
 	t.Helper()
 	signing := func(o *effect.Options) *effect.Options {
 		c := effect.Options{}
@@ -75,7 +76,7 @@ func realRunsSignedBy(t testing.TB, s effect.Signer) map[string]verifyRun {
 
 	f := newFixture(t, fakebackend.Echo(), signing(nil))
 	elsewhere := []byte("elsewhere")
-	add("scriptMissing", f.e, context.Background(), effect.Call{Script: effect.AddressOf(elsewhere), Input: json.RawMessage(`1`)}, elsewhere)
+	add("scriptMissing", f.e, context.Background(), effect.Call{Script: record.AddressOf(elsewhere), Input: json.RawMessage(`1`)}, elsewhere)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -102,12 +103,12 @@ func realRunsSignedBy(t testing.TB, s effect.Signer) map[string]verifyRun {
 	e, err = effect.New(new(storage.MemoryStore), fakebackend.New(caps, callHostTwice), signing(&effect.Options{Host: effect.HostFuncs{"f": suspend}}))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = e.Close() })
-	durable := func(replay ...effect.HostCall) *effect.Durable {
+	durable := func(replay ...record.HostCall) *effect.Durable {
 		return &effect.Durable{Replay: replay, MaxSuspensions: 1, MaxLogBytes: 1 << 10}
 	}
 	add("suspended", e, context.Background(), effect.Call{Source: hostScript, Input: json.RawMessage(`{}`), Durable: durable()}, hostScript)
 	add("replayDiverged", e, context.Background(), effect.Call{Source: hostScript, Input: json.RawMessage(`{}`),
-		Durable: durable(effect.HostCall{Name: "f", Args: json.RawMessage(`1`), Outcome: effect.HostCallOK, Answer: json.RawMessage(`2`)})}, hostScript)
+		Durable: durable(record.HostCall{Name: "f", Args: json.RawMessage(`1`), Outcome: record.HostCallOK, Answer: json.RawMessage(`2`)})}, hostScript)
 	return runs
 }
 
@@ -127,8 +128,8 @@ func TestVerifyRealRecords(t *testing.T) {
 			require.NoError(t, Verify(&back, run.script, run.input), "%s", b)
 		})
 	}
-	want := []string{effect.OutcomeOK, effect.OutcomeInfrastructure, effect.OutcomeCanceled}
-	for c := effect.Code(1); c.Valid(); c++ {
+	want := []string{record.OutcomeOK, record.OutcomeInfrastructure, record.OutcomeCanceled}
+	for c := record.Code(1); c.Valid(); c++ {
 		want = append(want, c.String())
 	}
 	for _, o := range want {
@@ -156,14 +157,14 @@ func TestVerifyRefusesTamperedRecords(t *testing.T) {
 		{"format", "ok", func(r *effect.Record) { r.Receipt.Format = "other/2" }, "receipt format", true},
 		{"script not an address", "ok", func(r *effect.Record) { r.Receipt.Script = "sha256:nope" }, "script \"sha256:nope\" is not a content address", true},
 		{"no script", "scriptError", func(r *effect.Record) { r.Receipt.Script = "" }, "is not a content address", true},
-		{"another script", "ok", func(r *effect.Record) { r.Receipt.Script = effect.AddressOf([]byte("x")) }, "the script's address", true},
+		{"another script", "ok", func(r *effect.Record) { r.Receipt.Script = record.AddressOf([]byte("x")) }, "the script's address", true},
 		{"another input", "ok", func(r *effect.Record) { r.Receipt.InputDigest = canon.Digest([]byte("2")) }, "the input's digest", true},
 		{"no input digest", "scriptError", func(r *effect.Record) { r.Receipt.InputDigest = "" }, "the input's digest", true},
 		{"input digest of an input that cannot be serialised", "inputNotSerializable",
 			func(r *effect.Record) { r.Receipt.InputDigest = canon.Digest([]byte("1")) }, "has an inputDigest", true},
 		{"inputNotSerializable for an input that serialises", "scriptError", func(r *effect.Record) {
 			r.Receipt.Outcome = "inputNotSerializable"
-			r.Failure = &effect.Failure{Code: effect.CodeInputNotSerializable, Reason: "no"}
+			r.Failure = &effect.Failure{Code: record.CodeInputNotSerializable, Reason: "no"}
 			redigest(r)
 		}, "but the input serialises", true},
 		{"outcome outside the vocabulary", "ok", func(r *effect.Record) { r.Receipt.Outcome = "fine" },
@@ -184,11 +185,11 @@ func TestVerifyRefusesTamperedRecords(t *testing.T) {
 			`limitKind "disk" is not one of cpu, memory, wallClock, output, input, hostCalls`, true},
 		{"limitExceeded without a limit kind", "limitExceeded cpu", func(r *effect.Record) { r.Receipt.LimitKind = "" }, "outcome limitExceeded has no limitKind", true},
 		{"limitExceeded by the input ceiling", "limitExceeded cpu", func(r *effect.Record) {
-			r.Receipt.LimitKind, r.Failure.Kind = "input", effect.LimitInput
+			r.Receipt.LimitKind, r.Failure.Kind = "input", record.LimitInput
 			redigest(r)
 		}, "limitKind input does not go with outcome limitExceeded", true},
 		{"scriptError with a limit kind", "scriptError", func(r *effect.Record) {
-			r.Receipt.LimitKind, r.Failure.Kind = "cpu", effect.LimitCPU
+			r.Receipt.LimitKind, r.Failure.Kind = "cpu", record.LimitCPU
 		}, "limitKind cpu does not go with outcome scriptError", true},
 		{"limit kind other than the failure's", "limitExceeded cpu", func(r *effect.Record) { r.Receipt.LimitKind = "memory" }, `limit kind "memory", the failure's is "cpu"`, false},
 		{"ok without an output digest", "ok", func(r *effect.Record) { r.Receipt.OutputDigest = "" }, "no outputDigest", true},
@@ -196,28 +197,28 @@ func TestVerifyRefusesTamperedRecords(t *testing.T) {
 		{"infrastructure with an output digest", "infrastructure", func(r *effect.Record) { r.Receipt.OutputDigest = canon.Digest([]byte("1")) },
 			"outcome infrastructure has no output, but it has an outputDigest", true},
 		{"infrastructure with a value", "infrastructure", func(r *effect.Record) { r.Value = json.RawMessage(`1`) }, `outcome "infrastructure" with a value`, false},
-		{"canceled with a failure", "canceled", func(r *effect.Record) { r.Failure = &effect.Failure{Code: effect.CodeScriptError} }, `outcome "canceled" with a failure`, false},
+		{"canceled with a failure", "canceled", func(r *effect.Record) { r.Failure = &effect.Failure{Code: record.CodeScriptError} }, `outcome "canceled" with a failure`, false},
 		{"another value", "ok", func(r *effect.Record) { r.Value = json.RawMessage(`{"a":[1,2],"b":2}`) }, "the value's digest", false},
 		{"value not canonical", "ok", func(r *effect.Record) { r.Value = json.RawMessage(`{ "a":[1,2],"b":1}`) }, "not canonical", false},
 		{"value over the output limit", "ok", func(r *effect.Record) { r.Receipt.Limits.MaxOutputBytes = 4 }, "over the receipt's maxOutputBytes 4", false},
 		{"ok without a value", "ok", func(r *effect.Record) { r.Value = nil }, "outcome ok without a value", false},
-		{"ok with a failure", "ok", func(r *effect.Record) { r.Failure = &effect.Failure{Code: effect.CodeScriptError} }, `outcome "ok" with a failure`, false},
+		{"ok with a failure", "ok", func(r *effect.Record) { r.Failure = &effect.Failure{Code: record.CodeScriptError} }, `outcome "ok" with a failure`, false},
 		{"ok with an error text", "ok", func(r *effect.Record) { r.Error = "engine fell over" }, "outcome ok with an error text", false},
 		{"failure of another code", "limitExceeded cpu", func(r *effect.Record) {
-			r.Failure = &effect.Failure{Code: effect.CodeScriptError, Message: "boom"}
+			r.Failure = &effect.Failure{Code: record.CodeScriptError, Message: "boom"}
 		}, "outcome limitExceeded, the failure's code is scriptError", false},
 		{"failure text changed", "scriptError", func(r *effect.Record) { r.Failure.Message = "BOOM" }, "the failure's digest", false},
 		{"name on limitExceeded", "limitExceeded cpu", func(r *effect.Record) { r.Failure.Name = "TypeError" }, "the failure's name does not go with code limitExceeded", false},
 		{"reason on scriptError", "scriptError", func(r *effect.Record) { r.Failure.Reason = "why" }, "the failure's reason does not go with code scriptError", false},
 		{"bytes on scriptError", "scriptError", func(r *effect.Record) { r.Failure.Bytes = 3 }, "the failure's bytes does not go with code scriptError", false},
 		{"limit on limitExceeded memory", "limitExceeded memory", func(r *effect.Record) { r.Failure.Limit = 3 }, "the failure's limit does not go with code limitExceeded", false},
-		{"script on inputTooLarge", "inputTooLarge input", func(r *effect.Record) { r.Failure.Script = effect.AddressOf(nil) }, "the failure's script does not go with code inputTooLarge", false},
+		{"script on inputTooLarge", "inputTooLarge input", func(r *effect.Record) { r.Failure.Script = record.AddressOf(nil) }, "the failure's script does not go with code inputTooLarge", false},
 		{"input ceiling other than the receipt's", "inputTooLarge input", func(r *effect.Record) { r.Receipt.Limits.MaxInputBytes = 100 }, "the receipt's maxInputBytes 100", false},
 		{"input under its ceiling", "inputTooLarge input", func(r *effect.Record) { r.Failure.Bytes = 2; redigest(r) }, "the failure's input of 2 bytes over a limit of 4", false},
 		{"memory limit other than the receipt's", "inputTooLarge memory", func(r *effect.Record) { r.Receipt.Limits.MemoryBytes = 100 }, "is not the receipt's memoryBytes 100", false},
 		{"script size other than the script's", "scriptTooLarge", func(r *effect.Record) { r.Failure.Bytes = 3; redigest(r) }, "the script's 5 bytes", false},
 		{"negative sizes", "scriptTooLarge", func(r *effect.Record) { r.Failure.Bytes = -1; redigest(r) }, "the failure's bytes or limit is negative", false},
-		{"missing script other than the receipt's", "scriptMissing", func(r *effect.Record) { r.Failure.Script = effect.AddressOf(nil); redigest(r) }, "is not the receipt's", false},
+		{"missing script other than the receipt's", "scriptMissing", func(r *effect.Record) { r.Failure.Script = record.AddressOf(nil); redigest(r) }, "is not the receipt's", false},
 		{"no engine", "ok", func(r *effect.Record) { r.Receipt.Engine = "" }, "the receipt names no engine", true},
 		{"backend not path@version", "ok", func(r *effect.Record) { r.Receipt.Backend = "sandbank" }, `backend "sandbank" is not path@version`, true},
 		{"spi version", "ok", func(r *effect.Record) { r.Receipt.SPIVersion = "1.x" }, `spiVersion "1.x" is not MAJOR.MINOR.PATCH`, true},
@@ -261,7 +262,7 @@ func TestVerifyReasonsAreBounded(t *testing.T) {
 	long := strings.Repeat("x", 1<<20)
 	r := &rec.Receipt
 	r.Format, r.Outcome, r.LimitKind, r.Backend, r.SPIVersion = long, long, long, long, long
-	r.Script, r.InputDigest, r.OutputDigest = effect.Address(long), long, long
+	r.Script, r.InputDigest, r.OutputDigest = record.Address(long), long, long
 	err := Verify(&rec, run.script, run.input)
 	require.ErrorIs(t, err, ErrRecordMismatch)
 	assert.Less(t, len(err.Error()), 64<<10)

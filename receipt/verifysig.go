@@ -7,8 +7,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/internal/textbound"
+	"github.com/sandbank/sandbank/record"
 )
 
 // The reasons a receipt's signature does not verify. Each
@@ -61,9 +61,9 @@ func (e *SignatureError) Unwrap() []error { return []error{ErrRecordMismatch, e.
 // TrustedKey is a public key a verifier trusts, as a host publishes it
 // (GET /.well-known/sandbank-keys): current, or retired from a date on.
 type TrustedKey struct {
-	// KeyID is effect.KeyIDOf(PublicKey); empty means computed.
+	// KeyID is record.KeyIDOf(PublicKey); empty means computed.
 	KeyID string `json:"keyId"`
-	// Algorithm is effect.SignatureEd25519; empty means it.
+	// Algorithm is record.SignatureEd25519; empty means it.
 	Algorithm string `json:"alg"`
 	// PublicKey is the Ed25519 public key (base64 in JSON).
 	PublicKey ed25519.PublicKey `json:"publicKey"`
@@ -93,17 +93,17 @@ func NewKeySet(keys ...TrustedKey) (*KeySet, error) {
 		if len(k.PublicKey) != ed25519.PublicKeySize {
 			return nil, invalidKey("effect: a trusted key is not an Ed25519 public key")
 		}
-		id := effect.KeyIDOf(k.PublicKey)
+		id := record.KeyIDOf(k.PublicKey)
 		switch {
 		case k.KeyID != "" && k.KeyID != id:
 			return nil, invalidKey("effect: a trusted key's keyId is not the id of its public key")
-		case k.Algorithm != "" && k.Algorithm != effect.SignatureEd25519:
+		case k.Algorithm != "" && k.Algorithm != record.SignatureEd25519:
 			return nil, invalidKey("effect: a trusted key's algorithm is not ed25519")
 		}
 		if _, dup := ks.byID[id]; dup {
 			return nil, invalidKey("effect: a trusted key is listed twice")
 		}
-		k.KeyID, k.Algorithm = id, effect.SignatureEd25519
+		k.KeyID, k.Algorithm = id, record.SignatureEd25519
 		k.PublicKey = slices.Clone(k.PublicKey)
 		ks.byID[id] = k
 	}
@@ -190,7 +190,7 @@ func (v *verifier) signature(c *verifyConfig) {
 		return
 	}
 	msg, err := v.r.SignedBytes()
-	if err != nil || sig.Algorithm != effect.SignatureEd25519 || len(sig.Value) != ed25519.SignatureSize ||
+	if err != nil || sig.Algorithm != record.SignatureEd25519 || len(sig.Value) != ed25519.SignatureSize ||
 		!ed25519.Verify(key.PublicKey, msg, sig.Value) {
 		v.errs = append(v.errs, &SignatureError{Reason: ErrBadSignature, KeyID: id})
 		return
@@ -216,7 +216,7 @@ func verifyOptions(opts []VerifyOption) *verifyConfig {
 // input: for a receipt whose other fields something else checks (a durable
 // run's continuation, which the effect checks against the script and the
 // input it resumes).
-func VerifySignature(r effect.Receipt, opts ...VerifyOption) error {
+func VerifySignature(r record.Receipt, opts ...VerifyOption) error {
 	c := verifyOptions(opts)
 	if c.err != nil {
 		return c.err

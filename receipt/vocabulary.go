@@ -3,12 +3,12 @@ package receipt
 import (
 	"strings"
 
-	"github.com/sandbank/sandbank/effect"
+	"github.com/sandbank/sandbank/record"
 )
 
 // The outcome and limit-kind vocabularies, derived from effect's closed
-// enums: a receipt's outcome is effect.OutcomeOK, a Code's name,
-// effect.OutcomeInfrastructure or effect.OutcomeCanceled, and its limit
+// enums: a receipt's outcome is record.OutcomeOK, a Code's name,
+// record.OutcomeInfrastructure or record.OutcomeCanceled, and its limit
 // kind a LimitKind's name.
 
 // enum is a closed set of effect's: valid from 1 up, each with a name.
@@ -39,9 +39,9 @@ func names[E enum]() []string {
 
 // outcomeNames lists the outcome vocabulary, for a reason.
 func outcomeNames() string {
-	all := append([]string{effect.OutcomeOK}, names[effect.Code]()...)
-	return strings.Join(append(all, effect.OutcomeInfrastructure, effect.OutcomeCanceled), ", ")
+	all := append([]string{record.OutcomeOK}, names[record.Code]()...)
+	return strings.Join(append(all, record.OutcomeInfrastructure, record.OutcomeCanceled), ", ")
 }
 
 // limitKindNames lists the limit-kind vocabulary, for a reason.
-func limitKindNames() string { return strings.Join(names[effect.LimitKind](), ", ") }
+func limitKindNames() string { return strings.Join(names[record.LimitKind](), ", ") }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/pool"
+	"github.com/sandbank/sandbank/record"
 	"github.com/sandbank/sandbank/registry"
 	"github.com/sandbank/sandbank/spi"
 	"github.com/sandbank/sandbank/tenant"
@@ -49,7 +50,7 @@ type ScriptRequest struct {
 
 // ScriptStored is the response of POST /v1/scripts.
 type ScriptStored struct {
-	Script effect.Address `json:"script" doc:"The script's content address; storing the same bytes again returns it again."`
+	Script record.Address `json:"script" doc:"The script's content address; storing the same bytes again returns it again."`
 	Bytes  int64          `json:"bytes"`
 }
 
@@ -91,10 +92,10 @@ type failureSchema struct {
 // values of code and kind (huma.SchemaTransformer).
 func (failureSchema) TransformSchema(_ huma.Registry, s *huma.Schema) *huma.Schema {
 	var codes, kinds []any
-	for c := effect.CodeInputNotSerializable; c.Valid(); c++ {
+	for c := record.CodeInputNotSerializable; c.Valid(); c++ {
 		codes = append(codes, c.String())
 	}
-	for k := effect.LimitCPU; k.Valid(); k++ {
+	for k := record.LimitCPU; k.Valid(); k++ {
 		kinds = append(kinds, k.String())
 	}
 	if p := s.Properties["code"]; p != nil {
@@ -424,8 +425,8 @@ func (s *Server) answer(ctx context.Context, entry registry.Entry, rec *effect.R
 	}
 	a := runAnswerOf(kind)
 	acc.outcome = a.outcome
-	if acc.outcome == effect.OutcomeInfrastructure && ctx.Err() != nil {
-		acc.outcome = effect.OutcomeCanceled
+	if acc.outcome == record.OutcomeInfrastructure && ctx.Err() != nil {
+		acc.outcome = record.OutcomeCanceled
 	}
 	s.metrics.runs.WithLabelValues(entry.Engine, acc.outcome).Inc()
 	return nil, a.problem(err)
@@ -452,7 +453,7 @@ func (s *Server) limits(tenantCeiling spi.Limits, l *RunLimits) (spi.Limits, *Pr
 		return spi.Limits{}, refused(err)
 	case le.Negative():
 		return spi.Limits{}, invalidCall(http.StatusBadRequest, "server: negative limits")
-	case le.Kind == effect.LimitWallClock:
+	case le.Kind == record.LimitWallClock:
 		return spi.Limits{}, invalidCall(http.StatusBadRequest, "server: limits.wallClockMs is above the tenant's ceiling of "+fmtInt(int(ceiling.WallClock/time.Millisecond)))
 	}
 	return spi.Limits{}, invalidCall(http.StatusBadRequest, "server: limits.memoryBytes is above the tenant's ceiling of "+fmtInt(int(ceiling.MemoryBytes)))

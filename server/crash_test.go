@@ -22,8 +22,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sandbank/sandbank/backends/goja"
-	"github.com/sandbank/sandbank/effect"
+
 	"github.com/sandbank/sandbank/receipt"
+	"github.com/sandbank/sandbank/record"
 	"github.com/sandbank/sandbank/registry"
 	"github.com/sandbank/sandbank/spi"
 	"github.com/sandbank/sandbank/storage"
@@ -137,7 +138,7 @@ func TestCrashKeepsWhatWasAnswered(t *testing.T) {
 	var (
 		mu      sync.Mutex
 		runs    []answeredRun
-		scripts = map[effect.Address][]byte{}
+		scripts = map[record.Address][]byte{}
 		answers atomic.Int64
 		enough  = make(chan struct{})
 		once    sync.Once
@@ -196,7 +197,7 @@ func TestCrashKeepsWhatWasAnswered(t *testing.T) {
 						Receipt json.RawMessage `json:"receipt"`
 					}
 					prev := []byte(fmt.Sprintf("input.n + %d", n-1))
-					h, ok := send("/v1/runs", RunRequest{Engine: "goja", Script: string(effect.AddressOf(prev)), Input: input}, &rec)
+					h, ok := send("/v1/runs", RunRequest{Engine: "goja", Script: string(record.AddressOf(prev)), Input: input}, &rec)
 					if !ok {
 						return
 					}

@@ -8,8 +8,8 @@ import (
 
 	"github.com/danielgtaylor/huma/v2"
 
-	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/receipt"
+	"github.com/sandbank/sandbank/record"
 	"github.com/sandbank/sandbank/storage"
 )
 
@@ -19,7 +19,7 @@ const KeysPath = "/.well-known/sandbank-keys"
 
 // signing is the server's receipt signer and the keys it publishes.
 type signing struct {
-	signer    effect.Signer
+	signer    record.Signer
 	published receipt.PublishedKeys
 }
 
@@ -40,7 +40,7 @@ func newSigning(o *Options, dataDir string, log *slog.Logger) (*signing, error) 
 		sg.signer = s
 		if created {
 			log.Info("sandbank: generated the signing key of the data directory",
-				slog.String("keyId", effect.KeyIDOf(s.PublicKey())))
+				slog.String("keyId", record.KeyIDOf(s.PublicKey())))
 		}
 	}
 	if sg.signer == nil {
@@ -50,7 +50,7 @@ func newSigning(o *Options, dataDir string, log *slog.Logger) (*signing, error) 
 		}
 		sg.signer = s
 		log.Warn("sandbank: receipts are signed by a key generated for this process only; give a key to keep one across restarts",
-			slog.String("keyId", effect.KeyIDOf(s.PublicKey())))
+			slog.String("keyId", record.KeyIDOf(s.PublicKey())))
 	}
 	pub := sg.signer.PublicKey()
 	current := receipt.TrustedKey{PublicKey: pub}
@@ -65,7 +65,7 @@ func newSigning(o *Options, dataDir string, log *slog.Logger) (*signing, error) 
 		}
 	}
 	// The current key first, then the retired ones by id.
-	currentID := effect.KeyIDOf(pub)
+	currentID := record.KeyIDOf(pub)
 	for _, k := range set.Keys() {
 		if k.KeyID == currentID {
 			sg.published.Keys = append([]receipt.TrustedKey{k}, sg.published.Keys...)

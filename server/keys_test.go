@@ -15,6 +15,7 @@ import (
 
 	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/receipt"
+	"github.com/sandbank/sandbank/record"
 	"github.com/sandbank/sandbank/storage"
 	"github.com/sandbank/sandbank/tenant"
 )
@@ -74,9 +75,9 @@ func TestServerSignsAndPublishesKeys(t *testing.T) {
 
 	doc := getKeys(t, l.url)
 	require.Len(t, doc.Keys, 2)
-	assert.Equal(t, effect.KeyIDOf(signer.PublicKey()), doc.Keys[0].KeyID, "the current key first")
+	assert.Equal(t, record.KeyIDOf(signer.PublicKey()), doc.Keys[0].KeyID, "the current key first")
 	assert.True(t, doc.Keys[0].Retired.IsZero())
-	assert.Equal(t, effect.KeyIDOf(old.PublicKey()), doc.Keys[1].KeyID)
+	assert.Equal(t, record.KeyIDOf(old.PublicKey()), doc.Keys[1].KeyID)
 	assert.Equal(t, retired, doc.Keys[1].Retired)
 	assert.Equal(t, doc, l.Keys())
 

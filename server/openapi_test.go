@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sandbank/sandbank/effect"
+	"github.com/sandbank/sandbank/record"
 	"github.com/sandbank/sandbank/tenant"
 )
 
@@ -264,10 +264,10 @@ func TestDocumentSchemas(t *testing.T) {
 	require.NotNil(t, failure, "no failure schema among %v", keys(schemas))
 	props := failure["properties"].(map[string]any)
 	var codes, kinds []any
-	for c := effect.CodeInputNotSerializable; c.Valid(); c++ {
+	for c := record.CodeInputNotSerializable; c.Valid(); c++ {
 		codes = append(codes, c.String())
 	}
-	for k := effect.LimitCPU; k.Valid(); k++ {
+	for k := record.LimitCPU; k.Valid(); k++ {
 		kinds = append(kinds, k.String())
 	}
 	assert.Equal(t, codes, props["code"].(map[string]any)["enum"])

@@ -9,6 +9,7 @@ import (
 	"github.com/danielgtaylor/huma/v2"
 
 	"github.com/sandbank/sandbank/effect"
+	"github.com/sandbank/sandbank/record"
 )
 
 // The kinds of a Problem: what went wrong, in the project's three kinds
@@ -135,19 +136,19 @@ var runAnswers = map[effect.Kind]runAnswer{
 	// The engines are closed, or the drain deadline cut the run: the
 	// server is shutting down, and another may serve the same request.
 	effect.KindClosed: {status: http.StatusServiceUnavailable, kind: KindInfrastructure, retryAfter: time.Second,
-		detail: "server: shutting down: the run was cancelled", outcome: effect.OutcomeCanceled},
+		detail: "server: shutting down: the run was cancelled", outcome: record.OutcomeCanceled},
 	effect.KindCanceled: {status: http.StatusServiceUnavailable, kind: KindInfrastructure, retryAfter: time.Second,
-		detail: "server: the run failed: ", withErr: true, outcome: effect.OutcomeCanceled},
+		detail: "server: the run failed: ", withErr: true, outcome: record.OutcomeCanceled},
 	effect.KindDeadlineExceeded: {status: http.StatusServiceUnavailable, kind: KindInfrastructure, retryAfter: time.Second,
-		detail: "server: the run failed: ", withErr: true, outcome: effect.OutcomeInfrastructure},
+		detail: "server: the run failed: ", withErr: true, outcome: record.OutcomeInfrastructure},
 	effect.KindOverloaded: {status: http.StatusServiceUnavailable, kind: KindOverloaded, retryAfter: 5 * time.Second,
-		detail: "server: overloaded: the engine has too many abandoned runs", outcome: effect.OutcomeInfrastructure},
+		detail: "server: overloaded: the engine has too many abandoned runs", outcome: record.OutcomeInfrastructure},
 	effect.KindInfrastructure: {status: http.StatusServiceUnavailable, kind: KindInfrastructure, retryAfter: time.Second,
-		detail: "server: the run failed: ", withErr: true, outcome: effect.OutcomeInfrastructure},
+		detail: "server: the run failed: ", withErr: true, outcome: record.OutcomeInfrastructure},
 	// The tenant's runs in flight are at its cap (tenant.Tenant.Acquire):
 	// the run did not start.
 	effect.KindQuota: {status: http.StatusTooManyRequests, kind: KindQuota, retryAfter: time.Second,
-		detail: "server: the tenant's concurrent runs are at their cap", outcome: effect.OutcomeInfrastructure},
+		detail: "server: the tenant's concurrent runs are at their cap", outcome: record.OutcomeInfrastructure},
 }
 
 // runAnswerOf returns the answer to a run's error of kind k; a kind

@@ -9,6 +9,7 @@ import (
 	"github.com/danielgtaylor/huma/v2"
 
 	"github.com/sandbank/sandbank/effect"
+	"github.com/sandbank/sandbank/record"
 	"github.com/sandbank/sandbank/storage"
 )
 
@@ -19,7 +20,7 @@ const RunHeader = "Sandbank-Run"
 // StoredReceipt is the response of GET /v1/runs/{run}/receipt.
 type StoredReceipt struct {
 	Run     string         `json:"run" doc:"The run's id, as POST /v1/runs answered it in the Sandbank-Run header."`
-	Receipt effect.Receipt `json:"receipt" doc:"The run's receipt, as the run's record held it."`
+	Receipt record.Receipt `json:"receipt" doc:"The run's receipt, as the run's record held it."`
 }
 
 type receiptInput struct {

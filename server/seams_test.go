@@ -69,7 +69,7 @@ func goTool(t *testing.T) string {
 // one below. A package is in the layer of the longest prefix that names
 // it; one that no prefix names fails TestLayering until it is placed. An
 // arrow that would run upward runs through an interface the lower package
-// owns instead: effect signs through its own Signer, which receipt's
+// owns instead: effect signs through record's Signer, which receipt's
 // Ed25519Signer implements; the server verifies the kit's report through
 // Options.Verify, which the program wires.
 var layers = []struct {
@@ -79,6 +79,7 @@ var layers = []struct {
 	{"the engine interface", []string{"spi"}},
 	{"helpers and data", []string{"internal/", "fixtures", "conformance/verdict"}},
 	{"engines", []string{"backends/"}},
+	{"the run's data", []string{"record"}},
 	{"the run", []string{"effect"}},
 	{"receipts", []string{"receipt"}},
 	{"products", []string{"registry", "pool", "tenant", "storage", "codemode", "durable"}},

@@ -21,6 +21,7 @@ import (
 	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/pool"
 	"github.com/sandbank/sandbank/receipt"
+	"github.com/sandbank/sandbank/record"
 	"github.com/sandbank/sandbank/registry"
 	"github.com/sandbank/sandbank/spi"
 	"github.com/sandbank/sandbank/storage"
@@ -112,7 +113,7 @@ type Options struct {
 	// without a data directory, a key generated in memory when New is
 	// called (logged by its id): receipts signed by it cannot be checked
 	// after a restart.
-	Signer effect.Signer
+	Signer record.Signer
 	// RetiredKeys are keys that signed this server's receipts before the
 	// Signer's, each with its Retired date; they are published at
 	// KeysPath beside the current key. Nil means none.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/receipt"
+	"github.com/sandbank/sandbank/record"
 )
 
 // TestReadsADataDirWrittenBefore: testdata/datadir-v1 was written by the
@@ -30,8 +31,8 @@ func TestReadsADataDirWrittenBefore(t *testing.T) {
 
 	scripts, receipts, err := d.Tenant("dev")
 	require.NoError(t, err)
-	addr := effect.AddressOf([]byte("input.n * 2"))
-	require.Equal(t, effect.Address("sha256:136793e91cdcd6199f4e0352295d10c72913b6df459fc24bec26de120db90abd"), addr)
+	addr := record.AddressOf([]byte("input.n * 2"))
+	require.Equal(t, record.Address("sha256:136793e91cdcd6199f4e0352295d10c72913b6df459fc24bec26de120db90abd"), addr)
 	b, err := scripts.ReadScript(t.Context(), addr)
 	require.NoError(t, err)
 	assert.Equal(t, "input.n * 2", string(b))

@@ -16,6 +16,7 @@ import (
 
 	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/internal/atomicfile"
+	"github.com/sandbank/sandbank/record"
 )
 
 // readChunk is how much DirStore.ReadScript reads between checks of its
@@ -49,7 +50,7 @@ type DirStore struct {
 	maxEnts  int
 
 	mu    sync.Mutex
-	known map[effect.Address]int64 // stored: size; only when bounded
+	known map[record.Address]int64 // stored: size; only when bounded
 	bytes int64                    // of known and of the Puts in flight
 	wip   int                      // Puts in flight
 }
@@ -133,7 +134,7 @@ func NewDirStore(dir string, opts *DirStoreOptions) (*DirStore, error) {
 	}
 	if o.Quarantine != "" {
 		s.bounded = true
-		s.known = map[effect.Address]int64{}
+		s.known = map[record.Address]int64{}
 		if err := s.check(o.Quarantine); err != nil {
 			return nil, err
 		}
@@ -192,16 +193,16 @@ func (s *DirStore) check(quarantine string) error {
 }
 
 // path returns the file of a well-formed address.
-func (s *DirStore) path(addr effect.Address) string {
+func (s *DirStore) path(addr record.Address) string {
 	d := digest(addr)
 	return filepath.Join(s.dir, d[:2], d)
 }
 
 // digest returns the hex digest of a well-formed address.
-func digest(addr effect.Address) string { return strings.TrimPrefix(string(addr), "sha256:") }
+func digest(addr record.Address) string { return strings.TrimPrefix(string(addr), "sha256:") }
 
 // addressOfFile returns the address a DirStore keeps at <sub>/<name>.
-func addressOfFile(sub, name string) (effect.Address, bool) {
+func addressOfFile(sub, name string) (record.Address, bool) {
 	if len(name) != 64 || sub != name[:2] {
 		return "", false
 	}
@@ -218,14 +219,14 @@ func addressOfFile(sub, name string) (effect.Address, bool) {
 // directory) is replaced. A script over the store's bound is refused with
 // an error matching effect.ErrScriptTooLarge; a script past an owning
 // store's bounds, with one matching ErrStoreFull.
-func (s *DirStore) Put(b []byte) (effect.Address, error) {
+func (s *DirStore) Put(b []byte) (record.Address, error) {
 	if int64(len(b)) > s.max {
 		return "", fmt.Errorf("storage: dir store: script of %d bytes over the store's bound of %d bytes: %w", len(b), s.max, effect.ErrScriptTooLarge)
 	}
 	if !s.bounded {
 		return s.put(b)
 	}
-	addr := effect.AddressOf(b)
+	addr := record.AddressOf(b)
 	size := int64(len(b))
 	s.mu.Lock()
 	if _, ok := s.known[addr]; ok {
@@ -257,8 +258,8 @@ func (s *DirStore) Put(b []byte) (effect.Address, error) {
 }
 
 // put writes b at its address unless it is there already.
-func (s *DirStore) put(b []byte) (effect.Address, error) {
-	addr := effect.AddressOf(b)
+func (s *DirStore) put(b []byte) (record.Address, error) {
+	addr := record.AddressOf(b)
 	final := s.path(addr)
 	if have, err := s.readFile(context.Background(), final); err == nil && bytes.Equal(have, b) {
 		return addr, nil
@@ -277,7 +278,7 @@ func (s *DirStore) put(b []byte) (effect.Address, error) {
 // a file over the store's bound and bytes that do not hash to addr are
 // untyped errors, and reported as damage (DirStoreOptions.Logger,
 // Damaged). ctx is checked before and while reading.
-func (s *DirStore) ReadScript(ctx context.Context, addr effect.Address) ([]byte, error) {
+func (s *DirStore) ReadScript(ctx context.Context, addr record.Address) ([]byte, error) {
 	b, err := s.read(ctx, addr)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, effect.ErrInvalidCall) && ctx.Err() == nil {
 		s.damaged()
@@ -288,7 +289,7 @@ func (s *DirStore) ReadScript(ctx context.Context, addr effect.Address) ([]byte,
 }
 
 // read is ReadScript without the report of damage.
-func (s *DirStore) read(ctx context.Context, addr effect.Address) ([]byte, error) {
+func (s *DirStore) read(ctx context.Context, addr record.Address) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -302,7 +303,7 @@ func (s *DirStore) read(ctx context.Context, addr effect.Address) ([]byte, error
 		}
 		return nil, err
 	}
-	if effect.AddressOf(b) != addr {
+	if record.AddressOf(b) != addr {
 		return nil, errors.New("storage: dir store: stored script does not match its address")
 	}
 	return b, nil

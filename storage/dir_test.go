@@ -15,10 +15,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sandbank/sandbank/internal/fakebackend"
+	"github.com/sandbank/sandbank/record"
 )
 
 // scriptPath is where the store keeps the script at addr.
-func scriptPath(t *testing.T, dir string, addr effect.Address) string {
+func scriptPath(t *testing.T, dir string, addr record.Address) string {
 	t.Helper()
 	hex := digest(addr)
 	require.NoError(t, os.MkdirAll(filepath.Join(dir, hex[:2]), 0o700))
@@ -28,7 +29,7 @@ func scriptPath(t *testing.T, dir string, addr effect.Address) string {
 // readWithin reads addr from s through an effect and fails the test when
 // it has not returned within the watchdog. The context has no deadline: a
 // read that blocks would block for ever.
-func readWithin(t *testing.T, s *DirStore, addr effect.Address) error {
+func readWithin(t *testing.T, s *DirStore, addr record.Address) error {
 	t.Helper()
 	fb := fakebackend.New(fakebackend.Capabilities(), fakebackend.Echo())
 	e, err := effect.New(s, fb, nil)
@@ -60,7 +61,7 @@ func TestDirStoreRefusesOversizedFileUnread(t *testing.T) {
 	dir := t.TempDir()
 	s, err := NewDirStore(dir, &DirStoreOptions{MaxScriptBytes: 1 << 20})
 	require.NoError(t, err)
-	addr := effect.AddressOf(testScript)
+	addr := record.AddressOf(testScript)
 	// A sparse 1 GiB file: cheap to make, ruinous to read whole.
 	f, err := os.Create(scriptPath(t, dir, addr))
 	require.NoError(t, err)
@@ -99,7 +100,7 @@ func TestDirStoreRefusesADirectory(t *testing.T) {
 	dir := t.TempDir()
 	s, err := NewDirStore(dir, nil)
 	require.NoError(t, err)
-	addr := effect.AddressOf(testScript)
+	addr := record.AddressOf(testScript)
 	require.NoError(t, os.Mkdir(scriptPath(t, dir, addr), 0o700))
 	err = readWithin(t, s, addr)
 	assert.EqualError(t, err, "storage: dir store: stored script is not a regular file")

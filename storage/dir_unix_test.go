@@ -7,7 +7,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/sandbank/sandbank/effect"
+	"github.com/sandbank/sandbank/record"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -16,7 +16,7 @@ func TestDirStoreRefusesAFIFO(t *testing.T) {
 	dir := t.TempDir()
 	s, err := NewDirStore(dir, nil)
 	require.NoError(t, err)
-	addr := effect.AddressOf(testScript)
+	addr := record.AddressOf(testScript)
 	require.NoError(t, syscall.Mkfifo(scriptPath(t, dir, addr), 0o600))
 	err = readWithin(t, s, addr)
 	assert.EqualError(t, err, "storage: dir store: stored script is not a regular file")
@@ -36,7 +36,7 @@ func TestDirStoreRefusesASymlinkToDevZero(t *testing.T) {
 	dir := t.TempDir()
 	s, err := NewDirStore(dir, nil)
 	require.NoError(t, err)
-	addr := effect.AddressOf(testScript)
+	addr := record.AddressOf(testScript)
 	require.NoError(t, os.Symlink("/dev/zero", scriptPath(t, dir, addr)))
 	err = readWithin(t, s, addr)
 	assert.EqualError(t, err, "storage: dir store: stored script is not a regular file")
@@ -48,7 +48,7 @@ func TestDirStoreRefusesASymlinkToARegularFile(t *testing.T) {
 	dir := t.TempDir()
 	s, err := NewDirStore(dir, nil)
 	require.NoError(t, err)
-	addr := effect.AddressOf(testScript)
+	addr := record.AddressOf(testScript)
 	target := dir + "/elsewhere"
 	require.NoError(t, os.WriteFile(target, testScript, 0o600))
 	require.NoError(t, os.Symlink(target, scriptPath(t, dir, addr)))

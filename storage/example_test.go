@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"github.com/sandbank/sandbank/effect"
+	"github.com/sandbank/sandbank/record"
 	"github.com/sandbank/sandbank/storage"
 )
 
@@ -23,7 +24,7 @@ func ExampleNewMemoryStore() {
 	_, _ = store.ReadScript(context.Background(), a) // a is now the most recently used
 	c, _ := store.Put([]byte("c"))                   // evicts b
 
-	for _, addr := range []effect.Address{a, b, c} {
+	for _, addr := range []record.Address{a, b, c} {
 		_, err := store.ReadScript(context.Background(), addr)
 		fmt.Println(errors.Is(err, fs.ErrNotExist))
 	}

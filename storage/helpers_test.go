@@ -9,6 +9,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/sandbank/sandbank/effect"
+	"github.com/sandbank/sandbank/record"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -28,7 +29,7 @@ func requireUntyped(t *testing.T, err error) {
 
 // requireFailure asserts that err is a typed failure with code c and
 // returns it.
-func requireFailure(t *testing.T, err error, c effect.Code) *effect.Failure {
+func requireFailure(t *testing.T, err error, c record.Code) *effect.Failure {
 	t.Helper()
 	require.Error(t, err)
 	var f *effect.Failure

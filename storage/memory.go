@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/sandbank/sandbank/effect"
+	"github.com/sandbank/sandbank/record"
 )
 
 // DefaultMemoryStoreBytes is the default bound on the bytes a MemoryStore
@@ -45,12 +46,12 @@ type MemoryStore struct {
 	maxBytes   int64 // zero: the default
 	maxEntries int   // zero: the default
 	bytes      int64
-	scripts    map[effect.Address]*list.Element // of *memoryEntry
+	scripts    map[record.Address]*list.Element // of *memoryEntry
 	lru        list.List                        // front: most recently used
 }
 
 type memoryEntry struct {
-	addr effect.Address
+	addr record.Address
 	b    []byte
 }
 
@@ -83,8 +84,8 @@ func (s *MemoryStore) limits() (int64, int) {
 // recently used scripts when the store would pass a bound. A script larger
 // than the byte bound on its own is refused with an error matching
 // ErrScriptTooLarge, and nothing is evicted.
-func (s *MemoryStore) Put(b []byte) (effect.Address, error) {
-	addr := effect.AddressOf(b)
+func (s *MemoryStore) Put(b []byte) (record.Address, error) {
+	addr := record.AddressOf(b)
 	maxBytes, maxEntries := s.limits()
 	if int64(len(b)) > maxBytes {
 		return "", fmt.Errorf("storage: memory store: script of %d bytes over the store's bound of %d bytes: %w", len(b), maxBytes, effect.ErrScriptTooLarge)
@@ -93,7 +94,7 @@ func (s *MemoryStore) Put(b []byte) (effect.Address, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.scripts == nil {
-		s.scripts = make(map[effect.Address]*list.Element)
+		s.scripts = make(map[record.Address]*list.Element)
 	}
 	if el, ok := s.scripts[addr]; ok {
 		s.lru.MoveToFront(el) // same address, same bytes
@@ -109,7 +110,7 @@ func (s *MemoryStore) Put(b []byte) (effect.Address, error) {
 
 // Delete removes the script at addr, if it is there. It reports whether it
 // was.
-func (s *MemoryStore) Delete(addr effect.Address) bool {
+func (s *MemoryStore) Delete(addr record.Address) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	el, ok := s.scripts[addr]
@@ -139,7 +140,7 @@ func (s *MemoryStore) ReadsInstantly() {}
 // ReadScript implements effect.ScriptReader. It returns a copy of the stored
 // bytes and marks the script as recently used; a script that is not there
 // is an error matching fs.ErrNotExist.
-func (s *MemoryStore) ReadScript(ctx context.Context, addr effect.Address) ([]byte, error) {
+func (s *MemoryStore) ReadScript(ctx context.Context, addr record.Address) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}

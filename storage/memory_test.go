@@ -12,11 +12,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sandbank/sandbank/internal/fakebackend"
+	"github.com/sandbank/sandbank/record"
 )
 
 func has(t *testing.T, s *MemoryStore, b []byte) bool {
 	t.Helper()
-	_, err := s.ReadScript(context.Background(), effect.AddressOf(b))
+	_, err := s.ReadScript(context.Background(), record.AddressOf(b))
 	if err != nil {
 		require.ErrorIs(t, err, fs.ErrNotExist)
 		return false
@@ -108,7 +109,7 @@ func TestMemoryStoreDelete(t *testing.T) {
 	require.NoError(t, err)
 	s.Delete(addr)
 	_, err = e.Evaluate(context.Background(), effect.Call{Script: addr, Input: 1})
-	requireFailure(t, err, effect.CodeScriptMissing)
+	requireFailure(t, err, record.CodeScriptMissing)
 }
 
 func TestMemoryStoreConcurrent(t *testing.T) {

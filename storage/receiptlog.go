@@ -19,6 +19,7 @@ import (
 
 	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/internal/atomicfile"
+	"github.com/sandbank/sandbank/record"
 )
 
 // The defaults of the receipt log's rotation (ReceiptLogOptions).
@@ -46,7 +47,7 @@ const segmentExt = ".log"
 // receipt as the effect made it. Fields are only ever added.
 type loggedReceipt struct {
 	Run     string         `json:"run"`
-	Receipt effect.Receipt `json:"receipt"`
+	Receipt record.Receipt `json:"receipt"`
 }
 
 // ReceiptLog is an append-only log of receipts by run id in a directory,
@@ -310,7 +311,7 @@ func (l *ReceiptLog) create(seq uint64) error {
 // appends share syncs. A failed sync breaks the log: what it should have
 // made durable is unknown, so every later append fails, until a restart
 // reads the log back and checks it.
-func (l *ReceiptLog) Append(run string, r effect.Receipt) error {
+func (l *ReceiptLog) Append(run string, r record.Receipt) error {
 	frame, err := encodeFrame(loggedReceipt{Run: run, Receipt: r})
 	if err != nil {
 		return err
@@ -425,28 +426,28 @@ func (l *ReceiptLog) rotate() error {
 // Get returns the receipt of run, reading its frame and checking it
 // again; false when the log does not hold it (never logged, removed by
 // rotation, or damaged since it was indexed).
-func (l *ReceiptLog) Get(run string) (effect.Receipt, bool, error) {
+func (l *ReceiptLog) Get(run string) (record.Receipt, bool, error) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	loc, ok := l.index[run]
 	if !ok || l.closed {
-		return effect.Receipt{}, false, nil
+		return record.Receipt{}, false, nil
 	}
 	f, err := os.Open(filepath.Join(l.dir, segmentName(loc.seq)))
 	if err != nil {
-		return effect.Receipt{}, false, fmt.Errorf("storage: receipt log: %w", err)
+		return record.Receipt{}, false, fmt.Errorf("storage: receipt log: %w", err)
 	}
 	defer f.Close()
 	b := make([]byte, frameHeader+int(loc.n))
 	if _, err := f.ReadAt(b, loc.off); err != nil {
-		return effect.Receipt{}, false, fmt.Errorf("storage: receipt log: %w", err)
+		return record.Receipt{}, false, fmt.Errorf("storage: receipt log: %w", err)
 	}
 	rec, _, ok := decodeFrame(b)
 	if !ok || rec.Run != run {
 		l.damaged()
 		l.log.Warn("sandbank: receipt log: a record does not check; it is not served",
 			slog.String("segment", f.Name()), slog.Int64("offset", loc.off))
-		return effect.Receipt{}, false, errors.New("storage: receipt log: the record does not check")
+		return record.Receipt{}, false, errors.New("storage: receipt log: the record does not check")
 	}
 	return rec.Receipt, true, nil
 }

@@ -17,12 +17,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sandbank/sandbank/effect"
+	"github.com/sandbank/sandbank/record"
 	"github.com/sandbank/sandbank/spi"
 )
 
-func testReceipt(i int) effect.Receipt {
-	return effect.Receipt{Format: effect.ReceiptFormat, Engine: "goja", SPIVersion: "1", Outcome: effect.OutcomeOK,
+func testReceipt(i int) record.Receipt {
+	return record.Receipt{Format: record.ReceiptFormat, Engine: "goja", SPIVersion: "1", Outcome: record.OutcomeOK,
 		Capabilities: spi.Capabilities{Language: "javascript", Network: spi.NetworkNone, WallClock: spi.WallClockHard},
 		OutputDigest: fmt.Sprintf("sha256:%064x", i), Started: time.Date(2026, 1, 1, 0, 0, i, 0, time.UTC)}
 }

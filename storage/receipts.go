@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/sandbank/sandbank/effect"
+	"github.com/sandbank/sandbank/record"
 )
 
 // DefaultMemoryReceipts is the default bound on the receipts a
@@ -28,7 +29,7 @@ type MemoryReceipts struct {
 	mu    sync.Mutex
 	max   int
 	order []string // oldest first
-	m     map[string]effect.Receipt
+	m     map[string]record.Receipt
 }
 
 // NewMemoryReceipts returns an empty MemoryReceipts. A nil opts means
@@ -45,12 +46,12 @@ func NewMemoryReceipts(opts *MemoryReceiptsOptions) (*MemoryReceipts, error) {
 	if o.MaxEntries == 0 {
 		o.MaxEntries = DefaultMemoryReceipts
 	}
-	return &MemoryReceipts{max: o.MaxEntries, m: map[string]effect.Receipt{}}, nil
+	return &MemoryReceipts{max: o.MaxEntries, m: map[string]record.Receipt{}}, nil
 }
 
 // Append keeps r as the receipt of run, forgetting the oldest when the
 // store is full.
-func (r *MemoryReceipts) Append(run string, rec effect.Receipt) error {
+func (r *MemoryReceipts) Append(run string, rec record.Receipt) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if len(r.order) >= r.max {
@@ -63,7 +64,7 @@ func (r *MemoryReceipts) Append(run string, rec effect.Receipt) error {
 }
 
 // Get returns the receipt of run.
-func (r *MemoryReceipts) Get(run string) (effect.Receipt, bool, error) {
+func (r *MemoryReceipts) Get(run string) (record.Receipt, bool, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	rec, ok := r.m[run]

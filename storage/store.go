@@ -2,6 +2,7 @@ package storage
 
 import (
 	"github.com/sandbank/sandbank/effect"
+	"github.com/sandbank/sandbank/record"
 )
 
 // ScriptStore is a content-addressed script store: what a door keeps a
@@ -9,11 +10,11 @@ import (
 // address. MemoryStore and DirStore implement it.
 type ScriptStore interface {
 	effect.ScriptReader
-	// Put stores b and returns its address (effect.AddressOf). Storing a
+	// Put stores b and returns its address (record.AddressOf). Storing a
 	// script that is there already is no error. A script the store
 	// cannot take (over a bound) is an error matching
 	// effect.ErrScriptTooLarge.
-	Put(b []byte) (effect.Address, error)
+	Put(b []byte) (record.Address, error)
 }
 
 // ReceiptStore keeps the receipts of the runs a door answered, by run id
@@ -21,10 +22,10 @@ type ScriptStore interface {
 type ReceiptStore interface {
 	// Append keeps r as the receipt of run; when it returns nil, Get
 	// finds it (a store on disk has it synced to disk).
-	Append(run string, r effect.Receipt) error
+	Append(run string, r record.Receipt) error
 	// Get returns the receipt of run; false when the store does not hold
 	// it (never kept, or forgotten past the store's bound).
-	Get(run string) (effect.Receipt, bool, error)
+	Get(run string) (record.Receipt, bool, error)
 	// Close releases what the store holds open (a ReceiptLog's files,
 	// whose Append then fails).
 	Close() error

@@ -15,12 +15,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sandbank/sandbank/internal/fakebackend"
+	"github.com/sandbank/sandbank/record"
 )
 
 // store is what both stores offer.
 type store interface {
 	effect.ScriptReader
-	Put(b []byte) (effect.Address, error)
+	Put(b []byte) (record.Address, error)
 }
 
 func stores(t *testing.T) map[string]store {
@@ -39,7 +40,7 @@ func TestStores(t *testing.T) {
 			src := []byte("input.n * 2")
 			addr, err := s.Put(src)
 			require.NoError(t, err)
-			assert.Equal(t, effect.AddressOf(src), addr)
+			assert.Equal(t, record.AddressOf(src), addr)
 
 			got, err := s.ReadScript(ctx, addr)
 			require.NoError(t, err)
@@ -61,7 +62,7 @@ func TestStores(t *testing.T) {
 			require.NoError(t, err)
 			assert.Empty(t, got)
 
-			_, err = s.ReadScript(ctx, effect.AddressOf([]byte("absent")))
+			_, err = s.ReadScript(ctx, record.AddressOf([]byte("absent")))
 			assert.ErrorIs(t, err, fs.ErrNotExist)
 
 			_, err = s.ReadScript(ctx, "sha256:../../etc/passwd")
@@ -129,7 +130,7 @@ func TestDirStoreFailedWriteLeavesNothing(t *testing.T) {
 	dir := t.TempDir()
 	s, err := NewDirStore(dir, nil)
 	require.NoError(t, err)
-	addr := effect.AddressOf([]byte("x"))
+	addr := record.AddressOf([]byte("x"))
 	hex := digest(addr)
 	// The final name is taken by a non-empty directory: the rename fails.
 	require.NoError(t, os.MkdirAll(filepath.Join(dir, hex[:2], hex, "blocker"), 0o700))
@@ -177,9 +178,9 @@ func TestDirStoreMissingThroughEffect(t *testing.T) {
 	fb := fakebackend.New(fakebackend.Capabilities(), fakebackend.Echo())
 	e, err := effect.New(s, fb, nil)
 	require.NoError(t, err)
-	absent := effect.AddressOf([]byte("absent"))
+	absent := record.AddressOf([]byte("absent"))
 	_, err = e.Evaluate(context.Background(), effect.Call{Script: absent, Input: 1})
-	f := requireFailure(t, err, effect.CodeScriptMissing)
+	f := requireFailure(t, err, record.CodeScriptMissing)
 	assert.Equal(t, absent, f.Script)
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/pool"
 	"github.com/sandbank/sandbank/receipt"
+	"github.com/sandbank/sandbank/record"
 	"github.com/sandbank/sandbank/registry"
 	"github.com/sandbank/sandbank/storage"
 	"go.temporal.io/sdk/activity"
@@ -54,7 +55,7 @@ type Options struct {
 	// Signer, when not nil, is the worker's key: it signs every run's
 	// receipt, the record Run returns and the one RecordOf reads back
 	// from a typed failure alike. Nil means unsigned receipts.
-	Signer effect.Signer
+	Signer record.Signer
 	// Host are the host functions every run's script may call
 	// (effect.Call.Host). In a durable run (DurableWorkflow) one may
 	// answer effect.Suspend; in any other run that answer is

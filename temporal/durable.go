@@ -15,6 +15,7 @@ import (
 	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/pool"
 	"github.com/sandbank/sandbank/receipt"
+	"github.com/sandbank/sandbank/record"
 	"go.temporal.io/sdk/activity"
 	temporalsdk "go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
@@ -68,13 +69,13 @@ type Suspension struct {
 	Reason string          `json:"reason,omitempty"`
 	// Receipt is the suspended segment's receipt (signed by the worker's
 	// Signer, when set); the next segment's receipt names its digest
-	// (effect.Receipt.Previous).
-	Receipt effect.Receipt `json:"receipt"`
+	// (record.Receipt.Previous).
+	Receipt record.Receipt `json:"receipt"`
 	// Continuation is the encoded continuation (durable.Continuation.Encode)
 	// when it is at most MaxInlineContinuation bytes; else Stored is its
 	// address in the workers' Options.Continuations. Exactly one is set.
 	Continuation []byte         `json:"continuation,omitempty"`
-	Stored       effect.Address `json:"stored,omitempty"`
+	Stored       record.Address `json:"stored,omitempty"`
 }
 
 // DurableStep is the result of the activities DurableRunName and
@@ -132,7 +133,7 @@ type DurableResult struct {
 	// Chain holds the receipt of every suspended segment, in order: each
 	// one's digest is the Previous of the next, the last one's is
 	// Record.Receipt.Previous.
-	Chain []effect.Receipt `json:"chain,omitempty"`
+	Chain []record.Receipt `json:"chain,omitempty"`
 }
 
 // DurableWorkflow runs in.Request durably: the activity DurableRunName
@@ -160,7 +161,7 @@ func DurableWorkflow(ctx workflow.Context, in DurableInput) (*DurableResult, err
 	answers := workflow.GetSignalChannel(ctx, AnswerSignal)
 	var (
 		step  DurableStep
-		chain []effect.Receipt
+		chain []record.Receipt
 	)
 	err := workflow.ExecuteActivity(ctx, DurableRunName, in.Request).Get(ctx, &step)
 	for {
@@ -344,7 +345,7 @@ func (a *Activities) continuation(ctx context.Context, s Suspension) (*durable.C
 
 // continuationKeys returns the keys continuations must be signed by:
 // keys, else signer's key when signer is set, else nil (none checked).
-func continuationKeys(keys *receipt.KeySet, signer effect.Signer) (*receipt.KeySet, error) {
+func continuationKeys(keys *receipt.KeySet, signer record.Signer) (*receipt.KeySet, error) {
 	if keys != nil || signer == nil {
 		return keys, nil
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/internal/fakebackend"
 	"github.com/sandbank/sandbank/receipt"
+	"github.com/sandbank/sandbank/record"
 	"github.com/sandbank/sandbank/registry"
 	"github.com/sandbank/sandbank/spi"
 	"github.com/sandbank/sandbank/storage"
@@ -333,8 +334,8 @@ func TestSuspensionsBoundedInTheWorkflow(t *testing.T) {
 	res, err := runDurable(t, durableActs(t, Options{Signer: s}, new(atomic.Int32)), req)
 	require.NoError(t, err)
 	require.NotNil(t, res.Record.Failure)
-	assert.Equal(t, effect.CodeLimitExceeded, res.Record.Failure.Code)
-	assert.Equal(t, effect.LimitSuspensions, res.Record.Failure.Kind)
+	assert.Equal(t, record.CodeLimitExceeded, res.Record.Failure.Code)
+	assert.Equal(t, record.LimitSuspensions, res.Record.Failure.Kind)
 	assert.Len(t, res.Chain, durable.MaxSuspensions)
 	verifyChain(t, *res, req, keys)
 }

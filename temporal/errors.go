@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/sandbank/sandbank/effect"
+	"github.com/sandbank/sandbank/record"
 	temporalsdk "go.temporal.io/sdk/temporal"
 )
 
@@ -32,7 +33,7 @@ const (
 
 // TypeOf returns the application error type of a typed failure code,
 // "sandbank.<code>", such as "sandbank.scriptError".
-func TypeOf(code effect.Code) string {
+func TypeOf(code record.Code) string {
 	return TypePrefix + code.String()
 }
 
@@ -122,7 +123,7 @@ func details(err error) (*temporalsdk.ApplicationError, *effect.Failure, *effect
 // for any other error: an invalid call, infrastructure, a timeout, a
 // cancellation. Use it in a workflow on the error of a run's future:
 //
-//	if f, ok := temporal.FailureOf(err); ok && f.Code == effect.CodeLimitExceeded { … }
+//	if f, ok := temporal.FailureOf(err); ok && f.Code == record.CodeLimitExceeded { … }
 func FailureOf(err error) (*effect.Failure, bool) {
 	appErr, f, _, ok := details(err)
 	if !ok || f == nil || TypeOf(f.Code) != appErr.Type() {

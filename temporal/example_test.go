@@ -10,6 +10,7 @@ import (
 
 	"github.com/sandbank/sandbank/builtin"
 	"github.com/sandbank/sandbank/effect"
+	"github.com/sandbank/sandbank/record"
 	"github.com/sandbank/sandbank/registry"
 	sbtemporal "github.com/sandbank/sandbank/temporal"
 	"go.temporal.io/sdk/client"
@@ -106,7 +107,7 @@ func ExampleFanOut() {
 	for _, o := range outcomes {
 		switch {
 		case o.Record.Failure != nil:
-			fmt.Println("failure:", o.Record.Failure, o.Record.Failure.Code == effect.CodeLimitExceeded)
+			fmt.Println("failure:", o.Record.Failure, o.Record.Failure.Code == record.CodeLimitExceeded)
 		default:
 			fmt.Println("value:", string(o.Record.Value), "on", o.Record.Receipt.Engine)
 		}

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 
 	"github.com/sandbank/sandbank/effect"
+	"github.com/sandbank/sandbank/record"
 	"github.com/sandbank/sandbank/spi"
 )
 
@@ -71,7 +72,7 @@ func inputFiles(ctx context.Context, scripts effect.ScriptReader, req Request) (
 			return nil, fmt.Errorf("%w: file %d: %s is not in the worker's store", ErrStoredFile, i, ref.Digest)
 		case err != nil:
 			return nil, fmt.Errorf("sandbank/temporal: reading stored input file %d: %w", i, err)
-		case int64(len(b)) != ref.Bytes || effect.AddressOf(b) != ref.Digest:
+		case int64(len(b)) != ref.Bytes || record.AddressOf(b) != ref.Digest:
 			return nil, fmt.Errorf("sandbank/temporal: stored input file %d: the store's bytes are not %s", i, ref.Digest)
 		}
 		files = append(files, spi.File{Name: ref.Name, Data: b})

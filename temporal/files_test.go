@@ -10,6 +10,7 @@ import (
 
 	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/internal/fakebackend"
+	"github.com/sandbank/sandbank/record"
 	"github.com/sandbank/sandbank/registry"
 	"github.com/sandbank/sandbank/spi"
 	"github.com/sandbank/sandbank/storage"
@@ -63,7 +64,7 @@ func TestFilesInThePayloadAndByAddress(t *testing.T) {
 
 	req := fakeRequest(t, "ok", nil)
 	req.Files = []spi.File{{Name: "data.csv", Data: []byte("a,b\n")}}
-	req.StoredFiles = []effect.FileRef{{Name: "big.bin", Digest: addr, Bytes: int64(len(big))}}
+	req.StoredFiles = []record.FileRef{{Name: "big.bin", Digest: addr, Bytes: int64(len(big))}}
 	require.NoError(t, CheckRequest(req, 0), "the request fits: the big file is not in it")
 	_, err, attempts := runCase(t, acts, oneRunInput{Request: req, MaximumAttempts: 3}, nil)
 	require.Error(t, err)
@@ -83,13 +84,13 @@ func TestFilesInThePayloadAndByAddress(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []spi.File{{Name: "out-data.csv", Data: []byte("a,b\n")}}, rec.Files)
 	require.Len(t, rec.Receipt.OutputFiles, 1)
-	assert.Equal(t, effect.AddressOf([]byte("a,b\n")), rec.Receipt.OutputFiles[0].Digest)
+	assert.Equal(t, record.AddressOf([]byte("a,b\n")), rec.Receipt.OutputFiles[0].Digest)
 }
 
 // lyingStore answers every address with the same bytes.
 type lyingStore struct{}
 
-func (lyingStore) ReadScript(context.Context, effect.Address) ([]byte, error) {
+func (lyingStore) ReadScript(context.Context, record.Address) ([]byte, error) {
 	return []byte("other"), nil
 }
 
@@ -100,24 +101,24 @@ func (lyingStore) ReadScript(context.Context, effect.Address) ([]byte, error) {
 func TestStoredFilesRefused(t *testing.T) {
 	store, err := storage.NewMemoryStore(nil)
 	require.NoError(t, err)
-	missing := effect.AddressOf([]byte("nowhere"))
-	ref := effect.FileRef{Name: "a", Digest: missing, Bytes: 7}
-	many := make([]effect.FileRef, maxStoredFiles+1)
+	missing := record.AddressOf([]byte("nowhere"))
+	ref := record.FileRef{Name: "a", Digest: missing, Bytes: 7}
+	many := make([]record.FileRef, maxStoredFiles+1)
 	for i := range many {
 		many[i] = ref
 	}
 	for name, c := range map[string]struct {
-		refs    []effect.FileRef
+		refs    []record.FileRef
 		scripts effect.ScriptReader
 		typ     string
 	}{
-		"not in the store":  {[]effect.FileRef{ref}, store, TypeInvalidCall},
-		"no store":          {[]effect.FileRef{ref}, nil, TypeInvalidCall},
+		"not in the store":  {[]record.FileRef{ref}, store, TypeInvalidCall},
+		"no store":          {[]record.FileRef{ref}, nil, TypeInvalidCall},
 		"too many":          {many, store, TypeInvalidCall},
-		"too large":         {[]effect.FileRef{{Name: "a", Digest: missing, Bytes: maxStoredFileBytes + 1}}, store, TypeInvalidCall},
-		"negative size":     {[]effect.FileRef{{Name: "a", Digest: missing, Bytes: -1}}, store, TypeInvalidCall},
-		"malformed digest":  {[]effect.FileRef{{Name: "a", Digest: "sha256:zz", Bytes: 1}}, store, TypeInvalidCall},
-		"the store's bytes": {[]effect.FileRef{ref}, lyingStore{}, TypeInfrastructure},
+		"too large":         {[]record.FileRef{{Name: "a", Digest: missing, Bytes: maxStoredFileBytes + 1}}, store, TypeInvalidCall},
+		"negative size":     {[]record.FileRef{{Name: "a", Digest: missing, Bytes: -1}}, store, TypeInvalidCall},
+		"malformed digest":  {[]record.FileRef{{Name: "a", Digest: "sha256:zz", Bytes: 1}}, store, TypeInvalidCall},
+		"the store's bytes": {[]record.FileRef{ref}, lyingStore{}, TypeInfrastructure},
 	} {
 		t.Run(name, func(t *testing.T) {
 			var got []spi.File
@@ -150,7 +151,7 @@ func TestHostileFileNames(t *testing.T) {
 		"a path":       {[]spi.File{{Name: "../x"}}, TypeInvalidCall},
 		"absolute":     {[]spi.File{{Name: "/etc/passwd"}}, TypeInvalidCall},
 		"a NUL":        {[]spi.File{{Name: "a\x00b"}}, TypeInvalidCall},
-		"10,000 files": {many, TypeOf(effect.CodeInputTooLarge)},
+		"10,000 files": {many, TypeOf(record.CodeInputTooLarge)},
 	} {
 		t.Run(name, func(t *testing.T) {
 			var got []spi.File
@@ -177,11 +178,11 @@ func TestLimitFilesIsNotRetried(t *testing.T) {
 	require.Error(t, err)
 	assert.Equal(t, 1, attempts)
 	appErr := appError(t, err)
-	assert.Equal(t, TypeOf(effect.CodeLimitExceeded), appErr.Type())
+	assert.Equal(t, TypeOf(record.CodeLimitExceeded), appErr.Type())
 	assert.True(t, appErr.NonRetryable())
 	f, ok := FailureOf(err)
 	require.True(t, ok)
-	assert.Equal(t, effect.LimitFiles, f.Kind)
+	assert.Equal(t, record.LimitFiles, f.Kind)
 	rec, ok := RecordOf(err)
 	require.True(t, ok)
 	assert.Equal(t, f, rec.Failure)

@@ -19,6 +19,7 @@ import (
 	"github.com/sandbank/sandbank/builtin"
 	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/internal/wasm/cache/cachetest"
+	"github.com/sandbank/sandbank/record"
 	"github.com/sandbank/sandbank/registry"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -154,8 +155,8 @@ func (t *tally) get(run string) (starts, ends int) {
 // expectation is what one run of the fan-out must end in.
 type expectation struct {
 	value     string // JSON of the value, for a good run
-	code      effect.Code
-	kind      effect.LimitKind
+	code      record.Code
+	kind      record.LimitKind
 	errorType string
 	slow      bool // runs long enough to be in flight when its worker dies
 }
@@ -197,9 +198,9 @@ func fanOutRequests(t *testing.T, n int) ([]Request, []expectation) {
 		case 4:
 			src, engine, input, w = sumStar, "starlark", map[string]int{"n": 20_000 + i}, expectation{value: sum(20_000 + i)}
 		case 5:
-			src, input, w = `throw new TypeError("bad " + input.i)`, map[string]int{"i": i}, expectation{code: effect.CodeScriptError}
+			src, input, w = `throw new TypeError("bad " + input.i)`, map[string]int{"i": i}, expectation{code: record.CodeScriptError}
 		case 6:
-			src, w = `for (;;) {}`, expectation{code: effect.CodeLimitExceeded, kind: effect.LimitWallClock, slow: true}
+			src, w = `for (;;) {}`, expectation{code: record.CodeLimitExceeded, kind: record.LimitWallClock, slow: true}
 			limits.Limits.WallClock = 300 * time.Millisecond
 			if i%50 == 16 {
 				// Longer than the heartbeat timeout (2 s): only heartbeats
@@ -207,14 +208,14 @@ func fanOutRequests(t *testing.T, n int) ([]Request, []expectation) {
 				limits.Limits.WallClock = 3 * time.Second
 			}
 		case 7:
-			src, engine, w = runawayStar, "starlark", expectation{code: effect.CodeLimitExceeded, kind: effect.LimitCPU}
+			src, engine, w = runawayStar, "starlark", expectation{code: record.CodeLimitExceeded, kind: record.LimitCPU}
 		case 8:
-			src, w = `"x".repeat(3 << 20)`, expectation{code: effect.CodeLimitExceeded, kind: effect.LimitOutput}
+			src, w = `"x".repeat(3 << 20)`, expectation{code: record.CodeLimitExceeded, kind: record.LimitOutput}
 		case 9:
 			if i%20 == 9 {
 				src, w = `input`, expectation{errorType: TypeInvalidCall}
 			} else {
-				src, input, w = `input.i`, map[string]int{"i": i}, expectation{code: effect.CodeShapeMismatch}
+				src, input, w = `input.i`, map[string]int{"i": i}, expectation{code: record.CodeShapeMismatch}
 			}
 		}
 		req, err := NewRequest([]byte(src), input)
@@ -223,7 +224,7 @@ func fanOutRequests(t *testing.T, n int) ([]Request, []expectation) {
 		switch {
 		case w.errorType == TypeInvalidCall:
 			req.Source = []byte(`"not the script the address names"`)
-		case w.code == effect.CodeShapeMismatch:
+		case w.code == record.CodeShapeMismatch:
 			req.Shape = json.RawMessage(`{"type":"string"}`)
 		}
 		reqs[i], want[i] = req, w

@@ -14,6 +14,7 @@ import (
 	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/internal/fakebackend"
 	"github.com/sandbank/sandbank/receipt"
+	"github.com/sandbank/sandbank/record"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/activity"
@@ -90,34 +91,34 @@ func TestTypedFailuresAreNotRetried(t *testing.T) {
 		name string
 		req  Request
 		opts *Options
-		code effect.Code
-		kind effect.LimitKind
+		code record.Code
+		kind record.LimitKind
 	}{
-		{"scriptError", fakeRequest(t, "throw", nil), nil, effect.CodeScriptError, 0},
-		{"limit cpu", fakeRequest(t, "limit:cpu", nil), nil, effect.CodeLimitExceeded, effect.LimitCPU},
-		{"limit memory", fakeRequest(t, "limit:memory", nil), nil, effect.CodeLimitExceeded, effect.LimitMemory},
-		{"limit wallClock", fakeRequest(t, "limit:wallClock", nil), nil, effect.CodeLimitExceeded, effect.LimitWallClock},
+		{"scriptError", fakeRequest(t, "throw", nil), nil, record.CodeScriptError, 0},
+		{"limit cpu", fakeRequest(t, "limit:cpu", nil), nil, record.CodeLimitExceeded, record.LimitCPU},
+		{"limit memory", fakeRequest(t, "limit:memory", nil), nil, record.CodeLimitExceeded, record.LimitMemory},
+		{"limit wallClock", fakeRequest(t, "limit:wallClock", nil), nil, record.CodeLimitExceeded, record.LimitWallClock},
 		// A payload limit of 256 KiB lowers the effect's MaxOutputBytes to
 		// about 114 KiB: a 300 000-byte value is limitExceeded (output),
 		// not a refusal.
-		{"limit output", fakeRequest(t, "big", nil), &Options{PayloadLimit: 256 << 10}, effect.CodeLimitExceeded, effect.LimitOutput},
-		{"inputTooLarge memory", fakeRequest(t, "inputTooLarge", nil), nil, effect.CodeInputTooLarge, effect.LimitMemory},
-		{"inputTooLarge input", fakeRequest(t, "ok", strings.Repeat("x", 100)), &Options{Effect: effect.Options{MaxInputBytes: 16}}, effect.CodeInputTooLarge, effect.LimitInput},
-		{"scriptMissing", missing, nil, effect.CodeScriptMissing, 0},
-		{"scriptTooLarge", fakeRequest(t, strings.Repeat("x", 100), nil), &Options{Effect: effect.Options{MaxScriptBytes: 16}}, effect.CodeScriptTooLarge, 0},
-		{"shapeMismatch", shaped, nil, effect.CodeShapeMismatch, 0},
+		{"limit output", fakeRequest(t, "big", nil), &Options{PayloadLimit: 256 << 10}, record.CodeLimitExceeded, record.LimitOutput},
+		{"inputTooLarge memory", fakeRequest(t, "inputTooLarge", nil), nil, record.CodeInputTooLarge, record.LimitMemory},
+		{"inputTooLarge input", fakeRequest(t, "ok", strings.Repeat("x", 100)), &Options{Effect: effect.Options{MaxInputBytes: 16}}, record.CodeInputTooLarge, record.LimitInput},
+		{"scriptMissing", missing, nil, record.CodeScriptMissing, 0},
+		{"scriptTooLarge", fakeRequest(t, strings.Repeat("x", 100), nil), &Options{Effect: effect.Options{MaxScriptBytes: 16}}, record.CodeScriptTooLarge, 0},
+		{"shapeMismatch", shaped, nil, record.CodeShapeMismatch, 0},
 		{"limit hostCalls", fakeRequest(t, "hostloop", nil), &Options{Effect: effect.Options{
 			Host:         effect.HostFuncs{"f": func(context.Context, json.RawMessage) (any, error) { return 1, nil }},
 			MaxHostCalls: 2,
-		}}, effect.CodeLimitExceeded, effect.LimitHostCalls},
+		}}, record.CodeLimitExceeded, record.LimitHostCalls},
 	}
 	// A durable run's codes and limit kinds (suspended, replayDiverged;
 	// suspensions, hostLog) cannot come from the activity yet: it runs
 	// no durable call (issue 45's Temporal door is to come).
 	// TestMappingRoundTrip covers their mapping.
-	codes := map[effect.Code]bool{effect.CodeInputNotSerializable: true, effect.CodeSuspended: true, effect.CodeReplayDiverged: true}
-	kinds := map[effect.LimitKind]bool{effect.LimitSuspensions: true, effect.LimitHostLog: true,
-		effect.LimitFiles: true} // on an engine that declares files: TestLimitFilesIsNotRetried
+	codes := map[record.Code]bool{record.CodeInputNotSerializable: true, record.CodeSuspended: true, record.CodeReplayDiverged: true}
+	kinds := map[record.LimitKind]bool{record.LimitSuspensions: true, record.LimitHostLog: true,
+		record.LimitFiles: true} // on an engine that declares files: TestLimitFilesIsNotRetried
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			codes[c.code], kinds[c.kind] = true, true
@@ -132,7 +133,7 @@ func TestTypedFailuresAreNotRetried(t *testing.T) {
 			assert.Equal(t, c.code, f.Code)
 			assert.Equal(t, c.kind, f.Kind)
 			assert.Equal(t, f.Error(), appErr.Message())
-			if c.code == effect.CodeLimitExceeded {
+			if c.code == record.CodeLimitExceeded {
 				assert.Contains(t, appErr.Message(), "("+c.kind.String())
 			}
 			rec, ok := RecordOf(err)
@@ -144,10 +145,10 @@ func TestTypedFailuresAreNotRetried(t *testing.T) {
 	}
 	// inputNotSerializable cannot cross Temporal (an input that is not
 	// JSON does not encode); TestMappingRoundTrip covers its mapping.
-	for c := effect.Code(1); c.Valid(); c++ {
+	for c := record.Code(1); c.Valid(); c++ {
 		assert.True(t, codes[c], "no case for code %v", c)
 	}
-	for k := effect.LimitKind(1); k.Valid(); k++ {
+	for k := record.LimitKind(1); k.Valid(); k++ {
 		assert.True(t, kinds[k], "no case for limit kind %v", k)
 	}
 }
@@ -157,18 +158,18 @@ func TestTypedFailuresAreNotRetried(t *testing.T) {
 // server carries it to a workflow) and reads it back with FailureOf.
 func TestMappingRoundTrip(t *testing.T) {
 	failures := []*effect.Failure{
-		{Code: effect.CodeInputNotSerializable, Reason: "bad"},
-		{Code: effect.CodeInputTooLarge, Kind: effect.LimitInput, Bytes: 40, Limit: 32},
-		{Code: effect.CodeInputTooLarge, Kind: effect.LimitMemory, Bytes: 40, Limit: 32},
-		{Code: effect.CodeScriptMissing, Script: effect.AddressOf([]byte("x"))},
-		{Code: effect.CodeScriptError, Name: "TypeError", Message: "boom"},
-		{Code: effect.CodeShapeMismatch, Reason: "not a string"},
-		{Code: effect.CodeScriptTooLarge, Bytes: 40, Limit: 32},
-		{Code: effect.CodeSuspended, Reason: "a person must approve"},
-		{Code: effect.CodeReplayDiverged, Reason: "host call 2 differs"},
+		{Code: record.CodeInputNotSerializable, Reason: "bad"},
+		{Code: record.CodeInputTooLarge, Kind: record.LimitInput, Bytes: 40, Limit: 32},
+		{Code: record.CodeInputTooLarge, Kind: record.LimitMemory, Bytes: 40, Limit: 32},
+		{Code: record.CodeScriptMissing, Script: record.AddressOf([]byte("x"))},
+		{Code: record.CodeScriptError, Name: "TypeError", Message: "boom"},
+		{Code: record.CodeShapeMismatch, Reason: "not a string"},
+		{Code: record.CodeScriptTooLarge, Bytes: 40, Limit: 32},
+		{Code: record.CodeSuspended, Reason: "a person must approve"},
+		{Code: record.CodeReplayDiverged, Reason: "host call 2 differs"},
 	}
-	for k := effect.LimitKind(1); k.Valid(); k++ {
-		failures = append(failures, &effect.Failure{Code: effect.CodeLimitExceeded, Kind: k})
+	for k := record.LimitKind(1); k.Valid(); k++ {
+		failures = append(failures, &effect.Failure{Code: record.CodeLimitExceeded, Kind: k})
 	}
 	fc := temporalsdk.GetDefaultFailureConverter()
 	for _, want := range failures {
@@ -228,7 +229,7 @@ func TestInfrastructureIsRetried(t *testing.T) {
 	assert.Equal(t, 3, attempts)
 	assert.JSONEq(t, `{"n":7}`, string(res.Value))
 	assert.Equal(t, fakeEngine, res.Receipt.Engine)
-	assert.Equal(t, effect.AddressOf([]byte("flaky")), res.Receipt.Script)
+	assert.Equal(t, record.AddressOf([]byte("flaky")), res.Receipt.Script)
 }
 
 // TestLanguageChoosesEngine: a request naming only a language runs on the
@@ -297,7 +298,7 @@ func TestCancellationCancelsTheRun(t *testing.T) {
 // workflow before it is scheduled (no attempt), naming the limit; a result
 // over the limit is refused on the worker, naming it.
 func TestPayloadLimit(t *testing.T) {
-	receipt := effect.Receipt{Capabilities: fakebackend.Capabilities()}
+	receipt := record.Receipt{Capabilities: fakebackend.Capabilities()}
 	req := fakeRequest(t, "ok", strings.Repeat("x", int(DefaultPayloadLimit)))
 	_, err, attempts := runCase(t, newActs(t, nil, nil), oneRunInput{Request: req, MaximumAttempts: 3}, nil)
 	require.Error(t, err)
@@ -391,10 +392,10 @@ func TestActivityErrorByKind(t *testing.T) {
 // TestOutcomeJSON: an Outcome with a failure survives its JSON round trip
 // (the workflow's result crosses Temporal as JSON).
 func TestOutcomeJSON(t *testing.T) {
-	receipt := effect.Receipt{Capabilities: fakebackend.Capabilities(), Engine: fakeEngine}
+	receipt := record.Receipt{Capabilities: fakebackend.Capabilities(), Engine: fakeEngine}
 	for _, o := range []Outcome{
-		{Record: &effect.Record{Value: json.RawMessage(`{"a":1}`), Logs: []effect.LogLine{}, Receipt: receipt}},
-		{Record: &effect.Record{Failure: &effect.Failure{Code: effect.CodeLimitExceeded, Kind: effect.LimitWallClock}, Logs: []effect.LogLine{}, Receipt: receipt}},
+		{Record: &effect.Record{Value: json.RawMessage(`{"a":1}`), Logs: []record.LogLine{}, Receipt: receipt}},
+		{Record: &effect.Record{Failure: &effect.Failure{Code: record.CodeLimitExceeded, Kind: record.LimitWallClock}, Logs: []record.LogLine{}, Receipt: receipt}},
 		{Error: "gave up", ErrorType: TypeInfrastructure},
 	} {
 		b, err := json.Marshal(o)
@@ -441,7 +442,7 @@ func TestActivitySignsReceipts(t *testing.T) {
 	rec, err, _ := runCase(t, acts, oneRunInput{Request: req, MaximumAttempts: 1}, nil)
 	require.NoError(t, err)
 	require.NotNil(t, rec.Receipt.Signature)
-	assert.Equal(t, effect.KeyIDOf(signer.PublicKey()), rec.Receipt.Signature.KeyID)
+	assert.Equal(t, record.KeyIDOf(signer.PublicKey()), rec.Receipt.Signature.KeyID)
 	require.NoError(t, receipt.Verify(rec, req.Source, req.Input, key, receipt.RequireSignature()))
 
 	req = fakeRequest(t, "throw", nil)

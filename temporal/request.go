@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/sandbank/sandbank/effect"
+	"github.com/sandbank/sandbank/record"
 	"github.com/sandbank/sandbank/spi"
 )
 
@@ -21,7 +22,7 @@ const ActivityName = "sandbank.Run"
 // worker's Options.Scripts.
 type Request struct {
 	// Script is the script's content address ("sha256:<64 hex>").
-	Script effect.Address `json:"script"`
+	Script record.Address `json:"script"`
 	// Source is the script itself.
 	Source []byte `json:"source,omitempty"`
 	// Engine names the engine to run it on, such as "quickjs" or
@@ -45,7 +46,7 @@ type Request struct {
 	// Options.Scripts, checked against its digest and size, and hands
 	// the script both lists as one.
 	Files       []spi.File       `json:"files,omitempty"`
-	StoredFiles []effect.FileRef `json:"storedFiles,omitempty"`
+	StoredFiles []record.FileRef `json:"storedFiles,omitempty"`
 }
 
 // NewRequest returns a request for source with input, addressed by its
@@ -57,7 +58,7 @@ func NewRequest(source []byte, input any) (Request, error) {
 		return Request{}, fmt.Errorf("sandbank/temporal: input not serializable: %w", err)
 	}
 	src := append([]byte{}, source...)
-	return Request{Script: effect.AddressOf(src), Source: src, Input: in}, nil
+	return Request{Script: record.AddressOf(src), Source: src, Input: in}, nil
 }
 
 // call returns the effect call of r.

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sandbank/sandbank/effect"
+	"github.com/sandbank/sandbank/record"
 	"github.com/sandbank/sandbank/storage"
 )
 
@@ -75,7 +76,7 @@ func TestAllowlistEndToEnd(t *testing.T) {
 	out, err = e.Evaluate(ctx, effect.Call{Script: probe, Input: map[string]string{"url": other + "/canary"}})
 	var f *effect.Failure
 	require.True(t, errors.As(err, &f), "want a typed failure, got %v (%s)", err, out)
-	assert.Equal(t, effect.CodeScriptError, f.Code)
+	assert.Equal(t, record.CodeScriptError, f.Code)
 	assert.Equal(t, NameTrap, f.Name)
 	assert.Contains(t, f.Message, "is not allowed")
 	assert.Zero(t, otherHits.Load(), "a host that is not allowed saw a request")

@@ -14,19 +14,20 @@ import (
 
 	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/fixtures/wasm"
+	"github.com/sandbank/sandbank/record"
 	"github.com/sandbank/sandbank/spi"
 	"github.com/sandbank/sandbank/storage"
 )
 
 type sink struct {
 	mu    sync.Mutex
-	lines []effect.LogLine
+	lines []record.LogLine
 }
 
 func (s *sink) Log(level spi.LogLevel, stream spi.LogStream, text string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.lines = append(s.lines, effect.LogLine{Level: level, Stream: stream, Text: text})
+	s.lines = append(s.lines, record.LogLine{Level: level, Stream: stream, Text: text})
 	return true
 }
 
@@ -43,7 +44,7 @@ func TestWASIStdioReachesTheSink(t *testing.T) {
 	out, err := b.Evaluate(context.Background(), spi.Request{Script: module, Input: json.RawMessage(`0`), Limits: recordLimits, Logs: s})
 	require.NoError(t, err)
 	require.Equal(t, spi.KindOK, out.Kind, "%+v", out)
-	type l = effect.LogLine
+	type l = record.LogLine
 	assert.Equal(t, []l{
 		{Level: spi.LevelInfo, Stream: spi.StreamStdout, Text: "out one"},
 		{Level: spi.LevelInfo, Stream: spi.StreamStdout, Text: "logged"},

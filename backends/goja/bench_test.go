@@ -10,6 +10,7 @@ import (
 	"github.com/sandbank/sandbank/backends/goja"
 	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/internal/hostbench"
+	"github.com/sandbank/sandbank/record"
 	"github.com/sandbank/sandbank/spi"
 	"github.com/sandbank/sandbank/storage"
 )
@@ -21,7 +22,7 @@ var reshapeJS []byte
 
 // benchEffect returns an effect over a goja backend and the address of
 // script in its MemoryStore.
-func benchEffect(b *testing.B, script []byte) (*effect.Effect, effect.Address) {
+func benchEffect(b *testing.B, script []byte) (*effect.Effect, record.Address) {
 	b.Helper()
 	be, err := goja.New(nil)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sandbank/sandbank/effect"
+	"github.com/sandbank/sandbank/record"
 	"github.com/sandbank/sandbank/spi"
 	"github.com/sandbank/sandbank/storage"
 )
@@ -19,7 +20,7 @@ import (
 // sink keeps what a backend logs; it is full after max lines (0: never).
 type sink struct {
 	mu    sync.Mutex
-	lines []effect.LogLine
+	lines []record.LogLine
 	calls int
 	max   int
 }
@@ -31,7 +32,7 @@ func (s *sink) Log(level spi.LogLevel, stream spi.LogStream, text string) bool {
 	if s.max > 0 && len(s.lines) >= s.max {
 		return false
 	}
-	s.lines = append(s.lines, effect.LogLine{Level: level, Stream: stream, Text: text})
+	s.lines = append(s.lines, record.LogLine{Level: level, Stream: stream, Text: text})
 	return s.max == 0 || len(s.lines) < s.max
 }
 
@@ -50,7 +51,7 @@ func TestConsoleLevelsAndStreams(t *testing.T) {
 	out := evalLogged(t, `console.log("a", 1, true, null); console.info("i"); console.debug("d");
 		console.warn("w"); console.error("e"); console.trace("t"); print("p"); 7`, s)
 	assert.Equal(t, spi.KindOK, out.Kind)
-	type l = effect.LogLine
+	type l = record.LogLine
 	assert.Equal(t, []l{
 		{Level: spi.LevelInfo, Stream: spi.StreamStdout, Text: "a 1 true null"},
 		{Level: spi.LevelInfo, Stream: spi.StreamStdout, Text: "i"},

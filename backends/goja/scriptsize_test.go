@@ -10,6 +10,7 @@ import (
 
 	"github.com/sandbank/sandbank/backends/goja"
 	"github.com/sandbank/sandbank/effect"
+	"github.com/sandbank/sandbank/record"
 	"github.com/sandbank/sandbank/storage"
 )
 
@@ -27,7 +28,7 @@ func TestAnOversizedScriptIsTheEffectsScriptTooLarge(t *testing.T) {
 	_, err = eff.Evaluate(context.Background(), effect.Call{Source: []byte(script)})
 	var f *effect.Failure
 	require.ErrorAs(t, err, &f)
-	assert.Equal(t, effect.CodeScriptTooLarge, f.Code)
+	assert.Equal(t, record.CodeScriptTooLarge, f.Code)
 	assert.Equal(t, int64(len(script)), f.Bytes)
 	assert.Equal(t, int64(limit), f.Limit)
 

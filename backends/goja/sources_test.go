@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sandbank/sandbank/effect"
+	"github.com/sandbank/sandbank/record"
 	"github.com/sandbank/sandbank/spi"
 	"github.com/sandbank/sandbank/storage"
 )
@@ -83,7 +84,7 @@ func TestRuntimeSourceBombsAreTyped(t *testing.T) {
 			_, err := evalEffect(t, tc.script, nil)
 			var f *effect.Failure
 			require.True(t, errors.As(err, &f), "want a typed failure, got %v", err)
-			assert.Equal(t, effect.CodeScriptError, f.Code)
+			assert.Equal(t, record.CodeScriptError, f.Code)
 			assert.Equal(t, "RangeError", f.Name)
 			assert.Contains(t, f.Message, tc.guard)
 		})
@@ -206,5 +207,5 @@ func TestThrownValuesAreTyped(t *testing.T) {
 	_, err := evalEffect(t, `var r = Proxy.revocable({}, {}); r.revoke(); throw r.proxy`, nil)
 	var f *effect.Failure
 	require.True(t, errors.As(err, &f), "want a typed failure, got %v", err)
-	assert.Equal(t, effect.CodeScriptError, f.Code)
+	assert.Equal(t, record.CodeScriptError, f.Code)
 }

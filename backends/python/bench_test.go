@@ -14,6 +14,7 @@ import (
 	"github.com/sandbank/sandbank/backends/python"
 	"github.com/sandbank/sandbank/bench/workloads"
 	"github.com/sandbank/sandbank/effect"
+	"github.com/sandbank/sandbank/record"
 	"github.com/sandbank/sandbank/spi"
 	"github.com/sandbank/sandbank/storage"
 )
@@ -22,7 +23,7 @@ var benchInput = json.RawMessage(`{"text":"echo ✓ é","n":7,"list":[1,"two",nu
 
 // newEffect returns an effect over a default python backend and the
 // address of src in its store, or skips.
-func newEffect(b *testing.B, src []byte) (*effect.Effect, effect.Address) {
+func newEffect(b *testing.B, src []byte) (*effect.Effect, record.Address) {
 	b.Helper()
 	if err := python.Available(nil); err != nil {
 		b.Skipf("this machine cannot run the Python sandbox: %v", err)

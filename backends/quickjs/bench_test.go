@@ -16,6 +16,7 @@ import (
 	"github.com/sandbank/sandbank/backends/quickjs"
 	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/internal/hostbench"
+	"github.com/sandbank/sandbank/record"
 	"github.com/sandbank/sandbank/spi"
 	"github.com/sandbank/sandbank/storage"
 )
@@ -61,7 +62,7 @@ func benchBackend(b testing.TB, mode quickjs.Mode, stop int) spi.Backend {
 
 // benchEffect returns an effect over a warmed backend and the address of
 // script in its store.
-func benchEffect(b testing.TB, mode quickjs.Mode, stop int, script []byte) (*effect.Effect, effect.Address) {
+func benchEffect(b testing.TB, mode quickjs.Mode, stop int, script []byte) (*effect.Effect, record.Address) {
 	b.Helper()
 	scripts := new(storage.MemoryStore)
 	addr, err := scripts.Put(script)

@@ -11,19 +11,20 @@ import (
 
 	"github.com/sandbank/sandbank/effect"
 	wasmguest "github.com/sandbank/sandbank/internal/wasm/guest"
+	"github.com/sandbank/sandbank/record"
 	"github.com/sandbank/sandbank/spi"
 	"github.com/sandbank/sandbank/storage"
 )
 
 type logSink struct {
 	mu    sync.Mutex
-	lines []effect.LogLine
+	lines []record.LogLine
 }
 
 func (s *logSink) Log(level spi.LogLevel, stream spi.LogStream, text string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.lines = append(s.lines, effect.LogLine{Level: level, Stream: stream, Text: text})
+	s.lines = append(s.lines, record.LogLine{Level: level, Stream: stream, Text: text})
 	return true
 }
 
@@ -49,7 +50,7 @@ func TestLogsLevelsStreamsAndOrder(t *testing.T) {
 				7`, s)
 			assert.Equal(t, spi.KindOK, out.Kind)
 			assert.Equal(t, `7`, string(out.Value))
-			type l = effect.LogLine
+			type l = record.LogLine
 			assert.Equal(t, []l{
 				{Level: spi.LevelInfo, Stream: spi.StreamStdout, Text: "a 1 true"},
 				{Level: spi.LevelInfo, Stream: spi.StreamStdout, Text: "i"},

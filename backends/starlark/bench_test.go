@@ -13,6 +13,7 @@ import (
 
 	"github.com/sandbank/sandbank/backends/starlark"
 	"github.com/sandbank/sandbank/effect"
+	"github.com/sandbank/sandbank/record"
 	"github.com/sandbank/sandbank/storage"
 )
 
@@ -23,7 +24,7 @@ var benchInput = json.RawMessage(`{"text":"echo ✓ é","n":7,"list":[1,"two",nu
 
 // newEffect returns an effect over a default Starlark backend and the
 // address of src in its store.
-func newEffect(tb testing.TB, src []byte) (*effect.Effect, effect.Address) {
+func newEffect(tb testing.TB, src []byte) (*effect.Effect, record.Address) {
 	tb.Helper()
 	backend, err := starlark.New(nil)
 	require.NoError(tb, err)

@@ -15,6 +15,7 @@ import (
 	"github.com/sandbank/sandbank/bench/workloads"
 	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/internal/hostbench"
+	"github.com/sandbank/sandbank/record"
 	"github.com/sandbank/sandbank/spi"
 	"github.com/sandbank/sandbank/storage"
 )
@@ -52,7 +53,7 @@ const echoScript = "def main(input):\n    return input\n"
 // killScript loops until its wall clock stops it.
 const killScript = "def main(input):\n    for _ in range(1 << 62):\n        pass\n"
 
-func benchEffect(b *testing.B, factory spi.Factory, src []byte, limits spi.Limits) (*effect.Effect, effect.Address) {
+func benchEffect(b *testing.B, factory spi.Factory, src []byte, limits spi.Limits) (*effect.Effect, record.Address) {
 	b.Helper()
 	backend, err := factory()
 	require.NoError(b, err)

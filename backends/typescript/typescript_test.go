@@ -14,6 +14,7 @@ import (
 	"github.com/sandbank/sandbank/backends/quickjs"
 	"github.com/sandbank/sandbank/backends/typescript"
 	"github.com/sandbank/sandbank/effect"
+	"github.com/sandbank/sandbank/record"
 	"github.com/sandbank/sandbank/spi"
 	"github.com/sandbank/sandbank/storage"
 )
@@ -124,7 +125,7 @@ func TestASyntaxErrorNamesTheTypeScriptLineAndColumn(t *testing.T) {
 	_, err = run(t, ts, "const a: number = 1;\nlet x: number = ;\n", nil)
 	var f *effect.Failure
 	require.True(t, errors.As(err, &f), "got %v", err)
-	assert.Equal(t, effect.CodeScriptError, f.Code)
+	assert.Equal(t, record.CodeScriptError, f.Code)
 	assert.Equal(t, "SyntaxError", f.Name)
 	assert.Equal(t, `script.ts:2:17: Unexpected ";"`, f.Message)
 	assert.Empty(t, rec.seen(), "a script that does not parse never reaches the engine")

@@ -21,6 +21,7 @@ import (
 
 	"github.com/sandbank/sandbank/bench/workloads"
 	"github.com/sandbank/sandbank/effect"
+	"github.com/sandbank/sandbank/record"
 	"github.com/sandbank/sandbank/registry"
 	"github.com/sandbank/sandbank/spi"
 	"github.com/sandbank/sandbank/storage"
@@ -244,10 +245,10 @@ type benchEngine struct {
 	entry   registry.Entry
 	fig     *engineBench
 	eff     *effect.Effect
-	echo    effect.Address
-	reshape effect.Address // empty without a reshape translation
-	loop    effect.Address // empty without the fixture
-	native  effect.Address
+	echo    record.Address
+	reshape record.Address // empty without a reshape translation
+	loop    record.Address // empty without the fixture
+	native  record.Address
 
 	echoSamples, reshapeSamples []time.Duration
 	reshapeCPU                  []time.Duration // processCPU during each kept reshape
@@ -425,7 +426,7 @@ func (a *app) prepareEngine(ctx context.Context, entry registry.Entry) *benchEng
 	if !ok {
 		return fail(fmt.Errorf("no fixture set for language %s", entry.Language))
 	}
-	put := func(b []byte) (effect.Address, error) { return store.Put(b) }
+	put := func(b []byte) (record.Address, error) { return store.Put(b) }
 	script, err := set.Script("echo")
 	if err != nil {
 		return fail(err)
@@ -514,7 +515,7 @@ func (e *benchEngine) round(ctx context.Context, n int, keep bool) {
 
 // kill runs a runaway script with limits (the kill deadline) and times
 // Evaluate.
-func (e *benchEngine) kill(ctx context.Context, script effect.Address, limits spi.Limits, s *killSamples, keep bool) {
+func (e *benchEngine) kill(ctx context.Context, script record.Address, limits spi.Limits, s *killSamples, keep bool) {
 	if script == "" {
 		return
 	}
@@ -563,7 +564,7 @@ func endedBy(err error) string {
 	case err == nil:
 		return "value"
 	case errors.As(err, &f):
-		if f.Code == effect.CodeLimitExceeded {
+		if f.Code == record.CodeLimitExceeded {
 			return f.Code.String() + "/" + f.Kind.String()
 		}
 		return f.Code.String()
@@ -612,7 +613,7 @@ func (e *benchEngine) summarize() {
 	f.KillNative = killFigure("runaway_native", e.native, &e.nativeKill)
 }
 
-func killFigure(fixture string, script effect.Address, s *killSamples) *killFigures {
+func killFigure(fixture string, script record.Address, s *killSamples) *killFigures {
 	k := &killFigures{Fixture: fixture, DeadlineMs: millis(killDeadline), EndedBy: s.endedBy}
 	switch {
 	case script == "":

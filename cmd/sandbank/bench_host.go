@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sandbank/sandbank/effect"
+	"github.com/sandbank/sandbank/record"
 )
 
 // The host-call section of "sandbank bench": the round trip of one host
@@ -64,7 +65,7 @@ func (a *app) measureHostCalls(ctx context.Context, e *benchEngine) *hostCallFig
 		_, err := e.eff.Evaluate(ctx, effect.Call{Source: script, Input: json.RawMessage(`{"a":1}`), Limits: defaultLimits,
 			Host: effect.HostFuncs{"probe": probe}})
 		var f *effect.Failure
-		if !errors.As(err, &f) || f.Kind != effect.LimitHostCalls {
+		if !errors.As(err, &f) || f.Kind != record.LimitHostCalls {
 			e.addError(fmt.Sprintf("host calls: host_loop must end in limitExceeded hostCalls, got %v", err))
 			return &hostCallFigures{NA: "host_loop failed"}
 		}

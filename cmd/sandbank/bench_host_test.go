@@ -12,6 +12,7 @@ import (
 
 	"github.com/sandbank/sandbank/builtin"
 	"github.com/sandbank/sandbank/effect"
+	"github.com/sandbank/sandbank/record"
 	"github.com/sandbank/sandbank/storage"
 )
 
@@ -62,7 +63,7 @@ func BenchmarkHostCallRoundTrip(b *testing.B) {
 			b.StopTimer()
 			b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
 			var f *effect.Failure
-			if !errors.As(err, &f) || f.Kind != effect.LimitHostCalls {
+			if !errors.As(err, &f) || f.Kind != record.LimitHostCalls {
 				b.Fatalf("host_loop must end in limitExceeded hostCalls, got %v", err)
 			}
 		})

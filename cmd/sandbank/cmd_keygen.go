@@ -9,6 +9,7 @@ import (
 
 	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/receipt"
+	"github.com/sandbank/sandbank/record"
 )
 
 func (a *app) keygenCommand() *cobra.Command {
@@ -54,7 +55,7 @@ func (a *app) keygen(name string) error {
 		return usagef("writing the key pair: %s", reason(err))
 	}
 	_, err = fmt.Fprintf(a.stdout, "private key: %s (keep it; mode 0600)\npublic key:  %s\nkey id:      %s\n",
-		effect.Excerpt(priv), effect.Excerpt(pub), effect.KeyIDOf(s.PublicKey()))
+		effect.Excerpt(priv), effect.Excerpt(pub), record.KeyIDOf(s.PublicKey()))
 	return err
 }
 

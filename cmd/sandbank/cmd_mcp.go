@@ -15,8 +15,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
-	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/mcpserver"
+	"github.com/sandbank/sandbank/record"
 	"github.com/sandbank/sandbank/registry"
 	"github.com/sandbank/sandbank/spi"
 	"github.com/sandbank/sandbank/tenant"
@@ -195,7 +195,7 @@ func (a *app) serveMCP(ctx context.Context, o *mcpOptions) error {
 	if err != nil {
 		return err
 	}
-	var signer effect.Signer
+	var signer record.Signer
 	if o.signKey != "" {
 		s, err := readSignKey("--sign-key", o.signKey)
 		if err != nil {

@@ -22,8 +22,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/mcpserver"
+	"github.com/sandbank/sandbank/record"
 	"github.com/sandbank/sandbank/tenant"
 )
 
@@ -216,7 +216,7 @@ func TestMCPEndToEnd(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, def.Engine, r.Engine, tool)
 			require.NotNil(t, r.Receipt, tool)
-			assert.Equal(t, effect.AddressOf([]byte(script)), r.Receipt.Script, tool)
+			assert.Equal(t, record.AddressOf([]byte(script)), r.Receipt.Script, tool)
 		}
 	})
 
@@ -224,7 +224,7 @@ func TestMCPEndToEnd(t *testing.T) {
 		res, r := callTool(t, cs, &mcp.CallToolParams{Name: "run_javascript", Arguments: map[string]any{"script": `throw new TypeError("no rows in " + input.table)`, "input": map[string]string{"table": "orders"}}})
 		assert.True(t, res.IsError)
 		require.NotNil(t, r.Failure)
-		assert.Equal(t, effect.CodeScriptError, r.Failure.Code)
+		assert.Equal(t, record.CodeScriptError, r.Failure.Code)
 		assert.Equal(t, "TypeError", r.Failure.Name)
 		assert.Equal(t, "no rows in orders", r.Failure.Message)
 		assert.Contains(t, textOf(res), "The script failed: scriptError: TypeError: no rows in orders")
@@ -236,8 +236,8 @@ func TestMCPEndToEnd(t *testing.T) {
 		res, r := callTool(t, cs, &mcp.CallToolParams{Name: "run_javascript", Arguments: map[string]any{"script": string(bomb)}})
 		assert.True(t, res.IsError)
 		require.NotNil(t, r.Failure)
-		assert.Equal(t, effect.CodeLimitExceeded, r.Failure.Code)
-		assert.Equal(t, effect.LimitMemory, r.Failure.Kind)
+		assert.Equal(t, record.CodeLimitExceeded, r.Failure.Code)
+		assert.Equal(t, record.LimitMemory, r.Failure.Kind)
 	})
 
 	t.Run("runaway loop", func(t *testing.T) {
@@ -246,8 +246,8 @@ func TestMCPEndToEnd(t *testing.T) {
 		}})
 		assert.True(t, res.IsError)
 		require.NotNil(t, r.Failure)
-		assert.Equal(t, effect.CodeLimitExceeded, r.Failure.Code)
-		assert.Equal(t, effect.LimitWallClock, r.Failure.Kind)
+		assert.Equal(t, record.CodeLimitExceeded, r.Failure.Code)
+		assert.Equal(t, record.LimitWallClock, r.Failure.Kind)
 		assert.Contains(t, r.Hint, "wall-clock limit of 500ms")
 	})
 

@@ -17,6 +17,7 @@ import (
 	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/internal/doortest"
 	"github.com/sandbank/sandbank/mcpserver"
+	"github.com/sandbank/sandbank/record"
 	"github.com/sandbank/sandbank/registry"
 	"github.com/sandbank/sandbank/server"
 	"github.com/sandbank/sandbank/tenant"
@@ -162,7 +163,7 @@ func cliDoor(t *testing.T, c doortest.Case) (string, effect.Kind, bool) {
 	case exitOK:
 		var out struct {
 			Value   json.RawMessage `json:"value"`
-			Receipt effect.Receipt  `json:"receipt"`
+			Receipt record.Receipt  `json:"receipt"`
 		}
 		require.NoError(t, json.Unmarshal([]byte(res.stdout), &out), res.stdout)
 		assert.JSONEq(t, string(doortest.Input), string(out.Value))

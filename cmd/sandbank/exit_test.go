@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/sandbank/sandbank/effect"
+	"github.com/sandbank/sandbank/record"
 )
 
 // TestClassify: every error has one exit code; retryable is true only for
@@ -21,8 +22,8 @@ func TestClassify(t *testing.T) {
 		err  error
 		code int
 	}{
-		{"typed failure", &effect.Failure{Code: effect.CodeScriptError}, exitFailure},
-		{"wrapped typed failure", fmt.Errorf("x: %w", &effect.Failure{Code: effect.CodeLimitExceeded}), exitFailure},
+		{"typed failure", &effect.Failure{Code: record.CodeScriptError}, exitFailure},
+		{"wrapped typed failure", fmt.Errorf("x: %w", &effect.Failure{Code: record.CodeLimitExceeded}), exitFailure},
 		{"invalid call", effect.ErrInvalidCall, exitUsage},
 		{"invalid limits", fmt.Errorf("x: %w", effect.ErrInvalidLimits), exitUsage},
 		{"invalid shape", effect.ErrInvalidShape, exitUsage},
@@ -34,7 +35,7 @@ func TestClassify(t *testing.T) {
 		{"canceled by no signal", context.Canceled, exitUntyped},
 		{"SIGINT", &signalError{syscall.SIGINT}, exitSIGINT},
 		{"SIGTERM", fmt.Errorf("%w (context canceled)", &signalError{syscall.SIGTERM}), exitSIGTERM},
-		{"signal wins over the failure it caused", errors.Join(&signalError{syscall.SIGTERM}, &effect.Failure{Code: effect.CodeScriptError}), exitSIGTERM},
+		{"signal wins over the failure it caused", errors.Join(&signalError{syscall.SIGTERM}, &effect.Failure{Code: record.CodeScriptError}), exitSIGTERM},
 	}
 	for _, tt := range tests {
 		code, retryable := classify(tt.err)

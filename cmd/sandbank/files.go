@@ -14,6 +14,7 @@ import (
 
 	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/internal/atomicfile"
+	"github.com/sandbank/sandbank/record"
 	"github.com/sandbank/sandbank/spi"
 )
 
@@ -30,7 +31,7 @@ type fileOptions struct {
 // outputFile is one output file as run --json lists it: the receipt's
 // reference (name, digest, bytes) and, with --out, where it was written.
 type outputFile struct {
-	effect.FileRef
+	record.FileRef
 	Path string `json:"path,omitempty"`
 }
 
@@ -132,7 +133,7 @@ func (f *fileOptions) writeOut(rec *effect.Record) error {
 	if rec == nil {
 		return nil
 	}
-	refs := make(map[string]effect.FileRef, len(rec.Receipt.OutputFiles))
+	refs := make(map[string]record.FileRef, len(rec.Receipt.OutputFiles))
 	for _, r := range rec.Receipt.OutputFiles {
 		refs[r.Name] = r
 	}

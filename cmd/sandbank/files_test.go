@@ -15,6 +15,7 @@ import (
 	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/fixtures"
 	"github.com/sandbank/sandbank/internal/fakebackend"
+	"github.com/sandbank/sandbank/record"
 	"github.com/sandbank/sandbank/registry"
 	"github.com/sandbank/sandbank/spi"
 )
@@ -85,7 +86,7 @@ func TestRunFilesInAndOut(t *testing.T) {
 	var obj struct {
 		Files []struct {
 			Name   string
-			Digest effect.Address
+			Digest record.Address
 			Bytes  int64
 			Path   string
 		}
@@ -93,7 +94,7 @@ func TestRunFilesInAndOut(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(res.stdout), &obj), res.stdout)
 	require.Len(t, obj.Files, 2)
 	assert.Equal(t, "out-b.bin", obj.Files[0].Name, "in name order")
-	assert.Equal(t, effect.AddressOf([]byte{0, 1, 255}), obj.Files[0].Digest)
+	assert.Equal(t, record.AddressOf([]byte{0, 1, 255}), obj.Files[0].Digest)
 	assert.Equal(t, int64(3), obj.Files[0].Bytes)
 	assert.Equal(t, filepath.Join(out, "out-b.bin"), obj.Files[0].Path)
 	assert.Equal(t, "out-data.csv", obj.Files[1].Name)
@@ -183,7 +184,7 @@ func TestWriteOutNeverLeavesTheDirectory(t *testing.T) {
 		for _, n := range names {
 			d := []byte("data of " + n)
 			r.Files = append(r.Files, spi.File{Name: n, Data: d})
-			r.Receipt.OutputFiles = append(r.Receipt.OutputFiles, effect.FileRef{Name: n, Digest: effect.AddressOf(d), Bytes: int64(len(d))})
+			r.Receipt.OutputFiles = append(r.Receipt.OutputFiles, record.FileRef{Name: n, Digest: record.AddressOf(d), Bytes: int64(len(d))})
 		}
 		return r
 	}

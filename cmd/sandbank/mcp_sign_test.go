@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sandbank/sandbank/effect"
+	"github.com/sandbank/sandbank/record"
 )
 
 // TestMCPSignsReceipts: 'sandbank mcp --sign-key FILE' signs the receipt
@@ -28,7 +28,7 @@ func TestMCPSignsReceipts(t *testing.T) {
 	require.True(t, r.OK, "%+v", r)
 	require.NotNil(t, r.Receipt)
 	require.NotNil(t, r.Receipt.Signature, "the receipt is signed")
-	assert.Equal(t, effect.SignatureEd25519, r.Receipt.Signature.Algorithm)
+	assert.Equal(t, record.SignatureEd25519, r.Receipt.Signature.Algorithm)
 
 	b, err := json.Marshal(r.Receipt)
 	require.NoError(t, err)

@@ -19,6 +19,7 @@ import (
 	"github.com/sandbank/sandbank/builtin"
 	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/mcpserver"
+	"github.com/sandbank/sandbank/record"
 	"github.com/sandbank/sandbank/registry"
 	"github.com/sandbank/sandbank/server"
 	"github.com/sandbank/sandbank/tenant"
@@ -60,7 +61,7 @@ func TestPythonThroughEveryDoor(t *testing.T) {
 		require.Equal(t, exitOK, res.code, res.stderr)
 		var out struct {
 			Value   json.RawMessage `json:"value"`
-			Receipt effect.Receipt  `json:"receipt"`
+			Receipt record.Receipt  `json:"receipt"`
 		}
 		require.NoError(t, json.Unmarshal([]byte(res.stdout), &out), res.stdout)
 		assert.JSONEq(t, pythonWant, string(out.Value))

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sandbank/sandbank/effect"
+	"github.com/sandbank/sandbank/record"
 	"github.com/sandbank/sandbank/spi"
 )
 
@@ -24,7 +25,7 @@ type recordOptions struct {
 	signKey string
 
 	file   *os.File       // --receipt, created before the run
-	signer effect.Signer  // --sign-key, read before the run
+	signer record.Signer  // --sign-key, read before the run
 	rec    *effect.Record // the run's record, nil when it has none
 }
 
@@ -134,10 +135,10 @@ func (r *recordOptions) jsonMembers() ([]byte, error) {
 		return nil, nil
 	}
 	b, err := json.Marshal(struct {
-		Logs          []effect.LogLine `json:"logs"`
-		LogsCut       *effect.LogsCut  `json:"logsCut,omitempty"`
-		Stats         effect.Stats     `json:"stats"`
-		Receipt       effect.Receipt   `json:"receipt"`
+		Logs          []record.LogLine `json:"logs"`
+		LogsCut       *record.LogsCut  `json:"logsCut,omitempty"`
+		Stats         record.Stats     `json:"stats"`
+		Receipt       record.Receipt   `json:"receipt"`
 		EventsDropped int64            `json:"eventsDropped,omitempty"`
 	}{r.rec.Logs, r.rec.LogsCut, r.rec.Stats, r.rec.Receipt, r.rec.EventsDropped})
 	if err != nil {
@@ -164,7 +165,7 @@ type linePrinter struct {
 	w  io.Writer
 }
 
-func (p *linePrinter) print(l effect.LogLine) {
+func (p *linePrinter) print(l record.LogLine) {
 	text := strings.ReplaceAll(l.Text, "\n", "\n  ")
 	if l.Level == spi.LevelInfo {
 		p.printf("%s\n", text)

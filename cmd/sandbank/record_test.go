@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sandbank/sandbank/effect"
+	"github.com/sandbank/sandbank/record"
 	"github.com/sandbank/sandbank/spi"
 )
 
@@ -41,17 +41,17 @@ func TestRunJSONHasTheRecord(t *testing.T) {
 	require.Equal(t, exitOK, res.code, res.stderr)
 	var got struct {
 		Value   json.RawMessage  `json:"value"`
-		Logs    []effect.LogLine `json:"logs"`
-		Stats   effect.Stats     `json:"stats"`
-		Receipt effect.Receipt   `json:"receipt"`
+		Logs    []record.LogLine `json:"logs"`
+		Stats   record.Stats     `json:"stats"`
+		Receipt record.Receipt   `json:"receipt"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(res.stdout), &got), res.stdout)
 	assert.NotNil(t, got.Logs)
 	assert.Equal(t, "fake", got.Receipt.Engine)
-	assert.Equal(t, effect.OutcomeOK, got.Receipt.Outcome)
+	assert.Equal(t, record.OutcomeOK, got.Receipt.Outcome)
 	src, err := os.ReadFile(p)
 	require.NoError(t, err)
-	assert.Equal(t, effect.AddressOf(src), got.Receipt.Script)
+	assert.Equal(t, record.AddressOf(src), got.Receipt.Script)
 	assert.Positive(t, got.Stats.Duration)
 
 	res = cli(a, "", "run", "--json", "--engine", "fake", script(t, "t.js", "throw TypeError boom"))
@@ -74,7 +74,7 @@ func TestReceiptAndVerify(t *testing.T) {
 
 	b, err := os.ReadFile(receipt)
 	require.NoError(t, err)
-	var r effect.Receipt
+	var r record.Receipt
 	require.NoError(t, json.Unmarshal(b, &r))
 	canon, err := r.Canonical()
 	require.NoError(t, err)
@@ -83,7 +83,7 @@ func TestReceiptAndVerify(t *testing.T) {
 	for _, rec := range []string{receipt, stored} {
 		res = cli(a, "", "verify", "--record", rec, "--input", `{"a":1, "b":2}`, p)
 		assert.Equal(t, exitOK, res.code, res.stderr)
-		assert.True(t, strings.HasPrefix(res.stdout, "verified: script "+string(effect.AddressOf([]byte("echo")))), res.stdout)
+		assert.True(t, strings.HasPrefix(res.stdout, "verified: script "+string(record.AddressOf([]byte("echo")))), res.stdout)
 
 		res = cli(a, "", "verify", "--record", rec, "--input", `{"a":2}`, p)
 		assert.Equal(t, exitFailure, res.code)
@@ -145,7 +145,7 @@ func TestVerifyRefusesRecordsThatProveNothing(t *testing.T) {
 				tc.change(object, rcpt)
 				if whole {
 					// "ok" agrees with the outcome, or the text reads two ways.
-					object["ok"] = rcpt["outcome"] == effect.OutcomeOK
+					object["ok"] = rcpt["outcome"] == record.OutcomeOK
 				}
 				b, err := json.Marshal(object)
 				require.NoError(t, err)
@@ -216,7 +216,7 @@ func TestRunPrintsLogsOnStderr(t *testing.T) {
 	assert.Empty(t, res.stderr)
 
 	res = cli(a, "", "run", "--quiet", "--json", "--engine", "fake", p)
-	var got struct{ Logs []effect.LogLine }
+	var got struct{ Logs []record.LogLine }
 	require.NoError(t, json.Unmarshal([]byte(res.stdout), &got))
 	require.Len(t, got.Logs, 3)
 	assert.Equal(t, "two", got.Logs[1].Text)

@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/receipt"
+	"github.com/sandbank/sandbank/record"
 	"github.com/sandbank/sandbank/server"
 )
 
@@ -162,8 +162,8 @@ func TestServeSigning(t *testing.T) {
 	t.Cleanup(func() { _ = srv.Close() })
 	keys := srv.Keys().Keys
 	require.Len(t, keys, 2)
-	assert.Equal(t, effect.KeyIDOf(signer.PublicKey()), keys[0].KeyID)
-	assert.Equal(t, effect.KeyIDOf(old.PublicKey()), keys[1].KeyID)
+	assert.Equal(t, record.KeyIDOf(signer.PublicKey()), keys[0].KeyID)
+	assert.Equal(t, record.KeyIDOf(old.PublicKey()), keys[1].KeyID)
 	assert.Equal(t, when, keys[1].Retired)
 
 	err = serveSigning(&serveOptions{retiredKeys: dir}, &server.Options{})
@@ -181,11 +181,11 @@ func TestRunJSONReceiptIsSigned(t *testing.T) {
 	res := cli(a, "", "run", "--json", "--engine", "fake", "--sign-key", name+".key", script(t, "t.js", "throw TypeError boom"))
 	require.Equal(t, exitFailure, res.code, "a typed failure's receipt is signed too")
 	var got struct {
-		Receipt effect.Receipt `json:"receipt"`
+		Receipt record.Receipt `json:"receipt"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(res.stdout), &got), res.stdout)
 	require.NotNil(t, got.Receipt.Signature)
-	assert.Equal(t, effect.SignatureEd25519, got.Receipt.Signature.Algorithm)
+	assert.Equal(t, record.SignatureEd25519, got.Receipt.Signature.Algorithm)
 }
 
 // verify refuses a record or receipt whose text reads two ways: a forged

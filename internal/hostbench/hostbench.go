@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sandbank/sandbank/effect"
+	"github.com/sandbank/sandbank/record"
 	"github.com/sandbank/sandbank/spi"
 	"github.com/sandbank/sandbank/storage"
 )
@@ -61,7 +62,7 @@ func newHarness(b *testing.B, newBackend Engine) *harness {
 }
 
 // put stores a script.
-func (h *harness) put(src string) effect.Address {
+func (h *harness) put(src string) record.Address {
 	addr, err := h.scripts.Put([]byte(src))
 	if err != nil {
 		h.b.Fatal(err)
@@ -71,7 +72,7 @@ func (h *harness) put(src string) effect.Address {
 
 // run runs the script at addr with input {"n": n} and the host function
 // inc as fn; the script must return n.
-func (h *harness) run(addr effect.Address, n int, fn effect.HostFunc) time.Duration {
+func (h *harness) run(addr record.Address, n int, fn effect.HostFunc) time.Duration {
 	start := time.Now()
 	got, err := h.e.Evaluate(context.Background(), effect.Call{Script: addr, Input: json.RawMessage(fmt.Sprintf(`{"n":%d}`, n)),
 		Host: effect.HostFuncs{"inc": fn}})

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sandbank/sandbank/backends/quickjs/wasmtime"
 	"github.com/sandbank/sandbank/effect"
+	"github.com/sandbank/sandbank/record"
 	"github.com/sandbank/sandbank/spi"
 	"github.com/sandbank/sandbank/storage"
 )
@@ -38,7 +39,7 @@ func ExampleNew() {
 	loop, _ := scripts.Put([]byte(`for (;;) {}`))
 	_, err = e.Evaluate(ctx, effect.Call{Script: loop, Limits: spi.Limits{WallClock: 5 * time.Second}})
 	var f *effect.Failure
-	fmt.Println(errors.As(err, &f) && f.Kind == effect.LimitCPU)
+	fmt.Println(errors.As(err, &f) && f.Kind == record.LimitCPU)
 
 	// The script's clock is fake: it never reads the host's.
 	clock, _ := scripts.Put([]byte(`new Date().toISOString()`))

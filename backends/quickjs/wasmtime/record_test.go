@@ -12,19 +12,19 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sandbank/sandbank/effect"
+	"github.com/sandbank/sandbank/record"
 	"github.com/sandbank/sandbank/spi"
 )
 
 type logSink struct {
 	mu    sync.Mutex
-	lines []effect.LogLine
+	lines []record.LogLine
 }
 
 func (s *logSink) Log(level spi.LogLevel, stream spi.LogStream, text string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.lines = append(s.lines, effect.LogLine{Level: level, Stream: stream, Text: text})
+	s.lines = append(s.lines, record.LogLine{Level: level, Stream: stream, Text: text})
 	return true
 }
 
@@ -46,7 +46,7 @@ func TestLogsAndFuel(t *testing.T) {
 	b := newBackend(t, &Options{Fuel: MaxFuel})
 	s := &logSink{}
 	evalLogged(t, b, `console.log("one"); console.error("two"); 1`, s)
-	assert.Equal(t, []effect.LogLine{
+	assert.Equal(t, []record.LogLine{
 		{Level: spi.LevelInfo, Stream: spi.StreamStdout, Text: "one"},
 		{Level: spi.LevelError, Stream: spi.StreamStderr, Text: "two"},
 	}, s.lines)

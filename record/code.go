@@ -1,9 +1,6 @@
-package effect
+package record
 
-import (
-	"errors"
-	"fmt"
-)
+import "fmt"
 
 // Code is the closed set of typed failure codes. The zero value is
 // invalid; values are never renumbered.
@@ -19,7 +16,7 @@ const (
 	CodeShapeMismatch
 	CodeScriptTooLarge
 	// CodeSuspended: a host function of a durable run answered "not yet"
-	// (Suspend); Reason is its reason. The host decided it, never the
+	// (effect.Suspend); Reason is its reason. The host decided it, never the
 	// script: the same script, input and answers suspend the same way.
 	CodeSuspended
 	// CodeReplayDiverged: a durable run, replayed, made a host call other
@@ -52,16 +49,15 @@ func (c Code) String() string {
 	return codeNames[c]
 }
 
-// Sentinels, one per code: every *Failure unwraps to the sentinel of its
-// code, so errors.Is(err, effect.ErrLimitExceeded) works.
-var (
-	ErrInputNotSerializable = errors.New("effect: input not serializable")
-	ErrInputTooLarge        = errors.New("effect: input too large")
-	ErrScriptMissing        = errors.New("effect: script missing")
-	ErrLimitExceeded        = errors.New("effect: limit exceeded")
-	ErrScriptError          = errors.New("effect: script error")
-	ErrShapeMismatch        = errors.New("effect: shape mismatch")
-	ErrScriptTooLarge       = errors.New("effect: script too large")
-	ErrSuspended            = errors.New("effect: suspended")
-	ErrReplayDiverged       = errors.New("effect: replay diverged")
-)
+// CodeNamed returns the code whose name (String) is s, such as
+// CodeLimitExceeded for "limitExceeded"; it reports false for any other
+// text. A receipt's outcome is OutcomeOK, a code's name,
+// OutcomeInfrastructure or OutcomeCanceled.
+func CodeNamed(s string) (Code, bool) {
+	for c := Code(1); c.Valid(); c++ {
+		if s == c.String() {
+			return c, true
+		}
+	}
+	return 0, false
+}

@@ -1,4 +1,4 @@
-package effect
+package record
 
 import (
 	"fmt"
@@ -13,7 +13,7 @@ import (
 // memory, wallClock) have the same names and the same numbers here, and
 // [LimitKindOf] converts one to the other. The effect adds the limits it
 // enforces itself: output (the result's size or depth) and input (the
-// input ceiling). Compare a Failure's Kind with these constants, never with
+// input ceiling). Compare an effect.Failure's Kind with these constants, never with
 // spi's.
 type LimitKind int
 
@@ -27,27 +27,27 @@ const (
 	LimitMemory
 	// LimitWallClock: the wall clock ran out (spi.LimitWallClock).
 	LimitWallClock
-	// LimitOutput: the result exceeded MaxOutputBytes or MaxOutputDepth.
+	// LimitOutput: the result exceeded effect.Options.MaxOutputBytes or effect.MaxOutputDepth.
 	// The effect's own limit; no spi kind.
 	LimitOutput
-	// LimitInput: the input exceeded MaxInputBytes and was refused before
+	// LimitInput: the input exceeded effect.Options.MaxInputBytes and was refused before
 	// the run (inputTooLarge only). The effect's own limit; no spi kind.
 	LimitInput
-	// LimitHostCalls: the script made more host calls than MaxHostCalls
-	// (Failure.Limit holds the bound). The effect's own limit; no spi
+	// LimitHostCalls: the script made more host calls than effect.Options.MaxHostCalls
+	// (effect.Failure.Limit holds the bound). The effect's own limit; no spi
 	// kind.
 	LimitHostCalls
 	// LimitSuspensions: a durable run suspended more often than its bound
-	// (Durable.MaxSuspensions, in Failure.Limit). The effect's own limit.
+	// (effect.Durable.MaxSuspensions, in effect.Failure.Limit). The effect's own limit.
 	LimitSuspensions
 	// LimitHostLog: a durable run's host-call log (the arguments and
 	// answers it keeps for replay) grew past its bound
-	// (Durable.MaxLogBytes, in Failure.Limit). The effect's own limit.
+	// (effect.Durable.MaxLogBytes, in effect.Failure.Limit). The effect's own limit.
 	LimitHostLog
 	// LimitFiles: the script wrote more output files, or more bytes of
 	// them, than the call's Limits.MaxOutFiles or MaxOutFileBytes allow
 	// (spi.LimitFiles). When the effect found the bound passed in the
-	// backend's outcome, Failure.Reason says which.
+	// backend's outcome, effect.Failure.Reason says which.
 	LimitFiles
 )
 
@@ -80,4 +80,16 @@ func LimitKindOf(k spi.LimitKind) (LimitKind, bool) {
 	default:
 		return 0, false
 	}
+}
+
+// LimitKindNamed returns the limit kind whose name (String) is s, such as
+// LimitCPU for "cpu"; it reports false for any other text. A receipt's
+// limit kind is a limit kind's name.
+func LimitKindNamed(s string) (LimitKind, bool) {
+	for k := LimitKind(1); k.Valid(); k++ {
+		if s == k.String() {
+			return k, true
+		}
+	}
+	return 0, false
 }

@@ -1,4 +1,4 @@
-package effect
+package record
 
 import (
 	"time"
@@ -39,7 +39,7 @@ type Receipt struct {
 	InputDigest string `json:"inputDigest,omitempty"`
 	// OutputDigest is "sha256:<hex>" of the canonical value, when the run
 	// produced one, or of the typed failure's canonical JSON (as
-	// Failure.MarshalJSON writes it, keys sorted), when it failed typed;
+	// effect.Failure.MarshalJSON writes it, keys sorted), when it failed typed;
 	// empty otherwise. Outcome tells the two apart.
 	OutputDigest string `json:"outputDigest,omitempty"`
 	// InputFiles and OutputFiles name the run's input files and the output
@@ -48,7 +48,7 @@ type Receipt struct {
 	// or not the run succeeded, once the files were accepted.
 	InputFiles  []FileRef `json:"inputFiles,omitempty"`
 	OutputFiles []FileRef `json:"outputFiles,omitempty"`
-	// Engine is the engine's name (Options.Engine, or the backend's Go
+	// Engine is the engine's name (effect.Options.Engine, or the backend's Go
 	// type).
 	Engine string `json:"engine"`
 	// Backend is the backend's Go module and version ("path@version"),
@@ -70,17 +70,17 @@ type Receipt struct {
 	// Duration is how long the run took.
 	Duration time.Duration `json:"durationNs"`
 	// HostLog is a durable run's HostLogDigest of its record's host
-	// calls; empty for a run that is not durable (Call.Durable).
+	// calls; empty for a run that is not durable (effect.Call.Durable).
 	HostLog string `json:"hostLog,omitempty"`
 	// Previous is the digest ([Receipt.Digest]) of the receipt of the
-	// run this one resumes (Durable.Resumes): the segments of a durable
+	// run this one resumes (effect.Durable.Resumes): the segments of a durable
 	// run form a chain, each receipt naming the one before.
 	Previous string `json:"previous,omitempty"`
 	// Suspensions counts the times a durable run suspended before this
 	// segment (zero for a first run).
 	Suspensions int `json:"suspensions,omitempty"`
 	// Signature is the host's signature over the receipt's other fields
-	// (see Options.Signer and SignedBytes); nil when the effect has no
+	// (see effect.Options.Signer and [Receipt.SignedBytes]); nil when the effect has no
 	// signer. receipt.Verify checks it against trusted keys.
 	Signature *Signature `json:"signature,omitempty"`
 }
@@ -129,59 +129,4 @@ func (r Receipt) Digest() (string, error) {
 		return "", err
 	}
 	return canon.Digest(b), nil
-}
-
-// outcomeOf returns the receipt's outcome and limit kind for a run's
-// error.
-func outcomeOf(err error, f *Failure, canceled bool) (outcome, kind string) {
-	switch {
-	case canceled:
-		return OutcomeCanceled, ""
-	case err == nil:
-		return OutcomeOK, ""
-	case f != nil:
-		if f.Kind.Valid() {
-			kind = f.Kind.String()
-		}
-		return f.Code.String(), kind
-	default:
-		return OutcomeInfrastructure, ""
-	}
-}
-
-// The outcome and limit-kind vocabularies, derived from the closed enums:
-// a receipt's outcome is OutcomeOK, a Code's name, OutcomeInfrastructure
-// or OutcomeCanceled, and its limit kind a LimitKind's name.
-
-// codeNamed returns the code whose name is s.
-func codeNamed(s string) (Code, bool) {
-	for c := Code(1); c.Valid(); c++ {
-		if s == c.String() {
-			return c, true
-		}
-	}
-	return 0, false
-}
-
-// limitKindNamed returns the limit kind whose name is s.
-func limitKindNamed(s string) (LimitKind, bool) {
-	for k := LimitKind(1); k.Valid(); k++ {
-		if s == k.String() {
-			return k, true
-		}
-	}
-	return 0, false
-}
-
-// InputDigest returns the digest a receipt records for a call's input
-// (Receipt.InputDigest): "sha256:<hex>" of the input's canonical JSON
-// text, input being what Call.Input holds (a Go value or a
-// json.RawMessage). An input that cannot be serialised is the typed
-// failure Run returns for it (CodeInputNotSerializable).
-func InputDigest(input any) (string, error) {
-	in, err := encodeInput(input)
-	if err != nil {
-		return "", err
-	}
-	return inputDigest(in), nil
 }
