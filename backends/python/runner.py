@@ -667,7 +667,8 @@ def _main():
         value = json.loads(_read_exact(header["i"]))
         g = {"__name__": "__main__", "__builtins__": builtins, "input": value, "host": _Host(), "HostError": HostError}
         del value
-    except (MemoryError, RecursionError):
+        _files_in(header.get("f", ()))
+    except (MemoryError, RecursionError, OSError):
         _frame(b"M", b"i")
         return
     _started[0] = True
@@ -695,6 +696,7 @@ def _main():
             raise ValueError("python: the result is larger than the backend's MaxResultBytes")
         data = text.encode("ascii")
         del text, result
+        _files_out()
         with _writing:
             _write(b"V" + len(data).to_bytes(4, "big"))
             _write(data)
@@ -708,6 +710,85 @@ def _main():
             _threw(e)
         except MemoryError:
             _write(_MEMORY_ERROR)
+
+
+# Files (files.go has the host's side). The input files are written,
+# read-only, in the working directory (the run's /tmp) before the script
+# starts, and out/ is made there, empty. Once the script has its value,
+# every entry of out/ crosses as a frame: W (a regular file: the name's
+# length in one byte, the name, the content) or X (anything else: the
+# name's length, the name, a byte saying what it is: d a directory, l a
+# symbolic link, o another kind). The host bounds and checks them; a
+# symbolic link is never followed.
+_OUT_DIR = [None]
+
+
+def _files_in(files):
+    if _LIMITS["fsize"] <= 0:
+        if files:
+            raise OSError("no scratch directory for input files")
+        return
+    for name, size in files:
+        fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o444)
+        try:
+            left = size
+            while left > 0:
+                if _inbuf:
+                    chunk = bytes(_inbuf[:left])
+                    del _inbuf[: len(chunk)]
+                else:
+                    chunk = os.read(_IN, min(left, 1 << 16))
+                    if not chunk:
+                        os._exit(3)
+                left -= len(chunk)
+                view = memoryview(chunk)
+                while view:
+                    view = view[os.write(fd, view):]
+        finally:
+            os.close(fd)
+    os.mkdir("out", 0o755)
+    _OUT_DIR[0] = os.path.join(os.getcwd(), "out")
+
+
+def _files_out():
+    if _OUT_DIR[0] is None:
+        return
+    import stat
+
+    try:
+        d = os.open(_OUT_DIR[0], os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except FileNotFoundError:
+        return  # the script removed out/: no files
+    except OSError:
+        _frame(b"X", b"\x00o")  # out/ itself is not a directory
+        return
+    try:
+        for name in sorted(os.listdir(d)):
+            encoded = _utf8(name, 255)
+            head = bytes((len(encoded),)) + encoded
+            try:
+                fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=d)
+            except OSError:
+                st = os.lstat(name, dir_fd=d)
+                _frame(b"X", head + (b"l" if stat.S_ISLNK(st.st_mode) else b"o"))
+                continue
+            try:
+                st = os.fstat(fd)
+                if not stat.S_ISREG(st.st_mode):
+                    _frame(b"X", head + (b"d" if stat.S_ISDIR(st.st_mode) else b"o"))
+                    continue
+                parts = []
+                while True:
+                    chunk = os.read(fd, 1 << 20)
+                    if not chunk:
+                        break
+                    parts.append(chunk)
+                _frame(b"W", head + b"".join(parts))
+                del parts
+            finally:
+                os.close(fd)
+    finally:
+        os.close(d)
 
 
 def _probe():
