@@ -298,6 +298,7 @@ func (b *Backend) runnerLimits(limits spi.Limits, base int64) string {
 	text, _ := json.Marshal(map[string]any{
 		"as": as, "cpu": b.cpuSecs, "cpuMs": max(b.cpu.Milliseconds(), 1), "nofile": maxOpenFiles, "nproc": maxThreads, "fsize": fsize,
 		"seed": b.seed, "tag": b.tag, "path": b.lay.path, "maxLine": spi.MaxLogLineBytes, "maxText": maxErrorTextBytes, "maxResult": b.maxResult,
+		"packages": json.RawMessage(cmpOr(b.lay.packages, "null")), // packages.go
 	})
 	return string(text)
 }

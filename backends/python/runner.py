@@ -465,6 +465,7 @@ def _configure_asyncio(asyncio):
 
 
 def _configure_random(random):
+    random._urandom = _urandom  # SystemRandom, secrets (bound as random was imported)
     random.seed(_LIMITS["seed"])
     # An unseeded Random() is seeded too: the n-th of the run gets the
     # same seed in every run.
@@ -488,7 +489,21 @@ def _configure_uuid(uuid):
     uuid._node = 0x02_00_5A_4E_4B_01
 
 
-_CONFIGURE = {"logging": _configure_logging, "asyncio": _configure_asyncio, "random": _configure_random, "uuid": _configure_uuid}
+def _configure_numpy_random(nprandom):
+    # numpy's global generator, made (from the host's entropy) as
+    # numpy.random was imported: seeded as random is. A new
+    # default_rng() or RandomState() takes its entropy from secrets,
+    # which reads os.urandom: the run's seeded generator.
+    nprandom.seed(_LIMITS["seed"] % (1 << 32))
+
+
+_CONFIGURE = {
+    "logging": _configure_logging,
+    "asyncio": _configure_asyncio,
+    "random": _configure_random,
+    "uuid": _configure_uuid,
+    "numpy.random": _configure_numpy_random,
+}
 
 
 class _ConfigureOnImport:
@@ -791,6 +806,100 @@ def _files_out():
         os.close(d)
 
 
+# Packages (packages.go has the host's side): the allow-listed packages
+# of the system's site directories, imported before any run exists, by
+# the zygote or (without one) by the runner before it prepares the run.
+def _load_packages(spec):
+    # spec: {"env": the variables the packages read as they load (one
+    # thread for the numerical libraries, matplotlib's Agg backend and
+    # its read-only configuration directory), "path": the site
+    # directories, "import": the modules to import}. A module the import
+    # hook configures (logging, random, ...) that a package imports is
+    # configured by each run as it starts (_configure_loaded).
+    import importlib
+
+    for k, v in spec.get("env", {}).items():
+        os.environ[k] = v
+    for d in spec.get("path", ()):
+        if d not in sys.path:
+            sys.path.append(d)
+    for name in spec.get("import", ()):
+        importlib.import_module(name)
+    import gc
+
+    # The interpreter's objects so far are never collected: a run's
+    # collection does not touch (and so copy) the zygote's pages.
+    gc.freeze()
+
+
+def _configure_loaded():
+    # The modules of _CONFIGURE already imported (a package imported them
+    # before the run): configured for this run as the hook would have.
+    for name, configure in _CONFIGURE.items():
+        module = sys.modules.get(name)
+        if module is not None:
+            configure(module)
+
+
+def _probe_packages(spec, out):
+    # On the host, outside any sandbox: imports the packages as the zygote
+    # will, and reports what the sandbox must bind for them: the
+    # top-level entries of the site directories that were imported or
+    # opened (the packages and their dependencies), the other files
+    # opened (data) and mapped (shared libraries, below), and the data
+    # directory a package names (matplotlib's, its fonts). It leaves
+    # matplotlib's font cache in MPLCONFIGDIR with the fonts the package
+    # ships only, so that every run sees the same fonts.
+    import site
+
+    sites = [os.path.realpath(d) for d in site.getsitepackages() if os.path.isdir(d)]
+    spec = dict(spec, path=sites)
+    opened = set()
+
+    def hook(event, args):
+        if event == "open" and isinstance(args[0], (str, bytes)):
+            p = os.fsdecode(args[0])
+            if os.path.isabs(p):
+                opened.add(p)
+
+    sys.addaudithook(hook)
+    try:
+        _load_packages(spec)
+    except Exception as e:
+        out["error"] = "%s: %s" % (type(e).__name__, e)
+        return
+    entries, trees, files = set(), set(), set()
+
+    def entry(p):
+        p = os.path.realpath(p)
+        for d in sites:
+            if p.startswith(d + "/"):
+                entries.add(os.path.join(d, p[len(d) + 1 :].split("/", 1)[0]))
+                return True
+        return False
+
+    for m in list(sys.modules.values()):
+        for p in [getattr(m, "__file__", None)] + list(getattr(m, "__path__", None) or ()):
+            if isinstance(p, str):
+                entry(p)
+    conf = spec.get("env", {}).get("MPLCONFIGDIR", "")
+    for p in opened:
+        if entry(p) or p.startswith(("/proc/", "/dev/", "/sys/")) or (conf and p.startswith(conf + "/")):
+            continue
+        if os.path.isfile(p):
+            files.add(os.path.realpath(p))
+    mpl = sys.modules.get("matplotlib")
+    if mpl is not None:
+        data = os.path.realpath(mpl.get_data_path())
+        trees.add(data)
+        fm = sys.modules.get("matplotlib.font_manager")
+        if fm is not None and conf:
+            fm.fontManager.ttflist = [f for f in fm.fontManager.ttflist if os.path.realpath(f.fname).startswith(data + "/")]
+            fm.fontManager.afmlist = [f for f in fm.fontManager.afmlist if os.path.realpath(f.fname).startswith(data + "/")]
+            fm.json_dump(fm.fontManager, os.path.join(conf, "fontlist-v%s.json" % fm.FontManager.__version__))
+    out["packages"] = {"path": sites, "entries": sorted(entries), "trees": sorted(trees), "files": sorted(files)}
+
+
 def _probe():
     # Run by the backend's New on the host, outside any sandbox: reports
     # the interpreter, its address space at this point (what the memory
@@ -813,20 +922,23 @@ def _probe():
                 importlib.import_module(mod)
             except Exception:
                 pass
+    out = {}
+    if _LIMITS.get("packages"):
+        _probe_packages(_LIMITS["packages"], out)
     files = set()
     with open("/proc/self/maps") as f:
         for line in f:
             parts = line.split(None, 5)
             if len(parts) == 6 and parts[5].startswith("/"):
                 files.add(parts[5].strip())
-    out = {
+    out.update({
         "version": list(sys.version_info[:3]),
         "executable": os.path.realpath(sys.executable),
         "stdlib": os.path.realpath(paths["stdlib"]),
         "platstdlib": os.path.realpath(paths["platstdlib"]),
         "base": base,
         "files": sorted(files),
-    }
+    })
     _write((json.dumps(out) + "\n").encode())
 
 
@@ -861,8 +973,11 @@ def _go(limits, prepared=False):
         os._exit(0)
     _limits()
     if not prepared:
+        if _LIMITS.get("packages"):
+            _load_packages(_LIMITS["packages"])  # the zygote has, when prepared
         _confine()  # Landlock: confine.py, put before this file in the sandbox (landlock.go)
         _prepare()
+    _configure_loaded()
     sys.path[:] = _LIMITS["path"]
     if _LIMITS["as"] > 0:
         resource.setrlimit(resource.RLIMIT_AS, (_LIMITS["as"], _LIMITS["as"]))

@@ -139,7 +139,8 @@ func (b *Backend) zygoteArgv() []string {
 	}
 	scratch := max(b.scratch, 0)
 	return append(args, "--remount-ro", "/", "--chdir", "/", "--", b.lay.python, "-S", "-s", "-B", "-c", zygoteSource,
-		b.program(), strconv.FormatInt(scratch, 10), strconv.Itoa(zygoteSpares), strings.Join(cmpOrSlice(b.preload, zygotePreload), " "), b.tag)
+		b.program(), strconv.FormatInt(scratch, 10), strconv.Itoa(zygoteSpares), strings.Join(cmpOrSlice(b.preload, zygotePreload), " "), b.tag,
+		b.lay.packages) // packages.go
 }
 
 // startZygote starts a zygote and waits for it to say it is ready.

@@ -80,11 +80,12 @@ def _preload(name):
     # every module the import added is forgotten, and runs import name
     # themselves.
     before = set(sys.modules)
+    had = set(_configured_imported())
     try:
         __import__(name)
     except Exception:
         pass
-    if _configured_imported():
+    if set(_configured_imported()) - had:
         for n in set(sys.modules) - before:
             del sys.modules[n]
 
@@ -97,6 +98,9 @@ _SPARES = int(sys.argv[3])
 # The standard library's common modules, imported once here so that a
 # run does not: each unless its import brings in one of _CONFIGURED.
 _PRELOAD = sys.argv[4].split()
+# The allow-listed packages (packages.go), JSON, or empty for none:
+# imported before the first run is prepared (runner.py's _load_packages).
+_PACKAGES = sys.argv[6] if len(sys.argv) > 6 else ""
 del sys.argv[1:]
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -275,6 +279,12 @@ def _serve():
     os.close(4)
     # Keepers are reaped by the kernel: the zygote waits for none.
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+    if _PACKAGES:
+        # Before any run exists: each is a fork of an interpreter that
+        # holds them (and configures what they imported: runner.py).
+        ns = {"__name__": "__sandbank_packages__", "__builtins__": builtins}
+        exec(_PROGRAM, ns)
+        ns["_load_packages"](json.loads(_PACKAGES))
     spares = [_prepare(ctrl, filt)]
     ctrl.send(b"Z")
     # Work for the zygote while no request waits: the common modules'
