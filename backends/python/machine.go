@@ -207,7 +207,7 @@ func (e *layoutEntry) layout() *layout {
 		}
 		switch op, a, b := e.Args[i], e.Args[i+1], e.Args[i+2]; op {
 		case "--ro-bind":
-			if a != b {
+			if a != b && b != configMount { // packages.go
 				return nil
 			}
 			if _, err := os.Lstat(a); err != nil {

@@ -43,6 +43,20 @@ var packageEnv = map[string]string{
 	"MPLBACKEND":             "Agg",
 }
 
+// configMount is where the sandbox sees the configuration directory the
+// probe made (read-only).
+const configMount = "/sandbank/mplconfig"
+
+// sandboxConfigDir is MPLCONFIGDIR in the sandbox: in the zygote's
+// /tmp (zygoteTmpBytes), a copy of the configuration directory the
+// probe made. Each run mounts its own /tmp over it.
+const sandboxConfigDir = "/tmp/sandbank-mplconfig"
+
+// zygoteTmpBytes is the size of the zygote's own /tmp when it loads
+// packages (matplotlib's configuration directory: a font cache of 40
+// KiB).
+const zygoteTmpBytes = 4 << 20
+
 // checkPackages validates Options.Packages and returns them sorted,
 // without duplicates.
 func checkPackages(names []string) ([]string, error) {
@@ -58,6 +72,11 @@ func checkPackages(names []string) ([]string, error) {
 
 // packageSpec is what the runner's _load_packages reads.
 type packageSpec struct {
+	// Copy is a directory to copy, read-only source first, before the
+	// imports: matplotlib's configuration directory with the font cache,
+	// into the zygote's (or the run's) /tmp, since matplotlib refuses a
+	// directory it cannot write (and then makes a temporary one, empty).
+	Copy   []string          `json:"copy,omitempty"`
 	Env    map[string]string `json:"env"`
 	Path   []string          `json:"path,omitempty"`
 	Import []string          `json:"import"`
@@ -156,11 +175,16 @@ func (l *layout) bindPackages(b *binder, packages []string, found *packagesFound
 			return err
 		}
 	}
-	if err := b.bindTree(found.ConfigDir); err != nil {
-		return err
+	// The configuration directory may be under the host's /tmp, which
+	// the sandbox's own /tmp hides: it is bound at configMount.
+	real, err := filepath.EvalSymlinks(found.ConfigDir)
+	if err != nil {
+		return fmt.Errorf("python: the packages' configuration directory: %w", err)
 	}
+	b.args = append(b.args, "--ro-bind", real, configMount)
 	l.path = append(l.path, found.Path...)
-	s := packageSpec{Path: found.Path, Import: packageImports(packages), Env: map[string]string{"MPLCONFIGDIR": found.ConfigDir}}
+	s := packageSpec{Path: found.Path, Import: packageImports(packages), Env: map[string]string{"MPLCONFIGDIR": sandboxConfigDir},
+		Copy: []string{configMount, sandboxConfigDir}}
 	for k, v := range packageEnv {
 		s.Env[k] = v
 	}

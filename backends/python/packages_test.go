@@ -79,6 +79,8 @@ func TestPackagesKeepTheRunDeterministic(t *testing.T) {
 	assert.Equal(t, string(first.Value), string(second.Value), "the same in every run")
 	var got []any
 	require.NoError(t, json.Unmarshal(first.Value, &got))
+	assert.Equal(t, 0.5488135039273248, got[0], "numpy's global generator seeded with Options.Seed (0)")
+	assert.Equal(t, 0.8444218515250481, got[2], "random seeded with Options.Seed (0)")
 	assert.InDelta(t, 946684800.001, got[4], 0.0005, "the fake clock")
 	assert.Equal(t, 1.0, got[5], "one thread")
 	other, err := python.New(&python.Options{Python: "/usr/bin/python3", Packages: dataPackages, Seed: 7})

@@ -125,6 +125,9 @@ func New(opts *Options) (*Backend, error) {
 	if b.packages, err = checkPackages(o.Packages); err != nil {
 		return nil, err
 	}
+	if len(b.packages) > 0 && b.scratch < 0 {
+		return nil, fmt.Errorf("python: Packages need the run's /tmp: ScratchBytes is %d, want ≥ 0", o.ScratchBytes)
+	}
 	if b.bwrap, b.python, err = tools(o); err != nil {
 		return nil, err
 	}

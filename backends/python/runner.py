@@ -818,6 +818,10 @@ def _load_packages(spec):
     # configured by each run as it starts (_configure_loaded).
     import importlib
 
+    if spec.get("copy"):
+        import shutil
+
+        shutil.copytree(spec["copy"][0], spec["copy"][1])
     for k, v in spec.get("env", {}).items():
         os.environ[k] = v
     for d in spec.get("path", ()):

@@ -134,7 +134,12 @@ func (b *Backend) zygoteArgv() []string {
 		"--setenv", "PYTHONHASHSEED", "0",
 	}
 	args = append(args, b.lay.args...)
-	if b.scratch > 0 {
+	switch {
+	case b.scratch > 0 && b.lay.packages != "":
+		// The packages' configuration (packages.go); each run mounts
+		// its own /tmp over it.
+		args = append(args, "--size", strconv.Itoa(zygoteTmpBytes), "--tmpfs", "/tmp")
+	case b.scratch > 0:
 		args = append(args, "--dir", "/tmp")
 	}
 	scratch := max(b.scratch, 0)
