@@ -44,7 +44,7 @@ type runOptions struct {
 	allowReusedRuntime bool
 	cacheDir           string
 	noCache            bool
-	packages           []string // --package NAME (python's allow-list)
+	packages           []string       // --package NAME (python's allow-list)
 	hosts              []string       // --host NAME=FILE.json (host.go)
 	hostLog            *hostLog       // the calls the run made, for --json
 	rec                recordOptions  // record.go
