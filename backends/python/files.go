@@ -59,6 +59,21 @@ func filesCannotFit(files []spi.File, scratch int64) bool {
 	return need > scratch
 }
 
+// outDirName is the output directory's name in the working directory.
+const outDirName = "out"
+
+// outDirClash reports an input file named as the output directory, which
+// cannot be both: the run is the scriptError FileExistsError (Python's
+// own name for it), decided before anything starts.
+func outDirClash(files []spi.File) (spi.Outcome, bool) {
+	for _, f := range files {
+		if f.Name == outDirName {
+			return spi.Threw("FileExistsError", "python: an input file is named out, the output directory's name in the working directory"), true
+		}
+	}
+	return spi.Outcome{}, false
+}
+
 // filesHeader is the request header's "f": each input file's name and
 // length, in the order their bytes follow the input.
 func filesHeader(files []spi.File) [][2]any {

@@ -52,6 +52,9 @@ func (b *Backend) evaluate(ctx context.Context, req spi.Request) (spi.Outcome, e
 	if inputCannotFit(len(input), req.Limits.MemoryBytes) || filesCannotFit(req.Files, b.scratch) { // files.go
 		return spi.InputTooLarge(), nil
 	}
+	if out, clash := outDirClash(req.Files); clash { // files.go
+		return out, nil
+	}
 	begun := time.Now()
 	p, err := b.spawn(req)
 	if err != nil {
