@@ -50,9 +50,10 @@
 // Limits.MaxOutFiles or MaxOutFileBytes the run is limitExceeded files;
 // an entry whose name spi.CheckFileName refuses ("my chart.png",
 // ".hidden"), a directory, a symbolic link (never followed) or any
-// other kind of file is a scriptError OutputFileError naming it, and
-// out/ itself replaced by a symbolic link too; a script that removed
-// out/ returns none; an input file named out is the scriptError
+// other kind of file is not an output file: it is left out, the run
+// goes on, and a warning line in the run's log says what was left out
+// and why (so does out/ itself replaced by a symbolic link); a script
+// that removed out/ returns none; an input file named out is the scriptError
 // FileExistsError before anything starts. Writing a name again
 // replaces its content. The run's /tmp (Options.ScratchBytes) holds the
 // input files and what the script writes, so it bounds both: input

@@ -23,18 +23,17 @@ import (
 // the host believes them only as the files the script wrote, bounds
 // each by what the run may still return before buffering it, and
 // decides the outcome: past Limits.MaxOutFiles or MaxOutFileBytes the
-// files limit; a name spi.CheckFileName refuses, or an entry that is not
-// a regular file, a scriptError OutputFileError (the run's value is not
-// returned: the script wrote what cannot be returned).
+// files limit. An entry that is not an output file (a name
+// spi.CheckFileName refuses, a directory, a symbolic link, another kind
+// of file, or out/ itself replaced) is left out, as a write under a
+// hostile name in another language writes nothing, and the run goes on:
+// the host adds a warning line to the run's log saying what was left
+// out and why (the script's own name is quoted only when valid).
 
 const (
 	frameFile  = 'W' // the name's length (a byte), the name, the file's content
 	frameEntry = 'X' // the name's length (a byte), the name, what it is: 'd', 'l' or 'o'
 )
-
-// outputFileError names the scriptError of a run whose out/ holds what
-// cannot be returned.
-const outputFileError = "OutputFileError"
 
 // filePageBytes is what a tmpfs file or directory holds at least: the
 // host's check that the input files fit in the run's /tmp counts each
@@ -87,14 +86,15 @@ func filesHeader(files []spi.File) [][2]any {
 // outFiles collects a run's output files from its frames, within the
 // request's bounds.
 type outFiles struct {
+	warn     func(string) // a warning line in the run's log
 	maxFiles int
 	maxBytes int64
 	bytes    int64
 	files    []spi.File
 }
 
-func newOutFiles(l spi.Limits) *outFiles {
-	return &outFiles{maxFiles: l.MaxOutFiles, maxBytes: l.MaxOutFileBytes}
+func newOutFiles(l spi.Limits, warn func(string)) *outFiles {
+	return &outFiles{warn: warn, maxFiles: l.MaxOutFiles, maxBytes: l.MaxOutFileBytes}
 }
 
 // frameBound is the most a W frame may hold: a name and what the run
@@ -108,8 +108,7 @@ func (o *outFiles) frameBound() int64 {
 var errFilesPast = errors.New("python: output files past the bound")
 
 // add takes one W or X frame. It returns the run's ending when the frame
-// ends the run (nil if not): the files limit, an OutputFileError, or a
-// broken frame.
+// ends the run (nil if not): the files limit, or a broken frame.
 func (o *outFiles) add(kind byte, payload []byte) *ending {
 	name, rest, ok := splitNamed(payload)
 	if !ok {
@@ -123,16 +122,19 @@ func (o *outFiles) add(kind byte, payload []byte) *ending {
 		if what == "" {
 			what = "not a regular file"
 		}
-		if name == "" {
-			return &ending{kind: endThrew, name: outputFileError, message: "python: out/ is not a directory: output files are regular files under out/"}
+		switch {
+		case name == "":
+			o.warn("python: out/ is not a directory: no output files")
+		case spi.CheckFileName(name) != nil:
+			o.warn(fmt.Sprintf("python: an entry of out/ is %s, not an output file: output files are regular files directly under out/", what))
+		default:
+			o.warn(fmt.Sprintf("python: out/%s is %s, not an output file: output files are regular files directly under out/", name, what))
 		}
-		if spi.CheckFileName(name) != nil {
-			return &ending{kind: endThrew, name: outputFileError, message: fmt.Sprintf("python: an entry of out/ is %s: output files are regular files directly under out/", what)}
-		}
-		return &ending{kind: endThrew, name: outputFileError, message: fmt.Sprintf("python: out/%s is %s: output files are regular files directly under out/", name, what)}
+		return nil
 	}
 	if err := spi.CheckFileName(name); err != nil {
-		return &ending{kind: endThrew, name: outputFileError, message: "python: a file under out/ has an invalid name: " + err.Error()}
+		o.warn("python: a file under out/ is not an output file: " + err.Error())
+		return nil
 	}
 	if len(o.files) >= o.maxFiles || int64(len(rest)) > o.maxBytes-o.bytes {
 		return &ending{kind: endFiles}

@@ -6,6 +6,8 @@ import (
 	"context"
 	"encoding/json"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -70,9 +72,10 @@ with open("out/out.txt", "w") as f:
 }
 
 // TestFilesBounds: past the count or the bytes, the files limit; an
-// entry of out/ that is not a regular file with a valid name, a typed
-// scriptError, the symbolic link never followed; input files that
-// cannot fit in the run's /tmp, inputTooLarge.
+// entry of out/ that is not a regular file with a valid name is left
+// out with a warning in the run's log, the symbolic link never
+// followed, and the run goes on; input files that cannot fit in the
+// run's /tmp, inputTooLarge; one named out, FileExistsError.
 func TestFilesBounds(t *testing.T) {
 	b := newBackend(t)
 	defer b.Close()
@@ -85,7 +88,8 @@ func TestFilesBounds(t *testing.T) {
 		files    []spi.File
 		kind     spi.OutcomeKind
 		limit    spi.LimitKind
-		contains string
+		errName  string
+		contains string // KindThrew: in the message; KindOK: in a warning line
 		nfiles   int
 	}{
 		{name: "at the count", script: write(3, 10), kind: spi.KindOK, nfiles: 3},
@@ -94,27 +98,59 @@ func TestFilesBounds(t *testing.T) {
 		{name: "past the bytes", script: write(2, 51), kind: spi.KindLimit, limit: spi.LimitFiles},
 		{name: "one file past the bytes", script: write(1, 1<<20), kind: spi.KindLimit, limit: spi.LimitFiles},
 		{name: "same name again", script: "open('out/a', 'w').write('x' * 90)\nopen('out/a', 'w').write('y' * 100)", kind: spi.KindOK, nfiles: 1},
-		{name: "invalid name", script: "open('out/.hidden', 'w').write('x')", kind: spi.KindThrew, contains: "invalid name"},
-		{name: "space in name", script: "open('out/my chart.png', 'w').write('x')", kind: spi.KindThrew, contains: "invalid name"},
-		{name: "directory", script: "import os\nos.mkdir('out/d')", kind: spi.KindThrew, contains: "out/d is a directory"},
-		{name: "symbolic link", script: "import os\nos.symlink('/usr/lib/os-release', 'out/l')", kind: spi.KindThrew, contains: "out/l is a symbolic link"},
-		{name: "fifo", script: "import os\nos.mkfifo('out/p')", kind: spi.KindThrew, contains: "out/p is not a regular file"},
-		{name: "out is a link", script: "import os\nos.rmdir('out')\nos.symlink('/usr', 'out')", kind: spi.KindThrew, contains: "out/ is not a directory"},
+		{name: "invalid name", script: "open('out/.hidden', 'w').write('x')\nopen('out/a', 'w').write('y')", kind: spi.KindOK, nfiles: 1, contains: "not an output file: spi: invalid file name"},
+		{name: "space in name", script: "open('out/my chart.png', 'w').write('x')", kind: spi.KindOK, contains: "not an output file: spi: invalid file name: ' ' at byte 2"},
+		{name: "directory", script: "import os\nos.mkdir('out/d')\nopen('out/d/x', 'w').write('x')", kind: spi.KindOK, contains: "out/d is a directory, not an output file"},
+		{name: "symbolic link", script: "import os\nos.symlink('/usr/lib/os-release', 'out/l')", kind: spi.KindOK, contains: "out/l is a symbolic link, not an output file"},
+		{name: "fifo", script: "import os\nos.mkfifo('out/p')", kind: spi.KindOK, contains: "out/p is not a regular file, not an output file"},
+		{name: "out is a link", script: "import os\nos.rmdir('out')\nos.symlink('/usr/lib', 'out')", kind: spi.KindOK, contains: "out/ is not a directory: no output files"},
 		{name: "out removed", script: "import os\nos.rmdir('out')", kind: spi.KindOK},
-		{name: "an input file named out", script: "1", files: []spi.File{{Name: "out", Data: []byte("x")}}, kind: spi.KindThrew, contains: "named out"},
+		{name: "an input file named out", script: "1", files: []spi.File{{Name: "out", Data: []byte("x")}}, kind: spi.KindThrew, errName: "FileExistsError", contains: "named out"},
 		{name: "input files past /tmp", script: "1", files: []spi.File{{Name: "big", Data: make([]byte, python.DefaultScratchBytes)}}, kind: spi.KindInputTooLarge},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			out := evalFiles(t, b, tc.script, tc.files, 3, 100)
+			logs := &warnings{}
+			out, err := b.Evaluate(context.Background(), spi.Request{
+				Script: []byte(tc.script), Input: json.RawMessage(`null`), Files: tc.files, Logs: logs,
+				Limits: spi.Limits{WallClock: 20 * time.Second, MemoryBytes: 64 << 20, MaxOutFiles: 3, MaxOutFileBytes: 100},
+			})
+			require.NoError(t, err)
 			require.Equal(t, tc.kind, out.Kind, "%+v", out)
 			switch tc.kind {
 			case spi.KindLimit:
 				assert.Equal(t, tc.limit, out.Limit)
 			case spi.KindThrew:
-				assert.Contains(t, []string{"OutputFileError", "FileExistsError"}, out.Name)
+				assert.Equal(t, tc.errName, out.Name)
 				assert.Contains(t, out.Message, tc.contains)
+			case spi.KindOK:
+				if tc.contains != "" {
+					assert.Contains(t, logs.text(), tc.contains)
+				} else {
+					assert.Empty(t, logs.text())
+				}
 			}
 			assert.Len(t, out.Files, tc.nfiles)
 		})
 	}
+}
+
+// warnings keeps the warning lines of a run's log.
+type warnings struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (w *warnings) Log(level spi.LogLevel, _ spi.LogStream, line string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if level == spi.LevelWarn {
+		w.lines = append(w.lines, line)
+	}
+	return true
+}
+
+func (w *warnings) text() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return strings.Join(w.lines, "\n")
 }

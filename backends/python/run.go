@@ -467,7 +467,7 @@ func (e ending) needsExit() bool {
 // read; their answers carry the host's number.
 func (p *proc) session(ctx context.Context, req spi.Request) {
 	r := bufio.NewReaderSize(p.out, 64<<10)
-	p.files = newOutFiles(req.Limits) // files.go
+	p.files = newOutFiles(req.Limits, func(line string) { req.Log(spi.LevelWarn, spi.StreamStderr, line) }) // files.go
 	var calls uint64
 	started := false
 	end := func(e ending) { p.ended <- e }
