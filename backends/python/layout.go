@@ -136,7 +136,7 @@ func newLayout(p probeResult, sitePackages string, packages []string) (*layout, 
 	}
 	dirs := map[string]bool{}
 	for _, f := range p.Files {
-		if under(f, p.Stdlib) || under(f, p.PlatStdlib) || (sitePackages != "" && under(f, sitePackages)) || b.coveredByTree(f) {
+		if under(f, p.Stdlib) || under(f, p.PlatStdlib) || (sitePackages != "" && under(f, sitePackages)) {
 			continue
 		}
 		if err := b.bindFile(f); err != nil {

@@ -855,7 +855,8 @@ def _probe_packages(spec, out):
     # top-level entries of the site directories that were imported or
     # opened (the packages and their dependencies), the other files
     # opened (data) and mapped (shared libraries, below), and the data
-    # directory a package names (matplotlib's, its fonts). It leaves
+    # directory a package names (matplotlib's, its fonts), adding the
+    # files mapped once they are imported to out["files"]. It leaves
     # matplotlib's font cache in MPLCONFIGDIR with the fonts the package
     # ships only, so that every run sees the same fonts.
     import site
@@ -906,6 +907,13 @@ def _probe_packages(spec, out):
             fm.fontManager.afmlist = [f for f in fm.fontManager.afmlist if os.path.realpath(f.fname).startswith(data + "/")]
             fm.json_dump(fm.fontManager, os.path.join(conf, "fontlist-v%s.json" % fm.FontManager.__version__))
     out["packages"] = {"path": sites, "entries": sorted(entries), "trees": sorted(trees), "files": sorted(files)}
+    mapped = set(out["files"])
+    with open("/proc/self/maps") as f:
+        for line in f:
+            parts = line.split(None, 5)
+            if len(parts) == 6 and parts[5].startswith("/"):
+                mapped.add(parts[5].strip())
+    out["files"] = sorted(mapped)
 
 
 def _probe():
@@ -930,23 +938,22 @@ def _probe():
                 importlib.import_module(mod)
             except Exception:
                 pass
-    out = {}
-    if _LIMITS.get("packages"):
-        _probe_packages(_LIMITS["packages"], out)
     files = set()
     with open("/proc/self/maps") as f:
         for line in f:
             parts = line.split(None, 5)
             if len(parts) == 6 and parts[5].startswith("/"):
                 files.add(parts[5].strip())
-    out.update({
+    out = {
         "version": list(sys.version_info[:3]),
         "executable": os.path.realpath(sys.executable),
         "stdlib": os.path.realpath(paths["stdlib"]),
         "platstdlib": os.path.realpath(paths["platstdlib"]),
         "base": base,
         "files": sorted(files),
-    })
+    }
+    if _LIMITS.get("packages"):
+        _probe_packages(_LIMITS["packages"], out)
     _write((json.dumps(out) + "\n").encode())
 
 
