@@ -75,9 +75,10 @@
 // other package is ModuleNotFoundError. The zygote imports them before
 // it prepares its first run: with OPENBLAS_NUM_THREADS, OMP_NUM_THREADS,
 // MKL_NUM_THREADS and their kin at 1 (a library that starts a thread
-// pool at import would leave the zygote unable to fork safely), then
-// gc.freeze, so that a run's collections do not copy the zygote's
-// pages. A run pays nothing for import pandas. matplotlib runs on Agg
+// pool at import would leave the zygote unable to fork safely: the
+// probe fails the check of the machine when the process holds more
+// than one thread once they are imported), then gc.freeze, so that a
+// run's collections do not copy the zygote's pages. A run pays nothing for import pandas. matplotlib runs on Agg
 // with a font cache the probe builds from the fonts it ships (no system
 // font, so a chart's bytes are the same on every machine with the same
 // versions), copied into the zygote's own small /tmp (matplotlib

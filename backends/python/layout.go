@@ -87,7 +87,7 @@ func probeInterpreter(ctx context.Context, path string, packages *packageSpec) (
 	}
 	if packages != nil {
 		if p.Packages == nil {
-			return probeResult{}, fmt.Errorf("python: the packages %s cannot be imported from the site directories of %s: %s", strings.Join(packages.Import, " "), path, firstLine([]byte(p.Error)))
+			return probeResult{}, fmt.Errorf("python: the packages %s cannot be used from the site directories of %s: %s", strings.Join(packages.Import, " "), path, firstLine([]byte(p.Error)))
 		}
 		p.Packages.ConfigDir = packages.Env["MPLCONFIGDIR"]
 	}

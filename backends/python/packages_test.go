@@ -98,5 +98,5 @@ func TestPackagesRefused(t *testing.T) {
 	b, err := python.New(&python.Options{Python: "/usr/bin/python3", Packages: []string{"no_such_package_sandbank"}})
 	require.NoError(t, err)
 	defer b.Close()
-	assert.ErrorContains(t, b.Warm(context.Background()), "cannot be imported")
+	assert.ErrorContains(t, b.Warm(context.Background()), "cannot be used")
 }

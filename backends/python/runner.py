@@ -877,6 +877,12 @@ def _probe_packages(spec, out):
     except Exception as e:
         out["error"] = "%s: %s" % (type(e).__name__, e)
         return
+    # The zygote forks: it must hold one thread once the packages are
+    # imported, as the probe does with the same environment.
+    threads = len(os.listdir("/proc/self/task"))
+    if threads > 1:
+        out["error"] = "the process holds %d threads once they are imported, not one: the zygote could not fork safely" % threads
+        return
     entries, trees, files = set(), set(), set()
 
     def entry(p):
