@@ -110,6 +110,9 @@ var allCases = []*caseDef{
 	{name: "logs", gate: needLogs, scripts: []string{"logs"}, run: caseLogs},
 	{name: "logs_order", gate: needLogs, scripts: []string{"logs_order"}, run: caseLogsOrder},
 	{name: "deterministic", gate: needDeterministic, scripts: []string{"durable_replay"}, run: caseDeterministic, proves: []string{"deterministic"}},
+	{name: "files_in", gate: needFiles, scripts: []string{"files_in"}, run: caseFilesIn},
+	{name: "files_out", gate: needFiles, scripts: []string{"files_out"}, run: caseFilesOut},
+	{name: "files_bounds", gate: needFiles, scripts: []string{"files_bounds"}, run: caseFilesBounds},
 }
 
 // echoInput is the input of echo (and of the echo runs other cases make).

@@ -210,6 +210,9 @@ func TestGates(t *testing.T) {
 		"logs":            "Logs",
 		"logs_order":      "Logs",
 		"deterministic":   "HostCalls",
+		"files_in":        "Files",
+		"files_out":       "Files",
+		"files_bounds":    "Files",
 	}
 	for _, c := range rep.Cases {
 		if gate, ok := want[c.Name]; ok {
@@ -1394,7 +1397,7 @@ func TestCaseNames(t *testing.T) {
 	assert.Equal(t, []string{
 		"echo", "throw", "throw_named", "syntax_error", "runaway_loop", "runaway_native", "allocation_bomb", "memory_limit",
 		"deep_recursion", "rich_value", "async_value", "input_contract", "no_network", "no_escape", "host_objects",
-		"fresh_per_run", "warm", "cpu_budget", "input_too_big", "abort", "abort_mid_run", "composition", "logs", "logs_order", "deterministic",
+		"fresh_per_run", "warm", "cpu_budget", "input_too_big", "abort", "abort_mid_run", "composition", "logs", "logs_order", "deterministic", "files_in", "files_out", "files_bounds",
 		"host_calls", "host_errors", "host_limits", "host_stop", "host_stuck", "host_isolation", "host_clock", "host_exact", "host_concurrent",
 	}, names)
 	names[0] = "changed"

@@ -101,6 +101,23 @@
 //	logs_order      (Logs) 1,500 lines naming their call's level, the
 //	                streams alternating: every one in the record, in
 //	                order, with its call's level on that level's stream
+//	files_in        (Files) two input files, text and the 256 bytes: the
+//	                script lists their names sorted, reads the text as
+//	                UTF-8 and every byte intact, and writes no file
+//	files_out       (Files) two written files, a string and bytes, come
+//	                back in name order byte for byte, the receipt naming
+//	                each by its digest
+//	files_bounds    (Files) hostile input files (a parent or absolute
+//	                path, a NUL, a name twice, 10,000 files) are refused
+//	                by the effect before the backend runs; under bounds of
+//	                3 files and 12 bytes, writing up to them (a name
+//	                written twice counted once) finishes, one file or one
+//	                byte more ends in limitExceeded files with no file
+//	                returned; a write under a hostile name ("../x",
+//	                "/etc/passwd", a NUL, "a/b", ".hidden", "") throws an
+//	                error the script catches and writes nothing (as the
+//	                set declares it with files_bounds.uncatchable or
+//	                files_bounds.filesystem)
 //	host_calls      (HostCalls) host.probe(input) then host.probe(answer):
 //	                both calls arrive in order with their exact arguments,
 //	                and the second answer (a fresh nonce, text beyond the

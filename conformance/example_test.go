@@ -13,7 +13,7 @@ import (
 func ExampleCaseNames() {
 	fmt.Println(strings.Join(conformance.CaseNames(), " "))
 	// Output:
-	// echo throw throw_named syntax_error runaway_loop runaway_native allocation_bomb memory_limit deep_recursion rich_value async_value input_contract no_network no_escape host_objects fresh_per_run warm cpu_budget input_too_big abort abort_mid_run composition logs logs_order deterministic host_calls host_errors host_limits host_stop host_stuck host_isolation host_clock host_exact host_concurrent
+	// echo throw throw_named syntax_error runaway_loop runaway_native allocation_bomb memory_limit deep_recursion rich_value async_value input_contract no_network no_escape host_objects fresh_per_run warm cpu_budget input_too_big abort abort_mid_run composition logs logs_order deterministic files_in files_out files_bounds host_calls host_errors host_limits host_stop host_stuck host_isolation host_clock host_exact host_concurrent
 }
 
 // echoBackend answers every script with its input: it passes the echo

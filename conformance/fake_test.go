@@ -65,7 +65,7 @@ var (
 
 // goodCaps is the strongest declaration.
 func goodCaps() spi.Capabilities {
-	return spi.Capabilities{Language: "javascript", Network: spi.NetworkNone, WallClock: spi.WallClockHard, Memory: true, CPU: true, FreshPerRun: true, HostCalls: true, Logs: true, Deterministic: true}
+	return spi.Capabilities{Language: "javascript", Network: spi.NetworkNone, WallClock: spi.WallClockHard, Memory: true, CPU: true, FreshPerRun: true, HostCalls: true, Logs: true, Deterministic: true, Files: true}
 }
 
 // newFakeConfig returns a well-behaved configuration over the JavaScript
@@ -264,6 +264,9 @@ var goodBehaviors = map[string]behavior{
 	"throw_named":        throwNamed(false),
 	"composition_throw":  outcome(spi.Threw("Error", "composition: "+strings.Repeat("y", 50000)+"\xed\xa0\x80"+strings.Repeat("z", 50000))),
 	"composition_output": returns(`"` + strings.Repeat("x", 2_000_000) + `"`),
+	"files_in":           filesInBehavior,
+	"files_out":          filesOutBehavior,
+	"files_bounds":       filesEngine{}.behavior,
 }
 
 // asyncBehavior acts out async_value's script: the value, the rejection,

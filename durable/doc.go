@@ -24,7 +24,7 @@
 // Only an engine that declares spi.Capabilities.Deterministic runs
 // durably. The bounds are MaxSuspensions and MaxLogBytes.
 //
-// Kept for later: a store for continuations every door shares (this
-// package returns them whole), the HTTP, MCP and Temporal doors, and the
-// conformance kit's cases for Deterministic.
+// This package returns continuations whole; a door keeps them in a
+// storage.ContinuationStore (the HTTP and MCP doors do). Kept for later:
+// the Temporal door and the conformance kit's cases for Deterministic.
 package durable

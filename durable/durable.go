@@ -42,8 +42,10 @@ type Continuation struct {
 	// Format is Format.
 	Format string `json:"format"`
 	// Receipt is the suspended run's receipt: the script's address, the
-	// input's digest, the engine, its backend's version, the SPI
-	// version, the capabilities and limits, the digest of HostCalls
+	// input's digest, the input files' references (not their bytes: a
+	// resumption is handed the files again), the engine, its backend's
+	// version, the SPI version, the capabilities and limits, the digest
+	// of HostCalls
 	// (Receipt.HostLog), the suspensions before it; signed by the
 	// effect's Signer when it has one. Its signature covers every other
 	// field of the continuation through these digests.
@@ -111,7 +113,10 @@ func Run(ctx context.Context, eff *effect.Effect, call effect.Call) (*effect.Rec
 // (JSON text), then live. call gives the host functions, the events and,
 // when cont does not carry it and eff's store does not hold it, the
 // script (Source); its Script, Input, Limits and Durable must be unset:
-// they come from cont. The run may suspend again (a new continuation),
+// they come from cont. A run with input files is resumed with the same
+// files in call.Files: cont holds only their references
+// (Receipt.InputFiles), and the effect refuses other files
+// (effect.ErrInvalidHost). The run may suspend again (a new continuation),
 // up to MaxSuspensions. cont is refused (ErrInvalidContinuation) when it
 // does not agree with itself or its signature does not verify against
 // opts.Keys, and by the effect (effect.ErrInvalidHost) when it suspended
@@ -142,7 +147,8 @@ func Resume(ctx context.Context, eff *effect.Effect, cont *Continuation, answer 
 		Outcome: effect.HostCallOK, Answer: text}
 	r := cont.Receipt
 	call.Script, call.Input = r.Script, cont.Input
-	call.Limits = spi.Limits{WallClock: r.Limits.WallClock, MemoryBytes: r.Limits.MemoryBytes}
+	call.Limits = spi.Limits{WallClock: r.Limits.WallClock, MemoryBytes: r.Limits.MemoryBytes,
+		MaxOutFiles: r.Limits.MaxOutFiles, MaxOutFileBytes: r.Limits.MaxOutFileBytes}
 	if call.Source == nil {
 		call.Source = cont.Source
 	}

@@ -261,3 +261,40 @@ func TestHostLogBounded(t *testing.T) {
 	assert.Equal(t, effect.LimitHostLog, f.Kind)
 	assert.Equal(t, int64(100), f.Limit)
 }
+
+// filesBackend is a backend that declares Files (the engine ignores
+// them): enough to prove what a continuation records of input files.
+type filesBackend struct{ spi.Backend }
+
+func (b filesBackend) Capabilities() spi.Capabilities {
+	c := b.Backend.Capabilities()
+	c.Files = true
+	return c
+}
+
+// TestResumeNeedsTheSameInputFiles: a continuation records the suspended
+// run's input files by reference, and a resumption with other files (or
+// none) is refused; with the same files it runs.
+func TestResumeNeedsTheSameInputFiles(t *testing.T) {
+	ctx := context.Background()
+	eff := newEffect(t, filesBackend{quickjsBackend(t)}, nil)
+	files := []spi.File{{Name: "data.csv", Data: []byte("a,b\n1,2\n")}}
+	var gets atomic.Int32
+	_, cont, err := durable.Run(ctx, eff, effect.Call{Source: []byte(approval), Input: map[string]int{"n": 20}, Host: hosts(&gets, true), Files: files})
+	require.ErrorIs(t, err, effect.ErrSuspended)
+	require.Len(t, cont.Receipt.InputFiles, 1)
+	text, err := cont.Encode()
+	require.NoError(t, err)
+	back, err := durable.Decode(text)
+	require.NoError(t, err)
+	for name, other := range map[string][]spi.File{
+		"other content": {{Name: "data.csv", Data: []byte("a,b\n1,3\n")}},
+		"none":          nil,
+	} {
+		_, _, err := durable.Resume(ctx, eff, back, json.RawMessage(`true`), effect.Call{Host: hosts(&gets, false), Files: other}, nil)
+		assert.ErrorIs(t, err, effect.ErrInvalidHost, name)
+	}
+	rec, _, err := durable.Resume(ctx, eff, back, json.RawMessage(`true`), effect.Call{Host: hosts(&gets, false), Files: files}, nil)
+	require.NoError(t, err)
+	assert.Equal(t, cont.Receipt.InputFiles, rec.Receipt.InputFiles)
+}

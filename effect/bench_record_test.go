@@ -40,3 +40,47 @@ func BenchmarkRecordOverhead(b *testing.B) {
 		}
 	})
 }
+
+// instantFiles is instant declaring Files.
+type instantFiles struct{ instant }
+
+func (instantFiles) Capabilities() spi.Capabilities {
+	c := instant{}.Capabilities()
+	c.Files = true
+	return c
+}
+
+// BenchmarkFilesOverhead is the effect's own cost of 1 MiB of input files
+// and 1 MiB of output files (4 files of 256 KiB each way) around a backend
+// that answers at once: without a record (Evaluate: the checks and
+// copies) and with one (Run: the digests too).
+//
+//	go test -run '^$' -bench FilesOverhead -benchmem ./effect/
+func BenchmarkFilesOverhead(b *testing.B) {
+	files := make([]spi.File, 4)
+	for i := range files {
+		files[i] = spi.File{Name: "f" + string(rune('0'+i)), Data: make([]byte, 256<<10)}
+	}
+	out := spi.OK(json.RawMessage(`{"n":1}`))
+	out.Files = files
+	e, err := New(newMemoryStore(), instantFiles{instant{out}}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	call := Call{Source: []byte("input"), Input: json.RawMessage(`{"n":1}`), Files: files}
+	b.Run("evaluate", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := e.Evaluate(ctx, call); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("run", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := e.Run(ctx, call); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strconv"
 
 	"github.com/sandbank/sandbank/internal/canon"
@@ -36,8 +37,9 @@ type Durable struct {
 	// Resumes is the receipt of the suspended run this one resumes; nil
 	// for a first run. The call is refused (ErrInvalidHost) unless its
 	// outcome is suspended and its engine, backend, SPI version and
-	// capabilities are this effect's, its script the call's and its
-	// input digest the call's input's. This run's receipt names it
+	// capabilities are this effect's, its script the call's, its
+	// input digest the call's input's and its input files (Receipt.InputFiles)
+	// the call's Files'. This run's receipt names it
 	// (Receipt.Previous, its digest) and counts its suspensions
 	// (Receipt.Suspensions: one more than it).
 	Resumes *Receipt
@@ -70,7 +72,7 @@ var (
 	errSuspendNotDurable  = invalid(ErrInvalidHost, "effect: a host function answered Suspend in a run that is not durable (Call.Durable)")
 	errDurableNotDetermin = invalid(ErrInvalidHost, "effect: a durable call needs a backend that declares Deterministic")
 	errDurableBounds      = invalid(ErrInvalidHost, "effect: a durable call needs positive MaxSuspensions and MaxLogBytes")
-	errDurableResumes     = invalid(ErrInvalidHost, "effect: a durable call resumes a run that did not suspend, or that ran another script, input, engine, backend, SPI version or capabilities")
+	errDurableResumes     = invalid(ErrInvalidHost, "effect: a durable call resumes a run that did not suspend, or that ran another script, input, input files, engine, backend, SPI version or capabilities")
 	errDurableReplay      = invalid(ErrInvalidHost, "effect: a durable call's replay log holds an entry with an invalid name, outcome or JSON text, one over MaxHostArgBytes or MaxHostResultBytes, or more entries than MaxHostCalls")
 	errHostSuspended      = &hostError{"effect: the run was suspended at a host call"}
 	errHostDiverged       = &hostError{"effect: the host call is not the one the replay log holds"}
@@ -174,11 +176,15 @@ func (b *broker) suspend(c *hostCall, s *suspension) error {
 	default:
 		verdict = &Failure{Code: CodeSuspended, Reason: s.reason}
 	}
+	// The call's line is complete before the backend is cancelled: the
+	// record is sealed as soon as the backend returns.
+	won, stop := b.settle(verdict)
 	o := HostCallCanceled
-	if f, ok := verdict.(*Failure); b.decide(verdict) && ok && f.Code == CodeSuspended {
+	if f, ok := verdict.(*Failure); won && ok && f.Code == CodeSuspended {
 		o = HostCallSuspended
 	}
 	c.ended(0, errHostSuspended, o)
+	stop()
 	return errHostSuspended
 }
 
@@ -242,15 +248,17 @@ func (d *Durable) suspensions() int {
 }
 
 // checkResumes refuses a durable call whose Resumes is not a suspension
-// of this script and input on this engine.
-func (e *Effect) checkResumes(d *Durable, addr Address, input []byte) error {
+// of this script, input and input files (their references: names,
+// digests, sizes) on this engine.
+func (e *Effect) checkResumes(d *Durable, addr Address, input []byte, files []FileRef) error {
 	r := d.Resumes
 	if r == nil {
 		return nil
 	}
 	if r.Outcome != CodeSuspended.String() || r.Engine != e.rc.engine || r.Backend != e.rc.module ||
 		r.SPIVersion != spi.Version || r.Capabilities != e.caps || r.Script != addr ||
-		r.InputDigest == "" || r.InputDigest != inputDigest(input) || r.Suspensions < 0 {
+		r.InputDigest == "" || r.InputDigest != inputDigest(input) || r.Suspensions < 0 ||
+		!slices.Equal(r.InputFiles, files) {
 		return errDurableResumes
 	}
 	if _, err := r.Digest(); err != nil {

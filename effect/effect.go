@@ -1,6 +1,7 @@
 package effect
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -29,6 +30,9 @@ type Effect struct {
 	maxOutput int64
 	maxScript int64
 	grace     time.Duration
+
+	maxInFiles     int   // Options.MaxInputFiles, resolved (files.go)
+	maxInFileBytes int64 // Options.MaxInputFileBytes, resolved
 
 	maxAbandoned int
 	closeTimeout time.Duration
@@ -80,6 +84,9 @@ func New(scripts ScriptReader, backend spi.Backend, opts *Options) (*Effect, err
 		maxScript: o.MaxScriptBytes,
 		grace:     DefaultBackendGrace,
 
+		maxInFiles:     cmp.Or(o.MaxInputFiles, defaultMaxFiles),
+		maxInFileBytes: cmp.Or(o.MaxInputFileBytes, defaultMaxFileBytes),
+
 		maxAbandoned: o.MaxAbandoned,
 		closeTimeout: o.CloseTimeout,
 		warmTimeout:  o.WarmTimeout,
@@ -95,6 +102,10 @@ func New(scripts ScriptReader, backend spi.Backend, opts *Options) (*Effect, err
 		return nil, invalid(ErrInvalidLimits, "effect: options: negative MaxOutputBytes")
 	case o.MaxScriptBytes < 0:
 		return nil, invalid(ErrInvalidLimits, "effect: options: negative MaxScriptBytes")
+	case o.MaxInputFiles < 0 || o.MaxInputFileBytes < 0:
+		return nil, invalid(ErrInvalidLimits, "effect: options: negative MaxInputFiles or MaxInputFileBytes")
+	case o.Limits.MaxOutFiles < 0 || o.Limits.MaxOutFileBytes < 0:
+		return nil, invalid(ErrInvalidLimits, "effect: options: negative MaxOutFiles or MaxOutFileBytes limit")
 	case o.BackendGrace != nil && *o.BackendGrace < 0:
 		return nil, invalid(ErrInvalidLimits, "effect: options: negative BackendGrace")
 	case o.MaxAbandoned < 0:
@@ -118,6 +129,12 @@ func New(scripts ScriptReader, backend spi.Backend, opts *Options) (*Effect, err
 	}
 	if e.limits.MemoryBytes == 0 {
 		e.limits.MemoryBytes = DefaultMemoryBytes
+	}
+	if e.limits.MaxOutFiles == 0 {
+		e.limits.MaxOutFiles = defaultMaxFiles
+	}
+	if e.limits.MaxOutFileBytes == 0 {
+		e.limits.MaxOutFileBytes = defaultMaxFileBytes
 	}
 	if e.maxInput == 0 {
 		e.maxInput = DefaultMaxInputBytes
@@ -205,7 +222,10 @@ func (e *Effect) Idempotent() bool {
 //     a script (a well-formed Script, a Source, or both); a mistake is an
 //     invalid call (ErrInvalidCall and its case's sentinel). Then the input
 //     is serialised and bounded (typed inputNotSerializable,
-//     inputTooLarge) before the script is read or the backend called.
+//     inputTooLarge), and the input files checked (names and
+//     uniqueness: an invalid call; count and bytes: typed inputTooLarge;
+//     files for a backend that does not declare Files: an invalid call),
+//     before the script is read or the backend called.
 //     While Options.MaxAbandoned earlier calls are abandoned and still
 //     running, the call is refused here with ErrOverloaded (retryable);
 //  2. the script: a Source is bounded (typed scriptTooLarge), copied and
@@ -220,7 +240,10 @@ func (e *Effect) Idempotent() bool {
 //     backend that does not return loses, a panic becomes an untyped error;
 //  4. when ctx is done, ctx.Err() is returned as is, whatever the backend
 //     did;
-//  5. the outcome is validated and mapped (OK: a value nested deeper than
+//  5. the output files are checked (past Limits.MaxOutFiles or
+//     MaxOutFileBytes: limitExceeded (files); a malformed list, or files
+//     on an outcome other than OK: untyped), then the outcome is
+//     validated and mapped (OK: a value nested deeper than
 //     MaxOutputDepth is limitExceeded (output), checked before the text
 //     is parsed; Limit: limitExceeded; Threw: scriptError; InputTooLarge:
 //     inputTooLarge with Kind LimitMemory and the memory limit;
@@ -319,6 +342,15 @@ func (e *Effect) evaluate(ctx context.Context, call Call, st *runState) (json.Ra
 	if int64(len(input)) > e.maxInput {
 		return nil, &Failure{Code: CodeInputTooLarge, Kind: LimitInput, Bytes: int64(len(input)), Limit: e.maxInput}
 	}
+	files, err := e.inputFiles(call.Files)
+	if err != nil {
+		return nil, err
+	}
+	var fileRefs []FileRef // the receipt's, and a resumption's check
+	if st != nil || call.Durable != nil {
+		fileRefs = refsOf(files)
+	}
+	st.noteInputFiles(fileRefs)
 
 	// Before any goroutine is started for the call: refused while too many
 	// earlier ones were abandoned. The cap is checked, not reserved: calls
@@ -342,14 +374,14 @@ func (e *Effect) evaluate(ctx context.Context, call Call, st *runState) (json.Ra
 	}
 	st.noteScript(addr, script)
 	if call.Durable != nil {
-		if err := e.checkResumes(call.Durable, AddressOf(script), input); err != nil {
+		if err := e.checkResumes(call.Durable, AddressOf(script), input, fileRefs); err != nil {
 			return nil, err
 		}
 	}
 
 	// 3 and 4. The backend, raced against ctx and the deadline.
 	// Its result is used only when ctx is not done: Evaluate checks.
-	req := spi.Request{Script: script, Input: input, Limits: limits}
+	req := spi.Request{Script: script, Input: input, Limits: limits, Files: files}
 	if hostFuncs != nil {
 		req.Host = e.newBroker(hostFuncs, st, call.Durable)
 	}
@@ -376,11 +408,17 @@ func (e *Effect) evaluate(ctx context.Context, call Call, st *runState) (json.Ra
 		return nil, err
 	}
 
-	// 5. The outcome.
+	// 5. The output files, then the outcome: files on an outcome other
+	// than OK make it malformed.
+	outFiles, err := e.outputFiles(out, limits)
+	if err != nil {
+		return nil, err
+	}
 	value, err := e.mapOutcome(out, input, limits)
 	if err != nil {
 		return nil, err
 	}
+	st.noteOutputFiles(outFiles)
 
 	// 6, 7 and 8. The output bound, the shape, the canonical bytes.
 	return e.finish(value, shape)
@@ -388,18 +426,22 @@ func (e *Effect) evaluate(ctx context.Context, call Call, st *runState) (json.Ra
 
 // callLimits resolves a call's limits against the effect's ceiling: zero
 // fields take the effect's, negative or higher ones are refused.
+// The output files' bounds are set only for a backend that declares Files.
 func (e *Effect) callLimits(l spi.Limits) (spi.Limits, error) {
-	if l.WallClock < 0 || l.MemoryBytes < 0 {
+	if l.WallClock < 0 || l.MemoryBytes < 0 || l.MaxOutFiles < 0 || l.MaxOutFileBytes < 0 {
 		return spi.Limits{}, errNegativeLimits
 	}
-	if l.WallClock > e.limits.WallClock || l.MemoryBytes > e.limits.MemoryBytes {
+	if l.WallClock > e.limits.WallClock || l.MemoryBytes > e.limits.MemoryBytes ||
+		l.MaxOutFiles > e.limits.MaxOutFiles || l.MaxOutFileBytes > e.limits.MaxOutFileBytes {
 		return spi.Limits{}, errLimitsAboveCeiling
 	}
-	if l.WallClock == 0 {
-		l.WallClock = e.limits.WallClock
-	}
-	if l.MemoryBytes == 0 {
-		l.MemoryBytes = e.limits.MemoryBytes
+	l.WallClock = cmp.Or(l.WallClock, e.limits.WallClock)
+	l.MemoryBytes = cmp.Or(l.MemoryBytes, e.limits.MemoryBytes)
+	if e.caps.Files {
+		l.MaxOutFiles = cmp.Or(l.MaxOutFiles, e.limits.MaxOutFiles)
+		l.MaxOutFileBytes = cmp.Or(l.MaxOutFileBytes, e.limits.MaxOutFileBytes)
+	} else {
+		l.MaxOutFiles, l.MaxOutFileBytes = 0, 0
 	}
 	return l, nil
 }

@@ -23,7 +23,9 @@ type Failure struct {
 	// Reason says why (CodeInputNotSerializable; CodeSuspended: the host
 	// function's reason; CodeReplayDiverged: which call; CodeShapeMismatch: the
 	// first violation; CodeLimitExceeded, when the effect can say more
-	// than the kind: the output depth limit), bounded.
+	// than the kind: the output depth limit, which bound of the output
+	// files; CodeInputTooLarge with LimitInput for the input files:
+	// which of their bounds, and then Bytes and Limit are zero), bounded.
 	Reason string
 	// Bytes and Limit size the input (CodeInputTooLarge): Limit is
 	// MaxInputBytes when the input was refused before the run, or the
@@ -54,6 +56,9 @@ func (f *Failure) Error() string {
 		n, limit := strconv.FormatInt(f.Bytes, 10), strconv.FormatInt(f.Limit, 10)
 		switch f.Kind {
 		case LimitInput:
+			if f.Reason != "" {
+				return "effect: inputTooLarge (input files): " + f.Reason
+			}
 			return "effect: inputTooLarge (" + n + " bytes of input, over the input ceiling of " + limit + " bytes)"
 		case LimitMemory:
 			return "effect: inputTooLarge (" + n + " bytes of input did not fit in the engine's memory limit of " + limit + " bytes while being parsed)"
@@ -114,7 +119,8 @@ func (f *Failure) Unwrap() error {
 // MarshalJSON encodes f with its code's name and the fields that code
 // uses, for example {"code":"limitExceeded","kind":"memory"},
 // {"code":"scriptError","name":"TypeError","message":"boom"} (name is left
-// out when empty), {"code":"inputTooLarge","bytes":40,"limit":32},
+// out when empty), {"code":"inputTooLarge","bytes":40,"limit":32} (with
+// a "reason" for the input files' bounds),
 // {"code":"scriptMissing","script":"sha256:…"}, and
 // {"code":"inputNotSerializable","reason":"…"} or
 // {"code":"shapeMismatch","reason":"…"}. An invalid code, or an invalid
@@ -141,6 +147,9 @@ func (f *Failure) MarshalJSON() ([]byte, error) {
 		w.Bytes, w.Limit = &f.Bytes, &f.Limit
 		if f.Kind.Valid() {
 			w.Kind = f.Kind.String()
+		}
+		if f.Reason != "" {
+			w.Reason = &f.Reason
 		}
 	case CodeScriptTooLarge:
 		w.Bytes, w.Limit = &f.Bytes, &f.Limit

@@ -217,17 +217,26 @@ func (b *broker) end() {
 // the backend's context, so that the backend stops. It reports whether
 // err is the verdict.
 func (b *broker) decide(err error) bool {
+	won, stop := b.settle(err)
+	stop()
+	return won
+}
+
+// settle is decide without the cancellation: it records err as the
+// verdict when there is none yet, reports whether it did, and returns the
+// function that cancels the backend's context (what the record must show
+// before the backend stops, a caller completes first).
+func (b *broker) settle(err error) (won bool, stop func()) {
 	b.mu.Lock()
-	won := b.verdict == nil
+	defer b.mu.Unlock()
+	won = b.verdict == nil
 	if won {
 		b.verdict = err
 	}
-	cancelRun := b.cancelRun
-	b.mu.Unlock()
-	if cancelRun != nil {
-		cancelRun()
+	if cancelRun := b.cancelRun; cancelRun != nil {
+		return won, cancelRun
 	}
-	return won
+	return won, func() {}
 }
 
 // decided returns the broker's verdict on the run, or nil.

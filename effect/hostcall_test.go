@@ -29,6 +29,7 @@ import (
 type relay struct {
 	hostCalls     bool
 	deterministic bool // declares Deterministic (durable_test.go)
+	files         bool // declares Files (files_test.go)
 	entered       atomic.Int64
 	ctxDone       atomic.Bool // the backend's context was done when it returned
 	lateErr       chan error
@@ -51,7 +52,7 @@ func (r *relay) waitExit(t testing.TB) {
 }
 
 func (r *relay) Capabilities() spi.Capabilities {
-	return spi.Capabilities{Language: "relay", Network: spi.NetworkNone, WallClock: spi.WallClockHard, FreshPerRun: true, HostCalls: r.hostCalls, Deterministic: r.deterministic}
+	return spi.Capabilities{Language: "relay", Network: spi.NetworkNone, WallClock: spi.WallClockHard, FreshPerRun: true, HostCalls: r.hostCalls, Deterministic: r.deterministic, Files: r.files}
 }
 
 type relayCall struct {

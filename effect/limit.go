@@ -46,7 +46,8 @@ const (
 	LimitHostLog
 	// LimitFiles: the script wrote more output files, or more bytes of
 	// them, than the call's Limits.MaxOutFiles or MaxOutFileBytes allow
-	// (spi.LimitFiles; Failure.Limit holds the bound).
+	// (spi.LimitFiles). When the effect found the bound passed in the
+	// backend's outcome, Failure.Reason says which.
 	LimitFiles
 )
 

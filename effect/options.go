@@ -50,7 +50,9 @@ const defaultWarmTimeout = 60 * time.Second
 type Options struct {
 	// Limits is the ceiling for every call, and the limits used when a call
 	// sets none. A zero WallClock means DefaultWallClock; a zero
-	// MemoryBytes means DefaultMemoryBytes. Negative values are refused.
+	// MemoryBytes means DefaultMemoryBytes; a zero MaxOutFiles or
+	// MaxOutFileBytes means 64 files or 16 MiB (set for a backend that
+	// declares Files only). Negative values are refused.
 	Limits spi.Limits
 	// MaxInputBytes bounds the input as JSON text. Zero means
 	// DefaultMaxInputBytes.
@@ -58,7 +60,8 @@ type Options struct {
 	// MaxInputFiles and MaxInputFileBytes bound a call's input files:
 	// their count and their bytes in all. Zero means the defaults (64
 	// files, 16 MiB); a call past either is refused with ErrInputTooLarge
-	// (LimitInput) before the backend is called. The output files' bounds
+	// (LimitInput) before the backend is called; negative values are
+	// refused (ErrInvalidLimits). The output files' bounds
 	// are Limits.MaxOutFiles and MaxOutFileBytes (zero: the same
 	// defaults).
 	MaxInputFiles     int

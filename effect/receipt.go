@@ -44,7 +44,8 @@ type Receipt struct {
 	OutputDigest string `json:"outputDigest,omitempty"`
 	// InputFiles and OutputFiles name the run's input files and the output
 	// files of a run that succeeded, each by its content address, in name
-	// order; empty when there are none.
+	// order; empty when there are none. InputFiles are recorded whether
+	// or not the run succeeded, once the files were accepted.
 	InputFiles  []FileRef `json:"inputFiles,omitempty"`
 	OutputFiles []FileRef `json:"outputFiles,omitempty"`
 	// Engine is the engine's name (Options.Engine, or the backend's Go
@@ -94,6 +95,14 @@ type ReceiptLimits struct {
 	MaxScriptBytes int64         `json:"maxScriptBytes"`
 	MaxLogBytes    int64         `json:"maxLogBytes"`
 	MaxLogLines    int           `json:"maxLogLines"`
+	// MaxInputFiles, MaxInputFileBytes, MaxOutFiles and MaxOutFileBytes
+	// bound the run's files (docs/design.md, "Files"); they are set
+	// only when the engine declares Files, so the receipts of other
+	// engines are unchanged.
+	MaxInputFiles     int   `json:"maxInputFiles,omitempty"`
+	MaxInputFileBytes int64 `json:"maxInputFileBytes,omitempty"`
+	MaxOutFiles       int   `json:"maxOutFiles,omitempty"`
+	MaxOutFileBytes   int64 `json:"maxOutFileBytes,omitempty"`
 }
 
 // FileRef names one file of a run in its receipt.

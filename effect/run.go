@@ -82,6 +82,8 @@ type runState struct {
 	limits      spi.Limits
 	haveLimits  bool
 	input       []byte
+	inFiles     []FileRef  // the input files' references (files.go)
+	outFiles    []spi.File // the output files of a run that finished
 	addr        Address
 	scriptBytes int64
 
@@ -119,6 +121,18 @@ func (st *runState) noteLimits(l spi.Limits) {
 func (st *runState) noteInput(input []byte) {
 	if st != nil {
 		st.input = input
+	}
+}
+
+func (st *runState) noteInputFiles(refs []FileRef) {
+	if st != nil {
+		st.inFiles = refs
+	}
+}
+
+func (st *runState) noteOutputFiles(files []spi.File) {
+	if st != nil {
+		st.outFiles = files
 	}
 }
 
@@ -196,7 +210,12 @@ func (st *runState) receipt() Receipt {
 			MaxLogBytes:    e.rc.maxLogBytes,
 			MaxLogLines:    e.rc.maxLogLines,
 		},
-		Started: st.start.UTC(),
+		Started:    st.start.UTC(),
+		InputFiles: st.inFiles,
+	}
+	if e.caps.Files {
+		r.Limits.MaxInputFiles, r.Limits.MaxInputFileBytes = e.maxInFiles, e.maxInFileBytes
+		r.Limits.MaxOutFiles, r.Limits.MaxOutFileBytes = st.limits.MaxOutFiles, st.limits.MaxOutFileBytes
 	}
 	if st.dur != nil && st.dur.Resumes != nil {
 		r.Previous, _ = st.dur.Resumes.Digest() // checked in checkResumes
@@ -204,6 +223,9 @@ func (st *runState) receipt() Receipt {
 	}
 	if !st.haveLimits {
 		r.Limits.WallClock, r.Limits.MemoryBytes = e.limits.WallClock, e.limits.MemoryBytes
+		if e.caps.Files {
+			r.Limits.MaxOutFiles, r.Limits.MaxOutFileBytes = e.limits.MaxOutFiles, e.limits.MaxOutFileBytes
+		}
 	}
 	if r.Script == "" {
 		switch {
@@ -259,6 +281,7 @@ func (st *runState) finish(ctx context.Context, value []byte, err error, cancele
 	switch {
 	case err == nil:
 		r.OutputDigest = canon.Digest(value)
+		rec.Files, r.OutputFiles = st.outFiles, refsOf(st.outFiles)
 	case f != nil:
 		r.OutputDigest, _ = canon.DigestJSON(f)
 	}

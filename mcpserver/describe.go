@@ -102,7 +102,7 @@ On failure the tool result is an error (isError) naming the failure, with a hint
 func (t *runTool) description() string {
 	caps := t.entry.Capabilities
 	return contracts[t.lang] + "\n" + printing(t.lang, caps) + "\n" + limitLines(caps, t.s.limits) + failureLines +
-		"\nEngine: " + t.entry.Engine + " (list_engines tells more)." + t.s.hostSection(t.lang, caps)
+		"\nEngine: " + t.entry.Engine + " (list_engines tells more)." + t.s.hostSection(t.lang, caps) + t.s.suspendSection(caps)
 }
 
 // definition is the run tool as tools/list shows it.
@@ -184,7 +184,7 @@ const outputSchema = `{
       "type": "object",
       "description": "the script's typed failure",
       "properties": {
-        "code": {"type": "string", "enum": ["inputNotSerializable", "inputTooLarge", "scriptMissing", "limitExceeded", "scriptError", "shapeMismatch", "scriptTooLarge"]},
+        "code": {"type": "string", "enum": ["inputNotSerializable", "inputTooLarge", "scriptMissing", "limitExceeded", "scriptError", "shapeMismatch", "scriptTooLarge", "suspended", "replayDiverged"]},
         "kind": {"type": "string"},
         "name": {"type": "string"},
         "message": {"type": "string"},
@@ -198,7 +198,9 @@ const outputSchema = `{
     "logsCut": {"type": "object"},
     "stats": {"type": "object"},
     "engine": {"type": "string"},
-    "receipt": {"type": "object"}
+    "receipt": {"type": "object"},
+    "run": {"type": "string"},
+    "waiting": {"type": "object", "description": "set when the run suspended: the host call it waits at (run, name, args); resume_run continues it"}
   },
   "required": ["ok", "logs", "engine"]
 }`

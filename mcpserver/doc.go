@@ -30,6 +30,17 @@
 // MaxHostResultBytes, MaxHostCalls), cancelled with the run, and counted
 // in its record.
 //
+// # Durable runs
+//
+// [Options].Suspend names host functions that suspend a run on an engine
+// that declares deterministic (docs/design.md, "Durable runs"): the
+// result is the typed failure suspended with [Result].Waiting (the run's
+// id, the call's name and arguments) and a hint, the run is kept in
+// Options.Continuations, and the tool resume_run continues it with the
+// answer (package durable replays it), once, for the caller whose
+// [Admission].Tenant ran it. A kept continuation that does not check, or
+// is not signed by Options.Signer when it is set, is an error result.
+//
 // # Results
 //
 // A run tool's result carries, as structured content ([Result]) and as

@@ -49,9 +49,13 @@ type Result struct {
 	// Receipt ties the result to the script, input, engine and limits
 	// that produced it ('sandbank verify' checks one).
 	Receipt *effect.Receipt `json:"receipt,omitempty"`
-	// Run is the id under which Options.Receipts keeps the receipt;
-	// absent without Options.Receipts.
+	// Run is the id under which Options.Receipts keeps the receipt, and
+	// a suspended run is kept; absent without Options.Receipts, unless
+	// the run suspended.
 	Run string `json:"run,omitempty"`
+	// Waiting is set when the run suspended (Failure's code suspended):
+	// the host call it waits at. resume_run continues it.
+	Waiting *Waiting `json:"waiting,omitempty"`
 }
 
 // answer is how the MCP door answers a kind of error.

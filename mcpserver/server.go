@@ -14,6 +14,7 @@ import (
 
 	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/pool"
+	"github.com/sandbank/sandbank/receipt"
 	"github.com/sandbank/sandbank/registry"
 	"github.com/sandbank/sandbank/spi"
 	"github.com/sandbank/sandbank/storage"
@@ -104,6 +105,18 @@ type Options struct {
 	// a result, as an HTTP run is a 503. The server does not close it.
 	// Nil keeps none, and results carry no run id.
 	Receipts storage.ReceiptStore
+	// Suspend names host functions that suspend a run (docs/design.md,
+	// "Durable runs"): on an engine that declares deterministic, a script
+	// that calls one ends suspended, its result says what it waits for
+	// (Result.Waiting), and the resume_run tool continues it with the
+	// answer. Engines that do not declare deterministic run without them.
+	// Nil means none, and no resume_run tool.
+	Suspend []string
+	// Continuations keeps the suspended runs until resume_run resumes
+	// them, each owned by the Admission.Tenant of the call that ran it.
+	// Nil means a storage.MemoryContinuations with its defaults. The
+	// server does not close it.
+	Continuations storage.ContinuationStore
 }
 
 // Admission is what Options.Admit grants one call.
@@ -119,6 +132,10 @@ type Admission struct {
 	Limits spi.Limits
 	// Release, when not nil, is called once when the call ends.
 	Release func()
+	// Tenant names the caller: a run it suspends is resumed by a call
+	// admitted with the same Tenant only (another's run is unknown).
+	// Empty means the one caller of a server without tenants.
+	Tenant string
 }
 
 // Server is a Model Context Protocol server that runs scripts through the
@@ -133,6 +150,13 @@ type Server struct {
 	logger   *slog.Logger
 	admit    func(context.Context, *mcp.CallToolRequest, string) (Admission, error)
 	receipts storage.ReceiptStore // nil: none kept
+	// suspend, continuations and keys serve durable runs (durable.go):
+	// the host functions that suspend, where the suspended runs are
+	// kept, and the keys their continuations must be signed by (nil
+	// without a Signer).
+	suspend       []string
+	continuations storage.ContinuationStore
+	keys          *receipt.KeySet
 	// host gives the runs their host functions (host.go); nil without.
 	host    Host
 	refresh sync.Mutex // one declaration of the tools at a time; closed
@@ -196,6 +220,9 @@ func New(reg *registry.Registry, opts *Options) (*Server, error) {
 	ceiling := p.Ceiling()
 	lim.wallClock, lim.memoryBytes = ceiling.WallClock, ceiling.MemoryBytes
 	s := &Server{pool: p, limits: lim, progress: o.ProgressInterval, logger: o.Logger, admit: o.Admit, host: o.Host, receipts: o.Receipts}
+	if err := s.durableOptions(&o); err != nil {
+		return nil, err
+	}
 	for _, lang := range langs {
 		entry, err := chooseEngine(p, lang, o.Engines[lang])
 		if err != nil {
@@ -217,6 +244,9 @@ func New(reg *registry.Registry, opts *Options) (*Server, error) {
 		s.server.AddTool(t.definition(), t.handle)
 	}
 	s.server.AddTool(listEnginesDefinition(), s.listEngines)
+	if len(s.suspend) > 0 {
+		s.server.AddTool(resumeRunDefinition(), s.resumeRun)
+	}
 	s.watchHost()
 	return s, nil
 }
@@ -330,7 +360,11 @@ func (s *Server) Tools() []string {
 	for _, t := range s.tools {
 		names = append(names, t.name)
 	}
-	return append(names, listEnginesName)
+	names = append(names, listEnginesName)
+	if len(s.suspend) > 0 {
+		names = append(names, resumeRunName)
+	}
+	return names
 }
 
 // Warm builds every served engine's backend now, and warms it, instead of

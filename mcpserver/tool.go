@@ -36,6 +36,7 @@ func (t *runTool) handle(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Ca
 	engine := t.entry.Engine
 	hostCalls := t.entry.Capabilities.HostCalls
 	ceiling := t.s.limits
+	owner := "" // the caller's Admission.Tenant: who may resume a run it suspends
 	if t.s.admit != nil {
 		adm, err := t.s.admit(ctx, req, t.entry.Engine)
 		if err != nil {
@@ -54,6 +55,7 @@ func (t *runTool) handle(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Ca
 			defer adm.Release()
 		}
 		ceiling = ceiling.lower(adm.Limits)
+		owner = adm.Tenant
 		if len(adm.Engines) > 0 {
 			// The one policy of every door: the tool's engine when the
 			// caller may use it, else the first it may of the language.
@@ -82,11 +84,16 @@ func (t *runTool) handle(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Ca
 	if hostCalls {
 		call.Host = t.s.hostFuncs() // Options.Host's (host.go); nil without
 	}
-	rec, err := eff.Run(ctx, call)
+	var d *durableRun // nil unless Options.Suspend and a deterministic engine (durable.go)
+	d, call.Host = t.s.durableFor(engine, owner, call.Host)
+	rec, err := d.run(ctx, eff, call)
 	stop()
 	res, perr := toResult(engine, t.s.limits, rec, err)
 	if perr == nil && rec != nil && ctx.Err() == nil {
 		res, perr = t.s.keep(res, rec)
+	}
+	if perr == nil && ctx.Err() == nil {
+		res, perr = t.s.park(res, d)
 	}
 	outcome := effect.OutcomeInfrastructure
 	switch {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/internal/canon"
+	"github.com/sandbank/sandbank/spi"
 )
 
 // ErrRecordMismatch is matched (with errors.Is) by every error of Verify
@@ -20,7 +21,12 @@ var ErrRecordMismatch = errors.New("effect: record does not verify")
 // to have run, recomputing everything it can without running the script:
 // the script's content address, the input's digest (input is what the
 // call's Input was: a Go value or a json.RawMessage), the value's
-// canonical form and digest, or the failure's. It also checks the record
+// canonical form and digest, or the failure's, and the output files
+// (Record.Files): exactly those the receipt's OutputFiles name, in order,
+// each with its size and digest, and none unless the outcome is ok. The
+// receipt's InputFiles are checked for form and bounds only (names,
+// order, digests, the receipt's files limits): the input files are not
+// handed to Verify. It also checks the record
 // against itself, field by field, as [VerifyReceipt] does the receipt: the
 // value is present exactly when the outcome is ok, the failure exactly
 // when the outcome is a failure code, and then with that code, the
@@ -118,6 +124,11 @@ func verifyReceipt(r effect.Receipt, script []byte, input any) *verifier {
 		v.bad("the receipt's capabilities are invalid: %s", boundText(err.Error()))
 	}
 	v.limits()
+	v.fileRefs("inputFiles", r.InputFiles, r.Limits.MaxInputFiles, r.Limits.MaxInputFileBytes)
+	v.fileRefs("outputFiles", r.OutputFiles, r.Limits.MaxOutFiles, r.Limits.MaxOutFileBytes)
+	if len(r.OutputFiles) > 0 && r.Outcome != effect.OutcomeOK {
+		v.bad("the receipt's outcome %q has outputFiles", boundText(r.Outcome))
+	}
 	if r.Started.IsZero() {
 		v.bad("the receipt has no start time")
 	}
@@ -218,6 +229,10 @@ func (v *verifier) limits() {
 		{"maxScriptBytes", l.MaxScriptBytes},
 		{"maxLogBytes", l.MaxLogBytes},
 		{"maxLogLines", int64(l.MaxLogLines)},
+		{"maxInputFiles", int64(l.MaxInputFiles)},
+		{"maxInputFileBytes", l.MaxInputFileBytes},
+		{"maxOutFiles", int64(l.MaxOutFiles)},
+		{"maxOutFileBytes", l.MaxOutFileBytes},
 	} {
 		if f.n < 0 {
 			v.bad("the receipt's limit %s is negative", f.name)
@@ -238,6 +253,7 @@ func (v *verifier) record(rec *effect.Record, script []byte) {
 	if rec.Error != "" && (r.Outcome == effect.OutcomeOK || v.code != 0) {
 		v.bad("outcome %s with an error text", r.Outcome)
 	}
+	v.files(rec)
 	if r.HostLog != "" {
 		// A durable run's receipt digests its host-call log.
 		if got, err := effect.HostLogDigest(rec.HostCalls); err != nil || got != r.HostLog {
@@ -311,7 +327,7 @@ func (v *verifier) failure(f *effect.Failure, script []byte) {
 	carries("kind", f.Kind != 0, effect.CodeLimitExceeded, effect.CodeInputTooLarge)
 	carries("name", f.Name != "", effect.CodeScriptError)
 	carries("message", f.Message != "", effect.CodeScriptError)
-	carries("reason", f.Reason != "", effect.CodeInputNotSerializable, effect.CodeShapeMismatch, effect.CodeLimitExceeded,
+	carries("reason", f.Reason != "", effect.CodeInputNotSerializable, effect.CodeShapeMismatch, effect.CodeLimitExceeded, effect.CodeInputTooLarge,
 		effect.CodeSuspended, effect.CodeReplayDiverged)
 	carries("bytes", f.Bytes != 0, effect.CodeInputTooLarge, effect.CodeScriptTooLarge)
 	if f.Code != effect.CodeLimitExceeded || (f.Kind != effect.LimitHostCalls && f.Kind != effect.LimitSuspensions && f.Kind != effect.LimitHostLog) {
@@ -336,7 +352,12 @@ func (v *verifier) sizes(f *effect.Failure, script []byte) {
 	case effect.CodeInputTooLarge:
 		switch f.Kind {
 		case effect.LimitInput:
-			if f.Limit != l.MaxInputBytes || f.Bytes <= f.Limit {
+			if f.Reason != "" {
+				// The input files' bounds: the reason says which.
+				if f.Bytes != 0 || f.Limit != 0 {
+					v.bad("the failure for the input files has bytes or a limit")
+				}
+			} else if f.Limit != l.MaxInputBytes || f.Bytes <= f.Limit {
 				v.bad("the failure's input of %d bytes over a limit of %d does not agree with the receipt's maxInputBytes %d", f.Bytes, f.Limit, l.MaxInputBytes)
 			}
 		case effect.LimitMemory:
@@ -367,4 +388,59 @@ func isVersion(s string) bool {
 		}
 	}
 	return true
+}
+
+// fileRefs checks a receipt's references to files (field names them):
+// each name one spi.CheckFileName accepts, in strictly increasing order
+// (so none twice), each digest a content address, each size not
+// negative; with a bound (a Files engine's receipt), no more files and
+// bytes than it allows, and without one, no files at all.
+func (v *verifier) fileRefs(field string, refs []effect.FileRef, maxFiles int, maxBytes int64) {
+	var total int64
+	for i, f := range refs {
+		switch {
+		case spi.CheckFileName(f.Name) != nil:
+			v.bad("the receipt's %s[%d] has a name that is not a file name", field, i)
+		case i > 0 && f.Name <= refs[i-1].Name:
+			v.bad("the receipt's %s are not in strictly increasing name order at %d", field, i)
+		}
+		if _, err := effect.ParseAddress(string(f.Digest)); err != nil {
+			v.bad("the receipt's %s[%d] digest %q is not a content address", field, i, boundText(string(f.Digest)))
+		}
+		if f.Bytes < 0 {
+			v.bad("the receipt's %s[%d] has a negative size", field, i)
+		}
+		total += f.Bytes
+	}
+	if len(refs) > maxFiles || total > maxBytes {
+		v.bad("the receipt's %s are %d files of %d bytes, past its bounds of %d files and %d bytes", field, len(refs), total, maxFiles, maxBytes)
+	}
+}
+
+// files checks the record's output files against the receipt: present
+// only when the outcome is ok, and then exactly the files the receipt's
+// OutputFiles name, in their order, with their digests and sizes.
+func (v *verifier) files(rec *effect.Record) {
+	r := v.r
+	if r.Outcome != effect.OutcomeOK {
+		if len(rec.Files) > 0 {
+			v.bad("outcome %q with output files", boundText(r.Outcome))
+		}
+		return
+	}
+	if len(rec.Files) != len(r.OutputFiles) {
+		v.bad("the record has %d output files, the receipt names %d", len(rec.Files), len(r.OutputFiles))
+		return
+	}
+	for i, f := range rec.Files {
+		want := r.OutputFiles[i]
+		switch {
+		case f.Name != want.Name:
+			v.bad("the record's output file %d is not the receipt's %q", i, boundText(want.Name))
+		case int64(len(f.Data)) != want.Bytes:
+			v.bad("the output file %q is %d bytes, the receipt says %d", boundText(want.Name), len(f.Data), want.Bytes)
+		case effect.AddressOf(f.Data) != want.Digest:
+			v.bad("the output file %q's digest is %s, the receipt says %q", boundText(want.Name), effect.AddressOf(f.Data), boundText(string(want.Digest)))
+		}
+	}
 }

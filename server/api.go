@@ -37,6 +37,7 @@ type RunRequest struct {
 	Input        json.RawMessage `json:"input,omitempty" doc:"The script's input, any JSON value; absent: null."`
 	Limits       *RunLimits      `json:"limits,omitempty"`
 	Shape        json.RawMessage `json:"shape,omitempty" doc:"A JSON Schema the result must satisfy."`
+	Suspend      []string        `json:"suspend,omitempty" maxItems:"64" doc:"Host functions the script may call (host.NAME(args)) that suspend the run: it ends with the typed failure suspended, kept with what it waits for (waiting) until POST /v1/runs/{run}/resume answers the call. Needs an engine that declares deterministic."`
 }
 
 // ScriptRequest is the body of POST /v1/scripts.
@@ -108,7 +109,7 @@ func (failureSchema) TransformSchema(_ huma.Registry, s *huma.Schema) *huma.Sche
 type runInput struct{ Body RunRequest }
 type runOutput struct {
 	Run  string `header:"Sandbank-Run" doc:"The run's id: GET /v1/runs/{run}/receipt returns its receipt."`
-	Body *effect.Record
+	Body *RunAnswer
 }
 type scriptInput struct{ Body ScriptRequest }
 type scriptOutput struct{ Body ScriptStored }
@@ -148,7 +149,7 @@ func (s *Server) register(mux *http.ServeMux) huma.API {
 	huma.Register(api, huma.Operation{
 		OperationID: "createRun", Method: http.MethodPost, Path: "/v1/runs",
 		Summary:      "Run a script",
-		Description:  "Runs a script, inline or by address, and returns its run record: the value, or the typed failure with 200. 404: the address is not in the tenant's store. 403: the tenant may not use the engine.",
+		Description:  "Runs a script, inline or by address, and returns its run record: the value, or the typed failure with 200. A run whose script called a host function named in suspend ends suspended (200, failure.code suspended) with waiting: POST /v1/runs/{run}/resume continues it. 404: the address is not in the tenant's store. 403: the tenant may not use the engine.",
 		Responses:    errs(append(body, 403, 404)...),
 		Security:     secured,
 		MaxBodyBytes: s.opts.MaxBodyBytes,
@@ -162,6 +163,7 @@ func (s *Server) register(mux *http.ServeMux) huma.API {
 		MaxBodyBytes: s.opts.MaxBodyBytes,
 	}, s.storeScript)
 	s.registerReceipts(api, errs, secured)
+	s.registerDurable(api, errs, secured)
 	huma.Register(api, huma.Operation{
 		OperationID: "listEngines", Method: http.MethodGet, Path: "/v1/engines",
 		Summary:     "List the engines",
@@ -265,13 +267,15 @@ func (s *Server) run(ctx context.Context, in *runInput) (*runOutput, error) {
 	if p != nil {
 		return nil, p
 	}
+	d := durableOf(&in.Body) // nil unless it names host functions that suspend (durable.go)
+	call.Host = d.host()
 	release, p := s.admit(ctx, t, acc)
 	if p != nil {
 		return nil, p
 	}
 	defer release()
-	rec, err := s.execute(ctx, entry, call, acc)
-	return s.answer(ctx, entry, rec, err, acc)
+	rec, err := s.execute(ctx, entry, call, d, acc)
+	return s.answer(ctx, entry, rec, err, d, acc)
 }
 
 // resolve reads a run request: its engine (pool.Resolve, within the
@@ -352,9 +356,10 @@ func (s *Server) admit(ctx context.Context, t *tenant.Tenant, acc *access) (rele
 	return func() { free(); releaseTenant() }, nil
 }
 
-// execute runs call on the engine's effect, stopped when its caller goes
-// away and when Shutdown's drain deadline passes.
-func (s *Server) execute(ctx context.Context, entry registry.Entry, call effect.Call, acc *access) (*effect.Record, error) {
+// execute runs call on the engine's effect (durably when d is not nil),
+// stopped when its caller goes away and when Shutdown's drain deadline
+// passes.
+func (s *Server) execute(ctx context.Context, entry registry.Entry, call effect.Call, d *durableRun, acc *access) (*effect.Record, error) {
 	s.metrics.inFlight.WithLabelValues(entry.Engine).Inc()
 	defer s.metrics.inFlight.WithLabelValues(entry.Engine).Dec()
 
@@ -367,7 +372,7 @@ func (s *Server) execute(ctx context.Context, entry registry.Entry, call effect.
 	stop := context.AfterFunc(s.hard, cancel)
 	defer stop()
 	start := time.Now()
-	rec, err := eff.Run(runCtx, call)
+	rec, err := d.run(runCtx, eff, call)
 	acc.runTime = time.Since(start)
 	s.metrics.duration.WithLabelValues(entry.Engine).Observe(acc.runTime.Seconds())
 	return rec, err
@@ -381,9 +386,9 @@ func (e errEngine) Error() string { return e.err.Error() }
 func (e errEngine) Unwrap() error { return e.err }
 
 // answer is the response to a run: its record (kept first: an answered
-// run's receipt is in the tenant's store), or the problem its error's
-// kind says.
-func (s *Server) answer(ctx context.Context, entry registry.Entry, rec *effect.Record, err error, acc *access) (*runOutput, error) {
+// run's receipt is in the tenant's store, and a suspended run's
+// continuation), or the problem its error's kind says.
+func (s *Server) answer(ctx context.Context, entry registry.Entry, rec *effect.Record, err error, d *durableRun, acc *access) (*runOutput, error) {
 	var ee errEngine
 	if errors.As(err, &ee) {
 		if effect.KindOf(ee.err) == effect.KindInvalidCall {
@@ -400,8 +405,12 @@ func (s *Server) answer(ctx context.Context, entry registry.Entry, rec *effect.R
 		if p != nil {
 			return nil, p
 		}
+		waiting, p := s.park(ctx, run, d)
+		if p != nil {
+			return nil, p
+		}
 		acc.run = run
-		return &runOutput{Run: run, Body: rec}, nil
+		return &runOutput{Run: run, Body: &RunAnswer{Record: rec, Waiting: waiting}}, nil
 	case err == nil:
 		// Neither a record nor an error: the effect broke its contract.
 		kind, err = effect.KindInfrastructure, errNoRecord

@@ -9,6 +9,7 @@
 //	POST /v1/scripts       store a script in the tenant's store; returns its content address (idempotent)
 //	POST /v1/runs          run a script (source, sourceBase64 or script address) on an engine or a language's default
 //	GET  /v1/runs/{run}/receipt  a run's receipt, by the id of its answer's Sandbank-Run header (tenant-scoped)
+//	POST /v1/runs/{run}/resume   continue a suspended run with the answer it waits for (tenant-scoped, once)
 //	GET  /v1/engines       the engines the tenant may use: declared and verified capabilities
 //	GET  /v1/openapi.json  the OpenAPI 3.1 document, generated from the handlers' Go types
 //	GET  /healthz          200 while serving, 503 while draining
@@ -52,7 +53,8 @@
 //	400 invalidCall     malformed JSON; an unknown engine or language; limits above the tenant's ceiling; an invalid shape
 //	401 unauthorized    no key, or not a known one
 //	403 invalidCall     the tenant may not use the engine named, or none of its engines runs the language named
-//	404 invalidCall     no such script in the tenant's store, or no such run in its receipts (per tenant: another tenant's address or run is unknown)
+//	404 invalidCall     no such script in the tenant's store, or no such run in its receipts or suspended runs (per tenant: another tenant's address or run is unknown)
+//	409 invalidCall     a resumption of the run is in flight
 //	413 invalidCall     the body is larger than MaxBodyBytes (refused before it is read past the bound), or the script does not fit in the tenant's store
 //	415 invalidCall     the content type is not JSON
 //	422 invalidCall     the body does not match the schema (unknown fields, wrong types)
@@ -84,12 +86,19 @@
 //
 // # Host calls
 //
-// Host calls (a script calling back into its host mid-run) are not
-// offered over HTTP: they would need the caller to answer calls while its
-// request is in flight, a bidirectional stream or callbacks to a URL the
-// caller names (a server-side request forgery risk), and neither is
-// natural in a request/response API. A Go program that needs them runs the
-// effect in process.
+// Host calls answered live (a script calling back into its host mid-run)
+// are not offered over HTTP: they would need the caller to answer calls
+// while its request is in flight, a bidirectional stream or callbacks to
+// a URL the caller names (a server-side request forgery risk), and
+// neither is natural in a request/response API. A Go program that needs
+// them runs the effect in process. What HTTP offers instead is the
+// durable run (docs/design.md, "Durable runs"): the host functions a
+// request names in suspend end the run suspended, its answer says what it
+// waits for (RunAnswer.Waiting), and POST /v1/runs/{run}/resume gives the
+// answer and replays the run on; the suspended run holds nothing but its
+// continuation, kept in the tenant's store (storage.Data.Continuations).
+// 404 is an unknown run, another tenant's or one resumed already; 409 a
+// resumption in flight; 400 a continuation that does not check.
 //
 // # Overload and shutdown
 //

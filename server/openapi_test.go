@@ -201,6 +201,19 @@ func TestResponsesAgreeWithTheDocument(t *testing.T) {
 		}
 	}
 
+	// A resumption's refusals (its answers are durable_test.go's).
+	for _, c := range []tc{
+		{"POST", "/v1/runs/" + strings.Repeat("0", 32) + "/resume", key, js, `{"answer":true}`, 404},
+		{"POST", "/v1/runs/nope/resume", key, js, `{"answer":true}`, 422},
+		{"POST", "/v1/runs/" + strings.Repeat("0", 32) + "/resume", key, js, `{}`, 422},
+		{"POST", "/v1/runs/" + strings.Repeat("0", 32) + "/resume", "", js, `{"answer":true}`, 401},
+	} {
+		resp, b = send(c.method, c.path, c.key, c.ct, c.body)
+		if assert.Equal(t, c.status, resp.StatusCode, "%s %s: %s", c.method, c.path, b) {
+			d.check(t, c.method, "/v1/runs/{run}/resume", resp, b)
+		}
+	}
+
 	// While draining, health is 503 and a run is a retryable 503.
 	l.draining.Store(true)
 	resp, b = send("GET", "/healthz", "", "", "")

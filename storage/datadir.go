@@ -24,6 +24,7 @@ import (
 //	DIR/tenants/<tenant>/scripts/<hex[:2]>/<hex>   the DirStore of the tenant's scripts
 //	DIR/tenants/<tenant>/quarantine/<hex>          scripts found damaged on open, never served
 //	DIR/tenants/<tenant>/receipts/<seq>.log         the ReceiptLog's segments, the last one active
+//	DIR/tenants/<tenant>/continuations/<run>.json  the DirContinuations of the tenant's suspended runs
 
 // Data holds every tenant's script store and receipt store, in memory or
 // in a data directory, each opened when first needed (and, in a
@@ -41,8 +42,10 @@ type Data struct {
 
 // tenantData is what Data keeps for one tenant.
 type tenantData struct {
-	scripts  ScriptStore
-	receipts ReceiptStore
+	scripts       ScriptStore
+	receipts      ReceiptStore
+	continuations ContinuationStore // opened when first needed (continuations.go)
+	dir           string            // the tenant's directory; "" in memory
 }
 
 // DataOptions configure OpenData. The zero value (or a nil *DataOptions)
@@ -66,6 +69,9 @@ type DataOptions struct {
 	// Logger hears of the damage found in Dir (see Data.Damaged). Nil
 	// means none.
 	Logger *slog.Logger
+	// Continuations bounds each tenant's suspended runs
+	// (Data.Continuations). The zero value means its defaults.
+	Continuations ContinuationsOptions
 }
 
 // The defaults of DataOptions.
@@ -114,7 +120,8 @@ func OpenData(opts *DataOptions) (*Data, error) {
 	if d.o.Logger == nil {
 		d.o.Logger = slog.New(slog.DiscardHandler)
 	}
-	if d.o.StoreBytes < 0 || d.o.StoreEntries < 0 || d.o.ReceiptSegmentBytes < 0 || d.o.ReceiptSegments < 0 {
+	if d.o.StoreBytes < 0 || d.o.StoreEntries < 0 || d.o.ReceiptSegmentBytes < 0 || d.o.ReceiptSegments < 0 ||
+		d.o.Continuations.MaxRuns < 0 || d.o.Continuations.MaxBytes < 0 {
 		return nil, fmt.Errorf("storage: data: negative bound: %w", effect.ErrInvalidLimits)
 	}
 	if d.o.Dir == "" {
@@ -227,7 +234,7 @@ func (d *Data) open(dir string) (*tenantData, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &tenantData{scripts: scripts, receipts: receipts}, nil
+	return &tenantData{scripts: scripts, receipts: receipts, dir: dir}, nil
 }
 
 // Close closes every tenant's receipt store, then releases the data

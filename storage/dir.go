@@ -322,41 +322,49 @@ var (
 // between the two checks (a concurrent Put renames over it): what was
 // opened is what is checked, read and, by ReadScript, hashed.
 func (s *DirStore) readFile(ctx context.Context, path string) ([]byte, error) {
+	return readBounded(ctx, path, s.max, "storage: dir store: ", errNotRegular, errStoreTooLarge)
+}
+
+// readBounded is DirStore.readFile for any store of files: at most max
+// bytes of the regular file at path, else notRegular or tooLarge; other
+// errors are prefixed with prefix, except fs.ErrNotExist, returned as it
+// is.
+func readBounded(ctx context.Context, path string, max int64, prefix string, notRegular, tooLarge error) ([]byte, error) {
 	li, err := os.Lstat(path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, err
 		}
-		return nil, fmt.Errorf("storage: dir store: %w", err)
+		return nil, fmt.Errorf("%s%w", prefix, err)
 	}
 	if !li.Mode().IsRegular() {
-		return nil, errNotRegular
+		return nil, notRegular
 	}
-	if li.Size() > s.max {
-		return nil, errStoreTooLarge
+	if li.Size() > max {
+		return nil, tooLarge
 	}
 	f, err := os.OpenFile(path, os.O_RDONLY|openNonBlock, 0)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, err
 		}
-		return nil, fmt.Errorf("storage: dir store: %w", err)
+		return nil, fmt.Errorf("%s%w", prefix, err)
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return nil, fmt.Errorf("storage: dir store: %w", err)
+		return nil, fmt.Errorf("%s%w", prefix, err)
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, errNotRegular
+		return nil, notRegular
 	}
-	if fi.Size() > s.max {
-		return nil, errStoreTooLarge
+	if fi.Size() > max {
+		return nil, tooLarge
 	}
 	var buf bytes.Buffer
 	buf.Grow(int(fi.Size()))
 	// One byte past the bound tells a file that grew after Stat.
-	r := io.LimitReader(f, s.max+1)
+	r := io.LimitReader(f, max+1)
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -366,11 +374,11 @@ func (s *DirStore) readFile(ctx context.Context, path string) ([]byte, error) {
 			break
 		}
 		if err != nil {
-			return nil, fmt.Errorf("storage: dir store: %w", err)
+			return nil, fmt.Errorf("%s%w", prefix, err)
 		}
 	}
-	if int64(buf.Len()) > s.max {
-		return nil, errStoreTooLarge
+	if int64(buf.Len()) > max {
+		return nil, tooLarge
 	}
 	return buf.Bytes(), nil
 }

@@ -9,7 +9,9 @@ import (
 
 	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/pool"
+	"github.com/sandbank/sandbank/receipt"
 	"github.com/sandbank/sandbank/registry"
+	"github.com/sandbank/sandbank/storage"
 	"go.temporal.io/sdk/activity"
 	temporalsdk "go.temporal.io/sdk/temporal"
 )
@@ -52,6 +54,25 @@ type Options struct {
 	// receipt, the record Run returns and the one RecordOf reads back
 	// from a typed failure alike. Nil means unsigned receipts.
 	Signer effect.Signer
+	// Host are the host functions every run's script may call
+	// (effect.Call.Host). In a durable run (DurableWorkflow) one may
+	// answer effect.Suspend; in any other run that answer is
+	// TypeInvalidCall. A host function runs again when its activity is
+	// retried (a resumption answers the logged calls from its log, not
+	// by calling them): keep them idempotent. Nil means none.
+	Host effect.HostFuncs
+	// Continuations keeps, by content address, the continuations of
+	// suspended durable runs too large to travel in a workflow's history
+	// (over MaxInlineContinuation): every worker of the task queue must
+	// share it (a storage.DirStore on a shared directory, say, whose
+	// MaxScriptBytes is large enough). Nil means none: such a run fails
+	// TypePayloadTooLarge.
+	Continuations storage.ScriptStore
+	// Keys are the keys a suspended run's continuation must be signed by
+	// to be resumed (durable.Options.Keys). Nil means Signer's key when
+	// Signer is set, else no signature is checked (the continuation is
+	// still checked against itself).
+	Keys *receipt.KeySet
 }
 
 // Activities runs scripts as Temporal activities over a pool of engines
@@ -63,6 +84,9 @@ type Activities struct {
 	engines   []string // the engines it runs, sorted
 	limit     int64
 	heartbeat time.Duration
+	host      effect.HostFuncs    // Options.Host
+	conts     storage.ScriptStore // Options.Continuations
+	keys      *receipt.KeySet     // Options.Keys, or Signer's key
 }
 
 // ErrInvalidOptions is matched by every error NewActivities returns for
@@ -118,7 +142,12 @@ func NewActivities(reg *registry.Registry, opts *Options) (*Activities, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 	}
-	return &Activities{pool: p, engines: names, limit: o.PayloadLimit, heartbeat: o.HeartbeatInterval}, nil
+	keys, err := continuationKeys(o.Keys, o.Signer)
+	if err != nil {
+		return nil, err
+	}
+	return &Activities{pool: p, engines: names, limit: o.PayloadLimit, heartbeat: o.HeartbeatInterval,
+		host: o.Host, conts: o.Continuations, keys: keys}, nil
 }
 
 // Engines returns the names of the engines a runs, sorted.
@@ -139,11 +168,13 @@ func (a *Activities) Warm(ctx context.Context) error {
 // Close closes every engine's effect built and returns their errors.
 func (a *Activities) Close() error { return a.pool.Close() }
 
-// Register registers a.Run as the activity ActivityName.
+// Register registers a.Run as the activity ActivityName, and the durable
+// runs' activities (DurableRunName, DurableResumeName).
 func (a *Activities) Register(r interface {
 	RegisterActivityWithOptions(any, activity.RegisterOptions)
 }) {
 	r.RegisterActivityWithOptions(a.Run, activity.RegisterOptions{Name: ActivityName})
+	a.registerDurable(r)
 }
 
 // Run is the activity: it runs req's script through the effect of its
@@ -169,6 +200,7 @@ func (a *Activities) Run(ctx context.Context, req Request) (*effect.Record, erro
 		return nil, activityError(err, nil, a.limit)
 	}
 	call := req.call()
+	call.Host = a.host
 	if call.Limits, err = pool.Clamp(a.pool.Ceiling(), req.Limits); err != nil {
 		return nil, activityError(err, nil, a.limit)
 	}

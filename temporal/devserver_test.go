@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -23,10 +24,10 @@ import (
 // nor skips.
 const devServerEnv = "SANDBANK_TEMPORAL_DEVSERVER"
 
-// runReserve is what the integration test keeps, of the time go test's
-// -timeout gives the test binary, for its run once the dev server is
-// built (the run takes about a minute; its own waits are bounded by the
-// same deadline).
+// runReserve is what the integration tests keep, of the time go test's
+// -timeout gives the test binary, for their runs once the dev server is
+// built (they share it, and take under a minute each; their own waits are
+// bounded by the same deadline).
 const runReserve = 4 * time.Minute
 
 // devServer returns the dev server binary the integration test runs: the
@@ -45,13 +46,44 @@ func devServer(t *testing.T) string {
 		require.True(t, info.Mode().IsRegular(), "%s names no dev server binary", devServerEnv)
 		return bin
 	}
-	deadline, ok := t.Deadline()
-	return buildWithin(t, deadline, ok)
+	built.Lock()
+	defer built.Unlock()
+	if built.bin == "" {
+		deadline, ok := t.Deadline()
+		built.bin = buildWithin(t, builtDir(t), deadline, ok)
+	}
+	return built.bin
 }
 
-// buildWithin builds the dev server so that the build ends runReserve
-// before deadline (when hasDeadline), or skips the test.
-func buildWithin(t *testing.T, deadline time.Time, hasDeadline bool) string {
+// built is the dev server this test binary built, which its integration
+// tests share; TestMain removes its directory.
+var built struct {
+	sync.Mutex
+	dir, bin string
+}
+
+// builtDir returns the directory the dev server is built into, made on
+// first use. Called with built held.
+func builtDir(t *testing.T) string {
+	t.Helper()
+	if built.dir == "" {
+		dir, err := os.MkdirTemp("", "sandbank-devserver-")
+		require.NoError(t, err)
+		built.dir = dir
+	}
+	return built.dir
+}
+
+// removeBuilt removes the directory of the dev server built, if any.
+func removeBuilt() {
+	if built.dir != "" {
+		_ = os.RemoveAll(built.dir)
+	}
+}
+
+// buildWithin builds the dev server into dir so that the build ends
+// runReserve before deadline (when hasDeadline), or skips the test.
+func buildWithin(t *testing.T, dir string, deadline time.Time, hasDeadline bool) string {
 	t.Helper()
 	ctx := context.Background()
 	budget := time.Duration(-1)
@@ -65,7 +97,7 @@ func buildWithin(t *testing.T, deadline time.Time, hasDeadline bool) string {
 		ctx, cancel = context.WithDeadline(ctx, stop)
 		defer cancel()
 	}
-	bin := filepath.Join(t.TempDir(), "devserver")
+	bin := filepath.Join(dir, "devserver")
 	out, err := buildDevServer(ctx, bin)
 	if err != nil && ctx.Err() != nil {
 		skipBuild(t, budget)
@@ -158,7 +190,7 @@ func TestBuildWithoutTimeSkips(t *testing.T) {
 	var sub *testing.T
 	t.Run("build", func(t *testing.T) {
 		sub = t
-		buildWithin(t, time.Now().Add(runReserve/2), true)
+		buildWithin(t, t.TempDir(), time.Now().Add(runReserve/2), true)
 		t.Error("buildWithin returned")
 	})
 	require.True(t, sub.Skipped(), "the test was not skipped")

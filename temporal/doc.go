@@ -56,6 +56,19 @@
 // worker once the heartbeat timeout passes, and a cancellation reaches the
 // run.
 //
+// # Durable runs
+//
+// DurableWorkflow (registered by NewWorker as DurableWorkflowName) runs a
+// request durably: a host function of Options.Host may answer
+// effect.Suspend, and the workflow then waits for the signal AnswerSignal
+// without holding a worker, and resumes the run by replay (package
+// durable) in an activity on any worker, until it ends. The continuation
+// travels in the workflow's history up to MaxInlineContinuation, else in
+// Options.Continuations by content address; a resumption checks it
+// against Options.Keys (default: the Signer's key). The result is the last
+// record and the chain of suspended receipts; PendingQuery says what a run
+// waits for.
+//
 // # Sizing workers
 //
 // A run is CPU-bound: a worker runs at most GOMAXPROCS runs at once by

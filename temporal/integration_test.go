@@ -39,7 +39,12 @@ func TestMain(m *testing.M) {
 	if v := os.Getenv(workerEnv); v != "" {
 		os.Exit(workerProcess(v))
 	}
-	os.Exit(cachetest.Main(m)) // the engines' default cache directory is a temporary one
+	if v := os.Getenv(durableWorkerEnv); v != "" {
+		os.Exit(durableWorkerProcess(v))
+	}
+	code := cachetest.Main(m) // the engines' default cache directory is a temporary one
+	removeBuilt()
+	os.Exit(code)
 }
 
 // quietLogger is the SDK logger of the integration test: errors only.

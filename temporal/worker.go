@@ -21,8 +21,9 @@ type WorkerOptions struct {
 	Worker worker.Options
 }
 
-// Worker is a Temporal worker that runs scripts: the activity ActivityName
-// and the workflow FanOutName, registered on one task queue.
+// Worker is a Temporal worker that runs scripts: the activities
+// ActivityName, DurableRunName and DurableResumeName and the workflows
+// FanOutName and DurableWorkflowName, registered on one task queue.
 type Worker struct {
 	worker.Worker
 	activities *Activities
@@ -30,8 +31,9 @@ type Worker struct {
 
 // NewWorker returns a worker polling taskQueue through c, with one effect
 // per engine of reg (or per engine named in opts.Engines; see Options), the
-// activity ActivityName and the example workflow FanOut registered. Start
-// it with Start or Run; Stop stops it and closes the effects.
+// activities (Activities.Register), the example workflow FanOut and the
+// workflow DurableWorkflow registered. Start it with Start or Run; Stop
+// stops it and closes the effects.
 func NewWorker(c client.Client, taskQueue string, reg *registry.Registry, opts *WorkerOptions) (*Worker, error) {
 	var o WorkerOptions
 	if opts != nil {
@@ -48,6 +50,7 @@ func NewWorker(c client.Client, taskQueue string, reg *registry.Registry, opts *
 	w := worker.New(c, taskQueue, wo)
 	acts.Register(w)
 	w.RegisterWorkflowWithOptions(FanOut, workflow.RegisterOptions{Name: FanOutName})
+	w.RegisterWorkflowWithOptions(DurableWorkflow, workflow.RegisterOptions{Name: DurableWorkflowName})
 	return &Worker{Worker: w, activities: acts}, nil
 }
 

@@ -25,6 +25,9 @@ func TestConformance(t *testing.T) {
 		"host_clock":      true, // HostCalls and WallClock hard
 		"host_exact":      true, // declared inapplicable by the JavaScript set
 		"deterministic":   true, // Deterministic
+		"files_in":        true, // Files
+		"files_out":       true, // Files
+		"files_bounds":    true, // Files
 	}
 	for _, c := range report.Cases {
 		t.Logf("%-16s %-4s %8v %s", c.Name, c.Status, c.Duration.Round(1e6), c.Reason)

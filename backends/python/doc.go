@@ -104,24 +104,30 @@
 // sandbox holding an interpreter with the standard library's common
 // modules imported, which forks each run and runs none of a run's code.
 // Each run's process is pid 1 of its own pid namespace, with its own
-// mount, network, ipc and uts namespaces and a fresh tmpfs /tmp of
+// mount and uts namespaces (the ipc one is the zygote's, empty: the
+// filter refuses every System V and message-queue call) and a fresh tmpfs /tmp of
 // Options.ScratchBytes (two runs are kept prepared so, off the request
-// path); it holds no descriptor but its three pipes and no capability,
+// path), and its own network namespace unless Landlock scopes abstract
+// sockets (ABI 6 or later), where the zygote's runs share its empty one; it holds no descriptor but its three pipes and no capability,
 // and installs the seccomp filter itself before the runner starts. The
 // host reads the run's pid from the kernel (the credentials of the
 // message its process sends before the script exists) and its exit
 // status and resource usage from the run's keeper (the fork that waits
 // for it, which never runs the script). The zygote is replaced after 256
-// runs, as soon as one of its runs ends other than with its value or its
-// thrown error, and when it dies; Close ends it. Where the zygote cannot
+// runs, as soon as one of its runs ends other than with its value, its
+// thrown error or the host's own kill (its wall clock, its caller's
+// context: the keeper must report it died of that SIGKILL), and when it
+// dies; Close ends it. Where the zygote cannot
 // be had (bubblewrap may not grant CAP_SYS_ADMIN in the sandbox's user
 // namespace, or the kernel refuses a run's namespaces: the self-test
 // runs on a zygote first), or with Options.NoZygote, each run is
 // `bwrap … python3 -S -s -B -c RUNNER`, the interpreter pid 1 of its
 // namespace ([Backend.ZygoteStatus] says which).
 //
-// Either way a run has: new user (the zygote's), pid, network, mount,
-// ipc and uts namespaces (and cgroup where the kernel has it); uid and
+// Either way a run has: new user (the zygote's), pid, network (a forked
+// run where Landlock has ABI 6: the zygote's, which holds no interface
+// up and no socket a run can name), mount, ipc (a forked run: the
+// zygote's) and uts namespaces (and cgroup where the kernel has it); uid and
 // gid 65534 inside, no capabilities, no further user namespaces; a
 // read-only root holding only the interpreter, its standard library,
 // the shared libraries it maps (found by running it once on the host: the probe) and

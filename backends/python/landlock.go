@@ -2,7 +2,11 @@
 
 package python
 
-import _ "embed"
+import (
+	_ "embed"
+
+	"golang.org/x/sys/unix"
+)
 
 // confineSource is confine.py: the Landlock rules each run's process
 // applies to itself (_confine, which the runner calls after its rlimits
@@ -27,4 +31,26 @@ func (b *Backend) program() string {
 		return unconfinedSource
 	}
 	return sandboxSource
+}
+
+// landlockABI is the kernel's Landlock ABI version, 0 without Landlock
+// (or with it disabled): what confine.py's _confine finds in the run.
+func landlockABI() int {
+	v, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, unix.LANDLOCK_CREATE_RULESET_VERSION)
+	if errno != 0 {
+		return 0
+	}
+	return int(v)
+}
+
+// landlockScopesABI is the first Landlock ABI that scopes abstract UNIX
+// sockets and signals to the domain that made them.
+const landlockScopesABI = 6
+
+// sharesNet reports whether b's zygote runs share its network namespace
+// instead of making one each (zygote.py, NET): only where each run
+// confines itself with Landlock's scopes, which keep one run from
+// connecting to an abstract socket another made.
+func (b *Backend) sharesNet() bool {
+	return b.forceSharedNet || (!b.noLandlock && landlockABI() >= landlockScopesABI)
 }

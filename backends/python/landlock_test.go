@@ -10,27 +10,17 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"golang.org/x/sys/unix"
 
 	"github.com/sandbank/sandbank/spi"
 )
 
-// landlockABI is the kernel's Landlock ABI version, 0 without Landlock.
-func landlockABI() int {
-	v, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, unix.LANDLOCK_CREATE_RULESET_VERSION)
-	if errno != 0 {
-		return 0
-	}
-	return int(v)
-}
-
 // landlockProbe tries, from inside a run, what Landlock refuses: running
 // a program (the interpreter itself, which the sandbox holds), and
-// writing in /tmp, which it allows. (Its signal and abstract socket
-// scopes have nothing to refuse here: the interpreter is pid 1 of its own
-// pid namespace, alone in it, and alone in its network namespace, so no
-// process or socket outside the run can be named; they stay as a second
-// wall behind the namespaces.)
+// writing in /tmp, which it allows. (Its signal scope has nothing to
+// refuse here: the interpreter is pid 1 of its own pid namespace, alone
+// in it. Its abstract socket scope is what keeps the zygote's runs apart
+// where they share its network namespace:
+// TestRunsCannotReachEachOtherOverAbstractSockets.)
 const landlockProbe = `
 import os, sys
 def attempt(f):

@@ -151,12 +151,17 @@ func newLayout(p probeResult, sitePackages string, packages []string) (*layout, 
 		if err != nil {
 			return nil, fmt.Errorf("python: reading the library directory %s: %w", d, err)
 		}
+		realDir, err := filepath.EvalSymlinks(d)
+		if err != nil {
+			return nil, fmt.Errorf("python: reading the library directory %s: %w", d, err)
+		}
+		links := newLinkResolver(d, realDir, entries)
 		for _, e := range entries {
 			if e.Type()&os.ModeSymlink == 0 {
 				continue
 			}
 			link := filepath.Join(d, e.Name())
-			real, err := filepath.EvalSymlinks(link)
+			real, err := links.resolve(e.Name())
 			if err == nil && b.bound[real] {
 				if err := b.bindFile(link); err != nil {
 					return nil, err
@@ -168,6 +173,52 @@ func newLayout(p probeResult, sitePackages string, packages []string) (*layout, 
 	return l, nil
 }
 
+// linkResolver resolves the links of one directory, whose real path is
+// realDir and whose entries it has read: most name an entry next to them
+// (libz.so.1 -> libz.so.1.2.13, libz.so -> libz.so.1), which is followed
+// through the entries' types, one readlink per link, instead of
+// filepath.EvalSymlinks's lstat of every component of the path (a
+// library directory holds hundreds of links).
+type linkResolver struct {
+	dir, realDir string
+	links        map[string]bool   // entry name -> is a symbolic link
+	memo         map[string]string // link name -> real path ("" unknown)
+}
+
+func newLinkResolver(dir, realDir string, entries []os.DirEntry) *linkResolver {
+	r := &linkResolver{dir: dir, realDir: realDir, links: map[string]bool{}, memo: map[string]string{}}
+	for _, e := range entries {
+		r.links[e.Name()] = e.Type()&os.ModeSymlink != 0
+	}
+	return r
+}
+
+// resolve is filepath.EvalSymlinks of the link name in the directory.
+func (r *linkResolver) resolve(name string) (string, error) {
+	cur := name
+	for range 40 {
+		if real, ok := r.memo[cur]; ok {
+			r.memo[name] = real
+			return real, nil
+		}
+		target, err := os.Readlink(filepath.Join(r.dir, cur))
+		if err != nil {
+			return "", err
+		}
+		link, ok := r.links[target]
+		if !ok || strings.Contains(target, "/") || target == "." || target == ".." {
+			break // elsewhere, or gone: the general way
+		}
+		if !link {
+			real := filepath.Join(r.realDir, target)
+			r.memo[name] = real
+			return real, nil
+		}
+		cur = target
+	}
+	return filepath.EvalSymlinks(filepath.Join(r.dir, name))
+}
+
 // binder collects bubblewrap's arguments so that each host path appears
 // in the sandbox at the same path: every symbolic link on the way is
 // recreated, and the file it leads to bound read-only.
@@ -175,6 +226,7 @@ type binder struct {
 	args   []string
 	bound  map[string]bool // real paths bound
 	linked map[string]bool // links recreated
+	dirs   []string        // the directories bound, each once
 }
 
 // bindTree binds the directory dir (its real path, reached through the
@@ -191,6 +243,7 @@ func (b *binder) bindTree(dir string) error {
 	if !b.bound[real] {
 		b.bound[real] = true
 		b.args = append(b.args, "--ro-bind", real, real)
+		b.dirs = append(b.dirs, real)
 	}
 	return nil
 }
@@ -204,6 +257,9 @@ func (b *binder) bindFile(p string) error {
 	if !b.bound[real] && !b.coveredByTree(real) {
 		b.bound[real] = true
 		b.args = append(b.args, "--ro-bind", real, real)
+		if st, err := os.Stat(real); err == nil && st.IsDir() {
+			b.dirs = append(b.dirs, real)
+		}
 	}
 	b.bound[real] = true
 	return nil
@@ -211,11 +267,9 @@ func (b *binder) bindFile(p string) error {
 
 // coveredByTree reports whether a directory already bound holds p.
 func (b *binder) coveredByTree(p string) bool {
-	for i := 0; i+2 < len(b.args); i++ {
-		if b.args[i] == "--ro-bind" && b.args[i+1] != p && under(p, b.args[i+1]) {
-			if st, err := os.Stat(b.args[i+1]); err == nil && st.IsDir() {
-				return true
-			}
+	for _, d := range b.dirs {
+		if d != p && under(p, d) {
+			return true
 		}
 	}
 	return false

@@ -58,6 +58,10 @@ type Backend struct {
 	// noLandlock: runs do not confine themselves with Landlock (tests, to
 	// see what it refuses; landlock.go).
 	noLandlock bool
+	// forceSharedNet: the zygote's runs share its network namespace
+	// whatever Landlock can do (tests, to see that a run without its
+	// scopes refuses to start; landlock.go).
+	forceSharedNet bool
 	// tag is in every run's command line (the runner's argument), so
 	// that tests can find this backend's processes.
 	tag string

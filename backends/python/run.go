@@ -96,7 +96,7 @@ func (b *Backend) evaluate(ctx context.Context, req spi.Request) (spi.Outcome, e
 			// A value the script produced past its wall clock is never
 			// delivered: the clock is a limit, whoever noticed first.
 			if !start.IsZero() && req.Limits.WallClock > 0 && time.Since(start) > req.Limits.WallClock {
-				p.kill()
+				p.hostEnds()
 				return stats(spi.Limited(spi.LimitWallClock)), nil
 			}
 			if !e.needsExit() {
@@ -108,7 +108,7 @@ func (b *Backend) evaluate(ctx context.Context, req spi.Request) (spi.Outcome, e
 			<-p.errDone
 			return stats(b.conclude(*end, p.observe(req.Limits))), nil
 		case <-expired:
-			p.kill()
+			p.hostEnds()
 			return stats(spi.Limited(spi.LimitWallClock)), nil
 		case <-allowance.C:
 			if start.IsZero() {
@@ -116,7 +116,7 @@ func (b *Backend) evaluate(ctx context.Context, req spi.Request) (spi.Outcome, e
 				return spi.Outcome{}, &spi.StartupError{Backend: "python", Phase: "boot", Allowance: b.startup}
 			}
 		case <-ctx.Done():
-			p.kill()
+			p.hostEnds()
 			return spi.Outcome{}, ctx.Err()
 		}
 	}
@@ -152,13 +152,15 @@ type proc struct {
 	frameMax int64
 	group    *cgroup.Group // the run's cgroup, nil without one (cgroup.go)
 	// A run forked by the zygote (zygote.go; cmd is nil): what its
-	// keeper reports, the keeper's pidfd, and whether the run ended with
-	// its own value or thrown error (else the zygote is replaced).
-	zr     *zrun
-	z      *zygote
-	pidfd  int
-	killed chan struct{}
-	clean  atomic.Bool
+	// keeper reports, the run's pidfd, whether the run ended with its own
+	// value or thrown error, and whether the host ended it (its wall
+	// clock, the caller's context); else the zygote is replaced.
+	zr        *zrun
+	z         *zygote
+	pidfd     int
+	killed    chan struct{}
+	clean     atomic.Bool
+	hostEnded atomic.Bool
 	// files are the output files read so far (files.go).
 	files *outFiles
 }
@@ -338,12 +340,21 @@ func (p *proc) kill() {
 	})
 }
 
+// hostEnds kills the run on the host's own decision: its wall clock, or
+// the caller's context done. Such a run did nothing the host did not
+// cause, so it keeps its zygote, once the keeper has seen it end by the
+// host's SIGKILL (stopKeeper, zygote.go).
+func (p *proc) hostEnds() {
+	p.hostEnded.Store(true)
+	p.kill()
+}
+
 // stop kills the process and releases its pipes once it has been waited
 // for, in the background.
 func (p *proc) stop() {
 	p.kill()
 	if p.zr != nil {
-		if !p.clean.Load() {
+		if !p.clean.Load() && !p.hostEnded.Load() {
 			// A run that ended other than with its own value or error
 			// takes its zygote out of service now, before the caller can
 			// ask for another run (zygote.go).

@@ -923,27 +923,40 @@ def _probe_packages(spec, out):
 
 
 def _probe():
-    # Run by the backend's New on the host, outside any sandbox: reports
-    # the interpreter, its address space at this point (what the memory
-    # limit is added to) and every file it maps once each extension module
-    # of its standard library is loaded (what the sandbox binds).
+    # Run by the backend's check of the machine on the host, outside any
+    # sandbox: reports the interpreter, its address space at this point
+    # (what the memory limit is added to) and every file it maps once each
+    # extension module of its standard library is loaded (what the sandbox
+    # binds). A module is loaded as an import loads it (dlopen with the
+    # interpreter's flags, which maps the libraries it needs), without its
+    # init: importing each ran Python code (_asyncio imports asyncio, and
+    # with it ssl, logging, typing...) that maps nothing more and cost
+    # most of the probe. The two modules whose init starts a library
+    # that reads its own configuration (OpenSSL, which may load the
+    # providers it names) are imported too.
     with open("/proc/self/statm") as f:
         base = int(f.read().split()[0]) * resource.getpagesize()
     import sysconfig
-    import importlib
+    import _ctypes
     paths = sysconfig.get_paths()
     dynload = os.path.join(paths["platstdlib"], "lib-dynload")
     try:
         names = os.listdir(dynload)
     except OSError:
         names = []
+    flags = sys.getdlopenflags()
     for n in sorted(names):
         mod = n.split(".", 1)[0]
         if n.endswith(".so") and mod not in ("_tkinter", "_curses", "_curses_panel", "readline"):
             try:
-                importlib.import_module(mod)
-            except Exception:
+                _ctypes.dlopen(os.path.join(dynload, n), flags)
+            except OSError:
                 pass
+    for mod in ("_hashlib", "_ssl"):
+        try:
+            __import__(mod)
+        except Exception:
+            pass
     files = set()
     with open("/proc/self/maps") as f:
         for line in f:

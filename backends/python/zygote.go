@@ -28,14 +28,17 @@ import (
 // imported, which forks each run instead of starting bubblewrap and an
 // interpreter for it. The zygote runs none of a run's code and reads
 // nothing a run writes; each run's process (pid 1 of its own pid
-// namespace, with its own mount, network, IPC and UTS namespaces and
-// /tmp, no capability, no descriptor but its three pipes, Landlock and
-// the seccomp filter) cannot reach it. What the host believes of a run
+// namespace, with its own mount and UTS namespaces and /tmp, its own
+// network namespace unless Landlock scopes abstract sockets
+// (Backend.sharesNet), the zygote's IPC namespace, which the filter
+// leaves it no call to use, no capability, no descriptor but its three
+// pipes, Landlock and the seccomp filter) cannot reach it. What the host believes of a run
 // comes from the run's keeper (the first fork, which never runs the
 // script): the keeper's pid, which the kernel writes in the credentials
 // of its message, and the run's exit status and resource usage from
 // wait4. The zygote is replaced after zygoteRuns runs, and as soon as a
-// run of it ends other than with its value or its thrown error.
+// run of it ends other than with its value, its thrown error or the
+// host's own kill (its wall clock, its caller's context).
 
 //go:embed zygote.py
 var zygoteSource string
@@ -143,8 +146,12 @@ func (b *Backend) zygoteArgv() []string {
 		args = append(args, "--dir", "/tmp")
 	}
 	scratch := max(b.scratch, 0)
+	net := "own"
+	if b.sharesNet() { // landlock.go
+		net = "shared"
+	}
 	return append(args, "--remount-ro", "/", "--chdir", "/", "--", b.lay.python, "-S", "-s", "-B", "-c", zygoteSource,
-		b.program(), strconv.FormatInt(scratch, 10), strconv.Itoa(zygoteSpares), strings.Join(cmpOrSlice(b.preload, zygotePreload), " "), b.tag,
+		b.program(), strconv.FormatInt(scratch, 10), strconv.Itoa(zygoteSpares), strings.Join(cmpOrSlice(b.preload, zygotePreload), " "), net, b.tag,
 		b.lay.packages) // packages.go
 }
 
@@ -625,16 +632,33 @@ func (p *proc) killKeeper() {
 	close(p.killed)
 }
 
-// stopKeeper releases a zygote run once it has ended or been killed.
+// stopKeeper releases a zygote run once it has ended or been killed. A
+// run the host ended (proc.hostEnds) keeps its zygote only if its keeper
+// reports that it died of a SIGKILL: the host's, since the kernel does
+// not let a process in the run's pid namespace kill its pid 1. A run
+// that ended otherwise meanwhile (a crash as its clock ran out), or
+// whose report does not come within the start-up allowance, retires it.
 func (p *proc) stopKeeper() {
-	select {
-	case <-p.zr.done:
-	case <-p.killed:
+	clean := p.clean.Load()
+	if p.hostEnded.Load() {
+		t := time.NewTimer(p.b.startup)
+		select {
+		case <-p.zr.done:
+			clean = p.zr.reported && p.zr.exitCode == 128+int(unix.SIGKILL)
+		case <-t.C:
+			clean = false
+		}
+		t.Stop()
+	} else {
+		select {
+		case <-p.zr.done:
+		case <-p.killed:
+		}
 	}
 	p.out.Close()
 	p.removeGroup() // cgroup.go: anything left in it killed
 	unix.Close(p.pidfd)
-	p.z.release(p.clean.Load())
+	p.z.release(clean)
 }
 
 // observeKeeper fills in what the keeper reported of the run's process.

@@ -1,11 +1,15 @@
 # zygote.py: the zygote of backends/python, embedded in the Go package
-# and run as `python3 -S -s -B -c ZYGOTE PROGRAM SCRATCH SPARES PRELOAD TAG [PACKAGES]` in
+# and run as `python3 -S -s -B -c ZYGOTE PROGRAM SCRATCH SPARES PRELOAD NET TAG [PACKAGES]` in
 # one bubblewrap sandbox per backend (zygote.go), with CAP_SYS_ADMIN in
 # the sandbox's user namespace only. PROGRAM is what a run executes
 # (confine.py and runner.py: landlock.go); SCRATCH the size of a run's
 # /tmp in bytes (0: none); SPARES how many runs to keep prepared; PRELOAD
-# the modules to import while idle (names separated by spaces); TAG
-# names the backend's processes for its tests.
+# the modules to import while idle (names separated by spaces); NET
+# "shared" when runs share the zygote's network namespace (empty, made
+# by bubblewrap) instead of each making its own, which the host asks only
+# where Landlock scopes abstract UNIX sockets (ABI 6 or later: a run
+# confined with less ends before its request); TAG names the backend's
+# processes for its tests.
 #
 # The zygote serves the host on fd 3, a SOCK_SEQPACKET socket:
 #
@@ -28,8 +32,8 @@
 #
 # A run is two forks, made ahead (SPARES of them wait for a request).
 # The keeper (in the zygote's namespaces, holding nothing of the zygote
-# but its channel to the host) makes new pid, mount, network, IPC and
-# UTS namespaces, forks the run's process (pid 1 of the new pid
+# but its channel to the host) makes new pid, mount and UTS namespaces
+# (and network, unless NET is "shared"), forks the run's process (pid 1 of the new pid
 # namespace), waits for it and reports what the kernel says of it. The
 # run's process dies with the keeper, mounts a fresh tmpfs on /tmp,
 # drops every capability, installs the seccomp filter, applies Landlock
@@ -98,13 +102,19 @@ _SPARES = int(sys.argv[3])
 # The standard library's common modules, imported once here so that a
 # run does not: each unless its import brings in one of _CONFIGURED.
 _PRELOAD = sys.argv[4].split()
+# _SHARED_NET: runs share the zygote's network namespace. Making and
+# tearing down one per run costs about 4.6 ms of CPU; what keeps runs
+# apart in a shared one is that the filter allows no socket but AF_UNIX
+# and Landlock's scope refuses a connection or datagram to an abstract
+# socket another run made (a path socket is in the run's own /tmp).
+_SHARED_NET = sys.argv[5] == "shared"
 # The allow-listed packages (packages.go), JSON, or empty for none:
 # imported before the first run is prepared (runner.py's _load_packages).
-_PACKAGES = sys.argv[6] if len(sys.argv) > 6 else ""
+_PACKAGES = sys.argv[7] if len(sys.argv) > 7 else ""
 del sys.argv[1:]
 
 _libc = ctypes.CDLL(None, use_errno=True)
-_CLONE_NEWNS, _CLONE_NEWUTS, _CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
+_CLONE_NEWNS, _CLONE_NEWUTS = 0x00020000, 0x04000000
 _CLONE_NEWPID, _CLONE_NEWNET = 0x20000000, 0x40000000
 _MS_NOSUID, _MS_NODEV, _MS_REC, _MS_PRIVATE = 2, 4, 1 << 14, 1 << 18
 _PR_SET_PDEATHSIG, _PR_SET_NO_NEW_PRIVS, _PR_CAP_AMBIENT, _PR_SET_SECCOMP = 1, 38, 47, 22
@@ -128,7 +138,7 @@ class _SockFprog(ctypes.Structure):
 
 def _spare(ctrl, req, tell, alive_r, filt):
     # The run's process: pid 1 of the keeper's new pid namespace, in its
-    # new mount, network, IPC and UTS namespaces. As a spare it prepares
+    # new mount and UTS namespaces (and network: _SHARED_NET). As a spare it prepares
     # what does not depend on the run, then waits for the run's request.
     if _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
         _fail("prctl")
@@ -163,7 +173,9 @@ def _spare(ctrl, req, tell, alive_r, filt):
     del buf, prog
     runner = {"__name__": "__sandbank_runner__", "__builtins__": builtins}
     exec(_PROGRAM, runner)
-    runner["_confine"]()
+    if runner["_confine"]() < 6 and _SHARED_NET:
+        # No scope for abstract sockets: this run could reach another's.
+        raise OSError("runs share a network namespace without Landlock's scopes (ABI 6)")
     runner["_prepare"]()
     # The run: its number and its descriptors.
     msg, fds, _, _ = socket.recv_fds(req, 64, 4)
@@ -202,7 +214,14 @@ def _keep(ctrl, req, filt):
     # It holds nothing of the zygote but its channel to the host.
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     _close_all_but(ctrl.fileno(), req.fileno())
-    if _libc.unshare(_CLONE_NEWPID | _CLONE_NEWNS | _CLONE_NEWNET | _CLONE_NEWIPC | _CLONE_NEWUTS) != 0:
+    # The IPC namespace is the zygote's (bubblewrap's new one, holding no
+    # object): the filter refuses every System V IPC and POSIX message
+    # queue call, so there is nothing in it a run could make or name,
+    # and making and tearing down one per run cost about 2.4 ms.
+    flags = _CLONE_NEWPID | _CLONE_NEWNS | _CLONE_NEWUTS
+    if not _SHARED_NET:
+        flags |= _CLONE_NEWNET
+    if _libc.unshare(flags) != 0:
         _fail("unshare")
     alive_r, alive_w = os.pipe()
     tell_r, tell_w = os.pipe()

@@ -6,6 +6,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +18,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
 	"github.com/sandbank/sandbank/spi"
 )
@@ -121,6 +124,43 @@ func TestZygoteServesRuns(t *testing.T) {
 	assert.Equal(t, first, zygotePid(b), "a run that ends of its own accord keeps the zygote")
 }
 
+// forgedFrame writes a frame the runner never writes on every descriptor
+// it can (the runner's channel among them), then loops.
+const forgedFrame = "import os\nfor fd in range(3, 16):\n    try:\n        os.write(fd, b'Z\\0\\0\\0\\0')\n    except OSError:\n        pass\nwhile True:\n    pass"
+
+// TestZygoteKeptWhenTheHostEndsARun: a run the host itself ended (at its
+// wall clock, or because the caller's context was done) did nothing the
+// host did not cause: its zygote goes on serving, and the next run is
+// forked from it. Seen failing with every killed run retiring the zygote.
+func TestZygoteKeptWhenTheHostEndsARun(t *testing.T) {
+	b := zygoteOrSkip(t)
+	evalOK(t, b, "1", "1")
+	first := zygotePid(b)
+	require.Positive(t, first)
+	out, err := b.Evaluate(context.Background(), spi.Request{Script: []byte("while True:\n    pass"), Input: json.RawMessage("null"),
+		Limits: spi.Limits{WallClock: 100 * time.Millisecond, MemoryBytes: 64 << 20}})
+	require.NoError(t, err)
+	require.Equal(t, spi.LimitWallClock, out.Limit, "%+v", out)
+	evalOK(t, b, "2", "2")
+	assert.Equal(t, first, zygotePid(b), "a run ended at its wall clock keeps the zygote")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	_, err = b.Evaluate(ctx, spi.Request{Script: []byte("host.stop()\nwhile True:\n    pass"), Input: json.RawMessage("null"),
+		Limits: spi.Limits{WallClock: time.Hour, MemoryBytes: 64 << 20}, Host: cancelHost{cancel}})
+	require.ErrorIs(t, err, context.Canceled)
+	evalOK(t, b, "3", "3")
+	assert.Equal(t, first, zygotePid(b), "a run ended by its caller's context keeps the zygote")
+}
+
+// cancelHost cancels a context when called.
+type cancelHost struct{ cancel context.CancelFunc }
+
+func (h cancelHost) Call(context.Context, string, json.RawMessage) (json.RawMessage, error) {
+	h.cancel()
+	return json.RawMessage("null"), nil
+}
+
 // TestZygoteReplacedAfterItsRuns: a zygote forks a bounded number of
 // runs, then another takes over.
 func TestZygoteReplacedAfterItsRuns(t *testing.T) {
@@ -136,17 +176,19 @@ func TestZygoteReplacedAfterItsRuns(t *testing.T) {
 	assert.True(t, waitExited([]int{first}), "the zygote that served its runs has ended")
 }
 
-// TestZygoteReplacedWhenARunMisbehaves: a run the host had to kill (its
-// wall clock), one the kernel killed (its memory) and one that ends the
-// interpreter each retire the zygote that forked it.
+// TestZygoteReplacedWhenARunMisbehaves: a run the kernel killed (its
+// memory), one that ends the interpreter and one that writes to the
+// runner's channel each retire the zygote that forked it.
 func TestZygoteReplacedWhenARunMisbehaves(t *testing.T) {
 	b := zygoteOrSkip(t)
-	for _, script := range []string{"while True:\n    pass", "import os\nos._exit(3)", "x = 'y' * 10**10"} {
+	for _, script := range []string{"import os\nos._exit(3)", "x = 'y' * 10**10", forgedFrame} {
 		evalOK(t, b, "1", "1")
 		before := zygotePid(b)
-		_, err := b.Evaluate(context.Background(), spi.Request{Script: []byte(script), Input: json.RawMessage("null"),
-			Limits: spi.Limits{WallClock: 300 * time.Millisecond, MemoryBytes: 32 << 20}})
+		// Each ends long before its clock: the host does not end it.
+		out, err := b.Evaluate(context.Background(), spi.Request{Script: []byte(script), Input: json.RawMessage("null"),
+			Limits: spi.Limits{WallClock: time.Minute, MemoryBytes: 32 << 20}})
 		require.NoError(t, err)
+		require.NotEqual(t, spi.LimitWallClock, out.Limit, "%q: %+v", script, out)
 		evalOK(t, b, "2", "2")
 		assert.NotEqual(t, before, zygotePid(b), "%q: the next run is on another zygote", script)
 	}
@@ -236,4 +278,155 @@ func TestZygotePreloadKeepsConfiguredModulesOut(t *testing.T) {
 			break
 		}
 	}
+}
+
+// TestHostEndedRunKeepsItsZygoteOnlyIfKilled: a run the host ended keeps
+// its zygote only when its keeper reports it died of SIGKILL (the host's);
+// one that ended otherwise as its clock ran out (here a crash's signal
+// 11, or no report because the zygote ended) retires it. Seen failing
+// with every host-ended run keeping its zygote.
+func TestHostEndedRunKeepsItsZygoteOnlyIfKilled(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		reported bool
+		code     int
+		keep     bool
+	}{
+		{"killed by the host", true, 128 + 9, true},
+		{"crashed", true, 128 + 11, false},
+		{"exited", true, 3, false},
+		{"no report", false, 0, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+			require.NoError(t, err)
+			unix.Close(fds[1])
+			f := os.NewFile(uintptr(fds[0]), "zygote")
+			conn, err := net.FileConn(f)
+			require.NoError(t, err)
+			f.Close()
+			z := &zygote{cmd: &exec.Cmd{}, conn: conn.(*net.UnixConn), runs: map[uint64]*zrun{}, inflight: 2}
+			t.Cleanup(z.kill)
+			zr := &zrun{done: make(chan struct{}), reported: c.reported, exitCode: c.code}
+			close(zr.done)
+			r, w, err := os.Pipe()
+			require.NoError(t, err)
+			w.Close()
+			pidfd, err := unix.Eventfd(0, unix.EFD_CLOEXEC) // stands in for the run's pidfd: closed once
+			require.NoError(t, err)
+			p := &proc{b: &Backend{startup: time.Minute}, out: r, zr: zr, z: z, pidfd: pidfd, killed: make(chan struct{})}
+			p.hostEnded.Store(true)
+			close(p.killed)
+			p.stopKeeper()
+			assert.Equal(t, c.keep, z.usable())
+		})
+	}
+}
+
+// TestRunsCannotReachEachOtherOverAbstractSockets: while one run holds a
+// listening abstract stream socket and a bound abstract datagram socket,
+// another run of the same zygote can neither connect to the one nor send
+// to the other (its own network namespace, or Landlock's scope where the
+// zygote's runs share one). Seen failing with the runs sharing the
+// network namespace and confine.py not asking for the scopes.
+func TestRunsCannotReachEachOtherOverAbstractSockets(t *testing.T) {
+	b := zygoteOrSkip(t)
+	const holder = `import socket
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.bind("\0sandbank-cross-run")
+s.listen(1)
+d = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+d.bind("\0sandbank-cross-run-dgram")
+host.other()`
+	const visitor = `import socket
+def attempt(f):
+    try:
+        f()
+        return "reached"
+    except OSError as e:
+        return "refused"
+def stream():
+    socket.socket(socket.AF_UNIX, socket.SOCK_STREAM).connect("\0sandbank-cross-run")
+def dgram():
+    socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM).sendto(b"x", "\0sandbank-cross-run-dgram")
+[attempt(stream), attempt(dgram)]`
+	type result struct {
+		out spi.Outcome
+		err error
+	}
+	got := make(chan result, 1)
+	other := hostFunc(func() {
+		out, err := b.Evaluate(context.Background(), spi.Request{Script: []byte(visitor), Input: json.RawMessage("null"),
+			Limits: spi.Limits{WallClock: time.Minute, MemoryBytes: 64 << 20}})
+		got <- result{out, err}
+	})
+	out, err := b.Evaluate(context.Background(), spi.Request{Script: []byte(holder), Input: json.RawMessage("null"),
+		Limits: spi.Limits{WallClock: time.Minute, MemoryBytes: 64 << 20}, Host: other})
+	require.NoError(t, err)
+	require.Equal(t, spi.KindOK, out.Kind, "the holder bound its sockets: %+v", out)
+	visited := <-got
+	require.NoError(t, visited.err)
+	require.Equal(t, spi.KindOK, visited.out.Kind, "%+v", visited.out)
+	assert.Equal(t, `["refused","refused"]`, string(visited.out.Value))
+}
+
+// hostFunc is a host whose every call runs f.
+type hostFunc func()
+
+func (f hostFunc) Call(context.Context, string, json.RawMessage) (json.RawMessage, error) {
+	f()
+	return json.RawMessage("null"), nil
+}
+
+// TestSharedNetNeedsLandlockScopes: a run that would share its zygote's
+// network namespace without Landlock's scopes (here Landlock off, the
+// namespace shared all the same) ends before its request: the script
+// never runs in it. Seen failing without the run's check of the ABI
+// _confine reports.
+func TestSharedNetNeedsLandlockScopes(t *testing.T) {
+	b := zygoteOrSkip(t)
+	b.noLandlock, b.forceSharedNet = true, true // before its zygote starts
+	b.startup = 2 * time.Second
+	// Only the zygote: no run falls back to a sandbox of its own (where
+	// the zygote's prepared runs have all ended before the request).
+	b.zygotes.only = true
+	out, err := b.Evaluate(context.Background(), spi.Request{Script: []byte("import os\nos.getpid()"), Input: json.RawMessage("null"),
+		Limits: spi.Limits{WallClock: time.Minute, MemoryBytes: 64 << 20}})
+	require.Error(t, err, "the run went on: %+v", out)
+	var startup *spi.StartupError
+	assert.True(t, errors.As(err, &startup) || errors.Is(err, errNoOutcome), "retryable infrastructure: %v", err)
+}
+
+// TestRunsCannotReachEachOtherOverSysVIPC: while one run tries to hold a
+// System V shared memory segment and message queue under a known key,
+// another run of the same zygote finds neither (the filter refuses every
+// System V IPC call, which is what keeps the zygote's runs apart in the
+// IPC namespace they share). Seen failing with the filter allowing what
+// is not listed.
+func TestRunsCannotReachEachOtherOverSysVIPC(t *testing.T) {
+	b := zygoteOrSkip(t)
+	const holder = `import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+[libc.shmget(0x5a4d, 4096, 0o1600), libc.msgget(0x5a4d, 0o1600), host.other()]`
+	const visitor = `import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+[libc.shmget(0x5a4d, 0, 0), libc.msgget(0x5a4d, 0)]`
+	type result struct {
+		out spi.Outcome
+		err error
+	}
+	got := make(chan result, 1)
+	other := hostFunc(func() {
+		out, err := b.Evaluate(context.Background(), spi.Request{Script: []byte(visitor), Input: json.RawMessage("null"),
+			Limits: spi.Limits{WallClock: time.Minute, MemoryBytes: 64 << 20}})
+		got <- result{out, err}
+	})
+	out, err := b.Evaluate(context.Background(), spi.Request{Script: []byte(holder), Input: json.RawMessage("null"),
+		Limits: spi.Limits{WallClock: time.Minute, MemoryBytes: 64 << 20}, Host: other})
+	require.NoError(t, err)
+	require.Equal(t, spi.KindOK, out.Kind, "%+v", out)
+	visited := <-got
+	require.NoError(t, visited.err)
+	require.Equal(t, spi.KindOK, visited.out.Kind, "%+v", visited.out)
+	assert.Equal(t, `[-1,-1]`, string(visited.out.Value), "the holder's objects: %s", out.Value)
 }

@@ -22,6 +22,10 @@ const bigFuel = 1 << 40
 // (no CPU budget: only cpu_budget may be skipped) and with the CPU budget
 // on (no case may be skipped but host_exact, which the JavaScript set
 // declares inapplicable: its numbers are doubles).
+// filesCase are the cases gated by Files, which this backend does not
+// declare yet (issue 44): skipped.
+var filesCase = map[string]bool{"files_in": true, "files_out": true, "files_bounds": true}
+
 func TestConformance(t *testing.T) {
 	for _, mode := range []quickjs.Mode{quickjs.ModeParked, quickjs.ModeFresh} {
 		for _, fuel := range []bool{false, true} {
@@ -39,7 +43,7 @@ func TestConformance(t *testing.T) {
 				report := conformancetest.Run(t, func() (spi.Backend, error) { return quickjs.New(main) }, opts)
 				for _, c := range report.Cases {
 					t.Logf("%-16s %-4s %8v %s", c.Name, c.Status, c.Duration.Round(1e6), c.Reason)
-					if c.Status == conformance.StatusSkip && (fuel || c.Name != "cpu_budget") && c.Name != "host_exact" {
+					if c.Status == conformance.StatusSkip && (fuel || c.Name != "cpu_budget") && c.Name != "host_exact" && !filesCase[c.Name] {
 						t.Errorf("%s was skipped: %s", c.Name, c.Reason)
 					}
 				}

@@ -28,6 +28,7 @@ const smallBudget = 100_000
 //   - host_clock: gated by HostCalls and WallClock hard.
 //   - runaway_native: gated by WallClock hard or Memory.
 //   - abort_mid_run: gated by WallClock hard.
+//   - files_in, files_out and files_bounds: gated by Files.
 func TestConformance(t *testing.T) {
 	set := starlarkfixtures.Set()
 	factory := func() (spi.Backend, error) { return starlark.New(nil) }
@@ -35,7 +36,7 @@ func TestConformance(t *testing.T) {
 	rep, err := conformance.Check(context.Background(), factory, &conformance.Options{Fixtures: &set, CPUBudget: small})
 	require.NoError(t, err)
 	require.Equal(t, conformance.CaseNames(), caseNames(rep))
-	skipped := map[string]bool{"allocation_bomb": true, "memory_limit": true, "host_objects": true, "async_value": true, "host_concurrent": true, "input_too_big": true, "runaway_native": true, "abort_mid_run": true, "throw_named": true, "host_clock": true, "deterministic": true}
+	skipped := map[string]bool{"allocation_bomb": true, "memory_limit": true, "host_objects": true, "async_value": true, "host_concurrent": true, "input_too_big": true, "runaway_native": true, "abort_mid_run": true, "throw_named": true, "host_clock": true, "deterministic": true, "files_in": true, "files_out": true, "files_bounds": true}
 	for _, c := range rep.Cases {
 		t.Run(c.Name, func(t *testing.T) {
 			want := conformance.StatusPass

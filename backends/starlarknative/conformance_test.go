@@ -23,7 +23,8 @@ const smallBudget = 100_000
 // inapplicable are skipped (host_objects: a script cannot enumerate its
 // predeclared names; async_value and host_concurrent: Starlark has no
 // asynchrony; throw_named: its errors have no names), and deterministic,
-// gated by Deterministic, which the backend does not declare. The host
+// gated by Deterministic, and the files cases, gated by Files, which the
+// backend does not declare. The host
 // calls and the logs cases run across the guest boundary.
 func TestConformance(t *testing.T) {
 	set := starlarkfixtures.Set()
@@ -32,7 +33,7 @@ func TestConformance(t *testing.T) {
 	rep, err := conformance.Check(context.Background(), factory, &conformance.Options{Fixtures: &set, CPUBudget: small})
 	require.NoError(t, err)
 	require.Equal(t, conformance.CaseNames(), caseNames(rep))
-	skipped := map[string]bool{"host_objects": true, "async_value": true, "host_concurrent": true, "throw_named": true, "deterministic": true}
+	skipped := map[string]bool{"host_objects": true, "async_value": true, "host_concurrent": true, "throw_named": true, "deterministic": true, "files_in": true, "files_out": true, "files_bounds": true}
 	for _, c := range rep.Cases {
 		t.Run(c.Name, func(t *testing.T) {
 			want := conformance.StatusPass

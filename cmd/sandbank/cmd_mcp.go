@@ -34,6 +34,7 @@ type mcpOptions struct {
 	tenantsFile     string
 	allowOrigins    []string
 	signKey         string
+	suspend         []string // --suspend: host functions that suspend a run (resume_run continues it)
 
 	upstreams       []string // --upstream NAME=COMMAND or NAME=URL (mcp_upstream.go)
 	upstreamAllow   []string
@@ -142,6 +143,7 @@ goes to standard error; --quiet drops them.`,
 	f.BoolVar(&o.noCache, "no-cache", false, "compile the engines' modules afresh, with no compiled-module cache")
 	addPackageFlag(cmd, &o.packages)
 	f.StringVar(&o.signKey, "sign-key", "", "sign every run's receipt with the private key in `FILE` (see 'sandbank keygen')")
+	f.StringArrayVar(&o.suspend, "suspend", nil, "give the scripts a host function `NAME` that suspends the run until the resume_run tool answers it (deterministic engines; repeatable)")
 	f.StringArrayVar(&o.upstreams, "upstream", nil, "make the tools of MCP server `NAME=COMMAND` (stdio) or NAME=URL (streamable HTTP) host functions of the scripts (repeatable)")
 	f.StringSliceVar(&o.upstreamAllow, "upstream-allow", nil, "allow --upstream addresses of `ORIGIN` (scheme://host[:port]); loopback ones need none")
 	f.StringArrayVar(&o.upstreamEnv, "upstream-env", nil, "add `NAME=KEY=VALUE` to upstream NAME's environment; the value never reaches a script")
@@ -228,6 +230,7 @@ func (a *app) serveMCP(ctx context.Context, o *mcpOptions) error {
 		Engines:   engines,
 		Version:   moduleVersion(debug.ReadBuildInfo()),
 		Signer:    signer,
+		Suspend:   o.suspend,
 		Factory: func(e registry.Entry) spi.Factory {
 			f, err := a.engineFactory(e, &runOptions{cacheDir: o.cacheDir, noCache: o.noCache, packages: o.packages})
 			if err != nil {

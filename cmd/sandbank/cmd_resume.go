@@ -105,7 +105,9 @@ with the same exit codes; --json gives the same object.
 
 The host functions are given again with --host (and --suspend, which
 may suspend the run anew: the new continuation goes to --continuation,
-FILE itself by default). With --keys the continuation must be signed
+FILE itself by default). Without --suspend, the host function the run
+waits at suspends again when the script calls it anew, unless --host
+gives it. With --keys the continuation must be signed
 by one of those keys (run --sign-key signs it). A continuation that
 does not agree with itself, is signed by another key, or names another
 engine or engine version is refused, exit code 64.`,
@@ -161,6 +163,11 @@ func (a *app) resume(ctx context.Context, o *runOptions, file string) (json.RawM
 	hostFuncs, hostLog, err := parseHosts(o.hosts)
 	if err != nil {
 		return nil, err
+	}
+	if name, _, ok := cont.Pending(); ok && d.suspend == "" {
+		if _, given := hostFuncs[name]; !given {
+			d.suspend = name // what the run waits at waits again when called anew
+		}
 	}
 	if hostFuncs, hostLog, err = d.suspending(hostFuncs, hostLog, ""); err != nil {
 		return nil, err

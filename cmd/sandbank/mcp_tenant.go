@@ -68,5 +68,5 @@ func admitTenant(_ context.Context, req *mcp.CallToolRequest, _ string) (mcpserv
 	}
 	// The tenant's engines choose the call's engine as at every door
 	// (pool.Pool.Resolve): the first it may use of the tool's language.
-	return mcpserver.Admission{Engines: t.Engines, Limits: t.Limits, Release: release}, nil
+	return mcpserver.Admission{Engines: t.Engines, Limits: t.Limits, Release: release, Tenant: t.Name}, nil
 }
