@@ -387,8 +387,11 @@ func (z *zygote) release(clean bool) {
 
 // replace starts the zygote's successor in the background, once.
 func (z *zygote) replace() {
-	if z.successor != nil {
-		z.replaced.Do(func() { go z.successor() })
+	z.mu.Lock()
+	successor := z.successor // set by install, maybe after listen began
+	z.mu.Unlock()
+	if successor != nil {
+		z.replaced.Do(func() { go successor() })
 	}
 }
 
@@ -448,7 +451,9 @@ func (zs *zygotes) start(start func() (*zygote, error)) (*zygote, error) {
 // install puts z in service, its successor started with start. zs.mu
 // must be held.
 func (zs *zygotes) install(z *zygote, start func() (*zygote, error)) {
+	z.mu.Lock()
 	z.successor = func() { zs.succeed(z, start) }
+	z.mu.Unlock()
 	zs.cur = z
 }
 
