@@ -79,3 +79,20 @@ func machineCacheFactory(engine, dir string) spi.Factory {
 	}
 	return nil
 }
+
+// PackagesFactory returns a factory of the named built-in engine that
+// lets scripts import the allow-listed packages (python's
+// Options.Packages: packages of the system's site directories, such as
+// numpy, pandas and matplotlib), keeping its check of the machine as
+// [CacheFactory] does in dir, or in the default directory when dir is
+// empty and noCache false. It returns nil for an engine that takes no
+// packages: every engine but python.
+func PackagesFactory(engine string, packages []string, dir string, noCache bool) spi.Factory {
+	if engine != python.Engine || python.Available(nil) != nil {
+		return nil
+	}
+	packages = append([]string(nil), packages...)
+	return func() (spi.Backend, error) {
+		return python.New(&python.Options{Packages: packages, CacheDir: dir, NoCache: noCache})
+	}
+}

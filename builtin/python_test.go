@@ -59,3 +59,20 @@ func TestMissingNamesWhatIsAbsent(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "bubblewrap")
 }
+
+// TestPackagesFactory: only python takes packages; its factory builds a
+// backend with them (New refuses an invalid name).
+func TestPackagesFactory(t *testing.T) {
+	assert.Nil(t, PackagesFactory("quickjs", []string{"numpy"}, "", true))
+	f := PackagesFactory(python.Engine, []string{"../x"}, "", true)
+	if python.Available(nil) != nil {
+		assert.Nil(t, f)
+		return
+	}
+	require.NotNil(t, f)
+	_, err := f()
+	assert.ErrorContains(t, err, "top-level import name")
+	b, err := PackagesFactory(python.Engine, []string{"numpy"}, "", true)()
+	require.NoError(t, err)
+	assert.NoError(t, b.(*python.Backend).Close())
+}

@@ -34,7 +34,7 @@ func TestConformance(t *testing.T) {
 			if err := python.KernelBounds(); err != nil && c.Status == conformance.StatusSkip && strings.HasPrefix(c.Reason, "gated by Memory") {
 				t.Skipf("%s (%v)", c.Reason, err)
 			}
-			if c.Name == "deterministic" || strings.HasPrefix(c.Name, "files_") { // python does not declare Deterministic or Files
+			if c.Name == "deterministic" { // python does not declare Deterministic
 				assert.Equal(t, conformance.StatusSkip, c.Status, c.Reason)
 				return
 			}

@@ -19,7 +19,8 @@ const Engine = "python"
 // process group is killed), the memory limit only where each run gets
 // its own cgroup ([KernelBounds]; an address-space rlimit alone is not
 // the memory limit: kernel-held memory escapes it), a CPU budget
-// (RLIMIT_CPU), a new process per run, host calls and logs.
+// (RLIMIT_CPU), a new process per run, host calls, logs and files (input
+// files in the working directory, output files under out/: files.go).
 func Declare(*Options) spi.Capabilities {
 	return spi.Capabilities{
 		Language:    Language,
@@ -30,5 +31,6 @@ func Declare(*Options) spi.Capabilities {
 		FreshPerRun: true,
 		HostCalls:   true,
 		Logs:        true,
+		Files:       true,
 	}
 }

@@ -39,6 +39,65 @@
 //   - An uncaught exception is a scriptError with its class name and
 //     message, prefixed with the script's line; a SyntaxError too.
 //
+// # Files
+//
+// The request's input files are in the working directory (the run's
+// /tmp) by name, read-only (mode 0444: open('data.csv')), and out/ is
+// there, empty. The output files are the regular files the script
+// wrote directly under out/ when it returned its value, collected then
+// (a run that throws returns none). They cross as frames, bounded and
+// checked by the host like every other (files.go): past
+// Limits.MaxOutFiles or MaxOutFileBytes the run is limitExceeded files;
+// an entry whose name spi.CheckFileName refuses ("my chart.png",
+// ".hidden"), a directory, a symbolic link (never followed) or any
+// other kind of file is not an output file: it is left out, the run
+// goes on, and a warning line in the run's log says what was left out
+// and why (so does out/ itself replaced by a symbolic link); a script
+// that removed out/ returns none; an input file named out is the scriptError
+// FileExistsError before anything starts. Writing a name again
+// replaces its content. The run's /tmp (Options.ScratchBytes) holds the
+// input files and what the script writes, so it bounds both: input
+// files that cannot fit are inputTooLarge before anything starts. Input
+// and output files are charged to the run's memory limit where the run
+// has a cgroup.
+//
+// # Packages
+//
+// Options.Packages names packages of the interpreter's system site
+// directories (Debian's dist-packages: python3-numpy, python3-pandas,
+// python3-matplotlib) a script may import. When the machine is checked,
+// the probe imports them on the host, outside the sandbox (so the
+// packages' own import code runs there as the operator installed it,
+// never a script), and records what the imports loaded, opened and
+// mapped: those site entries (the packages and their dependencies),
+// data files, shared libraries and matplotlib's data directory are
+// bound read-only, and nothing else of the site directories, so any
+// other package is ModuleNotFoundError. The zygote imports them before
+// it prepares its first run: with OPENBLAS_NUM_THREADS, OMP_NUM_THREADS,
+// MKL_NUM_THREADS and their kin at 1 (a library that starts a thread
+// pool at import would leave the zygote unable to fork safely: the
+// probe fails the check of the machine when the process holds more
+// than one thread once they are imported), then gc.freeze, so that a
+// run's collections do not copy the zygote's pages. A run pays nothing for import pandas. matplotlib runs on Agg
+// with a font cache the probe builds from the fonts it ships (no system
+// font, so a chart's bytes are the same on every machine with the same
+// versions), copied into the zygote's own small /tmp (matplotlib
+// refuses a configuration directory it cannot write; each run mounts
+// its own /tmp over it). Without a zygote, each run imports the
+// packages itself, seconds per run.
+//
+// What a package may do at its import: anything the operator's
+// interpreter does, once, on the host (the probe) and in the zygote,
+// before any run exists; never while a script runs. What a run sees of
+// it: the modules a package imported that the runner configures (random,
+// logging, uuid, asyncio) are configured by each run as it starts, and
+// numpy's global generator is seeded with Options.Seed, so np.random,
+// random, secrets and numpy's default_rng() are the same in every run.
+// time.time() and its kin stay the fake clock; but a package imports
+// the C datetime module, whose datetime.now() and date.today() (and
+// pandas' Timestamp.now(), numpy's datetime64('now')) read the host's
+// clock: with Packages, the date is readable (docs/RATIONALE.md, R94).
+//
 // # The sandbox
 //
 // Each backend keeps a zygote (zygote.go, zygote.py): one bubblewrap

@@ -20,6 +20,11 @@ import (
 // probeTimeout bounds the probe of the interpreter on the host.
 const probeTimeout = 30 * time.Second
 
+// packagesProbeTimeout bounds the probe when it imports Options.Packages
+// (pandas and matplotlib take seconds on a loaded machine, and
+// matplotlib builds its font cache).
+const packagesProbeTimeout = 3 * time.Minute
+
 // probeResult is what the runner reports in probe mode (runner.py,
 // _probe).
 type probeResult struct {
@@ -29,6 +34,10 @@ type probeResult struct {
 	PlatStdlib string   `json:"platstdlib"`
 	Base       int64    `json:"base"`
 	Files      []string `json:"files"`
+	// Packages is what the probe found of Options.Packages (packages.go).
+	Packages *packagesFound `json:"packages,omitempty"`
+	// Error says why the packages could not be imported.
+	Error string `json:"error,omitempty"`
 }
 
 // layout is the sandbox's file system, as bubblewrap arguments, and what
@@ -39,6 +48,9 @@ type layout struct {
 	base    int64    // the runner's address space before the script's memory
 	path    []string // sys.path inside the sandbox
 	args    []string // --ro-bind and --symlink arguments
+	// packages is the packages' spec for runner.py's _load_packages
+	// (JSON text), "" without packages (packages.go).
+	packages string
 }
 
 // probeInterpreter runs the interpreter at path on the host, outside any
@@ -47,10 +59,15 @@ type layout struct {
 // standard library's extension modules are loaded. The interpreter is
 // the operator's, and the code it runs is the runner: no script runs
 // here.
-func probeInterpreter(ctx context.Context, path string) (probeResult, error) {
-	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+func probeInterpreter(ctx context.Context, path string, packages *packageSpec) (probeResult, error) {
+	timeout := probeTimeout
+	if packages != nil {
+		timeout = packagesProbeTimeout // the packages are imported too
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, path, "-S", "-s", "-B", "-c", runnerSource, `{"probe":true,"seed":0,"maxLine":16384}`)
+	arg, _ := json.Marshal(map[string]any{"probe": true, "seed": 0, "maxLine": 16384, "packages": packages})
+	cmd := exec.CommandContext(ctx, path, "-S", "-s", "-B", "-c", runnerSource, string(arg))
 	cmd.Env = []string{}
 	var out, stderr bytes.Buffer
 	cmd.Stdout = &out
@@ -68,6 +85,12 @@ func probeInterpreter(ctx context.Context, path string) (probeResult, error) {
 	if p.Version[0] != 3 || p.Version[1] < 10 {
 		return probeResult{}, fmt.Errorf("python: the interpreter %s is Python %d.%d; the backend needs 3.10 or later", path, p.Version[0], p.Version[1])
 	}
+	if packages != nil {
+		if p.Packages == nil {
+			return probeResult{}, fmt.Errorf("python: the packages %s cannot be used from the site directories of %s: %s", strings.Join(packages.Import, " "), path, firstLine([]byte(p.Error)))
+		}
+		p.Packages.ConfigDir = packages.Env["MPLCONFIGDIR"]
+	}
 	return p, nil
 }
 
@@ -75,7 +98,7 @@ func probeInterpreter(ctx context.Context, path string) (probeResult, error) {
 // shared libraries and data files it maps, the symbolic links through
 // which the dynamic loader finds them, and the allow-listed directory of
 // packages when there is one. Nothing else of the host is visible.
-func newLayout(p probeResult, sitePackages string) (*layout, error) {
+func newLayout(p probeResult, sitePackages string, packages []string) (*layout, error) {
 	l := &layout{python: p.Executable, base: p.Base}
 	l.version = fmt.Sprintf("%d.%d", p.Version[0], p.Version[1])
 	if len(p.Version) > 2 {
@@ -97,6 +120,9 @@ func newLayout(p probeResult, sitePackages string) (*layout, error) {
 			return nil, err
 		}
 		l.path = append(l.path, sitePackages)
+	}
+	if err := l.bindPackages(b, packages, p.Packages); err != nil { // packages.go
+		return nil, err
 	}
 	if err := b.bindFile(p.Executable); err != nil {
 		return nil, err

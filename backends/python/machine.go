@@ -30,7 +30,7 @@ import (
 
 // machineKey names what is checked of the machine: bubblewrap, the
 // interpreter and the packages directory, as the options give them.
-type machineKey struct{ bwrap, python, sitePackages string }
+type machineKey struct{ bwrap, python, sitePackages, packages string }
 
 // machineCheck is one key's check in this process: the layout, once a
 // self-test has passed with it; whether the zygote passed its self-test
@@ -86,7 +86,7 @@ func (b *Backend) ready(ctx context.Context) error {
 // (which b then keeps), and on a sandbox of its own only where the
 // zygote fails it. It sets b.lay.
 func (b *Backend) checkMachine(ctx context.Context) error {
-	v, _ := machines.LoadOrStore(machineKey{b.bwrap, b.python, b.sitePackages}, &machineCheck{sem: make(chan struct{}, 1)})
+	v, _ := machines.LoadOrStore(machineKey{b.bwrap, b.python, b.sitePackages, strings.Join(b.packages, " ")}, &machineCheck{sem: make(chan struct{}, 1)})
 	c := v.(*machineCheck)
 	select {
 	case c.sem <- struct{}{}:
@@ -104,18 +104,22 @@ func (b *Backend) checkMachine(ctx context.Context) error {
 		b.lay = &lay
 	case c.probe != nil:
 		// Probed, but no self-test passed yet.
-		lay, err := newLayout(*c.probe, b.sitePackages)
+		lay, err := newLayout(*c.probe, b.sitePackages, b.packages)
 		if err != nil {
 			return err
 		}
 		b.lay = lay
 	default:
 		machineRuns.Add(1)
-		p, err := probeInterpreter(ctx, b.python)
+		spec, err := b.probeSpec() // packages.go
 		if err != nil {
 			return err
 		}
-		if b.lay, err = newLayout(p, b.sitePackages); err != nil {
+		p, err := probeInterpreter(ctx, b.python, spec)
+		if err != nil {
+			return err
+		}
+		if b.lay, err = newLayout(p, b.sitePackages, b.packages); err != nil {
 			return err
 		}
 		c.probe = &p
@@ -164,7 +168,7 @@ func (c *machineCheck) keep(b *Backend, entry string) {
 	}
 	l := c.lay
 	text, err := json.Marshal(machineEntry{Probe: *c.probe, Zygote: c.zygoteChecked && c.zygoteErr == nil, Sandbox: c.sandboxOK,
-		Layout: &layoutEntry{Python: l.python, Version: l.version, Base: l.base, Path: l.path, Args: l.args}})
+		Layout: &layoutEntry{Python: l.python, Version: l.version, Base: l.base, Path: l.path, Args: l.args, Packages: l.packages}})
 	if err == nil {
 		_ = cache.Write(b.cacheDir, entry, text)
 	}
@@ -187,6 +191,8 @@ type layoutEntry struct {
 	Base    int64    `json:"base"`
 	Path    []string `json:"path"`
 	Args    []string `json:"args"`
+	// Packages is the layout's packages spec (packages.go).
+	Packages string `json:"packages,omitempty"`
 }
 
 // layout returns the kept layout when every path it binds is still
@@ -201,7 +207,7 @@ func (e *layoutEntry) layout() *layout {
 		}
 		switch op, a, b := e.Args[i], e.Args[i+1], e.Args[i+2]; op {
 		case "--ro-bind":
-			if a != b {
+			if a != b && b != configMount { // packages.go
 				return nil
 			}
 			if _, err := os.Lstat(a); err != nil {
@@ -216,7 +222,7 @@ func (e *layoutEntry) layout() *layout {
 		}
 		i += 3
 	}
-	return &layout{python: e.Python, version: e.Version, base: e.Base, path: e.Path, args: e.Args}
+	return &layout{python: e.Python, version: e.Version, base: e.Base, path: e.Path, args: e.Args, packages: e.Packages}
 }
 
 // machineEntryMax bounds the entry read: the probe lists the files the
@@ -241,7 +247,7 @@ func (c *machineCheck) load(b *Backend, entry string) {
 	lay := e.Layout.layout()
 	if lay == nil {
 		var err error
-		if lay, err = newLayout(e.Probe, b.sitePackages); err != nil {
+		if lay, err = newLayout(e.Probe, b.sitePackages, b.packages); err != nil {
 			return
 		}
 	}
@@ -261,7 +267,7 @@ func (b *Backend) cacheEntry() string {
 	if b.cacheDir == "" {
 		return ""
 	}
-	parts := []string{fileID(b.bwrap), fileID(b.python), fileID(b.sitePackages), "uid=" + strconv.Itoa(os.Getuid())}
+	parts := []string{fileID(b.bwrap), fileID(b.python), fileID(b.sitePackages), "uid=" + strconv.Itoa(os.Getuid()), "packages=" + strings.Join(b.packages, " ")}
 	var u unix.Utsname
 	if unix.Uname(&u) == nil {
 		parts = append(parts, unix.ByteSliceToString(u.Release[:]))

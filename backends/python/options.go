@@ -17,6 +17,16 @@ type Options struct {
 	// virtualenv's site-packages) bound read-only and put on sys.path.
 	// Empty means none: the standard library only.
 	SitePackages string
+	// Packages names packages of the interpreter's system site
+	// directories (Debian's dist-packages: python3-numpy, python3-pandas,
+	// python3-matplotlib) by their import names ("numpy", "pandas",
+	// "matplotlib"). Each, with the dependencies its import loads or
+	// opens (found when the machine is checked, by importing them on the
+	// host), is bound read-only and imported once by the zygote, so that
+	// a run's import costs nothing; any other package is
+	// ModuleNotFoundError. Empty means none. See the package doc,
+	// "Packages".
+	Packages []string
 	// CPUTime is the CPU budget of one run, interpreter start-up
 	// included: a profiling timer (ITIMER_PROF, whose handler ends the
 	// process) at this budget, and RLIMIT_CPU at the budget rounded up to

@@ -41,7 +41,8 @@ type Backend struct {
 	bwrap        string
 	python       string // the interpreter, as found in PATH (machine.go)
 	sitePackages string
-	cacheDir     string // where the check's findings are kept, "" for nowhere
+	packages     []string // Options.Packages, sorted (packages.go)
+	cacheDir     string   // where the check's findings are kept, "" for nowhere
 	rd           *readiness
 	lay          *layout // set by the check (machine.go)
 	filter       []byte
@@ -125,6 +126,12 @@ func New(opts *Options) (*Backend, error) {
 		b.startup = DefaultStartupAllowance
 	}
 	var err error
+	if b.packages, err = checkPackages(o.Packages); err != nil {
+		return nil, err
+	}
+	if len(b.packages) > 0 && b.scratch < 0 {
+		return nil, fmt.Errorf("python: Packages need the run's /tmp: ScratchBytes is %d, want ≥ 0", o.ScratchBytes)
+	}
 	if b.bwrap, b.python, err = tools(o); err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -49,7 +50,7 @@ func TestMachineCheckKeptOnDisk(t *testing.T) {
 		b, err := New(o)
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = b.Close() })
-		machines.Delete(machineKey{b.bwrap, b.python, b.sitePackages})
+		machines.Delete(machineKey{b.bwrap, b.python, b.sitePackages, strings.Join(b.packages, " ")})
 		before := machineRuns.Load()
 		require.NoError(t, b.Warm(context.Background()))
 		evalOK(t, b, "6 * 7", "42")

@@ -49,8 +49,11 @@ func (b *Backend) evaluate(ctx context.Context, req spi.Request) (spi.Outcome, e
 	if len(input) == 0 {
 		input = json.RawMessage("null")
 	}
-	if inputCannotFit(len(input), req.Limits.MemoryBytes) {
+	if inputCannotFit(len(input), req.Limits.MemoryBytes) || filesCannotFit(req.Files, b.scratch) { // files.go
 		return spi.InputTooLarge(), nil
+	}
+	if out, clash := outDirClash(req.Files); clash { // files.go
+		return out, nil
 	}
 	begun := time.Now()
 	p, err := b.spawn(req)
@@ -60,7 +63,7 @@ func (b *Backend) evaluate(ctx context.Context, req spi.Request) (spi.Outcome, e
 	defer p.stop()
 	// Here the process exists and the runner waits for its request: no
 	// byte of the script has been read. (A per-run cgroup is joined here.)
-	go p.writeRequest(req.Script, input)
+	go p.writeRequest(req.Script, input, req.Files)
 	hctx, hcancel := context.WithCancel(ctx)
 	defer hcancel()
 	go p.session(hctx, req)
@@ -158,6 +161,8 @@ type proc struct {
 	killed    chan struct{}
 	clean     atomic.Bool
 	hostEnded atomic.Bool
+	// files are the output files read so far (files.go).
+	files *outFiles
 }
 
 // spawn starts the run's process, which then waits for its request: a
@@ -298,6 +303,7 @@ func (b *Backend) runnerLimits(limits spi.Limits, base int64) string {
 	text, _ := json.Marshal(map[string]any{
 		"as": as, "cpu": b.cpuSecs, "cpuMs": max(b.cpu.Milliseconds(), 1), "nofile": maxOpenFiles, "nproc": maxThreads, "fsize": fsize,
 		"seed": b.seed, "tag": b.tag, "path": b.lay.path, "maxLine": spi.MaxLogLineBytes, "maxText": maxErrorTextBytes, "maxResult": b.maxResult,
+		"packages": json.RawMessage(cmpOr(b.lay.packages, "null")), // packages.go
 	})
 	return string(text)
 }
@@ -305,11 +311,15 @@ func (b *Backend) runnerLimits(limits spi.Limits, base int64) string {
 // writeRequest writes the header, the script and the input. A runner
 // that ended early (a memory limit while reading) closes its end: the
 // write fails and the session reports what the runner said.
-func (p *proc) writeRequest(script, input []byte) {
+func (p *proc) writeRequest(script, input []byte, files []spi.File) {
 	p.inMu.Lock()
 	defer p.inMu.Unlock()
-	header := fmt.Appendf(nil, "{\"s\":%d,\"i\":%d}\n", len(script), len(input))
-	for _, part := range [][]byte{header, script, input} {
+	header, _ := json.Marshal(map[string]any{"s": len(script), "i": len(input), "f": filesHeader(files)}) // files.go
+	parts := [][]byte{append(header, '\n'), script, input}
+	for _, f := range files {
+		parts = append(parts, f.Data)
+	}
+	for _, part := range parts {
 		if _, err := p.in.Write(part); err != nil {
 			return
 		}
@@ -396,6 +406,10 @@ func (p *proc) frameBound(kind byte) int64 {
 		return 1 + maxNameBytes + maxErrorTextBytes
 	case frameMemory:
 		return 1
+	case frameFile:
+		return p.files.frameBound() // files.go
+	case frameEntry:
+		return 1 + maxNameBytes + 1
 	}
 	return -1
 }
@@ -414,6 +428,9 @@ func (p *proc) readFrame(r *bufio.Reader) (byte, []byte, error) {
 	}
 	n := int64(binary.BigEndian.Uint32(head[1:]))
 	if bound := p.frameBound(head[0]); n > bound {
+		if head[0] == frameFile {
+			return 0, nil, errFilesPast
+		}
 		return 0, nil, errBadFrame
 	}
 	payload := make([]byte, n)
@@ -435,6 +452,7 @@ const (
 	endThrew                         // a T frame
 	endBroken                        // a frame the runner never writes
 	endRequest                       // an M frame before the start frame
+	endFiles                         // output files past the request's bounds (files.go)
 )
 
 // ending is the frames' account of how the run ended: the script's own
@@ -444,7 +462,8 @@ type ending struct {
 	kind          endingKind
 	value         json.RawMessage
 	name, message string
-	input         bool // endRequest: the input, not the script, did not fit
+	input         bool       // endRequest: the input, not the script, did not fit
+	files         []spi.File // endValue: the output files, in name order
 }
 
 // needsExit reports whether the outcome waits for the host to observe the
@@ -459,6 +478,7 @@ func (e ending) needsExit() bool {
 // read; their answers carry the host's number.
 func (p *proc) session(ctx context.Context, req spi.Request) {
 	r := bufio.NewReaderSize(p.out, 64<<10)
+	p.files = newOutFiles(req.Limits, func(line string) { req.Log(spi.LevelWarn, spi.StreamStderr, line) }) // files.go
 	var calls uint64
 	started := false
 	end := func(e ending) { p.ended <- e }
@@ -474,6 +494,9 @@ func (p *proc) session(ctx context.Context, req spi.Request) {
 		switch {
 		case errors.Is(err, errBadFrame):
 			end(ending{kind: endBroken})
+			return
+		case errors.Is(err, errFilesPast):
+			end(ending{kind: endFiles})
 			return
 		case err != nil:
 			end(ending{kind: endNone})
@@ -522,8 +545,13 @@ func (p *proc) session(ctx context.Context, req spi.Request) {
 				end(ending{kind: endBroken})
 				return
 			}
-			end(ending{kind: endValue, value: payload})
+			end(ending{kind: endValue, value: payload, files: p.files.sorted()})
 			return
+		case frameFile, frameEntry:
+			if e := p.files.add(kind, payload); e != nil { // files.go
+				end(*e)
+				return
+			}
 		case frameThrew:
 			name, msg, ok := splitNamed(payload)
 			if !ok || name == "" {
@@ -617,7 +645,11 @@ func (p *proc) observe(limits spi.Limits) observation {
 func (b *Backend) conclude(e ending, o observation) spi.Outcome {
 	switch e.kind {
 	case endValue:
-		return spi.OK(json.RawMessage(e.value))
+		out := spi.OK(json.RawMessage(e.value))
+		out.Files = e.files
+		return out
+	case endFiles:
+		return spi.Limited(spi.LimitFiles)
 	case endRequest:
 		if e.input {
 			return spi.InputTooLarge()

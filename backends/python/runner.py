@@ -465,6 +465,7 @@ def _configure_asyncio(asyncio):
 
 
 def _configure_random(random):
+    random._urandom = _urandom  # SystemRandom, secrets (bound as random was imported)
     random.seed(_LIMITS["seed"])
     # An unseeded Random() is seeded too: the n-th of the run gets the
     # same seed in every run.
@@ -488,7 +489,21 @@ def _configure_uuid(uuid):
     uuid._node = 0x02_00_5A_4E_4B_01
 
 
-_CONFIGURE = {"logging": _configure_logging, "asyncio": _configure_asyncio, "random": _configure_random, "uuid": _configure_uuid}
+def _configure_numpy_random(nprandom):
+    # numpy's global generator, made (from the host's entropy) as
+    # numpy.random was imported: seeded as random is. A new
+    # default_rng() or RandomState() takes its entropy from secrets,
+    # which reads os.urandom: the run's seeded generator.
+    nprandom.seed(_LIMITS["seed"] % (1 << 32))
+
+
+_CONFIGURE = {
+    "logging": _configure_logging,
+    "asyncio": _configure_asyncio,
+    "random": _configure_random,
+    "uuid": _configure_uuid,
+    "numpy.random": _configure_numpy_random,
+}
 
 
 class _ConfigureOnImport:
@@ -667,7 +682,8 @@ def _main():
         value = json.loads(_read_exact(header["i"]))
         g = {"__name__": "__main__", "__builtins__": builtins, "input": value, "host": _Host(), "HostError": HostError}
         del value
-    except (MemoryError, RecursionError):
+        _files_in(header.get("f", ()))
+    except (MemoryError, RecursionError, OSError):
         _frame(b"M", b"i")
         return
     _started[0] = True
@@ -695,6 +711,7 @@ def _main():
             raise ValueError("python: the result is larger than the backend's MaxResultBytes")
         data = text.encode("ascii")
         del text, result
+        _files_out()
         with _writing:
             _write(b"V" + len(data).to_bytes(4, "big"))
             _write(data)
@@ -708,6 +725,201 @@ def _main():
             _threw(e)
         except MemoryError:
             _write(_MEMORY_ERROR)
+
+
+# Files (files.go has the host's side). The input files are written,
+# read-only, in the working directory (the run's /tmp) before the script
+# starts, and out/ is made there, empty. Once the script has its value,
+# every entry of out/ crosses as a frame: W (a regular file: the name's
+# length in one byte, the name, the content) or X (anything else: the
+# name's length, the name, a byte saying what it is: d a directory, l a
+# symbolic link, o another kind). The host bounds and checks them; a
+# symbolic link is never followed.
+_OUT_DIR = [None]
+
+
+def _files_in(files):
+    if _LIMITS["fsize"] <= 0:
+        if files:
+            raise OSError("no scratch directory for input files")
+        return
+    for name, size in files:
+        fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o444)
+        try:
+            left = size
+            while left > 0:
+                if _inbuf:
+                    chunk = bytes(_inbuf[:left])
+                    del _inbuf[: len(chunk)]
+                else:
+                    chunk = os.read(_IN, min(left, 1 << 16))
+                    if not chunk:
+                        os._exit(3)
+                left -= len(chunk)
+                view = memoryview(chunk)
+                while view:
+                    view = view[os.write(fd, view):]
+        finally:
+            os.close(fd)
+    os.mkdir("out", 0o755)
+    _OUT_DIR[0] = os.path.join(os.getcwd(), "out")
+
+
+def _files_out():
+    if _OUT_DIR[0] is None:
+        return
+    import stat
+
+    try:
+        d = os.open(_OUT_DIR[0], os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except FileNotFoundError:
+        return  # the script removed out/: no files
+    except OSError:
+        _frame(b"X", b"\x00o")  # out/ itself is not a directory
+        return
+    try:
+        for name in sorted(os.listdir(d)):
+            encoded = _utf8(name, 255)
+            head = bytes((len(encoded),)) + encoded
+            try:
+                fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=d)
+            except OSError:
+                st = os.lstat(name, dir_fd=d)
+                _frame(b"X", head + (b"l" if stat.S_ISLNK(st.st_mode) else b"o"))
+                continue
+            try:
+                st = os.fstat(fd)
+                if not stat.S_ISREG(st.st_mode):
+                    _frame(b"X", head + (b"d" if stat.S_ISDIR(st.st_mode) else b"o"))
+                    continue
+                parts = []
+                while True:
+                    chunk = os.read(fd, 1 << 20)
+                    if not chunk:
+                        break
+                    parts.append(chunk)
+                _frame(b"W", head + b"".join(parts))
+                del parts
+            finally:
+                os.close(fd)
+    finally:
+        os.close(d)
+
+
+# Packages (packages.go has the host's side): the allow-listed packages
+# of the system's site directories, imported before any run exists, by
+# the zygote or (without one) by the runner before it prepares the run.
+def _load_packages(spec):
+    # spec: {"env": the variables the packages read as they load (one
+    # thread for the numerical libraries, matplotlib's Agg backend and
+    # its read-only configuration directory), "path": the site
+    # directories, "import": the modules to import}. A module the import
+    # hook configures (logging, random, ...) that a package imports is
+    # configured by each run as it starts (_configure_loaded).
+    import importlib
+
+    if spec.get("copy"):
+        import shutil
+
+        shutil.copytree(spec["copy"][0], spec["copy"][1])
+    for k, v in spec.get("env", {}).items():
+        os.environ[k] = v
+    for d in spec.get("path", ()):
+        if d not in sys.path:
+            sys.path.append(d)
+    for name in spec.get("import", ()):
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            if "." not in name:
+                raise  # a listed package; the others are a package's extras
+    import gc
+
+    # The interpreter's objects so far are never collected: a run's
+    # collection does not touch (and so copy) the zygote's pages.
+    gc.freeze()
+
+
+def _configure_loaded():
+    # The modules of _CONFIGURE already imported (a package imported them
+    # before the run): configured for this run as the hook would have.
+    for name, configure in _CONFIGURE.items():
+        module = sys.modules.get(name)
+        if module is not None:
+            configure(module)
+
+
+def _probe_packages(spec, out):
+    # On the host, outside any sandbox: imports the packages as the zygote
+    # will, and reports what the sandbox must bind for them: the
+    # top-level entries of the site directories that were imported or
+    # opened (the packages and their dependencies), the other files
+    # opened (data) and mapped (shared libraries, below), and the data
+    # directory a package names (matplotlib's, its fonts), adding the
+    # files mapped once they are imported to out["files"]. It leaves
+    # matplotlib's font cache in MPLCONFIGDIR with the fonts the package
+    # ships only, so that every run sees the same fonts.
+    import site
+
+    sites = [os.path.realpath(d) for d in site.getsitepackages() if os.path.isdir(d)]
+    spec = dict(spec, path=sites)
+    opened = set()
+
+    def hook(event, args):
+        if event == "open" and isinstance(args[0], (str, bytes)):
+            p = os.fsdecode(args[0])
+            if os.path.isabs(p):
+                opened.add(p)
+
+    sys.addaudithook(hook)
+    try:
+        _load_packages(spec)
+    except Exception as e:
+        out["error"] = "%s: %s" % (type(e).__name__, e)
+        return
+    # The zygote forks: it must hold one thread once the packages are
+    # imported, as the probe does with the same environment.
+    threads = len(os.listdir("/proc/self/task"))
+    if threads > 1:
+        out["error"] = "the process holds %d threads once they are imported, not one: the zygote could not fork safely" % threads
+        return
+    entries, trees, files = set(), set(), set()
+
+    def entry(p):
+        p = os.path.realpath(p)
+        for d in sites:
+            if p.startswith(d + "/"):
+                entries.add(os.path.join(d, p[len(d) + 1 :].split("/", 1)[0]))
+                return True
+        return False
+
+    for m in list(sys.modules.values()):
+        for p in [getattr(m, "__file__", None)] + list(getattr(m, "__path__", None) or ()):
+            if isinstance(p, str):
+                entry(p)
+    conf = spec.get("env", {}).get("MPLCONFIGDIR", "")
+    for p in opened:
+        if entry(p) or p.startswith(("/proc/", "/dev/", "/sys/")) or (conf and p.startswith(conf + "/")):
+            continue
+        if os.path.isfile(p):
+            files.add(os.path.realpath(p))
+    mpl = sys.modules.get("matplotlib")
+    if mpl is not None:
+        data = os.path.realpath(mpl.get_data_path())
+        trees.add(data)
+        fm = sys.modules.get("matplotlib.font_manager")
+        if fm is not None and conf:
+            fm.fontManager.ttflist = [f for f in fm.fontManager.ttflist if os.path.realpath(f.fname).startswith(data + "/")]
+            fm.fontManager.afmlist = [f for f in fm.fontManager.afmlist if os.path.realpath(f.fname).startswith(data + "/")]
+            fm.json_dump(fm.fontManager, os.path.join(conf, "fontlist-v%s.json" % fm.FontManager.__version__))
+    out["packages"] = {"path": sites, "entries": sorted(entries), "trees": sorted(trees), "files": sorted(files)}
+    mapped = set(out["files"])
+    with open("/proc/self/maps") as f:
+        for line in f:
+            parts = line.split(None, 5)
+            if len(parts) == 6 and parts[5].startswith("/"):
+                mapped.add(parts[5].strip())
+    out["files"] = sorted(mapped)
 
 
 def _probe():
@@ -759,6 +971,8 @@ def _probe():
         "base": base,
         "files": sorted(files),
     }
+    if _LIMITS.get("packages"):
+        _probe_packages(_LIMITS["packages"], out)
     _write((json.dumps(out) + "\n").encode())
 
 
@@ -793,8 +1007,11 @@ def _go(limits, prepared=False):
         os._exit(0)
     _limits()
     if not prepared:
+        if _LIMITS.get("packages"):
+            _load_packages(_LIMITS["packages"])  # the zygote has, when prepared
         _confine()  # Landlock: confine.py, put before this file in the sandbox (landlock.go)
         _prepare()
+    _configure_loaded()
     sys.path[:] = _LIMITS["path"]
     if _LIMITS["as"] > 0:
         resource.setrlimit(resource.RLIMIT_AS, (_LIMITS["as"], _LIMITS["as"]))

@@ -137,7 +137,12 @@ func (b *Backend) zygoteArgv() []string {
 		"--setenv", "PYTHONHASHSEED", "0",
 	}
 	args = append(args, b.lay.args...)
-	if b.scratch > 0 {
+	switch {
+	case b.scratch > 0 && b.lay.packages != "":
+		// The packages' configuration (packages.go); each run mounts
+		// its own /tmp over it.
+		args = append(args, "--size", strconv.Itoa(zygoteTmpBytes), "--tmpfs", "/tmp")
+	case b.scratch > 0:
 		args = append(args, "--dir", "/tmp")
 	}
 	scratch := max(b.scratch, 0)
@@ -146,7 +151,8 @@ func (b *Backend) zygoteArgv() []string {
 		net = "shared"
 	}
 	return append(args, "--remount-ro", "/", "--chdir", "/", "--", b.lay.python, "-S", "-s", "-B", "-c", zygoteSource,
-		b.program(), strconv.FormatInt(scratch, 10), strconv.Itoa(zygoteSpares), strings.Join(cmpOrSlice(b.preload, zygotePreload), " "), net, b.tag)
+		b.program(), strconv.FormatInt(scratch, 10), strconv.Itoa(zygoteSpares), strings.Join(cmpOrSlice(b.preload, zygotePreload), " "), net, b.tag,
+		b.lay.packages) // packages.go
 }
 
 // startZygote starts a zygote and waits for it to say it is ready.
@@ -381,8 +387,11 @@ func (z *zygote) release(clean bool) {
 
 // replace starts the zygote's successor in the background, once.
 func (z *zygote) replace() {
-	if z.successor != nil {
-		z.replaced.Do(func() { go z.successor() })
+	z.mu.Lock()
+	successor := z.successor // set by install, maybe after listen began
+	z.mu.Unlock()
+	if successor != nil {
+		z.replaced.Do(func() { go successor() })
 	}
 }
 
@@ -442,7 +451,9 @@ func (zs *zygotes) start(start func() (*zygote, error)) (*zygote, error) {
 // install puts z in service, its successor started with start. zs.mu
 // must be held.
 func (zs *zygotes) install(z *zygote, start func() (*zygote, error)) {
+	z.mu.Lock()
 	z.successor = func() { zs.succeed(z, start) }
+	z.mu.Unlock()
 	zs.cur = z
 }
 

@@ -1,5 +1,5 @@
 # zygote.py: the zygote of backends/python, embedded in the Go package
-# and run as `python3 -S -s -B -c ZYGOTE PROGRAM SCRATCH SPARES PRELOAD NET TAG` in
+# and run as `python3 -S -s -B -c ZYGOTE PROGRAM SCRATCH SPARES PRELOAD NET TAG [PACKAGES]` in
 # one bubblewrap sandbox per backend (zygote.go), with CAP_SYS_ADMIN in
 # the sandbox's user namespace only. PROGRAM is what a run executes
 # (confine.py and runner.py: landlock.go); SCRATCH the size of a run's
@@ -84,11 +84,12 @@ def _preload(name):
     # every module the import added is forgotten, and runs import name
     # themselves.
     before = set(sys.modules)
+    had = set(_configured_imported())
     try:
         __import__(name)
     except Exception:
         pass
-    if _configured_imported():
+    if set(_configured_imported()) - had:
         for n in set(sys.modules) - before:
             del sys.modules[n]
 
@@ -107,6 +108,9 @@ _PRELOAD = sys.argv[4].split()
 # and Landlock's scope refuses a connection or datagram to an abstract
 # socket another run made (a path socket is in the run's own /tmp).
 _SHARED_NET = sys.argv[5] == "shared"
+# The allow-listed packages (packages.go), JSON, or empty for none:
+# imported before the first run is prepared (runner.py's _load_packages).
+_PACKAGES = sys.argv[7] if len(sys.argv) > 7 else ""
 del sys.argv[1:]
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -294,6 +298,12 @@ def _serve():
     os.close(4)
     # Keepers are reaped by the kernel: the zygote waits for none.
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+    if _PACKAGES:
+        # Before any run exists: each is a fork of an interpreter that
+        # holds them (and configures what they imported: runner.py).
+        ns = {"__name__": "__sandbank_packages__", "__builtins__": builtins}
+        exec(_PROGRAM, ns)
+        ns["_load_packages"](json.loads(_PACKAGES))
     spares = [_prepare(ctrl, filt)]
     ctrl.send(b"Z")
     # Work for the zygote while no request waits: the common modules'

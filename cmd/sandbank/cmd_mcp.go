@@ -30,6 +30,7 @@ type mcpOptions struct {
 	quiet           bool
 	cacheDir        string
 	noCache         bool
+	packages        []string // --package NAME (packages.go)
 	tenantsFile     string
 	allowOrigins    []string
 	signKey         string
@@ -140,6 +141,7 @@ goes to standard error; --quiet drops them.`,
 	f.BoolVar(&o.quiet, "quiet", false, "write no line per call on standard error")
 	f.StringVar(&o.cacheDir, "cache-dir", "", "keep compiled modules in `DIR` (default: the user cache directory's sandbank/)")
 	f.BoolVar(&o.noCache, "no-cache", false, "compile the engines' modules afresh, with no compiled-module cache")
+	addPackageFlag(cmd, &o.packages)
 	f.StringVar(&o.signKey, "sign-key", "", "sign every run's receipt with the private key in `FILE` (see 'sandbank keygen')")
 	f.StringArrayVar(&o.suspend, "suspend", nil, "give the scripts a host function `NAME` that suspends the run until the resume_run tool answers it (deterministic engines; repeatable)")
 	f.StringArrayVar(&o.upstreams, "upstream", nil, "make the tools of MCP server `NAME=COMMAND` (stdio) or NAME=URL (streamable HTTP) host functions of the scripts (repeatable)")
@@ -230,7 +232,7 @@ func (a *app) serveMCP(ctx context.Context, o *mcpOptions) error {
 		Signer:    signer,
 		Suspend:   o.suspend,
 		Factory: func(e registry.Entry) spi.Factory {
-			f, err := a.engineFactory(e, &runOptions{cacheDir: o.cacheDir, noCache: o.noCache})
+			f, err := a.engineFactory(e, &runOptions{cacheDir: o.cacheDir, noCache: o.noCache, packages: o.packages})
 			if err != nil {
 				factoryErr = err
 				return nil

@@ -44,6 +44,7 @@ type runOptions struct {
 	allowReusedRuntime bool
 	cacheDir           string
 	noCache            bool
+	packages           []string       // --package NAME (python's allow-list)
 	hosts              []string       // --host NAME=FILE.json (host.go)
 	hostLog            *hostLog       // the calls the run made, for --json
 	rec                recordOptions  // record.go
@@ -170,6 +171,7 @@ If the object cannot be written, the run exits 1, never 2.`,
 	_ = cmd.RegisterFlagCompletionFunc("lang", a.completeLanguages)
 	f.StringVar(&o.cacheDir, "cache-dir", "", "keep compiled modules in `DIR` (default: the user cache directory's sandbank/)")
 	f.BoolVar(&o.noCache, "no-cache", false, "compile the engine's module afresh, with no compiled-module cache")
+	addPackageFlag(cmd, &o.packages)
 	o.rec.addFlags(cmd)
 	o.dur.addFlags(cmd)
 	o.files.addFlags(cmd)
@@ -426,6 +428,9 @@ func (a *app) report(o *runOptions, value json.RawMessage, err error) error {
 func (a *app) engineFactory(entry registry.Entry, o *runOptions) (spi.Factory, error) {
 	if o.noCache && o.cacheDir != "" {
 		return nil, usagef("--cache-dir and --no-cache cannot be used together")
+	}
+	if len(o.packages) > 0 {
+		return packagesFactory(entry, o.packages, o.cacheDir, o.noCache) // packages.go
 	}
 	if a.cacheFactory == nil {
 		return entry.Factory, nil

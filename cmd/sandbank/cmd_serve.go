@@ -30,7 +30,8 @@ type serveOptions struct {
 	logFormat         string
 	dataDir           string
 	inMemory          bool
-	signKey           string // serve_sign.go
+	signKey           string   // serve_sign.go
+	packages          []string // --package NAME (packages.go)
 	retiredKeys       string
 }
 
@@ -92,6 +93,7 @@ retryable 503) and the server exits.`,
 	f.BoolVar(&o.inMemory, "in-memory", false, "keep the tenants' scripts and receipts in memory only: a restart loses them")
 	f.StringVar(&o.signKey, "sign-key", "", "sign every receipt with the private key in `FILE` (default: the data directory's keys/signing.key, generated on the first start)")
 	f.StringVar(&o.retiredKeys, "retired-keys", "", "publish the retired keys in `DIR` (*.pub with a Retired: header) beside the current one")
+	addPackageFlag(cmd, &o.packages)
 	return cmd
 }
 
@@ -132,6 +134,9 @@ func (a *app) serve(ctx context.Context, o *serveOptions) error {
 	}
 	reg, err := a.registry()
 	if err != nil {
+		return err
+	}
+	if reg, err = withPackages(reg, o.packages); err != nil { // packages.go
 		return err
 	}
 	logger := slog.New(handler)
