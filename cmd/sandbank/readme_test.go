@@ -74,6 +74,9 @@ func TestReadmeCommands(t *testing.T) {
 					}
 				}
 			}
+			if strings.Contains(block, "--package") {
+				needDataPackages(t)
+			}
 			ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 			defer cancel()
 			dir := t.TempDir()
@@ -193,4 +196,20 @@ func freePort(t *testing.T) string {
 	require.NoError(t, err)
 	defer ln.Close()
 	return strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+}
+
+// needDataPackages skips a README block that allows Python's data
+// packages where the system's interpreter lacks them (Debian:
+// python3-numpy, python3-pandas, python3-matplotlib), except in CI
+// (CI=true), which installs them: a block that skips there is a failure.
+func needDataPackages(t *testing.T) {
+	t.Helper()
+	err := exec.Command("/usr/bin/python3", "-c", "import numpy, pandas, matplotlib").Run()
+	if err == nil {
+		return
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("CI must install python3-numpy, python3-pandas and python3-matplotlib for /usr/bin/python3: %v", err)
+	}
+	t.Skipf("the block imports pandas and matplotlib, which /usr/bin/python3 lacks (Debian: apt-get install python3-pandas python3-matplotlib): %v", err)
 }
