@@ -222,7 +222,11 @@ func TestUpstreamToolNameCannotCloseItsComment(t *testing.T) {
 	}
 	start := strings.Index(desc, "declare namespace host {")
 	require.GreaterOrEqual(t, start, 0, "%s", desc)
-	top, functions, err := codemode.ScanDeclarations(desc[start:])
+	decl := desc[start:]
+	if end := strings.Index(decl, "\n\nFiles:"); end >= 0 { // the engine's files section follows the declarations
+		decl = decl[:end]
+	}
+	top, functions, err := codemode.ScanDeclarations(decl)
 	require.NoError(t, err, "%s", desc)
 	assert.Equal(t, []string{"declare", "namespace", "host", "{", "}"}, top)
 	assert.Equal(t, []string{"up__ping", "up__x___function_a__b________"}, functions)
