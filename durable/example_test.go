@@ -52,3 +52,31 @@ ok ? "deleted " + input.rows + " rows" : "kept them"`)
 	// suspended at approve {"delete":40}
 	// "deleted 40 rows"
 }
+
+// A door names the host calls that wait (durable.Suspending) and runs
+// each segment the same way, first or resumed (durable.Segment).
+func ExampleSegment() {
+	backend, err := quickjs.New(nil)
+	if err != nil {
+		panic(err)
+	}
+	defer backend.Close()
+	eff, err := effect.New(new(storage.MemoryStore), backend, nil)
+	if err != nil {
+		panic(err)
+	}
+	call := effect.Call{
+		Source: []byte(`(await host.approve("purge")) ? "purged" : "kept"`),
+		Host:   durable.Suspending([]string{"approve"}, "waiting for a person"),
+	}
+	_, cont, err := durable.Segment{}.Run(context.Background(), eff, call)
+	fmt.Println(errors.Is(err, effect.ErrSuspended))
+	rec, _, err := durable.Segment{From: cont, Answer: json.RawMessage(`false`)}.Run(context.Background(), eff, effect.Call{Host: call.Host})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(string(rec.Value))
+	// Output:
+	// true
+	// "kept"
+}

@@ -75,28 +75,17 @@ func (s *Server) durableFor(engine, owner string, fns effect.HostFuncs) (*durabl
 func (d *durableRun) host(fns effect.HostFuncs) effect.HostFuncs {
 	out := effect.HostFuncs{}
 	maps.Copy(out, fns)
-	for _, name := range d.suspend {
-		out[name] = func(context.Context, json.RawMessage) (any, error) {
-			return nil, effect.Suspend("waits for resume_run")
-		}
-	}
+	maps.Copy(out, durable.Suspending(d.suspend, "waits for resume_run"))
 	return out
 }
 
 // run runs call on eff: as an ordinary run, or durably.
 func (d *durableRun) run(ctx context.Context, eff *effect.Effect, call effect.Call) (*effect.Record, error) {
-	var (
-		rec *effect.Record
-		err error
-	)
-	switch {
-	case d == nil:
+	if d == nil {
 		return eff.Run(ctx, call)
-	case d.resume != nil:
-		rec, d.cont, err = durable.Resume(ctx, eff, d.resume, d.answer, call, &durable.Options{Keys: d.keys})
-	default:
-		rec, d.cont, err = durable.Run(ctx, eff, call)
 	}
+	rec, cont, err := durable.Segment{From: d.resume, Answer: d.answer, Options: &durable.Options{Keys: d.keys}}.Run(ctx, eff, call)
+	d.cont = cont
 	return rec, err
 }
 

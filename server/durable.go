@@ -91,30 +91,17 @@ func (d *durableRun) host() effect.HostFuncs {
 	if d == nil {
 		return nil
 	}
-	fns := effect.HostFuncs{}
-	for _, name := range d.suspend {
-		fns[name] = func(context.Context, json.RawMessage) (any, error) {
-			return nil, effect.Suspend("waits for POST /v1/runs/{run}/resume")
-		}
-	}
-	return fns
+	return durable.Suspending(d.suspend, "waits for POST /v1/runs/{run}/resume")
 }
 
 // run runs call on eff: as an ordinary run, or durably (durable.Run,
 // durable.Resume), keeping the continuation of a suspension.
 func (d *durableRun) run(ctx context.Context, eff *effect.Effect, call effect.Call) (*effect.Record, error) {
-	var (
-		rec *effect.Record
-		err error
-	)
-	switch {
-	case d == nil:
+	if d == nil {
 		return eff.Run(ctx, call)
-	case d.resume != nil:
-		rec, d.cont, err = durable.Resume(ctx, eff, d.resume, d.answer, call, &durable.Options{Keys: d.keys})
-	default:
-		rec, d.cont, err = durable.Run(ctx, eff, call)
 	}
+	rec, cont, err := durable.Segment{From: d.resume, Answer: d.answer, Options: &durable.Options{Keys: d.keys}}.Run(ctx, eff, call)
+	d.cont = cont
 	return rec, err
 }
 

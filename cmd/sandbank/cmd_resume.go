@@ -65,19 +65,10 @@ func (d *durableOptions) suspending(fns effect.HostFuncs, log *hostLog, store st
 // resume, else as an ordinary run. A suspension's continuation is written
 // to --continuation's file.
 func (d *durableOptions) run(ctx context.Context, eff *effect.Effect, call effect.Call) (*effect.Record, error) {
-	var (
-		rec  *effect.Record
-		cont *durable.Continuation
-		err  error
-	)
-	switch {
-	case d.resume != nil:
-		rec, cont, err = durable.Resume(ctx, eff, d.resume, d.answer, call, &durable.Options{Keys: d.trusted})
-	case d.suspend != "":
-		rec, cont, err = durable.Run(ctx, eff, call)
-	default:
+	if d.resume == nil && d.suspend == "" {
 		return eff.Run(ctx, call)
 	}
+	rec, cont, err := durable.Segment{From: d.resume, Answer: d.answer, Options: &durable.Options{Keys: d.trusted}}.Run(ctx, eff, call)
 	if cont != nil {
 		b, eerr := cont.Encode()
 		if eerr == nil {
