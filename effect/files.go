@@ -57,13 +57,7 @@ func (e *Effect) inputFiles(files []spi.File) ([]spi.File, error) {
 		return nil, &Failure{Code: record.CodeInputTooLarge, Kind: record.LimitInput,
 			Reason: strconv.FormatInt(total, 10) + " bytes of input files, past the bound of " + strconv.FormatInt(e.maxInFileBytes, 10)}
 	}
-	out := make([]spi.File, len(files))
-	for i, f := range files {
-		out[i] = spi.File{Name: f.Name, Data: bytes.Clone(f.Data)}
-		if out[i].Data == nil {
-			out[i].Data = []byte{}
-		}
-	}
+	out := cloneFiles(files)
 	slices.SortFunc(out, func(a, b spi.File) int { return strings.Compare(a.Name, b.Name) })
 	for i := 1; i < len(out); i++ {
 		if out[i].Name == out[i-1].Name {
@@ -111,13 +105,7 @@ func (e *Effect) outputFiles(out spi.Outcome, limits spi.Limits) ([]spi.File, er
 		return nil, &Failure{Code: record.CodeLimitExceeded, Kind: record.LimitFiles,
 			Reason: strconv.FormatInt(total, 10) + " bytes of output files, past the bound of " + strconv.FormatInt(limits.MaxOutFileBytes, 10)}
 	}
-	own := make([]spi.File, len(files))
-	for i, f := range files {
-		own[i] = spi.File{Name: f.Name, Data: bytes.Clone(f.Data)}
-		if own[i].Data == nil {
-			own[i].Data = []byte{}
-		}
-	}
+	own := cloneFiles(files)
 	return own, nil
 }
 
@@ -132,4 +120,17 @@ func refsOf(files []spi.File) []record.FileRef {
 		refs[i] = record.FileRef{Name: f.Name, Digest: record.AddressOf(f.Data), Bytes: int64(len(f.Data))}
 	}
 	return refs
+}
+
+// cloneFiles returns a copy of files that shares no bytes with them; an
+// empty file's data is empty, never nil.
+func cloneFiles(files []spi.File) []spi.File {
+	out := make([]spi.File, len(files))
+	for i, f := range files {
+		out[i] = spi.File{Name: f.Name, Data: bytes.Clone(f.Data)}
+		if out[i].Data == nil {
+			out[i].Data = []byte{}
+		}
+	}
+	return out
 }

@@ -180,6 +180,27 @@ func (a *Activities) Register(r interface {
 	a.registerDurable(r)
 }
 
+// prepare reads what every run of req needs: its engine, by the one
+// policy of every door (pool.Resolve), among the engines this worker
+// runs, and its call, with the worker's host functions, the limits
+// clamped to the worker's ceiling and the input files (inline or
+// stored). Its errors are activity errors.
+func (a *Activities) prepare(ctx context.Context, req Request) (string, effect.Call, error) {
+	entry, err := a.pool.Resolve(req.Engine, req.Language, a.engines...)
+	if err != nil {
+		return "", effect.Call{}, activityError(err, nil, a.limit)
+	}
+	call := req.call()
+	call.Host = a.host
+	if call.Limits, err = pool.Clamp(a.pool.Ceiling(), req.Limits); err != nil {
+		return "", effect.Call{}, activityError(err, nil, a.limit)
+	}
+	if call.Files, err = inputFiles(ctx, a.scripts, req); err != nil {
+		return "", effect.Call{}, activityError(err, nil, a.limit)
+	}
+	return entry.Engine, call, nil
+}
+
 // Run is the activity: it runs req's script through the effect of its
 // engine and returns the run's record (effect.Record: the value, logs,
 // stats and receipt). Its errors are Temporal application
@@ -196,19 +217,9 @@ func (a *Activities) Register(r interface {
 // timeout passes, not the start-to-close timeout; the heartbeats are also
 // how the activity learns that it was cancelled.
 func (a *Activities) Run(ctx context.Context, req Request) (*effect.Record, error) {
-	// The engine: the one policy of every door (pool.Resolve), among the
-	// engines this worker runs.
-	entry, err := a.pool.Resolve(req.Engine, req.Language, a.engines...)
+	engine, call, err := a.prepare(ctx, req)
 	if err != nil {
-		return nil, activityError(err, nil, a.limit)
-	}
-	call := req.call()
-	call.Host = a.host
-	if call.Limits, err = pool.Clamp(a.pool.Ceiling(), req.Limits); err != nil {
-		return nil, activityError(err, nil, a.limit)
-	}
-	if call.Files, err = inputFiles(ctx, a.scripts, req); err != nil {
-		return nil, activityError(err, nil, a.limit)
+		return nil, err
 	}
 	// Heartbeat from here: an engine's first run builds it, which counts
 	// as part of the run.
@@ -216,7 +227,7 @@ func (a *Activities) Run(ctx context.Context, req Request) (*effect.Record, erro
 		stop := a.heartbeatEvery(ctx, hb)
 		defer stop()
 	}
-	eff, err := a.pool.Effect(entry.Engine)
+	eff, err := a.pool.Effect(engine)
 	if err != nil {
 		return nil, activityError(err, nil, a.limit)
 	}

@@ -13,7 +13,6 @@ import (
 
 	"github.com/sandbank/sandbank/durable"
 	"github.com/sandbank/sandbank/effect"
-	"github.com/sandbank/sandbank/pool"
 	"github.com/sandbank/sandbank/receipt"
 	"github.com/sandbank/sandbank/record"
 	"go.temporal.io/sdk/activity"
@@ -211,16 +210,11 @@ func (a *Activities) registerDurable(r interface {
 // effect.Suspend, and then the step is the run's Suspension. Its errors
 // are Run's.
 func (a *Activities) DurableRun(ctx context.Context, req Request) (*DurableStep, error) {
-	entry, err := a.pool.Resolve(req.Engine, req.Language, a.engines...)
+	engine, call, err := a.prepare(ctx, req)
 	if err != nil {
-		return nil, activityError(err, nil, a.limit)
+		return nil, err
 	}
-	call := req.call()
-	call.Host = a.host
-	if call.Limits, err = pool.Clamp(a.pool.Ceiling(), req.Limits); err != nil {
-		return nil, activityError(err, nil, a.limit)
-	}
-	eff, stop, err := a.durableEffect(ctx, entry.Engine)
+	eff, stop, err := a.durableEffect(ctx, engine)
 	if err != nil {
 		return nil, err
 	}
