@@ -15,6 +15,7 @@ import (
 	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/receipt"
 	"github.com/sandbank/sandbank/record"
+	"github.com/sandbank/sandbank/spi"
 	"go.temporal.io/sdk/activity"
 	temporalsdk "go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
@@ -95,6 +96,11 @@ type ResumeRequest struct {
 	// Shape is the run's shape (Request.Shape): a continuation does not
 	// carry it.
 	Shape json.RawMessage `json:"shape,omitempty"`
+	// Files and StoredFiles are the run's input files (Request.Files and
+	// StoredFiles): a continuation names them by digest only, and a
+	// resumption must be given the same ones (the effect checks).
+	Files       []spi.File       `json:"files,omitempty"`
+	StoredFiles []record.FileRef `json:"storedFiles,omitempty"`
 }
 
 // Answer is the payload of AnswerSignal.
@@ -193,7 +199,8 @@ func DurableWorkflow(ctx workflow.Context, in DurableInput) (*DurableResult, err
 		}
 		pending = Pending{Suspensions: len(chain)}
 		step = DurableStep{}
-		err = workflow.ExecuteActivity(ctx, DurableResumeName, ResumeRequest{Suspension: s, Answer: a.Value, Shape: in.Request.Shape}).Get(ctx, &step)
+		err = workflow.ExecuteActivity(ctx, DurableResumeName, ResumeRequest{Suspension: s, Answer: a.Value, Shape: in.Request.Shape,
+			Files: in.Request.Files, StoredFiles: in.Request.StoredFiles}).Get(ctx, &step)
 	}
 }
 
@@ -244,6 +251,9 @@ func (a *Activities) DurableResume(ctx context.Context, req ResumeRequest) (*Dur
 	}
 	defer stop()
 	call := effect.Call{Host: a.host, Shape: req.Shape}
+	if call.Files, err = inputFiles(ctx, a.scripts, Request{Files: req.Files, StoredFiles: req.StoredFiles}); err != nil {
+		return nil, activityError(err, nil, a.limit)
+	}
 	return a.step(durable.Resume(ctx, eff, cont, req.Answer, call, &durable.Options{Keys: a.keys}))
 }
 

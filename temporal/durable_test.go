@@ -64,10 +64,14 @@ func durableBehavior(ctx context.Context, req spi.Request) (spi.Outcome, error) 
 
 // durableRegistry holds the fake engine declaring Deterministic, running
 // durableBehavior.
-func durableRegistry() *registry.Registry {
+func durableRegistry() *registry.Registry { return durableRegistryFiles(false) }
+
+// durableRegistryFiles is durableRegistry, its engine declaring Files
+// when files is set.
+func durableRegistryFiles(files bool) *registry.Registry {
 	var r registry.Registry
 	caps := fakebackend.Capabilities()
-	caps.HostCalls, caps.Deterministic = true, true
+	caps.HostCalls, caps.Deterministic, caps.Files = true, true, files
 	r.Register(registry.Entry{Engine: fakeEngine, Language: caps.Language, Capabilities: caps,
 		Factory: func() (spi.Backend, error) { return fakebackend.New(caps, durableBehavior), nil }})
 	return &r
@@ -338,4 +342,32 @@ func TestSuspensionsBoundedInTheWorkflow(t *testing.T) {
 	assert.Equal(t, record.LimitSuspensions, res.Record.Failure.Kind)
 	assert.Len(t, res.Chain, durable.MaxSuspensions)
 	verifyChain(t, *res, req, keys)
+}
+
+// TestDurableRunKeepsItsInputFiles: a durable run's input files reach
+// its first segment and every resumption (a continuation names them by
+// digest only, and the effect refuses a resumption without them), inline
+// and stored.
+func TestDurableRunKeepsItsInputFiles(t *testing.T) {
+	store := new(storage.MemoryStore)
+	stored := []byte("region,units\nsouth,5\n")
+	addr, err := store.Put(stored)
+	require.NoError(t, err)
+	var doubles atomic.Int32
+	acts, err := NewActivities(durableRegistryFiles(true), &Options{Host: durableHost(&doubles), Scripts: store})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = acts.Close() })
+	req := fakeRequestOf(t, approvals, 21)
+	req.Files = []spi.File{{Name: "a.csv", Data: []byte("region,units\nnorth,3\n")}}
+	req.StoredFiles = []record.FileRef{{Name: "b.csv", Digest: addr, Bytes: int64(len(stored))}}
+	res, err := runDurable(t, acts, req)
+	require.NoError(t, err)
+	require.NotNil(t, res.Record)
+	names := []string{}
+	for _, f := range res.Record.Receipt.InputFiles {
+		names = append(names, f.Name)
+	}
+	assert.Equal(t, []string{"a.csv", "b.csv"}, names, "the last segment ran with the run's input files")
+	require.NotEmpty(t, res.Chain)
+	assert.Len(t, res.Chain[0].InputFiles, 2, "the first segment ran with them too")
 }
