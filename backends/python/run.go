@@ -495,8 +495,13 @@ func (p *proc) session(ctx context.Context, req spi.Request) {
 		case errors.Is(err, errBadFrame):
 			end(ending{kind: endBroken})
 			return
-		case errors.Is(err, errFilesPast):
+		case errors.Is(err, errFilesPast) && started:
 			end(ending{kind: endFiles})
+			return
+		case errors.Is(err, errFilesPast):
+			// Output files follow the script: before the start frame
+			// the runner writes none.
+			end(ending{kind: endBroken})
 			return
 		case err != nil:
 			end(ending{kind: endNone})

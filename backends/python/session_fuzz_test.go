@@ -14,7 +14,8 @@ import (
 // FuzzSession feeds the host's reader of the runner's frames whatever
 // bytes a script could write there. It always ends with one account of
 // the run; a request report after the start frame is never believed; a
-// value is JSON; a thrown error has a name; nothing is buffered past a
+// value is JSON; a thrown error has a name; output files end the run
+// only after the start frame; nothing is buffered past a
 // frame's bound (a frame the fuzzer claims larger is refused before it
 // is read).
 func FuzzSession(f *testing.F) {
@@ -67,6 +68,10 @@ func FuzzSession(f *testing.F) {
 		case endThrew:
 			if !started || e.name == "" || len(e.message) > maxErrorTextBytes {
 				t.Fatalf("thrown %q %q (started %v) accepted", e.name, e.message, started)
+			}
+		case endFiles:
+			if !started {
+				t.Fatalf("output files past their bound before the start frame were believed")
 			}
 		case endNone, endBroken:
 		default:
