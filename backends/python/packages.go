@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
-	"slices"
 	"strings"
 )
 
@@ -19,9 +17,6 @@ import (
 // and mapped; only that is bound, read-only, in the sandbox. The zygote
 // imports them before it prepares its first run (runner.py's
 // _load_packages), single-threaded, so that a run pays nothing for them.
-
-// packageName is what Options.Packages accepts: a top-level import name.
-var packageName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // packageModules are the modules imported with a package beyond itself:
 // what its first use imports, lazily, at a cost every run would pay
@@ -62,19 +57,6 @@ const sandboxConfigDir = "/tmp/sandbank-mplconfig"
 // packages (matplotlib's configuration directory: a font cache of 40
 // KiB).
 const zygoteTmpBytes = 4 << 20
-
-// checkPackages validates Options.Packages and returns them sorted,
-// without duplicates.
-func checkPackages(names []string) ([]string, error) {
-	out := slices.Clone(names)
-	for _, n := range out {
-		if !packageName.MatchString(n) {
-			return nil, fmt.Errorf("python: Packages holds %q, want a top-level import name (numpy, pandas, matplotlib)", n)
-		}
-	}
-	slices.Sort(out)
-	return slices.Compact(out), nil
-}
 
 // packageSpec is what the runner's _load_packages reads.
 type packageSpec struct {
