@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -129,6 +130,22 @@ func (b *Backend) configDir() (string, error) {
 	return filepath.EvalSymlinks(dir)
 }
 
+// sitePath is the site directories that hold an entry of the packages,
+// in their order: the others stay off sys.path, since one of them may be
+// visible in the sandbox, bound with the standard library (Debian's
+// /usr/lib/python3.X/dist-packages holds a fragment of numpy, which
+// would make an unlisted numpy an empty namespace package rather than
+// ModuleNotFoundError).
+func sitePath(found *packagesFound) []string {
+	var out []string
+	for _, d := range found.Path {
+		if slices.ContainsFunc(found.Entries, func(e string) bool { return under(e, d) }) {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
 // bindPackages adds the packages the probe found to the layout: their
 // entries, data and files bound read-only, the site directories on
 // sys.path, and the spec the zygote (or the runner) loads them with.
@@ -170,8 +187,9 @@ func (l *layout) bindPackages(b *binder, packages []string, found *packagesFound
 		return fmt.Errorf("python: the packages' configuration directory: %w", err)
 	}
 	b.args = append(b.args, "--ro-bind", real, configMount)
-	l.path = append(l.path, found.Path...)
-	s := packageSpec{Path: found.Path, Import: packageImports(packages), Env: map[string]string{"MPLCONFIGDIR": sandboxConfigDir},
+	path := sitePath(found)
+	l.path = append(l.path, path...)
+	s := packageSpec{Path: path, Import: packageImports(packages), Env: map[string]string{"MPLCONFIGDIR": sandboxConfigDir},
 		Copy: []string{configMount, sandboxConfigDir}}
 	for k, v := range packageEnv {
 		s.Env[k] = v
