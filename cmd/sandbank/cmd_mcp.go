@@ -231,6 +231,7 @@ func (a *app) serveMCP(ctx context.Context, o *mcpOptions) error {
 		Version:   moduleVersion(debug.ReadBuildInfo()),
 		Signer:    signer,
 		Suspend:   o.suspend,
+		Packages:  tenantPackages(o.cacheDir, o.noCache), // packages.go
 		Factory: func(e registry.Entry) spi.Factory {
 			f, err := a.engineFactory(e, &runOptions{cacheDir: o.cacheDir, noCache: o.noCache, packages: o.packages})
 			if err != nil {

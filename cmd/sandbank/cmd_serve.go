@@ -156,6 +156,7 @@ func (a *app) serve(ctx context.Context, o *serveOptions) error {
 		QueueTimeout:      o.queueTimeout,
 		Logger:            logger,
 		Version:           moduleVersion(debug.ReadBuildInfo()),
+		Packages:          tenantPackages("", false), // packages.go
 	}
 	if err := serveSigning(o, opts); err != nil {
 		_ = data.Close()
