@@ -46,7 +46,8 @@ OpenAPI document at /v1/openapi.json) on --addr.
 Callers authenticate with "Authorization: Bearer KEY". The tenants, their
 key digests (never the keys) and quotas come from --tenants FILE or, without
 it, from the environment variable SANDBANK_TENANTS (the document itself).
-'sandbank serve --new-key' prints a new key and the digest to put in the
+A tenant's "packages" are what its python runs may import, in place of
+--package (see docs/serving.md). 'sandbank serve --new-key' prints a new key and the digest to put in the
 document.
 
 --dev serves without keys (every caller is the tenant "dev") and only on a
