@@ -57,8 +57,9 @@ Over HTTP, callers authenticate as for 'sandbank serve': with
 "Authorization: Bearer KEY" of a tenant in --tenants FILE or, without it,
 in $SANDBANK_TENANTS ('sandbank serve --new-key' makes a key). Each
 tenant's quotas apply: its limits ceiling, its engines, its python
-packages (in place of --package), its concurrent runs and its rate. A missing or unknown key (401) and a tenant past its
-rate (429, with Retry-After) get the same problem+json answer as from
+packages (in place of --package), its concurrent runs and its rate. A
+missing or unknown key (401) and a tenant past its rate (429, with
+Retry-After) get the same problem+json answer as from
 'sandbank serve'; a call past the tenant's concurrent runs is the JSON-RPC
 error -32029 with data {"kind":"quota","retryable":true}, the kind
 'sandbank serve' answers it with (429 quota). Without tenants, --http

@@ -47,8 +47,8 @@ Callers authenticate with "Authorization: Bearer KEY". The tenants, their
 key digests (never the keys) and quotas come from --tenants FILE or, without
 it, from the environment variable SANDBANK_TENANTS (the document itself).
 A tenant's "packages" are what its python runs may import, in place of
---package (see docs/serving.md). 'sandbank serve --new-key' prints a new key and the digest to put in the
-document.
+--package (see docs/serving.md). 'sandbank serve --new-key' prints a new
+key and the digest to put in the document.
 
 --dev serves without keys (every caller is the tenant "dev") and only on a
 loopback address: it refuses any other --addr.
