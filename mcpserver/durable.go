@@ -220,7 +220,7 @@ func (s *Server) resumeClaimed(ctx context.Context, req *mcp.CallToolRequest, t 
 	if r.Limits.WallClock > ceiling.wallClock || r.Limits.MemoryBytes > ceiling.memoryBytes {
 		return invalidResult(entry.Engine, "the run's limits are above this caller's ceiling"), nil
 	}
-	eff, err := s.pool.Effect(entry.Engine)
+	eff, err := s.pool.Effect(entry.Engine, adm.Packages...)
 	if err != nil {
 		return toResult(entry.Engine, s.limits, nil, err)
 	}

@@ -57,6 +57,11 @@ type Options struct {
 	// is built with (the command line passes one that keeps compiled
 	// modules in its cache). Nil, or a nil result, means the entry's own.
 	Factory func(registry.Entry) spi.Factory
+	// Packages builds an engine whose scripts may import exactly a
+	// caller's packages (Admission.Packages), as pool.Options.Packages
+	// does: the command line passes builtin.PackagesFactory. Nil means
+	// none, and a call admitted with packages is refused.
+	Packages func(e registry.Entry, packages []string) spi.Factory
 	// ProgressInterval is how often a call that carries a progress token
 	// hears how long its run has lasted. Zero means
 	// DefaultProgressInterval; it must be >= 0.
@@ -137,6 +142,10 @@ type Admission struct {
 	// admitted with the same Tenant only (another's run is unknown).
 	// Empty means the one caller of a server without tenants.
 	Tenant string
+	// Packages are the python packages the caller's runs may import
+	// (tenant.Tenant.Packages; see Options.Packages). Empty means the
+	// engine's own.
+	Packages []string
 }
 
 // Server is a Model Context Protocol server that runs scripts through the
@@ -203,7 +212,7 @@ func New(reg *registry.Registry, opts *Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, err := pool.New(reg, &pool.Options{Factory: o.Factory, Effect: effect.Options{
+	p, err := pool.New(reg, &pool.Options{Factory: o.Factory, Packages: o.Packages, Effect: effect.Options{
 		Limits:         o.Limits,
 		MaxInputBytes:  lim.maxInput,
 		MaxOutputBytes: lim.maxOutput,

@@ -37,7 +37,8 @@ func (t *runTool) handle(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Ca
 	engine := t.entry.Engine
 	hostCalls := t.entry.Capabilities.HostCalls
 	ceiling := t.s.limits
-	owner := "" // the caller's Admission.Tenant: who may resume a run it suspends
+	owner := ""           // the caller's Admission.Tenant: who may resume a run it suspends
+	var packages []string // the caller's Admission.Packages: what its python runs may import
 	if t.s.admit != nil {
 		adm, err := t.s.admit(ctx, req, t.entry.Engine)
 		if err != nil {
@@ -56,7 +57,7 @@ func (t *runTool) handle(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Ca
 			defer adm.Release()
 		}
 		ceiling = ceiling.lower(adm.Limits)
-		owner = adm.Tenant
+		owner, packages = adm.Tenant, adm.Packages
 		if len(adm.Engines) > 0 {
 			// The one policy of every door: the tool's engine when the
 			// caller may use it, else the first it may of the language.
@@ -74,7 +75,7 @@ func (t *runTool) handle(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Ca
 		t.s.logCall(ctx, t, engine, "invalidArguments", time.Since(start), nil)
 		return invalidResult(engine, problem), nil
 	}
-	eff, err := t.s.pool.Effect(engine)
+	eff, err := t.s.pool.Effect(engine, packages...)
 	if err != nil {
 		res, perr := toResult(engine, t.s.limits, nil, err)
 		t.s.logCall(ctx, t, engine, record.OutcomeInfrastructure, time.Since(start), perr)

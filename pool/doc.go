@@ -18,6 +18,9 @@
 //     lowers by a tenant's own;
 //   - [Pool.Describe] describes the engines, and each door renders the
 //     [Description] in its own wire format.
+//   - [Pool.Effect] with a caller's packages (a tenant's) is the engine
+//     built with exactly them, one per distinct set, at most
+//     [MaxPackageSets] sets ([Options.Packages]).
 //
 // Every refusal is an invalid call (it matches [effect.ErrInvalidCall]),
 // so each door answers it through its own table from [effect.KindOf].

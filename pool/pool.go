@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 	"sync"
 
 	"github.com/sandbank/sandbank/effect"
@@ -26,7 +28,20 @@ type Options struct {
 	// built with (the command line passes one that keeps compiled modules
 	// in its cache). Nil, or a nil result, means the entry's own.
 	Factory func(registry.Entry) spi.Factory
+	// Packages, when not nil, returns the factory of an engine whose
+	// scripts may import exactly the named packages (sorted, without
+	// duplicates: a caller's allow-list, such as a tenant's), or nil for
+	// an engine that takes no packages, whose own effect then serves
+	// (see Effect). The command line passes builtin.PackagesFactory.
+	// Nil means no engine takes packages: Effect refuses them.
+	Packages func(e registry.Entry, packages []string) spi.Factory
 }
+
+// MaxPackageSets bounds the distinct package sets a pool builds engines
+// with (Effect): each is an engine of its own, such as a python zygote
+// with its own preloaded interpreter. A tenants document naming more is
+// refused (package tenant).
+const MaxPackageSets = 8
 
 // Pool holds one effect per engine of a registry, each built on first use
 // and kept until Close. Build it with New; it is safe for concurrent use.
@@ -35,18 +50,22 @@ type Pool struct {
 	opts    effect.Options
 	scripts effect.ScriptReader
 	factory func(registry.Entry) spi.Factory
+	withPkg func(registry.Entry, []string) spi.Factory
 
 	mu     sync.Mutex
-	slots  map[string]*slot
+	slots  map[string]*slot // by engine, and package set (key)
+	sets   map[string]bool  // the package sets of slots, by key
 	closed bool
 
 	closeOnce sync.Once
 	closeErr  error
 }
 
-// slot is one engine's effect, built under mu so that concurrent first
-// uses wait for one build.
+// slot is one engine's effect (with a package set, or its own), built
+// under mu so that concurrent first uses wait for one build.
 type slot struct {
+	factory spi.Factory // nil: the engine's own (Options.Factory, or the entry's)
+
 	mu     sync.Mutex
 	eff    *effect.Effect
 	closed bool
@@ -80,33 +99,34 @@ func New(reg *registry.Registry, opts *Options) (*Pool, error) {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 	}
 	_ = probe.Close()
-	return &Pool{reg: reg, opts: o.Effect, scripts: o.Scripts, factory: o.Factory, slots: map[string]*slot{}}, nil
+	return &Pool{reg: reg, opts: o.Effect, scripts: o.Scripts, factory: o.Factory, withPkg: o.Packages,
+		slots: map[string]*slot{}, sets: map[string]bool{}}, nil
 }
 
 // Registry returns the pool's registry.
 func (p *Pool) Registry() *registry.Registry { return p.reg }
 
 // Effect returns the effect of the named engine, building it on first use.
-// An unknown engine is an invalid call (see Resolve); a use after Close
-// matches effect.ErrClosed; a build that failed (the factory erred,
-// panicked or returned no backend, or the effect refused the backend) is
-// returned, and the next use tries again.
-func (p *Pool) Effect(engine string) (*effect.Effect, error) {
+// With packages (a caller's allow-list, such as a tenant's), it is the
+// engine built with exactly those packages (Options.Packages), one per
+// distinct set, at most MaxPackageSets sets; an engine that takes no
+// packages ignores them. Without, it is the engine's own.
+//
+// An unknown engine is an invalid call (see Resolve), and so are
+// packages a pool without Options.Packages cannot honour and a package
+// set past MaxPackageSets; a use after Close matches effect.ErrClosed; a
+// build that failed (the factory erred, panicked or returned no backend,
+// or the effect refused the backend) is returned, and the next use tries
+// again.
+func (p *Pool) Effect(engine string, packages ...string) (*effect.Effect, error) {
 	e, err := p.reg.Lookup(engine)
 	if err != nil {
 		return nil, invalidLookup(err)
 	}
-	p.mu.Lock()
-	if p.closed {
-		p.mu.Unlock()
-		return nil, errClosed
+	s, err := p.slot(e, packages)
+	if err != nil {
+		return nil, err
 	}
-	s := p.slots[e.Engine]
-	if s == nil {
-		s = &slot{}
-		p.slots[e.Engine] = s
-	}
-	p.mu.Unlock()
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -116,7 +136,7 @@ func (p *Pool) Effect(engine string) (*effect.Effect, error) {
 	case s.eff != nil:
 		return s.eff, nil
 	}
-	eff, err := p.build(e)
+	eff, err := p.build(e, s.factory)
 	if err != nil {
 		return nil, err
 	}
@@ -124,12 +144,55 @@ func (p *Pool) Effect(engine string) (*effect.Effect, error) {
 	return eff, nil
 }
 
-// build makes the effect of e.
-func (p *Pool) build(e registry.Entry) (*effect.Effect, error) {
-	f := e.Factory
-	if p.factory != nil {
-		if g := p.factory(e); g != nil {
-			f = g
+// slot returns the slot of e with packages, made on first use: its own
+// slot for an engine that takes no packages.
+func (p *Pool) slot(e registry.Entry, packages []string) (*slot, error) {
+	key, set := e.Engine, ""
+	var sorted []string
+	if len(packages) > 0 {
+		if p.withPkg == nil {
+			return nil, invalidf(effect.ErrInvalidCall, "pool: packages were asked for, and this pool builds no engine with packages")
+		}
+		sorted = slices.Compact(slices.Sorted(slices.Values(packages)))
+		set = strings.Join(sorted, "\x00")
+		key += "\x00" + set
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch {
+	case p.closed:
+		return nil, errClosed
+	case p.slots[key] != nil:
+		return p.slots[key], nil
+	}
+	if set != "" && !p.sets[set] {
+		if len(p.sets) == MaxPackageSets {
+			return nil, invalidf(effect.ErrInvalidCall, "pool: more than %d package sets: each is an engine of its own", MaxPackageSets)
+		}
+		p.sets[set] = true
+	}
+	s := &slot{}
+	if set != "" {
+		s.factory = p.withPkg(e, sorted)
+	}
+	if set != "" && s.factory == nil { // an engine that takes no packages
+		if s = p.slots[e.Engine]; s == nil {
+			s = &slot{}
+			p.slots[e.Engine] = s
+		}
+	}
+	p.slots[key] = s
+	return s, nil
+}
+
+// build makes the effect of e, with f when not nil (a package set's).
+func (p *Pool) build(e registry.Entry, f spi.Factory) (*effect.Effect, error) {
+	if f == nil {
+		f = e.Factory
+		if p.factory != nil {
+			if g := p.factory(e); g != nil {
+				f = g
+			}
 		}
 	}
 	b, err := construct(f)
@@ -206,7 +269,8 @@ func (p *Pool) Close() error {
 			s.closed = true
 			if s.eff != nil {
 				if err := s.eff.Close(); err != nil {
-					errs = append(errs, fmt.Errorf("pool: closing engine %s: %w", name, err))
+					engine, _, _ := strings.Cut(name, "\x00") // a package set's slot
+					errs = append(errs, fmt.Errorf("pool: closing engine %s: %w", engine, err))
 				}
 				s.eff = nil
 			}

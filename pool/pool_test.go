@@ -283,3 +283,67 @@ func TestDescribe(t *testing.T) {
 	require.Len(t, some, 1)
 	assert.True(t, some[0].Default)
 }
+
+// TestPackageSets: an engine that takes packages is built once per
+// distinct set (order and duplicates aside), apart from its own; one that
+// takes none serves every set with its own; the sets are bounded at
+// MaxPackageSets; every engine built is closed with the pool; a pool
+// without Options.Packages refuses packages.
+func TestPackageSets(t *testing.T) {
+	var backends []*fakebackend.Backend
+	var asked [][]string
+	reg := testRegistry(nil)
+	p, err := New(reg, &Options{Packages: func(e registry.Entry, packages []string) spi.Factory {
+		if e.Engine != "star" {
+			return nil
+		}
+		asked = append(asked, packages)
+		return func() (spi.Backend, error) {
+			b := fakebackend.New(e.Capabilities, fakebackend.Echo())
+			backends = append(backends, b)
+			return b, nil
+		}
+	}})
+	require.NoError(t, err)
+
+	own, err := p.Effect("star")
+	require.NoError(t, err)
+	a, err := p.Effect("star", "pandas", "numpy")
+	require.NoError(t, err)
+	a2, err := p.Effect("star", "numpy", "pandas", "numpy")
+	require.NoError(t, err)
+	b, err := p.Effect("star", "numpy")
+	require.NoError(t, err)
+	assert.NotSame(t, own, a, "a package set is an engine of its own")
+	assert.Same(t, a, a2, "one engine per distinct set")
+	assert.NotSame(t, a, b)
+	assert.Equal(t, [][]string{{"numpy", "pandas"}, {"numpy"}}, asked, "the factory gets each set once, sorted")
+
+	js, err := p.Effect("js-a")
+	require.NoError(t, err)
+	js2, err := p.Effect("js-a", "numpy")
+	require.NoError(t, err)
+	assert.Same(t, js, js2, "an engine that takes no packages serves every set with its own")
+
+	for i := 3; i <= MaxPackageSets; i++ {
+		_, err := p.Effect("star", "p"+strings.Repeat("x", i))
+		require.NoError(t, err, "set %d", i)
+	}
+	_, err = p.Effect("star", "onemore")
+	assert.ErrorIs(t, err, effect.ErrInvalidCall, "past MaxPackageSets")
+	assert.ErrorContains(t, err, "package sets")
+	_, err = p.Effect("js-a", "onemore")
+	assert.ErrorIs(t, err, effect.ErrInvalidCall, "a set counts whichever engine asks")
+	_, err = p.Effect("star", "numpy")
+	assert.NoError(t, err, "a set already built is still served")
+
+	require.NoError(t, p.Close())
+	require.Len(t, backends, MaxPackageSets)
+	for _, b := range backends {
+		assert.Equal(t, 1, b.Counts().Closes, "each set's engine is closed with the pool")
+	}
+
+	plain := newPool(t, testRegistry(nil), nil)
+	_, err = plain.Effect("star", "numpy")
+	assert.ErrorIs(t, err, effect.ErrInvalidCall, "no Options.Packages: packages are refused, not ignored")
+}

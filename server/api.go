@@ -276,7 +276,7 @@ func (s *Server) run(ctx context.Context, in *runInput) (*runOutput, error) {
 		return nil, p
 	}
 	defer release()
-	rec, err := s.execute(ctx, entry, call, d, acc)
+	rec, err := s.execute(ctx, entry, t, call, d, acc)
 	return s.answer(ctx, entry, rec, err, d, acc)
 }
 
@@ -358,14 +358,14 @@ func (s *Server) admit(ctx context.Context, t *tenant.Tenant, acc *access) (rele
 	return func() { free(); releaseTenant() }, nil
 }
 
-// execute runs call on the engine's effect (durably when d is not nil),
-// stopped when its caller goes away and when Shutdown's drain deadline
-// passes.
-func (s *Server) execute(ctx context.Context, entry registry.Entry, call effect.Call, d *durableRun, acc *access) (*effect.Record, error) {
+// execute runs call on the engine's effect with the tenant's packages
+// (durably when d is not nil), stopped when its caller goes away and when
+// Shutdown's drain deadline passes.
+func (s *Server) execute(ctx context.Context, entry registry.Entry, t *tenant.Tenant, call effect.Call, d *durableRun, acc *access) (*effect.Record, error) {
 	s.metrics.inFlight.WithLabelValues(entry.Engine).Inc()
 	defer s.metrics.inFlight.WithLabelValues(entry.Engine).Dec()
 
-	eff, err := s.pool.Effect(entry.Engine)
+	eff, err := s.pool.Effect(entry.Engine, t.Packages...)
 	if err != nil {
 		return nil, errEngine{err}
 	}

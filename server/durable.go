@@ -161,7 +161,7 @@ func (s *Server) resume(ctx context.Context, in *resumeInput) (*runOutput, error
 		return nil, p
 	}
 	defer release()
-	rec, err := s.execute(ctx, entry, call, d, acc)
+	rec, err := s.execute(ctx, entry, t, call, d, acc)
 	out, err := s.answer(ctx, entry, rec, err, d, acc)
 	s.release(d, out != nil)
 	return out, err

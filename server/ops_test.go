@@ -233,6 +233,14 @@ func TestNewRefusesBadOptions(t *testing.T) {
 		assert.ErrorIs(t, err, effect.ErrInvalidCall, fmt.Sprint(i))
 		assert.False(t, effect.Retryable(err), fmt.Sprint(i))
 	}
+
+	// A tenant's packages need Options.Packages: without, they would be
+	// refused at every run of the tenant (pool.Pool.Effect).
+	set, err := tenant.Parse([]byte(`{"tenants":[{"name":"a","keys":["` + tenant.HashKey(strings.Repeat("k", 40)) + `"],"packages":["numpy"]}]}`))
+	require.NoError(t, err)
+	_, err = New(testRegistry(t), &Options{Tenants: set})
+	assert.ErrorIs(t, err, ErrInvalidOptions)
+	assert.ErrorContains(t, err, "packages")
 }
 
 // TestTenantCeiling: a tenant's ceiling lowers the server's; a run without

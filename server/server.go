@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -118,6 +119,11 @@ type Options struct {
 	// Signer's, each with its Retired date; they are published at
 	// KeysPath beside the current key. Nil means none.
 	RetiredKeys []receipt.TrustedKey
+	// Packages builds an engine whose scripts may import exactly a
+	// tenant's packages (tenant.Tenant.Packages), as pool.Options.Packages
+	// does: the command line passes builtin.PackagesFactory. Nil means
+	// none, and a tenant that names packages is refused.
+	Packages func(e registry.Entry, packages []string) spi.Factory
 }
 
 // Server is the HTTP API of Sandbank: an http.Handler, with Serve and
@@ -174,6 +180,9 @@ func New(reg *registry.Registry, opts *Options) (*Server, error) {
 		o.MaxConnections < 0, o.ReadHeaderTimeout < 0, o.ReadTimeout < 0,
 		o.WriteTimeout < 0, o.IdleTimeout < 0, o.Limits.WallClock < 0, o.Limits.MemoryBytes < 0:
 		return nil, fmt.Errorf("%w: negative value", ErrInvalidOptions)
+	}
+	if o.Packages == nil && o.Tenants != nil && slices.ContainsFunc(o.Tenants.Tenants(), func(t *tenant.Tenant) bool { return len(t.Packages) > 0 }) {
+		return nil, fmt.Errorf("%w: a tenant names packages, and Options.Packages is nil", ErrInvalidOptions)
 	}
 	if o.MaxConcurrentRuns == 0 {
 		o.MaxConcurrentRuns = 2 * runtime.GOMAXPROCS(0)
@@ -244,7 +253,7 @@ func New(reg *registry.Registry, opts *Options) (*Server, error) {
 		Logger:                 o.Logger,
 		TracerProvider:         o.TracerProvider,
 		Signer:                 s.signing.signer,
-	}})
+	}, Packages: o.Packages})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 	}

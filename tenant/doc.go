@@ -6,8 +6,8 @@
 //
 // A [Set] is read from a JSON document ([Parse], [Load], [FromEnv]) that
 // names each tenant, the SHA-256 digests of its API keys, its limits
-// ceiling, the engines it may use, its cap on concurrent runs and its rate
-// limit (a token bucket). [Set.Authenticate] maps a presented key to its
+// ceiling, the engines it may use, the python packages its runs may
+// import, its cap on concurrent runs and its rate limit (a token bucket). [Set.Authenticate] maps a presented key to its
 // [Tenant]; [Tenant.Allow] and [Tenant.Acquire] apply the quotas.
 //
 // The document:
@@ -15,14 +15,18 @@
 //	{"tenants": [{
 //	  "name": "acme",
 //	  "keys": ["sha256:<64 hex digits>"],
-//	  "engines": ["goja", "starlark"],
+//	  "engines": ["goja", "starlark", "python"],
+//	  "packages": ["numpy", "pandas"],
 //	  "limits": {"wallClock": "2s", "memoryBytes": 33554432},
 //	  "maxConcurrentRuns": 4,
 //	  "ratePerSecond": 10,
 //	  "burst": 20
 //	}]}
 //
-// Unknown fields are refused, so a misspelt quota is an error rather than
+// A tenant's packages are checked as python checks them
+// (python.CheckPackages); a document names at most [pool.MaxPackageSets]
+// distinct sets, since each is an interpreter of its own. Unknown fields
+// are refused, so a misspelt quota is an error rather than
 // no quota. [NewKey] makes a key and its digest.
 //
 // # Security considerations

@@ -19,7 +19,9 @@ import (
 
 	"golang.org/x/time/rate"
 
+	"github.com/sandbank/sandbank/backends/python"
 	"github.com/sandbank/sandbank/effect"
+	"github.com/sandbank/sandbank/pool"
 	"github.com/sandbank/sandbank/spi"
 )
 
@@ -51,6 +53,11 @@ type Tenant struct {
 	Limits spi.Limits
 	// Engines are the engines the tenant may use, sorted; empty means all.
 	Engines []string
+	// Packages are the python packages the tenant's runs may import
+	// (python.Options.Packages), sorted; empty means the server's own
+	// (the command line's --package), or none. A door passes them to
+	// pool.Pool.Effect.
+	Packages []string
 	// MaxConcurrentRuns caps the tenant's runs in flight at once; zero
 	// (the Dev tenant only) means no cap of its own.
 	MaxConcurrentRuns int
@@ -172,10 +179,11 @@ func NewKey() (key, digest string, err error) {
 
 // document is the JSON form of one tenant.
 type document struct {
-	Name    string   `json:"name"`
-	Keys    []string `json:"keys"`
-	Engines []string `json:"engines"`
-	Limits  struct {
+	Name     string   `json:"name"`
+	Keys     []string `json:"keys"`
+	Engines  []string `json:"engines"`
+	Packages []string `json:"packages"`
+	Limits   struct {
 		WallClock   string `json:"wallClock"`
 		MemoryBytes int64  `json:"memoryBytes"`
 	} `json:"limits"`
@@ -238,6 +246,15 @@ func Parse(b []byte) (*Set, error) {
 		}
 		s.tenants = append(s.tenants, t)
 	}
+	sets := map[string]bool{}
+	for _, t := range s.tenants {
+		if len(t.Packages) > 0 {
+			sets[strings.Join(t.Packages, " ")] = true
+		}
+	}
+	if len(sets) > pool.MaxPackageSets {
+		return nil, fmt.Errorf("%w: the tenants name %d distinct package sets, at most %d (each is an interpreter of its own)", ErrInvalid, len(sets), pool.MaxPackageSets)
+	}
 	return s, nil
 }
 
@@ -280,6 +297,11 @@ func build(d document) (*Tenant, error) {
 		}
 	}
 	t.Engines = slices.Compact(slices.Sorted(slices.Values(d.Engines)))
+	pkgs, err := python.CheckPackages(d.Packages)
+	if err != nil {
+		return nil, fmt.Errorf("%w: tenant %q: packages: %v", ErrInvalid, d.Name, err)
+	}
+	t.Packages = pkgs
 	for _, k := range d.Keys {
 		var dg [sha256.Size]byte
 		if _, err := hex.Decode(dg[:], []byte(strings.TrimPrefix(k, "sha256:"))); err != nil {

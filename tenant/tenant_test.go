@@ -9,9 +9,12 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/sandbank/sandbank/effect"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/sandbank/sandbank/backends/python"
+	"github.com/sandbank/sandbank/effect"
+	"github.com/sandbank/sandbank/pool"
 )
 
 func doc(t *testing.T, body string) *Set {
@@ -195,4 +198,50 @@ func TestLoadAndFromEnv(t *testing.T) {
 	require.True(t, set)
 	_, ok = s.Authenticate(k)
 	assert.True(t, ok)
+}
+
+// TestPackages: a tenant's python packages are checked as python checks
+// them (python.CheckPackages: top-level import names, a bounded count),
+// kept sorted without duplicates, and the document's distinct sets are
+// at most pool.MaxPackageSets.
+func TestPackages(t *testing.T) {
+	key := func(i int) string { return HashKey(fmt.Sprintf("%040d", i)) }
+	tenants := func(sets ...string) string {
+		var ts []string
+		for i, s := range sets {
+			ts = append(ts, fmt.Sprintf(`{"name":"t%d","keys":[%q],"packages":%s}`, i, key(i), s))
+		}
+		return `{"tenants":[` + strings.Join(ts, ",") + `]}`
+	}
+
+	s := doc(t, tenants(`["pandas","numpy","pandas"]`, `[]`))
+	assert.Equal(t, []string{"numpy", "pandas"}, s.Tenants()[0].Packages)
+	assert.Empty(t, s.Tenants()[1].Packages, "none listed: the server's own")
+
+	var sets []string
+	for i := range pool.MaxPackageSets {
+		sets = append(sets, fmt.Sprintf(`["numpy","p%d"]`, i))
+	}
+	sets = append(sets, `["p0","numpy"]`, `["numpy","p1","p1"]`, `[]`)
+	doc(t, tenants(sets...)) // the same set in another order counts once
+
+	many := make([]string, python.MaxPackages+1)
+	for i := range many {
+		many[i] = fmt.Sprintf("%q", fmt.Sprintf("p%d", i))
+	}
+	for name, body := range map[string]string{
+		"path":          tenants(`["../x"]`),
+		"submodule":     tenants(`["numpy.linalg"]`),
+		"empty name":    tenants(`[""]`),
+		"NUL":           tenants(`["a\u0000b"]`),
+		"too many":      tenants(`[` + strings.Join(many, ",") + `]`),
+		"too many sets": tenants(append(sets, `["numpy","another"]`)...),
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := Parse([]byte(body))
+			assert.ErrorIs(t, err, ErrInvalid)
+		})
+	}
+	_, err := Parse([]byte(tenants(append(sets, `["numpy","another"]`)...)))
+	assert.ErrorContains(t, err, fmt.Sprintf("at most %d", pool.MaxPackageSets))
 }

@@ -24,7 +24,8 @@ type Options struct {
 	// opens (found when the machine is checked, by importing them on the
 	// host), is bound read-only and imported once by the zygote, so that
 	// a run's import costs nothing; any other package is
-	// ModuleNotFoundError. Empty means none. See the package doc,
+	// ModuleNotFoundError. At most MaxPackages (CheckPackages). Empty
+	// means none. See the package doc,
 	// "Packages".
 	Packages []string
 	// CPUTime is the CPU budget of one run, interpreter start-up

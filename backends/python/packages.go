@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 )
@@ -19,9 +18,6 @@ import (
 // and mapped; only that is bound, read-only, in the sandbox. The zygote
 // imports them before it prepares its first run (runner.py's
 // _load_packages), single-threaded, so that a run pays nothing for them.
-
-// packageName is what Options.Packages accepts: a top-level import name.
-var packageName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // packageModules are the modules imported with a package beyond itself:
 // what its first use imports, lazily, at a cost every run would pay
@@ -62,19 +58,6 @@ const sandboxConfigDir = "/tmp/sandbank-mplconfig"
 // packages (matplotlib's configuration directory: a font cache of 40
 // KiB).
 const zygoteTmpBytes = 4 << 20
-
-// checkPackages validates Options.Packages and returns them sorted,
-// without duplicates.
-func checkPackages(names []string) ([]string, error) {
-	out := slices.Clone(names)
-	for _, n := range out {
-		if !packageName.MatchString(n) {
-			return nil, fmt.Errorf("python: Packages holds %q, want a top-level import name (numpy, pandas, matplotlib)", n)
-		}
-	}
-	slices.Sort(out)
-	return slices.Compact(out), nil
-}
 
 // packageSpec is what the runner's _load_packages reads.
 type packageSpec struct {
@@ -147,6 +130,22 @@ func (b *Backend) configDir() (string, error) {
 	return filepath.EvalSymlinks(dir)
 }
 
+// sitePath is the site directories that hold an entry of the packages,
+// in their order: the others stay off sys.path, since one of them may be
+// visible in the sandbox, bound with the standard library (Debian's
+// /usr/lib/python3.X/dist-packages holds a fragment of numpy, which
+// would make an unlisted numpy an empty namespace package rather than
+// ModuleNotFoundError).
+func sitePath(found *packagesFound) []string {
+	var out []string
+	for _, d := range found.Path {
+		if slices.ContainsFunc(found.Entries, func(e string) bool { return under(e, d) }) {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
 // bindPackages adds the packages the probe found to the layout: their
 // entries, data and files bound read-only, the site directories on
 // sys.path, and the spec the zygote (or the runner) loads them with.
@@ -188,8 +187,9 @@ func (l *layout) bindPackages(b *binder, packages []string, found *packagesFound
 		return fmt.Errorf("python: the packages' configuration directory: %w", err)
 	}
 	b.args = append(b.args, "--ro-bind", real, configMount)
-	l.path = append(l.path, found.Path...)
-	s := packageSpec{Path: found.Path, Import: packageImports(packages), Env: map[string]string{"MPLCONFIGDIR": sandboxConfigDir},
+	path := sitePath(found)
+	l.path = append(l.path, path...)
+	s := packageSpec{Path: path, Import: packageImports(packages), Env: map[string]string{"MPLCONFIGDIR": sandboxConfigDir},
 		Copy: []string{configMount, sandboxConfigDir}}
 	for k, v := range packageEnv {
 		s.Env[k] = v

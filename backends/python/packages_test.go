@@ -65,6 +65,21 @@ func TestPackagesImportOnlyTheListed(t *testing.T) {
 	}
 }
 
+// TestPackagesLeaveOtherSiteDirectoriesOff: with a package listed that
+// needs no numpy (cycler), numpy is ModuleNotFoundError, although Debian's
+// python3-numpy leaves a fragment of it in /usr/lib/python3.X/dist-packages,
+// inside the standard library the sandbox binds: only the site
+// directories holding a listed package's entries are on sys.path.
+func TestPackagesLeaveOtherSiteDirectoriesOff(t *testing.T) {
+	b := newDataBackend(t, "cycler")
+	out := eval(t, b, "import cycler\nlen(cycler.cycler(c=[1, 2]))", "null")
+	require.Equal(t, spi.KindOK, out.Kind, "%+v", out)
+	assert.Equal(t, "2", string(out.Value))
+	out = eval(t, b, "import numpy", "null")
+	assert.Equal(t, spi.KindThrew, out.Kind, "%+v", out)
+	assert.Equal(t, "ModuleNotFoundError", out.Name, "%+v", out)
+}
+
 // TestPackagesKeepTheRunDeterministic: with the packages preloaded, each
 // run sees the same seeded numpy and random, the fake clock, and a
 // single thread.

@@ -126,7 +126,7 @@ func New(opts *Options) (*Backend, error) {
 		b.startup = DefaultStartupAllowance
 	}
 	var err error
-	if b.packages, err = checkPackages(o.Packages); err != nil {
+	if b.packages, err = CheckPackages(o.Packages); err != nil {
 		return nil, err
 	}
 	if len(b.packages) > 0 && b.scratch < 0 {

@@ -56,9 +56,10 @@ with --http ADDR it serves streamable HTTP on ADDR instead.
 Over HTTP, callers authenticate as for 'sandbank serve': with
 "Authorization: Bearer KEY" of a tenant in --tenants FILE or, without it,
 in $SANDBANK_TENANTS ('sandbank serve --new-key' makes a key). Each
-tenant's quotas apply: its limits ceiling, its engines, its concurrent
-runs and its rate. A missing or unknown key (401) and a tenant past its
-rate (429, with Retry-After) get the same problem+json answer as from
+tenant's quotas apply: its limits ceiling, its engines, its python
+packages (in place of --package), its concurrent runs and its rate. A
+missing or unknown key (401) and a tenant past its rate (429, with
+Retry-After) get the same problem+json answer as from
 'sandbank serve'; a call past the tenant's concurrent runs is the JSON-RPC
 error -32029 with data {"kind":"quota","retryable":true}, the kind
 'sandbank serve' answers it with (429 quota). Without tenants, --http
@@ -231,6 +232,7 @@ func (a *app) serveMCP(ctx context.Context, o *mcpOptions) error {
 		Version:   moduleVersion(debug.ReadBuildInfo()),
 		Signer:    signer,
 		Suspend:   o.suspend,
+		Packages:  tenantPackages(o.cacheDir, o.noCache), // packages.go
 		Factory: func(e registry.Entry) spi.Factory {
 			f, err := a.engineFactory(e, &runOptions{cacheDir: o.cacheDir, noCache: o.noCache, packages: o.packages})
 			if err != nil {

@@ -46,8 +46,9 @@ OpenAPI document at /v1/openapi.json) on --addr.
 Callers authenticate with "Authorization: Bearer KEY". The tenants, their
 key digests (never the keys) and quotas come from --tenants FILE or, without
 it, from the environment variable SANDBANK_TENANTS (the document itself).
-'sandbank serve --new-key' prints a new key and the digest to put in the
-document.
+A tenant's "packages" are what its python runs may import, in place of
+--package (see docs/serving.md). 'sandbank serve --new-key' prints a new
+key and the digest to put in the document.
 
 --dev serves without keys (every caller is the tenant "dev") and only on a
 loopback address: it refuses any other --addr.
@@ -156,6 +157,7 @@ func (a *app) serve(ctx context.Context, o *serveOptions) error {
 		QueueTimeout:      o.queueTimeout,
 		Logger:            logger,
 		Version:           moduleVersion(debug.ReadBuildInfo()),
+		Packages:          tenantPackages("", false), // packages.go
 	}
 	if err := serveSigning(o, opts); err != nil {
 		_ = data.Close()

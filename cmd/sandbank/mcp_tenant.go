@@ -53,7 +53,7 @@ func tenantOf(info *auth.TokenInfo) *tenant.Tenant {
 // (the call runs one of them, or is refused and the model reads why), its
 // concurrent runs (at the cap: effect.KindQuota, which the MCP door
 // answers as the HTTP door does, quota and retryable) and its limits
-// ceiling.
+// ceiling, and its python packages.
 func admitTenant(_ context.Context, req *mcp.CallToolRequest, _ string) (mcpserver.Admission, error) {
 	var t *tenant.Tenant
 	if req.Extra != nil {
@@ -68,5 +68,5 @@ func admitTenant(_ context.Context, req *mcp.CallToolRequest, _ string) (mcpserv
 	}
 	// The tenant's engines choose the call's engine as at every door
 	// (pool.Pool.Resolve): the first it may use of the tool's language.
-	return mcpserver.Admission{Engines: t.Engines, Limits: t.Limits, Release: release, Tenant: t.Name}, nil
+	return mcpserver.Admission{Engines: t.Engines, Limits: t.Limits, Release: release, Tenant: t.Name, Packages: t.Packages}, nil
 }

@@ -23,6 +23,15 @@ func packagesFactory(entry registry.Entry, packages []string, cacheDir string, n
 	return f, nil
 }
 
+// tenantPackages builds python with a tenant's packages (the tenants
+// document's "packages"; pool.Options.Packages) for serve and mcp,
+// keeping its check of the machine as packagesFactory does.
+func tenantPackages(cacheDir string, noCache bool) func(registry.Entry, []string) spi.Factory {
+	return func(e registry.Entry, packages []string) spi.Factory {
+		return builtin.PackagesFactory(e.Engine, packages, cacheDir, noCache)
+	}
+}
+
 // withPackages returns reg with python built with the allow-listed
 // packages (reg itself without any): the same entries and defaults, python's
 // factory replaced.
