@@ -17,7 +17,6 @@ import (
 	"github.com/sandbank/sandbank/durable"
 	"github.com/sandbank/sandbank/effect"
 	"github.com/sandbank/sandbank/receipt"
-	"github.com/sandbank/sandbank/record"
 	"github.com/sandbank/sandbank/spi"
 	"github.com/sandbank/sandbank/storage"
 )
@@ -239,15 +238,7 @@ func (s *Server) resumeClaimed(ctx context.Context, req *mcp.CallToolRequest, t 
 	if perr == nil && ctx.Err() == nil {
 		res, perr = s.park(res, d)
 	}
-	outcome := record.OutcomeInfrastructure
-	switch {
-	case ctx.Err() != nil:
-		outcome = record.OutcomeCanceled
-	case rec != nil:
-		outcome = rec.Receipt.Outcome
-	case answerOf(err) == answerInvalid:
-		outcome = "invalidCall"
-	}
+	outcome := callOutcome(ctx, rec, err)
 	s.logCall(ctx, t, entry.Engine, outcome, time.Since(start), perr)
 	if ctx.Err() != nil {
 		return nil, errCancelled

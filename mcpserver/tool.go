@@ -97,15 +97,7 @@ func (t *runTool) handle(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Ca
 	if perr == nil && ctx.Err() == nil {
 		res, perr = t.s.park(res, d)
 	}
-	outcome := record.OutcomeInfrastructure
-	switch {
-	case ctx.Err() != nil:
-		outcome = record.OutcomeCanceled
-	case rec != nil:
-		outcome = rec.Receipt.Outcome
-	case answerOf(err) == answerInvalid:
-		outcome = "invalidCall"
-	}
+	outcome := callOutcome(ctx, rec, err)
 	t.s.logCall(ctx, t, engine, outcome, time.Since(start), perr)
 	if ctx.Err() != nil {
 		return nil, errCancelled
@@ -146,4 +138,19 @@ func (s *Server) keep(res *mcp.CallToolResult, rec *effect.Record) (*mcp.CallToo
 	r.Run = run
 	res.StructuredContent = r
 	return res, nil
+}
+
+// callOutcome is what a tool call's log line says of its run: the
+// receipt's outcome when the run has a record, else canceled,
+// invalidCall or infrastructure.
+func callOutcome(ctx context.Context, rec *effect.Record, err error) string {
+	switch {
+	case ctx.Err() != nil:
+		return record.OutcomeCanceled
+	case rec != nil:
+		return rec.Receipt.Outcome
+	case answerOf(err) == answerInvalid:
+		return "invalidCall"
+	}
+	return record.OutcomeInfrastructure
 }
