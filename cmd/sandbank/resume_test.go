@@ -22,12 +22,15 @@ const ok = await host.approve({rows: a});
 ({a, ok, t: Date.now(), r: Math.random()})`)
 	wait := filepath.Join(t.TempDir(), "wait.json")
 
-	live := runMain("", "run", "--engine", "quickjs", "--json", "--input", `{"n":2}`, "--host", "rows="+rows, "--host", "approve="+yes, js)
+	// A long wall clock: under -race on a loaded machine one QuickJS run
+	// took 8.8 s, past the default 5 s (the continuation keeps it for
+	// the resumption).
+	live := runMain("", "run", "--engine", "quickjs", "--json", "--timeout", "2m", "--input", `{"n":2}`, "--host", "rows="+rows, "--host", "approve="+yes, js)
 	require.Equal(t, exitOK, live.code, live.stderr)
 	var want struct{ Value json.RawMessage }
 	require.NoError(t, json.Unmarshal([]byte(live.stdout), &want), live.stdout)
 
-	res := runMain("", "run", "--engine", "quickjs", "--json", "--input", `{"n":2}`, "--host", "rows="+rows, "--suspend", "approve", "--continuation", wait, js)
+	res := runMain("", "run", "--engine", "quickjs", "--json", "--timeout", "2m", "--input", `{"n":2}`, "--host", "rows="+rows, "--suspend", "approve", "--continuation", wait, js)
 	require.Equal(t, exitSuspend, res.code, res.stderr)
 	var suspended struct {
 		OK      bool
