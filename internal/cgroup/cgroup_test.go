@@ -4,6 +4,7 @@ package cgroup_test
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -212,5 +213,46 @@ func TestPlaceMovesAProcess(t *testing.T) {
 		case <-watchdog.C:
 			t.Fatal("the placed process outlived its group's Remove")
 		}
+	})
+}
+
+// TestJoinFilesMoveTheWriter: a process given the group's join files
+// (here a child that is not in the group, started outside it) moves
+// itself by writing "0" to each, and Holds sees it; before, Holds does
+// not. On v2 there are none, and Place does the move.
+func TestJoinFilesMoveTheWriter(t *testing.T) {
+	py := python(t)
+	eachVersion(t, func(t *testing.T, m *cgroup.Manager) {
+		g, err := m.New(cgroup.Limits{MemoryBytes: 64 << 20, Tasks: 8})
+		require.NoError(t, err)
+		t.Cleanup(func() { assert.NoError(t, g.Remove()) })
+		files, err := g.JoinFiles()
+		require.NoError(t, err)
+		if m.Version() == cgroup.V2 {
+			require.Empty(t, files)
+			return
+		}
+		require.Len(t, files, len(g.Dirs()))
+		// The child waits for a line on stdin, then writes "0" to fds 3... and waits again.
+		cmd := exec.Command(py, "-c", "import os,sys\nsys.stdin.readline()\nfor fd in range(3, 3 + int(sys.argv[1])):\n    os.write(fd, b'0')\nprint('moved', flush=True)\nsys.stdin.readline()", strconv.Itoa(len(files)))
+		cmd.ExtraFiles = files
+		in, err := cmd.StdinPipe()
+		require.NoError(t, err)
+		out, err := cmd.StdoutPipe()
+		require.NoError(t, err)
+		require.NoError(t, cmd.Start())
+		for _, f := range files {
+			require.NoError(t, f.Close())
+		}
+		assert.False(t, g.Holds(cmd.Process.Pid), "in the group before it moved itself")
+		_, err = in.Write([]byte("\n"))
+		require.NoError(t, err)
+		line := make([]byte, 6)
+		_, err = io.ReadFull(out, line)
+		require.NoError(t, err)
+		assert.True(t, g.Holds(cmd.Process.Pid), "not in the group after it moved itself")
+		_, err = in.Write([]byte("\n"))
+		require.NoError(t, err)
+		require.NoError(t, cmd.Wait())
 	})
 }
