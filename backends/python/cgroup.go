@@ -41,7 +41,7 @@ func KernelBounds() error {
 const runTasks = maxThreads + 2
 
 // zygoteRunTasks is runTasks for a run forked from the zygote: only the
-// run's process is in its group (its keeper, which waits for it, is
+// run's process is in its group (the zygote, which waits for it, is
 // not).
 const zygoteRunTasks = maxThreads + 1
 

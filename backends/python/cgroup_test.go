@@ -219,3 +219,27 @@ func TestGroupsUnderConcurrency(t *testing.T) {
 	}
 	assert.True(t, waitFor(func() bool { return leftGroups(m) == 0 }), "groups left: %v", m.Groups())
 }
+
+// TestRunsJoinTheirGroupThemselves: on v1, a zygote's run moves itself
+// into its group as it takes its request (the host only checks), so no
+// run waits for the kernel's global lock a move by pid takes; each run
+// is still in its group (its memory limit holds).
+func TestRunsJoinTheirGroupThemselves(t *testing.T) {
+	b := zygoteOrSkip(t)
+	if err := KernelBounds(); err != nil {
+		t.Skipf("runs get no cgroup here: %v", err)
+	}
+	m, err := cgroup.Default()
+	require.NoError(t, err)
+	if m.Version() != cgroup.V1 {
+		t.Skip("on v2 the host moves each run")
+	}
+	for range 3 {
+		evalOK(t, b, "6 * 7", "42")
+	}
+	out, err := b.Evaluate(context.Background(), spi.Request{Script: []byte("held = []\nwhile True:\n    held.append(b'x' * (1 << 20))"),
+		Limits: spi.Limits{WallClock: 5 * time.Minute, MemoryBytes: kernelLimit}})
+	require.NoError(t, err)
+	assert.Equal(t, spi.LimitMemory, out.Limit, "%+v", out)
+	assert.Zero(t, b.zygotes.movedByHost.Load(), "runs the host moved")
+}

@@ -112,11 +112,11 @@
 // and installs the seccomp filter itself before the runner starts. The
 // host reads the run's pid from the kernel (the credentials of the
 // message its process sends before the script exists) and its exit
-// status and resource usage from the run's keeper (the fork that waits
-// for it, which never runs the script). The zygote is replaced after 256
+// status and resource usage from the zygote (the run's parent, which
+// waits for it and never runs the script). The zygote is replaced after 256
 // runs, as soon as one of its runs ends other than with its value, its
 // thrown error or the host's own kill (its wall clock, its caller's
-// context: the keeper must report it died of that SIGKILL), and when it
+// context: the zygote must report it died of that SIGKILL), and when it
 // dies; Close ends it. Where the zygote cannot
 // be had (bubblewrap may not grant CAP_SYS_ADMIN in the sandbox's user
 // namespace, or the kernel refuses a run's namespaces: the self-test

@@ -151,8 +151,8 @@ type proc struct {
 	// run may hold (its memory limit), or MaxResultBytes.
 	frameMax int64
 	group    *cgroup.Group // the run's cgroup, nil without one (cgroup.go)
-	// A run forked by the zygote (zygote.go; cmd is nil): what its
-	// keeper reports, the run's pidfd, whether the run ended with its own
+	// A run forked by the zygote (zygote.go; cmd is nil): what the
+	// zygote reports of it, the run's pidfd, whether the run ended with its own
 	// value or thrown error, and whether the host ended it (its wall
 	// clock, the caller's context); else the zygote is replaced.
 	zr        *zrun
@@ -332,7 +332,7 @@ func (p *proc) kill() {
 	p.once.Do(func() {
 		p.answers.close()
 		if p.zr != nil {
-			p.killKeeper() // zygote.go
+			p.killRun() // zygote.go
 		} else {
 			_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
 		}
@@ -342,8 +342,8 @@ func (p *proc) kill() {
 
 // hostEnds kills the run on the host's own decision: its wall clock, or
 // the caller's context done. Such a run did nothing the host did not
-// cause, so it keeps its zygote, once the keeper has seen it end by the
-// host's SIGKILL (stopKeeper, zygote.go).
+// cause, so it keeps its zygote, once the zygote has seen it end by the
+// host's SIGKILL (stopRun, zygote.go).
 func (p *proc) hostEnds() {
 	p.hostEnded.Store(true)
 	p.kill()
@@ -360,7 +360,7 @@ func (p *proc) stop() {
 			// ask for another run (zygote.go).
 			p.z.retire()
 		}
-		go p.stopKeeper() // zygote.go
+		go p.stopRun() // zygote.go
 		return
 	}
 	go func() {
@@ -627,7 +627,7 @@ func (p *proc) observe(limits spi.Limits) observation {
 	default:
 	}
 	if p.zr != nil {
-		p.observeKeeper(&o) // zygote.go
+		p.observeReport(&o) // zygote.go
 		return o
 	}
 	st := p.cmd.ProcessState

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -32,11 +33,12 @@ import (
 // network namespace unless Landlock scopes abstract sockets
 // (Backend.sharesNet), the zygote's IPC namespace, which the filter
 // leaves it no call to use, no capability, no descriptor but its three
-// pipes, Landlock and the seccomp filter) cannot reach it. What the host believes of a run
-// comes from the run's keeper (the first fork, which never runs the
-// script): the keeper's pid, which the kernel writes in the credentials
-// of its message, and the run's exit status and resource usage from
-// wait4. The zygote is replaced after zygoteRuns runs, and as soon as a
+// pipes, Landlock and the seccomp filter) cannot reach it. What the
+// host believes of a run comes from the kernel: the run's pid, which
+// the kernel writes in the credentials of the message its process sends
+// before the script exists, and its exit status and resource usage from
+// wait4, which the zygote (its parent, which never runs the script)
+// reports. The zygote is replaced after zygoteRuns runs, and as soon as a
 // run of it ends other than with its value, its thrown error or the
 // host's own kill (its wall clock, its caller's context).
 
@@ -87,6 +89,9 @@ type zygotes struct {
 	// the first replacement, in the background.
 	standby  *zygote
 	starting bool // a standby is being started
+	// movedByHost counts the runs the host moved into their group
+	// itself: on v2, and a run that did not move itself on v1.
+	movedByHost atomic.Uint64
 }
 
 // zygote is one zygote process and the runs it has forked.
@@ -110,21 +115,22 @@ type zygote struct {
 	dead     bool // its channel has ended
 }
 
-// zrun is what the host hears of one run from its keeper.
+// zrun is what the host hears of one run: from its process before the
+// script, its pid; from the zygote once it has ended, its report.
 type zrun struct {
-	ready chan int      // the keeper's pid (one)
+	ready chan int      // the run's pid (one)
 	done  chan struct{} // closed when the run has ended (or the zygote has)
 	// Set before done is closed: the report, if one came.
 	reported bool
 	exitCode int
 	cpu      time.Duration
 	maxRSS   int64
-	failed   string // the keeper could not make the run's namespaces
+	failed   string // the zygote could not prepare a run
 }
 
 // zygoteArgv is bubblewrap's command line for the zygote: the run's
 // sandbox (argv) but with CAP_SYS_ADMIN in the sandbox's user namespace,
-// which the keeper needs to make a run's namespaces and mount its /tmp
+// which a run's process needs to make its namespaces and mount its /tmp
 // (each run drops it, and every other capability, before the runner),
 // and no filter: the zygote forks and mounts; each run installs the
 // filter itself.
@@ -227,7 +233,7 @@ func addressSpaceOf(pid int) (int64, error) {
 }
 
 // zygoteMessageMax bounds a message from the zygote: the longest is a
-// keeper's failure (a kind byte, a number and 200 bytes of reason).
+// zygote's failure (a kind byte, a number and 24 bytes of reason).
 const zygoteMessageMax = 512
 
 // read reads one message from the zygote and the pid of the process that
@@ -253,7 +259,8 @@ func (z *zygote) read() (kind byte, body []byte, pid int, err error) {
 	return buf[0], buf[1:n], int(cred.Pid), nil
 }
 
-// listen reads the keepers' messages until the zygote's channel ends.
+// listen reads the zygote's and its runs' messages until the zygote's
+// channel ends.
 func (z *zygote) listen() {
 	for {
 		kind, body, pid, err := z.read()
@@ -319,7 +326,8 @@ func (z *zygote) end(number uint64, r *zrun) {
 
 // fork asks the zygote for a run: it sends the run's number and its
 // descriptors (stdin, stdout, stderr and the go pipe, through which the
-// limits follow). It fails when the zygote is retired or dead.
+// limits follow; then its group's join files, if any). It fails when
+// the zygote is retired or dead.
 func (z *zygote) fork(number uint64, files []*os.File) (*zrun, error) {
 	r := &zrun{ready: make(chan int, 1), done: make(chan struct{})}
 	z.mu.Lock()
@@ -525,15 +533,17 @@ func (b *Backend) nextNumber() uint64 {
 	return b.zygotes.number
 }
 
-// spawnFromZygote has the zygote fork the run's process and places it
-// in the run's cgroup before it may go on: the keeper waits for the
-// host's byte on the go pipe before it makes the run's namespaces and
-// forks the run's process, which is so in the group from its first
-// instruction.
+// spawnFromZygote has a prepared run of the zygote take the request and
+// places its process in the run's cgroup before it may go on: the
+// process waits for the host's go (the limits, on the go pipe) before
+// it reads the script, so it is in the group before any of the run's
+// code runs. On v1 it moves itself (cgroup.Group.JoinFiles, passed with
+// its descriptors) as it takes the request, and the host checks that it
+// did; else the host moves it.
 func (b *Backend) spawnFromZygote(z *zygote, req spi.Request) (*proc, error) {
 	var h handles
 	defer h.close()
-	var theirs [4]*os.File // in, out, err, go: the run's ends
+	var theirs []*os.File // in, out, err, go: the run's ends; then the group's join files
 	var ours [4]*os.File
 	for i := range 4 {
 		r, w, err := h.pipe()
@@ -543,20 +553,38 @@ func (b *Backend) spawnFromZygote(z *zygote, req spi.Request) (*proc, error) {
 		if i == 1 || i == 2 { // out, err: the run writes
 			r, w = w, r
 		}
-		theirs[i], ours[i] = r, w
+		theirs, ours[i] = append(theirs, r), w
 	}
 	inW, outR, errR, goW := ours[0], ours[1], ours[2], ours[3]
+	var group *cgroup.Group
+	if m := b.cgroups(); m != nil {
+		var err error
+		if group, err = m.New(groupLimits(req.Limits, zygoteGroupOverhead, zygoteRunTasks)); err != nil { // cgroup.go
+			return nil, noOutcome(err)
+		}
+		join, err := group.JoinFiles()
+		if err != nil {
+			_ = group.Remove()
+			return nil, noOutcome(err)
+		}
+		for _, f := range join {
+			h.hold(f)
+		}
+		theirs = append(theirs, join...)
+	}
 	number := b.nextNumber()
-	zr, err := z.fork(number, theirs[:])
+	zr, err := z.fork(number, theirs)
 	for _, f := range theirs {
 		h.drop(f)
 	}
 	if err != nil {
+		if group != nil {
+			_ = group.Remove()
+		}
 		return nil, err
 	}
 	// From here on, a failure ends the run (it reads no go) and its
 	// group, and retires the zygote.
-	var group *cgroup.Group
 	pidfd := -1
 	fail := func(err error) (*proc, error) {
 		h.close()
@@ -569,12 +597,6 @@ func (b *Backend) spawnFromZygote(z *zygote, req spi.Request) (*proc, error) {
 		z.end(number, zr)
 		z.release(false)
 		return nil, err
-	}
-	// The run's group is made while the zygote hands the run over.
-	if m := b.cgroups(); m != nil {
-		if group, err = m.New(groupLimits(req.Limits, zygoteGroupOverhead, zygoteRunTasks)); err != nil { // cgroup.go
-			return fail(noOutcome(err))
-		}
 	}
 	var pid int
 	wait := time.NewTimer(b.startup)
@@ -592,7 +614,8 @@ func (b *Backend) spawnFromZygote(z *zygote, req spi.Request) (*proc, error) {
 	if pidfd, err = unix.PidfdOpen(pid, 0); err != nil {
 		return fail(noOutcome(err))
 	}
-	if group != nil {
+	if group != nil && !group.Holds(pid) {
+		b.zygotes.movedByHost.Add(1)
 		if err := group.Place(pid); err != nil {
 			return fail(noOutcome(err))
 		}
@@ -628,22 +651,21 @@ func (b *Backend) spawnFromZygote(z *zygote, req spi.Request) (*proc, error) {
 	return p, nil
 }
 
-// killKeeper ends the run: SIGKILL to its keeper, through the pidfd
-// taken while the keeper waited for its go (so never to another
-// process), and the run's process dies with its keeper (its parent-death
-// signal) and takes its pid namespace with it.
-func (p *proc) killKeeper() {
+// killRun ends the run: SIGKILL to its process, through the pidfd taken
+// while it waited for its go (so never to another process), which takes
+// its pid namespace with it (it is pid 1 there).
+func (p *proc) killRun() {
 	_ = unix.PidfdSendSignal(p.pidfd, unix.SIGKILL, nil, 0)
 	close(p.killed)
 }
 
-// stopKeeper releases a zygote run once it has ended or been killed. A
-// run the host ended (proc.hostEnds) keeps its zygote only if its keeper
+// stopRun releases a zygote run once it has ended or been killed. A
+// run the host ended (proc.hostEnds) keeps its zygote only if the zygote
 // reports that it died of a SIGKILL: the host's, since the kernel does
 // not let a process in the run's pid namespace kill its pid 1. A run
 // that ended otherwise meanwhile (a crash as its clock ran out), or
 // whose report does not come within the start-up allowance, retires it.
-func (p *proc) stopKeeper() {
+func (p *proc) stopRun() {
 	clean := p.clean.Load()
 	if p.hostEnded.Load() {
 		t := time.NewTimer(p.b.startup)
@@ -666,8 +688,8 @@ func (p *proc) stopKeeper() {
 	p.z.release(clean)
 }
 
-// observeKeeper fills in what the keeper reported of the run's process.
-func (p *proc) observeKeeper(o *observation) {
+// observeReport fills in what the zygote reported of the run's process.
+func (p *proc) observeReport(o *observation) {
 	switch {
 	case p.zr.failed != "":
 		o.exitCode, o.stderr = 1, []byte(p.zr.failed)

@@ -15,35 +15,40 @@
 #
 #   host -> zygote   one message per run: the run's number (8 bytes,
 #                    big-endian), with four descriptors: the run's stdin,
-#                    stdout, stderr and its go pipe (read end).
+#                    stdout, stderr and its go pipe (read end); then, on
+#                    cgroup v1, the run's group's tasks files, to which
+#                    the run's process writes "0" to join the group (a
+#                    process moving itself skips a global lock).
 #   zygote -> host   "Z" once, ready (the host reads the zygote's pid
 #                    from the message's credentials). From each run's
 #                    process: "R" + number once it has its request (the
 #                    host reads its pid from the credentials, places it
 #                    in the run's cgroup, and writes "g" and the runner's
 #                    limits, JSON text, to the go pipe, which it then
-#                    closes). From each run's keeper: "E" + number + the
-#                    exit code (4 bytes, signed: the code, or 128 plus the
-#                    signal), the user and system CPU time in
-#                    microseconds and the peak resident memory in KiB (8
-#                    bytes each) of the run's process, from wait4. From
-#                    the zygote: "F" + number + a reason, when no run
-#                    could be prepared.
+#                    closes). From the zygote, once a run's process has
+#                    ended: "E" + number + the exit code (4 bytes,
+#                    signed: the code, or 128 plus the signal), the user
+#                    and system CPU time in microseconds and the peak
+#                    resident memory in KiB (8 bytes each) of the run's
+#                    process, from wait4; and "F" + number + a reason,
+#                    when no run could be prepared.
 #
-# A run is two forks, made ahead (SPARES of them wait for a request).
-# The keeper (in the zygote's namespaces, holding nothing of the zygote
-# but its channel to the host) makes new pid, mount and UTS namespaces
-# (and network, unless NET is "shared"), forks the run's process (pid 1 of the new pid
-# namespace), waits for it and reports what the kernel says of it. The
-# run's process dies with the keeper, mounts a fresh tmpfs on /tmp,
-# drops every capability, installs the seccomp filter, applies Landlock
-# and prepares the runner (PROGRAM's definitions and what depends on no
-# run), then waits for its request (on a socket only it and the zygote
-# hold). Then it tells the keeper its number, the host its pid, waits
-# for the go, takes the run's descriptors as 0, 1 and 2, closes every
-# other, and starts the runner, which sets the rlimits and reads the
-# script. Nothing of a run is in the zygote: it only forks and hands
-# requests over, and never reads what a run writes.
+# A run is one fork, made ahead (SPARES of them wait for a request): the
+# zygote (itself pid 1 of a pid namespace of its own: _own_pid_namespace)
+# forks the run's process as pid 1 of a new pid namespace, which then
+# makes its own mount and UTS namespaces (and network, unless NET is
+# "shared"). The zygote waits for it (through a pidfd, in its loop) and
+# reports what the kernel says of it. The run's process dies with the
+# zygote, closes every descriptor of the zygote's but its channel to the
+# host and its request socket, mounts a fresh tmpfs on /tmp, drops every
+# capability, installs the seccomp filter, applies Landlock and prepares
+# the runner (what depends on no run: PROGRAM's definitions are made
+# once, in the zygote), then waits for its request (on a socket only it
+# and the zygote hold). Then it joins its cgroup, tells the host its
+# pid, waits for the go, takes the run's descriptors as 0, 1 and 2,
+# closes every other, and starts the runner, which sets the rlimits and
+# reads the script. Nothing of a run is in the zygote: it only forks,
+# hands requests over and waits, and never reads what a run writes.
 #
 # The zygote says it is ready as soon as it can prepare a run; it
 # imports the standard library's common modules (PRELOAD) while no
@@ -53,6 +58,7 @@ import sys
 import os
 
 import ctypes
+import gc
 import json
 import resource
 import select
@@ -112,6 +118,10 @@ _SHARED_NET = sys.argv[5] == "shared"
 # imported before the first run is prepared (runner.py's _load_packages).
 _PACKAGES = sys.argv[7] if len(sys.argv) > 7 else ""
 del sys.argv[1:]
+# _FILTER is the seccomp filter each run installs (_serve reads it once).
+_FILTER = b""
+# _RUNNER is PROGRAM's namespace (_serve runs it once).
+_RUNNER = {"__name__": "__sandbank_runner__", "__builtins__": builtins}
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _CLONE_NEWNS, _CLONE_NEWUTS = 0x00020000, 0x04000000
@@ -136,16 +146,26 @@ class _SockFprog(ctypes.Structure):
     _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
 
 
-def _spare(ctrl, req, tell, alive_r, filt):
-    # The run's process: pid 1 of the keeper's new pid namespace, in its
-    # new mount and UTS namespaces (and network: _SHARED_NET). As a spare it prepares
-    # what does not depend on the run, then waits for the run's request.
+def _spare(ctrl, req, zygote):
+    # The run's process: pid 1 of a new pid namespace, forked by the
+    # zygote. It makes its own mount and UTS namespaces (and network:
+    # _SHARED_NET), and as a spare prepares what does not depend on the
+    # run, then waits for the run's request.
     if _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
         _fail("prctl")
-    if _dead(alive_r):
-        # The keeper died before the death signal was set.
+    if _dead(zygote):
+        # The zygote died before the death signal was set.
         os._exit(1)
-    os.close(alive_r)
+    _close_all_but(ctrl.fileno(), req.fileno())
+    # The IPC namespace is the zygote's (bubblewrap's new one, holding no
+    # object): the filter refuses every System V IPC and POSIX message
+    # queue call, so there is nothing in it a run could make or name,
+    # and making and tearing down one per run cost about 2.4 ms.
+    flags = _CLONE_NEWNS | _CLONE_NEWUTS
+    if not _SHARED_NET:
+        flags |= _CLONE_NEWNET
+    if _libc.unshare(flags) != 0:
+        _fail("unshare")
     if _libc.mount(None, b"/", None, _MS_REC | _MS_PRIVATE, None) != 0:
         _fail("making / private")
     if _SCRATCH > 0:
@@ -166,26 +186,31 @@ def _spare(ctrl, req, tell, alive_r, filt):
         _fail("dropping capabilities")
     if _libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         _fail("no_new_privs")
-    buf = ctypes.create_string_buffer(filt, len(filt))
-    prog = _SockFprog(len(filt) // 8, ctypes.cast(buf, ctypes.c_void_p))
+    buf = ctypes.create_string_buffer(_FILTER, len(_FILTER))
+    prog = _SockFprog(len(_FILTER) // 8, ctypes.cast(buf, ctypes.c_void_p))
     if _libc.prctl(_PR_SET_SECCOMP, 2, ctypes.byref(prog), 0, 0) != 0:
         _fail("installing the seccomp filter")
     del buf, prog
-    runner = {"__name__": "__sandbank_runner__", "__builtins__": builtins}
-    exec(_PROGRAM, runner)
+    runner = _RUNNER
     if runner["_confine"]() < 6 and _SHARED_NET:
         # No scope for abstract sockets: this run could reach another's.
         raise OSError("runs share a network namespace without Landlock's scopes (ABI 6)")
     runner["_prepare"]()
-    # The run: its number and its descriptors.
-    msg, fds, _, _ = socket.recv_fds(req, 64, 4)
-    if len(fds) != 4 or len(msg) != 8:
+    # The run: its number and its descriptors, then the files through
+    # which it joins its cgroup (v1's tasks files, if any: the host
+    # checks that it did, else moves it).
+    msg, fds, _, _ = socket.recv_fds(req, 64, _MAX_FDS)
+    if not 4 <= len(fds) <= _MAX_FDS or len(msg) != 8:
         os._exit(1)
     req.close()
-    number = msg
-    os.write(tell, number)
-    os.close(tell)
-    ctrl.send(b"R" + number)  # the host reads this process's pid from it
+    for fd in fds[4:]:
+        try:
+            os.write(fd, b"0")
+        except OSError:
+            pass
+        os.close(fd)
+    del fds[4:]
+    ctrl.send(b"R" + msg)  # the host reads this process's pid from it
     # The go: "g" and the run's limits, which the host writes once it
     # has placed this process in the run's cgroup and measured its
     # address space, then closes.
@@ -205,56 +230,12 @@ def _spare(ctrl, req, tell, alive_r, filt):
     os._exit(0)
 
 
+# _MAX_FDS: a request's descriptors, the run's four and at most two
+# files to join its cgroup with (v1's memory and pids hierarchies).
+_MAX_FDS = 6
+
 # _GO_MAX bounds the go message (the host's: "g" and the limits' JSON).
 _GO_MAX = 1 << 16
-
-
-def _keep(ctrl, req, filt):
-    # The keeper: in the zygote's namespaces, never running the script.
-    # It holds nothing of the zygote but its channel to the host.
-    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-    _close_all_but(ctrl.fileno(), req.fileno())
-    # The IPC namespace is the zygote's (bubblewrap's new one, holding no
-    # object): the filter refuses every System V IPC and POSIX message
-    # queue call, so there is nothing in it a run could make or name,
-    # and making and tearing down one per run cost about 2.4 ms.
-    flags = _CLONE_NEWPID | _CLONE_NEWNS | _CLONE_NEWUTS
-    if not _SHARED_NET:
-        flags |= _CLONE_NEWNET
-    if _libc.unshare(flags) != 0:
-        _fail("unshare")
-    alive_r, alive_w = os.pipe()
-    tell_r, tell_w = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        try:
-            os.close(alive_w)
-            os.close(tell_r)
-            _spare(ctrl, req, tell_w, alive_r, filt)
-        except BaseException as e:
-            try:
-                os.write(2, ("python: the run did not start: %s\n" % e).encode())
-            finally:
-                os._exit(1)
-    os.close(alive_r)
-    os.close(tell_w)
-    req.close()
-    number = b""
-    while len(number) < 8:
-        chunk = os.read(tell_r, 8 - len(number))
-        if not chunk:
-            os._exit(0)  # a spare that never ran
-        number += chunk
-    os.close(tell_r)
-    _, status, ru = os.wait4(pid, 0)
-    code = os.waitstatus_to_exitcode(status)
-    if code < 0:
-        code = 128 - code
-    report = code.to_bytes(4, "big", signed=True)
-    for v in (int(ru.ru_utime * 1e6), int(ru.ru_stime * 1e6), ru.ru_maxrss):
-        report += v.to_bytes(8, "big")
-    ctrl.send(b"E" + number + report)
-    os._exit(0)
 
 
 def _close_all_but(*keep):
@@ -270,23 +251,106 @@ def _dead(fd):
     return bool(r)
 
 
-def _prepare(ctrl, filt):
+class _Run:
+    # A forked run's process: its pid (0 once reaped), a pidfd the zygote
+    # waits on, and the socket its request goes through (a spare's), or
+    # its number (a run's, once it has its request).
+    def __init__(self, pid, req):
+        self.pid, self.req, self.number = pid, req, None
+        self.pidfd = os.pidfd_open(pid)
+
+    def fileno(self):
+        return self.pidfd
+
+
+def _prepare(ctrl, zygote):
+    # Forks a spare: the child is pid 1 of a new pid namespace. The
+    # zygote's own children's namespace is set back to its own at once,
+    # since unshare makes a new one only from there.
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    pid = os.fork()
-    if pid == 0:
-        try:
-            ours.close()
-            _keep(ctrl, theirs, filt)
-        except BaseException as e:
+    # What the zygote holds is out of the collector's sight in the run:
+    # a collection there would write to every tracked object's header,
+    # copying each page it is on into the run (gc.freeze is a list splice).
+    gc.freeze()
+    if _libc.unshare(_CLONE_NEWPID) != 0:
+        _fail("unshare")
+    try:
+        pid = os.fork()
+        if pid == 0:
             try:
-                os.write(2, ("python: a run could not be prepared: %s\n" % e).encode())
-            finally:
-                os._exit(1)
+                _spare(ctrl, theirs, zygote)
+            except BaseException as e:
+                try:
+                    os.write(2, ("python: a run could not be prepared: %s\n" % e).encode())
+                finally:
+                    os._exit(1)
+    finally:
+        if _libc.setns(zygote, _CLONE_NEWPID) != 0:
+            _fail("setns")
     theirs.close()
-    return ours
+    return _Run(pid, ours)
+
+
+def _reap(ctrl, run):
+    # Waits for an ended run's process and reports it, if it had a run.
+    os.close(run.pidfd)
+    _, status, ru = os.wait4(run.pid, 0)
+    run.pid = 0
+    if run.number is None:
+        return  # a spare that never ran
+    code = os.waitstatus_to_exitcode(status)
+    if code < 0:
+        code = 128 - code
+    report = code.to_bytes(4, "big", signed=True)
+    for v in (int(ru.ru_utime * 1e6), int(ru.ru_stime * 1e6), ru.ru_maxrss):
+        report += v.to_bytes(8, "big")
+    ctrl.send(b"E" + run.number + report)
+
+
+def _hand_over(ctrl, zygote, spares, running, msg, fds):
+    # Gives the request to the oldest spare (another if it has died:
+    # that one is reaped once it has ended) and adds the run to running;
+    # says so when no run could be prepared.
+    for _ in range(2):
+        run = spares.pop(0) if spares else _prepare(ctrl, zygote)
+        if run.pid:
+            running.append(run)
+        try:
+            socket.send_fds(run.req, [msg], fds)
+        except OSError:
+            run.req.close()
+            continue
+        run.req.close()
+        run.number = msg
+        return
+    ctrl.send(b"F" + msg + b"no run could be prepared")
+
+
+def _own_pid_namespace():
+    # Goes on in a child that is pid 1 of a new pid namespace, owned by
+    # the zygote's own user namespace (bubblewrap's pid namespace is
+    # owned by the one --disable-userns nests this one in), so that the
+    # zygote may set its children's pid namespace back to its own after
+    # making each run's (_prepare). The parent waits for it and ends with
+    # it; the child dies with the parent.
+    parent = os.pidfd_open(os.getpid())
+    if _libc.unshare(_CLONE_NEWPID) != 0:
+        _fail("unshare")
+    pid = os.fork()
+    if pid != 0:
+        _, status = os.waitpid(pid, 0)
+        code = os.waitstatus_to_exitcode(status)
+        os._exit(code if code >= 0 else 128 - code)
+    if _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
+        _fail("prctl")
+    if _dead(parent):
+        os._exit(1)
+    os.close(parent)
 
 
 def _serve():
+    global _FILTER
+    _own_pid_namespace()
     ctrl = socket.socket(fileno=3)
     # The filter bubblewrap would install, read once from fd 4.
     filt = b""
@@ -296,46 +360,55 @@ def _serve():
             break
         filt += chunk
     os.close(4)
-    # Keepers are reaped by the kernel: the zygote waits for none.
-    signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+    _FILTER = filt
+    # The zygote waits for its runs (through their pidfds) to report them;
+    # a run's process checks this pidfd of the zygote's when it starts.
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    zygote = os.pidfd_open(os.getpid())
     if _PACKAGES:
         # Before any run exists: each is a fork of an interpreter that
         # holds them (and configures what they imported: runner.py).
         ns = {"__name__": "__sandbank_packages__", "__builtins__": builtins}
         exec(_PROGRAM, ns)
         ns["_load_packages"](json.loads(_PACKAGES))
-    spares = [_prepare(ctrl, filt)]
+    # PROGRAM's definitions, made once here: each run has its own copy of
+    # them, as of the fork, and none of them has run.
+    exec(_PROGRAM, _RUNNER)
+    spares = [_prepare(ctrl, zygote)]
+    running = []
     ctrl.send(b"Z")
     # Work for the zygote while no request waits: the common modules'
     # imports, one at a time, then the other spares.
     common = list(_PRELOAD)
     while True:
-        while (common or len(spares) < _SPARES) and not select.select([ctrl], [], [], 0)[0]:
+        idle = bool(common) or len(spares) < _SPARES
+        # A spare that died unused stays in spares, reaped, until a
+        # request finds it dead: a spare that cannot be prepared is not
+        # forked again and again while the zygote is idle.
+        ready = select.select([ctrl] + running + [r for r in spares if r.pid], [], [], 0 if idle else None)[0]
+        if not ready:
             if common:
                 _preload(common.pop(0))
             else:
-                spares.append(_prepare(ctrl, filt))
-        msg, fds, _, _ = socket.recv_fds(ctrl, 64, 4)
-        if not msg:
-            os._exit(0)
-        if len(fds) != 4 or len(msg) != 8:
-            os._exit(1)
-        for _ in range(2):
-            spare = spares.pop(0) if spares else _prepare(ctrl, filt)
-            try:
-                socket.send_fds(spare, [msg], fds)
-                sent = True
-            except OSError:
-                sent = False  # a spare that has died: another
-            spare.close()
-            if sent:
-                break
-        else:
-            ctrl.send(b"F" + msg + b"no run could be prepared")
-        for fd in fds:
-            os.close(fd)
-        if not spares:
-            spares.append(_prepare(ctrl, filt))
+                spares.append(_prepare(ctrl, zygote))
+            continue
+        if ctrl in ready:
+            msg, fds, _, _ = socket.recv_fds(ctrl, 64, _MAX_FDS)
+            if not msg:
+                os._exit(0)
+            if not 4 <= len(fds) <= _MAX_FDS or len(msg) != 8:
+                os._exit(1)
+            _hand_over(ctrl, zygote, spares, running, msg, fds)
+            for fd in fds:
+                os.close(fd)
+            if not spares:
+                spares.append(_prepare(ctrl, zygote))
+        for run in ready:
+            if run in running:
+                running.remove(run)
+                _reap(ctrl, run)
+            elif run in spares and run.pid:
+                _reap(ctrl, run)
 
 
 _serve()

@@ -39,9 +39,10 @@ func clone(t *testing.T, b *Backend) *Backend {
 
 // zygoteProcesses are the processes of b's zygotes (in service and on
 // standby) while no run is in flight: each one's bubblewrap,
-// bubblewrap's init, the zygote, and its prepared runs (a keeper and the
-// run's process each). A zygote with more descendants than that counts
-// for none.
+// bubblewrap's init, the process bubblewrap started (which waits for the
+// zygote, pid 1 of its own pid namespace), the zygote, and its prepared
+// runs (one process each). A zygote with more descendants than that
+// counts for none.
 func zygoteProcesses(b *Backend) []int {
 	b.zygotes.mu.Lock()
 	zs := []*zygote{b.zygotes.cur, b.zygotes.standby}
@@ -52,13 +53,16 @@ func zygoteProcesses(b *Backend) []int {
 			continue
 		}
 		prepared := descendants(z.pid)
-		if len(prepared) > 2*zygoteSpares {
+		if len(prepared) > zygoteSpares {
 			continue
 		}
 		out = append(out, z.cmd.Process.Pid, z.pid)
 		out = append(out, prepared...)
-		if init := parentOf(z.pid); init > 0 {
-			out = append(out, init)
+		if started := parentOf(z.pid); started > 0 {
+			out = append(out, started)
+			if init := parentOf(started); init > 0 {
+				out = append(out, init)
+			}
 		}
 	}
 	return out
@@ -281,7 +285,7 @@ func TestZygotePreloadKeepsConfiguredModulesOut(t *testing.T) {
 }
 
 // TestHostEndedRunKeepsItsZygoteOnlyIfKilled: a run the host ended keeps
-// its zygote only when its keeper reports it died of SIGKILL (the host's);
+// its zygote only when the zygote reports it died of SIGKILL (the host's);
 // one that ended otherwise as its clock ran out (here a crash's signal
 // 11, or no report because the zygote ended) retires it. Seen failing
 // with every host-ended run keeping its zygote.
@@ -317,7 +321,7 @@ func TestHostEndedRunKeepsItsZygoteOnlyIfKilled(t *testing.T) {
 			p := &proc{b: &Backend{startup: time.Minute}, out: r, zr: zr, z: z, pidfd: pidfd, killed: make(chan struct{})}
 			p.hostEnded.Store(true)
 			close(p.killed)
-			p.stopKeeper()
+			p.stopRun()
 			assert.Equal(t, c.keep, z.usable())
 		})
 	}
