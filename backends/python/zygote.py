@@ -120,6 +120,11 @@ _PACKAGES = sys.argv[7] if len(sys.argv) > 7 else ""
 del sys.argv[1:]
 # _FILTER is the seccomp filter each run installs (_serve reads it once).
 _FILTER = b""
+# _WATCHED are the forked processes not yet reaped, by pidfd; _POLL
+# waits for them and for the host (poll: the zygote's descriptors may
+# number past select's 1,024).
+_WATCHED = {}
+_POLL = select.poll()
 # _RUNNER is PROGRAM's namespace (_serve runs it once).
 _RUNNER = {"__name__": "__sandbank_runner__", "__builtins__": builtins}
 
@@ -253,14 +258,14 @@ def _dead(fd):
 
 class _Run:
     # A forked run's process: its pid (0 once reaped), a pidfd the zygote
-    # waits on, and the socket its request goes through (a spare's), or
-    # its number (a run's, once it has its request).
+    # waits on (in _WATCHED while the process is not reaped), and the
+    # socket its request goes through (a spare's), or its number (a
+    # run's, once it has its request).
     def __init__(self, pid, req):
         self.pid, self.req, self.number = pid, req, None
         self.pidfd = os.pidfd_open(pid)
-
-    def fileno(self):
-        return self.pidfd
+        _WATCHED[self.pidfd] = self
+        _POLL.register(self.pidfd, select.POLLIN)
 
 
 def _prepare(ctrl, zygote):
@@ -293,6 +298,8 @@ def _prepare(ctrl, zygote):
 
 def _reap(ctrl, run):
     # Waits for an ended run's process and reports it, if it had a run.
+    _POLL.unregister(run.pidfd)
+    del _WATCHED[run.pidfd]
     os.close(run.pidfd)
     _, status, ru = os.wait4(run.pid, 0)
     run.pid = 0
@@ -307,14 +314,12 @@ def _reap(ctrl, run):
     ctrl.send(b"E" + run.number + report)
 
 
-def _hand_over(ctrl, zygote, spares, running, msg, fds):
+def _hand_over(ctrl, zygote, spares, msg, fds):
     # Gives the request to the oldest spare (another if it has died:
-    # that one is reaped once it has ended) and adds the run to running;
-    # says so when no run could be prepared.
+    # that one is reaped once it has ended); says so when no run could be
+    # prepared.
     for _ in range(2):
         run = spares.pop(0) if spares else _prepare(ctrl, zygote)
-        if run.pid:
-            running.append(run)
         try:
             socket.send_fds(run.req, [msg], fds)
         except OSError:
@@ -374,40 +379,38 @@ def _serve():
     # PROGRAM's definitions, made once here: each run has its own copy of
     # them, as of the fork, and none of them has run.
     exec(_PROGRAM, _RUNNER)
+    _POLL.register(ctrl, select.POLLIN)
     spares = [_prepare(ctrl, zygote)]
-    running = []
     ctrl.send(b"Z")
     # Work for the zygote while no request waits: the common modules'
     # imports, one at a time, then the other spares.
     common = list(_PRELOAD)
     while True:
-        idle = bool(common) or len(spares) < _SPARES
         # A spare that died unused stays in spares, reaped, until a
         # request finds it dead: a spare that cannot be prepared is not
         # forked again and again while the zygote is idle.
-        ready = select.select([ctrl] + running + [r for r in spares if r.pid], [], [], 0 if idle else None)[0]
+        idle = bool(common) or len(spares) < _SPARES
+        ready = [fd for fd, _ in _POLL.poll(0 if idle else None)]
         if not ready:
             if common:
                 _preload(common.pop(0))
             else:
                 spares.append(_prepare(ctrl, zygote))
             continue
-        if ctrl in ready:
+        if ctrl.fileno() in ready:
             msg, fds, _, _ = socket.recv_fds(ctrl, 64, _MAX_FDS)
             if not msg:
                 os._exit(0)
             if not 4 <= len(fds) <= _MAX_FDS or len(msg) != 8:
                 os._exit(1)
-            _hand_over(ctrl, zygote, spares, running, msg, fds)
+            _hand_over(ctrl, zygote, spares, msg, fds)
             for fd in fds:
                 os.close(fd)
             if not spares:
                 spares.append(_prepare(ctrl, zygote))
-        for run in ready:
-            if run in running:
-                running.remove(run)
-                _reap(ctrl, run)
-            elif run in spares and run.pid:
+        for fd in ready:
+            run = _WATCHED.get(fd)
+            if run is not None:
                 _reap(ctrl, run)
 
 
