@@ -299,11 +299,8 @@ func NewDirContinuations(dir string, opts *ContinuationsOptions) (*DirContinuati
 	if err != nil {
 		return nil, err
 	}
-	if dir == "" {
-		return nil, errors.New("storage: dir continuations: empty directory name")
-	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("storage: dir continuations: %w", err)
+	if err := makeDir("dir continuations", dir); err != nil {
+		return nil, err
 	}
 	ents, err := os.ReadDir(dir)
 	if err != nil {

@@ -111,11 +111,8 @@ func NewDirStore(dir string, opts *DirStoreOptions) (*DirStore, error) {
 	if o.MaxScriptBytes == 0 {
 		o.MaxScriptBytes = effect.DefaultMaxScriptBytes
 	}
-	if dir == "" {
-		return nil, errors.New("storage: dir store: empty directory name")
-	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("storage: dir store: %w", err)
+	if err := makeDir("dir store", dir); err != nil {
+		return nil, err
 	}
 	fi, err := os.Stat(dir)
 	if err != nil {
@@ -382,4 +379,16 @@ func readBounded(ctx context.Context, path string, max int64, prefix string, not
 		return nil, tooLarge
 	}
 	return buf.Bytes(), nil
+}
+
+// makeDir makes a store's directory, private to this user, if it is
+// not there; what names the store in the error.
+func makeDir(what, dir string) error {
+	if dir == "" {
+		return fmt.Errorf("storage: %s: empty directory name", what)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("storage: %s: %w", what, err)
+	}
+	return nil
 }
